@@ -1,0 +1,5 @@
+import sys
+
+from papers.cli import main
+
+sys.exit(main())

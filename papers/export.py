@@ -1,0 +1,122 @@
+"""Export any set of works as BibTeX, CSV or JSON, and read BibTeX back."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable
+
+import bibtexparser
+from bibtexparser.model import Entry, Field
+
+from papers.schema import LIST_FIELDS, Work
+
+EXPORT_FIELDS = (
+    "key", "name", "title", "title_original", "year", "venue", "kind", "arxiv_id", "url", "code_url",
+    "nodes", "algorithms", "aliases", "reward_type", "tags", "summary", "keywords", "summary_confidence",
+    "origin",
+)
+_JOURNALS = re.compile(r"^(JMLR|TMLR|Nature|Science|IEEE|ACM|Transactions|Journal)", re.I)
+_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_UNESCAPE = {v: k for k, v in _LATEX_SPECIALS.items()}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
+def latex_unescape(text: str) -> str:
+    pattern = "|".join(re.escape(k) for k in sorted(_UNESCAPE, key=len, reverse=True))
+    return re.sub(pattern, lambda m: _UNESCAPE[m.group(0)], text)
+
+
+def bibtex_entry_type(work: Work) -> str:
+    venue = work.venue
+    if not venue or venue in ("arXiv", "Web/blog", "GitHub", "Hugging Face", "OpenReview", "SSRN", "Technical report"):
+        return "misc"
+    if _JOURNALS.match(venue):
+        return "article"
+    return "inproceedings"
+
+
+def to_bibtex(works: Iterable[Work]) -> str:
+    """One entry per work, cite key = work key. Titles are double-braced to keep their casing."""
+    lib = bibtexparser.Library()
+    for w in works:
+        etype = bibtex_entry_type(w)
+        fields = [Field("title", "{" + latex_escape(w.title) + "}")]
+        if w.year is not None:
+            fields.append(Field("year", str(w.year)))
+        if etype == "inproceedings":
+            fields.append(Field("booktitle", latex_escape(w.venue)))
+        elif etype == "article":
+            fields.append(Field("journal", latex_escape(w.venue)))
+        elif w.venue and w.venue != "arXiv":
+            fields.append(Field("howpublished", latex_escape(w.venue)))
+        if w.arxiv_id:
+            fields += [Field("eprint", w.arxiv_id), Field("archiveprefix", "arXiv")]
+        if w.url:
+            fields.append(Field("url", w.url))
+        if w.code_url:
+            fields.append(Field("code", w.code_url))
+        if w.summary:
+            fields.append(Field("annote", latex_escape(w.summary)))
+        if w.keywords:
+            fields.append(Field("keywords", latex_escape(", ".join(w.keywords))))
+        lib.add(Entry(etype, w.key, fields))
+    return bibtexparser.write_string(lib)
+
+
+def parse_bibtex(text: str) -> tuple[list[dict[str, str]], list[str]]:
+    """Parse BibTeX into plain dicts (``key``, ``entry_type`` and unescaped fields) + failed blocks."""
+    lib = bibtexparser.parse_string(text)
+    entries = []
+    for e in lib.entries:
+        rec = {"key": e.key, "entry_type": e.entry_type}
+        for f in e.fields:
+            value = str(f.value).strip()
+            while value.startswith("{") and value.endswith("}") and _balanced(value[1:-1]):
+                value = value[1:-1]
+            rec[f.key.lower()] = latex_unescape(" ".join(value.split()))
+        entries.append(rec)
+    failed = [b.raw[:80] for b in lib.failed_blocks]
+    return entries, failed
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "{" and (i == 0 or text[i - 1] != "\\"):
+            depth += 1
+        elif ch == "}" and (i == 0 or text[i - 1] != "\\"):
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _flat(work: Work) -> dict[str, str]:
+    d = work.model_dump()
+    return {f: "; ".join(d[f]) if f in LIST_FIELDS else ("" if d[f] is None else str(d[f])) for f in EXPORT_FIELDS}
+
+
+def to_csv(works: Iterable[Work]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for w in works:
+        writer.writerow(_flat(w))
+    return buf.getvalue()
+
+
+def to_json(works: Iterable[Work]) -> str:
+    return json.dumps([w.model_dump(mode="json", include=set(EXPORT_FIELDS)) for w in works], ensure_ascii=False, indent=1)
+
+
+def to_format(works: Iterable[Work], fmt: str) -> str:
+    writers = {"bibtex": to_bibtex, "csv": to_csv, "json": to_json}
+    if fmt not in writers:
+        raise ValueError(f"unknown export format '{fmt}' (choose from {', '.join(writers)})")
+    return writers[fmt](works)

@@ -1,0 +1,119 @@
+import shutil
+
+import pytest
+
+from papers import Catalog, UnknownKeyError
+from taxonomy import DataError, Taxonomy
+
+
+def test_counts(catalog):
+    s = catalog.stats()
+    assert (s["works"], s["nodes"], s["tables"]) == (573, 140, 10)
+    assert s["nodes_without_description"] == 0
+    assert s["works_without_node"] == 0
+    assert s["works_without_summary"] == 0
+
+
+def test_title_casing_restored(catalog):
+    w = catalog.get("search-r1")
+    assert w.title.startswith("Search-R1: Training LLMs")
+    assert w.title_original.startswith("Search-r1: Training llms")
+    assert catalog.get("deepseek-r1").title.startswith("DeepSeek-R1:")
+    # never invents capitals: lower-casing both sides gives the same text
+    for work in catalog:
+        assert work.title.lower() == (work.title_original or work.name).lower()
+
+
+def test_lookups(catalog):
+    assert catalog.resolve("Search-R1").key == "search-r1"
+    assert catalog.by_arxiv("1707.06347").key == "ppo"
+    assert catalog.by_arxiv("1707.06347v2").key == "ppo"
+    assert catalog.by_alias("group relative policy optimization").key == "deepseekmath"
+    with pytest.raises(UnknownKeyError) as e:
+        catalog.get("serch-r1")
+    assert "search-r1" in e.value.suggestions
+
+
+def test_placements_expand(catalog):
+    assert catalog.placements("search-r1") == list(catalog.get("search-r1").nodes)
+    expanded = catalog.placements("search-r1", expand=True)
+    assert {"tasks", "search-research"} <= set(expanded)
+
+
+def test_table_rows(catalog):
+    rows = catalog.table_rows_for_work("ppo")
+    assert "table02_rl_algorithm_variants" in rows
+    assert rows["table02_rl_algorithm_variants"].iloc[0]["method"] == "PPO"
+    node_rows = catalog.table_rows_for_node("code")
+    assert "table05_code_swe_agents" in node_rows
+    assert len(node_rows["table05_code_swe_agents"]) >= 20
+
+
+def test_select_filters(catalog):
+    bench = catalog.select(kind="benchmark")
+    assert bench and all(w.kind == "benchmark" for w in bench)
+    recent = catalog.select(node="math", year_from=2025, year_to=2025)
+    assert recent and all(w.year == 2025 for w in recent)
+    assert {w.key for w in recent} <= {w.key for w in catalog.works_in("math")}
+    with pytest.raises(UnknownKeyError):
+        catalog.select(kind="paper")
+
+
+def _corrupt(data_copy, transform):
+    papers_dir, tax_dir = data_copy
+    path = papers_dir / "works.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(transform(lines)))
+    return papers_dir, tax_dir
+
+
+def _load(papers_dir, tax_dir):
+    return Catalog.load(papers_dir, Taxonomy.load(tax_dir / "nodes.yaml", tax_dir / "descriptions.yaml"))
+
+
+@pytest.mark.parametrize(
+    "transform,expect",
+    [
+        (lambda ls: ls + [ls[1]], ["row 575", "field 'key'", "duplicate key 'ppo'"]),
+        (lambda ls: [ls[0], ls[1].replace("introduction;alg-ppo", "introduction;alg-ppoo")] + ls[2:], ["row 2", "field 'nodes'", "unknown node 'alg-ppoo'", "alg-ppo"]),
+        (lambda ls: [ls[0], ls[1].replace("Proximal policy optimization algorithms,Proximal policy optimization algorithms", ",")] + ls[2:], ["row 2", "field 'title'", "missing title"]),
+        (lambda ls: [ls[0], ls[1].replace(",2017,", ",20x7,")] + ls[2:], ["row 2", "field 'year'", "'20x7' is not a year"]),
+        (lambda ls: [ls[0], ls[1].replace("ppo,PPO,", 'ppo,"PPO"x,', 1)] + ls[2:], ["row 2", "broken CSV quoting"]),
+        (lambda ls: [ls[0], ls[1].replace("ppo,PPO,", 'ppo,"PPO,', 1)] + ls[2:], ["row 2", "broken CSV quoting", "parser stopped at line"]),
+        (lambda ls: ls[:3] + [ls[3].rstrip("\n") + ',extra\n'] + ls[4:], ["row 4", "expected 17 fields"]),
+    ],
+    ids=["duplicate-key", "unknown-node", "missing-title", "bad-year", "broken-quoting", "unterminated-quote", "extra-field"],
+)
+def test_bad_works_file_named(data_copy, transform, expect):
+    papers_dir, tax_dir = _corrupt(data_copy, transform)
+    with pytest.raises(DataError) as e:
+        _load(papers_dir, tax_dir)
+    msg = str(e.value)
+    assert "works.csv" in msg
+    for part in expect:
+        assert part in msg, msg
+
+
+def test_bad_summaries_named(data_copy):
+    papers_dir, tax_dir = data_copy
+    path = papers_dir / "summaries.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:2] + lines[3:]))  # drop one work's summary
+    with pytest.raises(DataError, match=r"summaries.csv.*1 works have no summary"):
+        _load(papers_dir, tax_dir)
+    path.write_text("".join(lines + [lines[1]]))
+    with pytest.raises(DataError, match=r"summaries.csv, row \d+, field 'key'"):
+        _load(papers_dir, tax_dir)
+
+
+def test_shipped_data_loads_unchanged(data_copy):
+    papers_dir, tax_dir = data_copy
+    assert len(_load(papers_dir, tax_dir)) == 573
+
+
+def test_bad_table_row_named(data_copy):
+    papers_dir, tax_dir = data_copy
+    t = papers_dir / "tables" / "table02_rl_algorithm_variants.csv"
+    t.write_text(t.read_text().replace(",ppo,survey", ",ppo-typo,survey", 1))
+    with pytest.raises(DataError, match=r"table02_rl_algorithm_variants.csv, row 3, field 'work_key': unknown work 'ppo-typo'"):
+        _load(papers_dir, tax_dir)

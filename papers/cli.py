@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 
 from papers.catalog import Catalog, UnknownKeyError
 from papers.export import to_format
@@ -15,15 +14,6 @@ from papers.schema import KINDS, Work
 from taxonomy import DataError
 
 EXIT_USAGE = 2
-COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
-
-
-def command(name: str, help: str):
-    """Register a subcommand: the decorated function fills its parser and returns the handler."""
-    def wrap(fn):
-        COMMANDS[name] = (help, fn)
-        return fn
-    return wrap
 
 
 def _catalog() -> Catalog:
@@ -115,9 +105,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_filter_args(p)
     p.add_argument("--format", choices=["table", "json", "csv", "bibtex"], default="table")
     p.set_defaults(fn=cmd_list)
-    for name, (help_text, fill) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
-        p.set_defaults(fn=fill(p))
     return ap
 
 

@@ -23,12 +23,13 @@ def test_overlap_check_can_fail():
     survey = shingle_hashes("the model learns to call a search engine during multi turn reasoning with rewards")
     mine = "Here the model learns to call a search engine during multi turn reasoning, as shown."
     assert copied_runs(mine, survey) == [
-        "the model learns to call a search engine during",
-        "model learns to call a search engine during multi",
-        "learns to call a search engine during multi turn",
-        "to call a search engine during multi turn reasoning",
+        "the model learns to call a search engine",
+        "model learns to call a search engine during",
+        "learns to call a search engine during multi",
+        "to call a search engine during multi turn",
+        "call a search engine during multi turn reasoning",
     ]
-    assert overlap_report([("mine", mine)], survey) == [("mine", "the model learns to call a search engine during")]
+    assert overlap_report([("mine", mine)], survey) == [("mine", "the model learns to call a search engine")]
     assert copied_runs("An entirely different sentence about Minecraft skills and code libraries here.", survey) == []
 
 

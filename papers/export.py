@@ -5,10 +5,10 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import bibtexparser
-from bibtexparser.model import Entry, Field
+from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field, ParsingFailedBlock
 
 from papers.schema import LIST_FIELDS, Work
 
@@ -27,9 +27,16 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
 
 
-def latex_unescape(text: str) -> str:
-    pattern = "|".join(re.escape(k) for k in sorted(_UNESCAPE, key=len, reverse=True))
-    return re.sub(pattern, lambda m: _UNESCAPE[m.group(0)], text)
+_UNESCAPE_RE = re.compile("|".join(re.escape(k) for k in sorted(_UNESCAPE, key=len, reverse=True)) + r"|[{}]")
+
+
+def latex_unescape(text: str, drop_groups: bool = False) -> str:
+    """Undo ``latex_escape``; with ``drop_groups``, also drop bare braces ({NewAgent} -> NewAgent)."""
+    def repl(m: re.Match) -> str:
+        tok = m.group(0)
+        return _UNESCAPE.get(tok, "" if drop_groups else tok)
+
+    return _UNESCAPE_RE.sub(repl, text)
 
 
 def bibtex_entry_type(work: Work) -> str:
@@ -72,17 +79,34 @@ def to_bibtex(works: Iterable[Work]) -> str:
 def parse_bibtex(text: str) -> tuple[list[dict[str, str]], list[str]]:
     """Parse BibTeX into plain dicts (``key``, ``entry_type`` and unescaped fields) + failed blocks."""
     lib = bibtexparser.parse_string(text)
-    entries = []
-    for e in lib.entries:
-        rec = {"key": e.key, "entry_type": e.entry_type}
-        for f in e.fields:
-            value = str(f.value).strip()
-            while value.startswith("{") and value.endswith("}") and _balanced(value[1:-1]):
-                value = value[1:-1]
-            rec[f.key.lower()] = latex_unescape(" ".join(value.split()))
-        entries.append(rec)
+    entries = [_entry_dict(e) for e in lib.entries]
     failed = [b.raw[:80] for b in lib.failed_blocks]
     return entries, failed
+
+
+def parse_bibtex_blocks(text: str) -> Iterator[tuple[int, dict[str, str] | None, str | None]]:
+    """(1-based first line, entry dict or None, error or None) for every entry-like block, in order."""
+    lib = bibtexparser.parse_string(text)
+    for block in lib.blocks:
+        line = block.start_line + 1
+        if isinstance(block, Entry):
+            yield line, _entry_dict(block), None
+        elif isinstance(block, ParsingFailedBlock):
+            err = getattr(block, "error", None)
+            reason = getattr(err, "abort_reason", None) or str(err or "") or "unparseable entry"
+            if isinstance(block, DuplicateBlockKeyBlock):
+                reason = f"duplicate entry key '{block.key}'"
+            yield line, None, reason.splitlines()[0][:200]
+
+
+def _entry_dict(e: Entry) -> dict[str, str]:
+    rec = {"key": e.key, "entry_type": e.entry_type}
+    for f in e.fields:
+        value = str(f.value).strip()
+        while value.startswith("{") and value.endswith("}") and _balanced(value[1:-1]):
+            value = value[1:-1]
+        rec[f.key.lower()] = latex_unescape(" ".join(value.split()), drop_groups=True)
+    return rec
 
 
 def _balanced(text: str) -> bool:

@@ -33,6 +33,9 @@ class Work(BaseModel):
     keywords: tuple[str, ...] = ()
     summary_confidence: Literal["high", "low", ""] = ""
     origin: Literal["survey", "user"] = "survey"
+    # user works only: the user's own abstract and author list (survey works ship neither)
+    abstract: str = ""
+    authors: str = ""
 
     @field_validator("title")
     @classmethod

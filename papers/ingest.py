@@ -1,0 +1,185 @@
+"""Import user works into the local SQLite store, streaming, batched, resumable.
+
+    report = import_file("new.jsonl", catalog, store, placer=placer, progress=print)
+
+A file is read lazily; every ``batch_size`` entries the valid, non-duplicate ones are embedded in
+one batch, placed (top-3 suggestions; the first becomes the work's provisional node, tagged
+``placement:auto`` until the user accepts or corrects it) and committed together with the import's
+progress in ONE transaction. So memory stays constant, an interrupted import loses nothing it
+committed, and running it again on the same file resumes after the last committed line.
+Malformed entries are skipped and reported with their line number and reason.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from papers.importers import detect_format, normalise_arxiv_id, normalise_title, read_records
+from papers.schema import Work
+from papers.userstore import UserStore
+
+AUTO_TAG = "placement:auto"
+Progress = Callable[[dict], None]
+
+
+@dataclass
+class ImportReport:
+    import_id: int
+    path: str
+    added: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    resumed_after_line: int = 0
+    lines_done: int = 0
+
+    def summary(self) -> str:
+        head = f"{self.path}: {self.added} works added, {len(self.skipped)} skipped"
+        if self.resumed_after_line:
+            head += f" (resumed after line {self.resumed_after_line})"
+        return head
+
+
+def file_fingerprint(path: Path) -> str:
+    """Size + first and last MiB: identifies 'the same file' for resuming without reading it all."""
+    path = Path(path)
+    size = path.stat().st_size
+    h = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as f:
+        h.update(f.read(1 << 20))
+        if size > 2 << 20:
+            f.seek(-(1 << 20), 2)
+            h.update(f.read())
+    return h.hexdigest()
+
+
+class _Dedup:
+    """Duplicate detection against the shipped catalog, the user store, and the current batch."""
+
+    def __init__(self, catalog):
+        self.catalog = catalog
+        self.titles = {normalise_title(w.title): w.key for w in catalog}
+        self.batch_ids: dict[str, str] = {}
+        self.batch_titles: dict[str, str] = {}
+
+    def duplicate_of(self, store: UserStore, db, work: Work) -> str | None:
+        norm = normalise_title(work.title)
+        arxiv_id = normalise_arxiv_id(work.arxiv_id)
+        if arxiv_id:
+            hit = self.catalog.by_arxiv(arxiv_id)
+            if hit:
+                return hit.key
+            if arxiv_id in self.batch_ids:
+                return self.batch_ids[arxiv_id]
+        if norm in self.titles:
+            return self.titles[norm]
+        if norm in self.batch_titles:
+            return self.batch_titles[norm]
+        return store.find_duplicate(db, arxiv_id, norm)
+
+    def remember(self, work: Work) -> None:
+        if work.arxiv_id:
+            self.batch_ids[work.arxiv_id] = work.key
+        self.batch_titles[normalise_title(work.title)] = work.key
+
+    def clear_batch(self) -> None:
+        self.batch_ids.clear()
+        self.batch_titles.clear()
+
+
+def _unique_key(store: UserStore, db, catalog, key: str, taken: set[str]) -> str:
+    candidate, n = key, 1
+    while candidate in catalog or candidate in taken or store.key_taken(db, candidate):
+        n += 1
+        candidate = f"{key}-{n}"
+    return candidate
+
+
+def import_file(
+    path: Path | str,
+    catalog,
+    store: UserStore,
+    placer=None,
+    fmt: str | None = None,
+    batch_size: int = 256,
+    progress: Progress | None = None,
+    max_batches: int | None = None,
+) -> ImportReport:
+    """Import ``path`` into ``store``. ``max_batches`` stops early (as an interruption would)."""
+    path = Path(path)
+    fmt = fmt or detect_format(path)
+    import_id, last_line = store.open_import(str(path), file_fingerprint(path), fmt)
+    report = ImportReport(import_id, str(path), resumed_after_line=last_line, lines_done=last_line)
+    dedup = _Dedup(catalog)
+    batch: list = []
+    batches = 0
+
+    def flush() -> None:
+        nonlocal batches
+        if not batch:
+            return
+        with store.connect() as db:  # one transaction per batch
+            skips: list[tuple[int, str]] = []
+            fresh: list[Work] = []
+            taken: set[str] = set()
+            for rec in batch:
+                if rec.error:
+                    skips.append((rec.line, rec.error))
+                    continue
+                dup = dedup.duplicate_of(store, db, rec.work)
+                if dup:
+                    skips.append((rec.line, f"duplicate of '{dup}'"))
+                    continue
+                key = _unique_key(store, db, catalog, rec.work.key, taken)
+                work = rec.work.model_copy(update={"key": key})
+                taken.add(key)
+                dedup.remember(work)
+                fresh.append(work)
+            suggestions: list = [[] for _ in fresh]
+            if placer is not None and fresh:
+                vectors = placer.embed_works(fresh)
+                suggestions = placer.suggest_vectors(vectors)
+            for work, sugg in zip(fresh, suggestions):
+                if sugg and not work.nodes:
+                    work = work.model_copy(update={"nodes": (sugg[0][0],), "tags": (*work.tags, AUTO_TAG)})
+                store.insert(db, work, normalise_title(work.title), import_id)
+                store.set_suggestions(db, work.key, sugg)
+            if placer is not None and fresh:
+                model_id = getattr(placer.encode_new, "model_id", "unknown")
+                store.put_embeddings(db, model_id, [w.key for w in fresh], vectors)
+            line = max(r.line for r in batch)
+            store.commit_progress(db, import_id, line, len(fresh), skips)
+        report.added += len(fresh)
+        report.skipped.extend(skips)
+        report.lines_done = line
+        dedup.clear_batch()
+        batch.clear()
+        batches += 1
+        if progress:
+            progress({"lines_done": line, "added": report.added, "skipped": len(report.skipped)})
+
+    for rec in read_records(path, fmt):
+        if rec.line <= last_line:
+            continue
+        batch.append(rec)
+        if len(batch) >= batch_size:
+            flush()
+            if max_batches is not None and batches >= max_batches:
+                return report
+    flush()
+    final = store.finish_import(import_id)
+    report.skipped = final["skips"]
+    report.added = final["added"]
+    return report
+
+
+def accept_placement(store: UserStore, catalog, key: str, nodes: list[str]) -> Work:
+    """The user accepts or corrects a work's nodes: they replace the provisional one."""
+    work = store.get(key)
+    if work is None:
+        raise KeyError(f"no user work '{key}'")
+    for node_id in nodes:
+        catalog.node(node_id)  # raises UnknownKeyError with suggestions
+    updated = work.model_copy(update={"nodes": tuple(nodes), "tags": tuple(t for t in work.tags if t != AUTO_TAG)})
+    store.update(updated)
+    return updated

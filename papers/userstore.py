@@ -1,0 +1,197 @@
+"""User works: a local SQLite database beside the shipped catalog (which is never modified).
+
+Tables: ``works`` (one row per user work, list fields as JSON), ``placements`` (the auto-placer's
+suggested nodes with confidence, and whether the user accepted them), ``imports`` (one row per
+imported file: how far it got, so an interrupted import resumes where it stopped), ``embeddings``
+(one vector per user work, so search never re-embeds them).
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from papers.datadir import data_dir
+from papers.schema import LIST_FIELDS, Work
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS works (
+    key TEXT PRIMARY KEY,
+    data TEXT NOT NULL,              -- the Work as JSON
+    arxiv_id TEXT,
+    norm_title TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    import_id INTEGER
+);
+CREATE INDEX IF NOT EXISTS works_arxiv ON works(arxiv_id);
+CREATE INDEX IF NOT EXISTS works_title ON works(norm_title);
+CREATE TABLE IF NOT EXISTS placements (
+    key TEXT NOT NULL REFERENCES works(key) ON DELETE CASCADE,
+    rank INTEGER NOT NULL,
+    node_id TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    PRIMARY KEY (key, rank)
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    key TEXT PRIMARY KEY REFERENCES works(key) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS imports (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    format TEXT NOT NULL,
+    status TEXT NOT NULL,            -- running | done
+    last_line INTEGER NOT NULL DEFAULT 0,
+    added INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0,
+    started REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS import_skips (
+    import_id INTEGER NOT NULL REFERENCES imports(id) ON DELETE CASCADE,
+    line INTEGER NOT NULL,
+    reason TEXT NOT NULL
+);
+"""
+
+
+def _work_json(w: Work) -> str:
+    return json.dumps(w.model_dump(mode="json"), ensure_ascii=False)
+
+
+def _work_from_json(text: str) -> Work:
+    data = json.loads(text)
+    for f in LIST_FIELDS:
+        data[f] = tuple(data.get(f, ()))
+    return Work(**data)
+
+
+class UserStore:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path or data_dir() / "user_works.sqlite")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.connect() as db:
+            db.executescript(SCHEMA)
+
+    @contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA journal_mode=WAL")
+        try:
+            with db:  # one transaction: committed on success, rolled back on any error
+                yield db
+        finally:
+            db.close()
+
+    # -- works -----------------------------------------------------------------------------
+    def works(self) -> list[Work]:
+        with self.connect() as db:
+            rows = db.execute("SELECT data FROM works ORDER BY created, key").fetchall()
+        return [_work_from_json(r["data"]) for r in rows]
+
+    def get(self, key: str) -> Work | None:
+        with self.connect() as db:
+            row = db.execute("SELECT data FROM works WHERE key=?", (key,)).fetchone()
+        return _work_from_json(row["data"]) if row else None
+
+    def count(self) -> int:
+        with self.connect() as db:
+            return db.execute("SELECT COUNT(*) FROM works").fetchone()[0]
+
+    def find_duplicate(self, db: sqlite3.Connection, arxiv_id: str, norm_title: str) -> str | None:
+        if arxiv_id:
+            row = db.execute("SELECT key FROM works WHERE arxiv_id=?", (arxiv_id,)).fetchone()
+            if row:
+                return row["key"]
+        row = db.execute("SELECT key FROM works WHERE norm_title=?", (norm_title,)).fetchone()
+        return row["key"] if row else None
+
+    def key_taken(self, db: sqlite3.Connection, key: str) -> bool:
+        return db.execute("SELECT 1 FROM works WHERE key=?", (key,)).fetchone() is not None
+
+    def insert(self, db: sqlite3.Connection, work: Work, norm_title: str, import_id: int | None = None) -> None:
+        now = time.time()
+        db.execute(
+            "INSERT INTO works (key, data, arxiv_id, norm_title, created, updated, import_id) VALUES (?,?,?,?,?,?,?)",
+            (work.key, _work_json(work), work.arxiv_id or None, norm_title, now, now, import_id),
+        )
+
+    def update(self, work: Work) -> None:
+        from papers.importers import normalise_title
+
+        with self.connect() as db:
+            cur = db.execute(
+                "UPDATE works SET data=?, arxiv_id=?, norm_title=?, updated=? WHERE key=?",
+                (_work_json(work), work.arxiv_id or None, normalise_title(work.title), time.time(), work.key),
+            )
+            if cur.rowcount == 0:
+                raise KeyError(f"no user work '{work.key}'")
+
+    def delete(self, key: str) -> None:
+        with self.connect() as db:
+            if db.execute("DELETE FROM works WHERE key=?", (key,)).rowcount == 0:
+                raise KeyError(f"no user work '{key}'")
+
+    # -- placements and embeddings ------------------------------------------------------------
+    def set_suggestions(self, db: sqlite3.Connection, key: str, suggestions: Iterable[tuple[str, float]]) -> None:
+        db.execute("DELETE FROM placements WHERE key=?", (key,))
+        db.executemany("INSERT INTO placements (key, rank, node_id, confidence) VALUES (?,?,?,?)",
+                       [(key, i, n, float(c)) for i, (n, c) in enumerate(suggestions)])
+
+    def suggestions(self, key: str) -> list[tuple[str, float]]:
+        with self.connect() as db:
+            rows = db.execute("SELECT node_id, confidence FROM placements WHERE key=? ORDER BY rank", (key,)).fetchall()
+        return [(r["node_id"], r["confidence"]) for r in rows]
+
+    def put_embeddings(self, db: sqlite3.Connection, model: str, keys: list[str], vectors: np.ndarray) -> None:
+        db.executemany("INSERT OR REPLACE INTO embeddings (key, model, vector) VALUES (?,?,?)",
+                       [(k, model, v.astype(np.float32).tobytes()) for k, v in zip(keys, vectors)])
+
+    def embeddings(self, model: str) -> tuple[list[str], np.ndarray]:
+        with self.connect() as db:
+            rows = db.execute("SELECT key, vector FROM embeddings WHERE model=? ORDER BY key", (model,)).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [r["key"] for r in rows], np.stack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows])
+
+    # -- imports ---------------------------------------------------------------------------
+    def open_import(self, path: str, fingerprint: str, fmt: str) -> tuple[int, int]:
+        """(import id, last committed line): an unfinished import of the same file is resumed."""
+        with self.connect() as db:
+            row = db.execute(
+                "SELECT id, last_line FROM imports WHERE fingerprint=? AND status='running' ORDER BY id DESC LIMIT 1",
+                (fingerprint,),
+            ).fetchone()
+            if row:
+                return row["id"], row["last_line"]
+            now = time.time()
+            cur = db.execute(
+                "INSERT INTO imports (path, fingerprint, format, status, started, updated) VALUES (?,?,?,'running',?,?)",
+                (path, fingerprint, fmt, now, now),
+            )
+            return cur.lastrowid, 0
+
+    def commit_progress(self, db: sqlite3.Connection, import_id: int, last_line: int, added: int, skips: list[tuple[int, str]]) -> None:
+        db.executemany("INSERT INTO import_skips (import_id, line, reason) VALUES (?,?,?)", [(import_id, ln, r) for ln, r in skips])
+        db.execute(
+            "UPDATE imports SET last_line=?, added=added+?, skipped=skipped+?, updated=? WHERE id=?",
+            (last_line, added, len(skips), time.time(), import_id),
+        )
+
+    def finish_import(self, import_id: int) -> dict:
+        with self.connect() as db:
+            db.execute("UPDATE imports SET status='done', updated=? WHERE id=?", (time.time(), import_id))
+            row = dict(db.execute("SELECT * FROM imports WHERE id=?", (import_id,)).fetchone())
+            row["skips"] = [(r["line"], r["reason"]) for r in db.execute(
+                "SELECT line, reason FROM import_skips WHERE import_id=? ORDER BY line", (import_id,))]
+        return row

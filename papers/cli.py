@@ -91,6 +91,70 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search_filters(args: argparse.Namespace):
+    from papers.search import SearchFilters
+
+    return SearchFilters(
+        nodes=args.node or [], dimensions=args.dimension or [], year_from=args.year_from, year_to=args.year_to,
+        kinds=args.kind or [], algorithms=args.algorithm or [], has_code=args.has_code,
+        exclude_nodes=args.exclude_node or [], exclude_kinds=args.exclude_kind or [],
+    )
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from papers.search import SearchIndex
+
+    if args.k < 0 or args.offset < 0:
+        print("error: --k and --offset must not be negative", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        filters = _search_filters(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.queries_file is not None and (args.query or args.similar):
+        print("error: give either QUERY, --similar or --queries-file", file=sys.stderr)
+        return EXIT_USAGE
+    cat = _catalog()
+    index = SearchIndex.load_or_build(cat)
+    index.validate_filters(filters)  # unknown values fail before any query runs
+    if args.queries_file is not None:
+        try:
+            fh = sys.stdin if str(args.queries_file) == "-" else open(args.queries_file, encoding="utf-8", errors="replace")
+        except OSError as e:
+            print(f"error: cannot read queries file: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        with fh:
+            for line in fh:
+                query = line.rstrip("\r\n")
+                if not query.strip():
+                    continue
+                res = index.search(query, k=args.k, offset=args.offset, filters=filters, mode=args.mode)
+                out = {"query": query, "results": [{"key": h.key, "score": round(h.score, 6)} for h in res.hits]}
+                print(json.dumps(out, ensure_ascii=False), flush=True)
+        return 0
+    if args.similar:
+        hits = index.similar(keys=[cat.resolve(k).key for k in args.similar], k=args.k, filters=filters)
+        total, query = len(hits), "similar to " + ", ".join(args.similar)
+    else:
+        res = index.search(args.query or "", k=args.k, offset=args.offset, filters=filters, mode=args.mode)
+        hits, total, query = res.hits, res.total, res.query
+    if args.format == "json":
+        rows = [dict(h.to_dict(), title=cat.get(h.key).title, year=cat.get(h.key).year, kind=cat.get(h.key).kind) for h in hits]
+        print(json.dumps({"query": query, "mode": "similar" if args.similar else args.mode, "total": total, "offset": args.offset, "results": rows},
+                         ensure_ascii=False, indent=1))
+        return 0
+    lines = [f"{'#':>3} {'score':>8}  {'key':<40} {'year':<5} {'kind':<11} title"]
+    for i, h in enumerate(hits, args.offset + 1):
+        w = cat.get(h.key)
+        lines.append(f"{i:>3} {h.score:>8.4f}  {w.key[:40]:<40} {w.year or '':<5} {w.kind:<11} {w.title[:80]}")
+        if h.matched_terms:
+            lines.append(f"{'':>14}matched: {', '.join(h.matched_terms)}")
+    lines.append(f"({total} matching works; showing {len(hits)})")
+    print("\n".join(lines))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m papers", description="The Agentic RL Atlas catalog.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -105,6 +169,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_filter_args(p)
     p.add_argument("--format", choices=["table", "json", "csv", "bibtex"], default="table")
     p.set_defaults(fn=cmd_list)
+    p = sub.add_parser("search", help="hybrid (BM25 + embedding) search; an empty QUERY browses the filtered works")
+    p.add_argument("query", nargs="?", default="", help="free text (empty: filters only, newest first)")
+    p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many results (pagination)")
+    p.add_argument("--mode", choices=["hybrid", "lexical", "dense"], default="hybrid")
+    add_filter_args(p)
+    p.add_argument("--dimension", action="append", help="taxonomy dimension of the work's placements (repeatable)")
+    p.add_argument("--algorithm", action="append", help="algorithm name such as GRPO, or node id such as alg-grpo (repeatable)")
+    p.add_argument("--has-code", dest="has_code", action="store_const", const=True, default=None, help="only works with a code link")
+    p.add_argument("--no-code", dest="has_code", action="store_const", const=False, help="only works without a code link")
+    p.add_argument("--exclude-node", action="append", help="leave out works under this node (repeatable)")
+    p.add_argument("--exclude-kind", action="append", help="leave out works of this kind (repeatable)")
+    p.add_argument("--similar", action="append", metavar="KEY", help="works similar to these works instead of a query (repeatable)")
+    p.add_argument("--queries-file", metavar="FILE", help="batch: one query per line ('-' for stdin); prints one JSON line per query")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(fn=cmd_search)
     return ap
 
 

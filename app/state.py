@@ -1,11 +1,138 @@
-"""Cached resources shared by every page: loaded once per server process, not per rerun."""
+"""Cached resources shared by every page: loaded once per server process, not per rerun.
+
+Nothing here runs at import. The search index (which imports sentence-transformers, ~10 s) is
+loaded only by the pages that search: the Search page and the "similar works" sections.
+"""
 from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import os
+import pickle
+import sys
+from pathlib import Path
 
 import streamlit as st
 
-from papers import Catalog
+from papers import Catalog, data_dir, to_bibtex, to_csv, views
+
+ROOT = Path(__file__).resolve().parents[1]
+_log = logging.getLogger(__name__)
+
+
+def _catalog_fingerprint() -> str:
+    """Changes when any data file or any code that shapes the catalog changes."""
+    h = hashlib.sha256(sys.version.encode())
+    for folder in ("papers/data", "taxonomy/data"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file():
+                h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    for folder in ("papers", "taxonomy"):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def load_catalog_cached(cache_dir: Path | None = None) -> Catalog:
+    """``Catalog.load()`` through a pickle in the data directory (a warm start: ~10 ms instead of ~0.3 s).
+
+    The pickle is keyed by a fingerprint of the data files and of the papers/taxonomy code, so
+    any change rebuilds it; an unreadable or stale file is ignored and rebuilt.
+    """
+    folder = Path(cache_dir or data_dir() / "app")
+    path = folder / f"catalog-{_catalog_fingerprint()}.pickle"
+    try:
+        with path.open("rb") as f:
+            cat = pickle.load(f)
+        if isinstance(cat, Catalog):
+            return cat
+    except FileNotFoundError:
+        pass
+    except Exception as e:  # noqa: BLE001  a cache must never stop the app
+        _log.warning("ignoring unreadable catalog cache %s: %s", path, e)
+    cat = Catalog.load()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("catalog-*.pickle"):
+            old.unlink(missing_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(cat, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(path)
+    except OSError as e:
+        _log.warning("cannot write the catalog cache %s: %s", path, e)
+    return cat
 
 
 @st.cache_resource(show_spinner="Loading the catalog ...")
 def catalog() -> Catalog:
-    return Catalog.load()
+    return load_catalog_cached()
+
+
+@st.cache_resource(show_spinner=False)
+def tree_view(dimension: str) -> views.ChartView:
+    return views.dimension_tree(catalog(), dimension)
+
+
+@st.cache_resource(show_spinner="Laying out the graph ...")
+def graph_view(dimension: str | None, show_works: bool, show_algorithms: bool) -> views.ChartView:
+    return views.graph_view(catalog(), dimension, show_works=show_works, show_algorithms=show_algorithms)
+
+
+@st.cache_resource(show_spinner=False)
+def heatmap(selected: tuple[str, str] | None = None) -> views.ChartView:
+    return views.heatmap(catalog(), selected)
+
+
+@st.cache_resource(show_spinner=False)
+def year_chart() -> views.ChartView:
+    return views.year_chart(views.works_per_year(catalog(), min_year=2018))
+
+
+@st.cache_resource(show_spinner=False)
+def node_options() -> dict[str, str]:
+    return views.node_options(catalog())
+
+
+@st.cache_resource(show_spinner=False)
+def work_options() -> dict[str, str]:
+    return views.work_options(catalog())
+
+
+@st.cache_resource(show_spinner=False)
+def algorithm_frame():
+    return views.algorithm_frame(catalog())
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def exports(keys: tuple[str, ...]) -> tuple[str, str]:
+    """BibTeX and CSV of a result set (cached: paging through results does not rebuild them)."""
+    works = [catalog().works[k] for k in keys]
+    return to_bibtex(works), to_csv(works)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def comparison(methods: tuple[str, ...]):
+    """The side-by-side frame of chosen algorithm variants and the attributes where they differ."""
+    frame = views.compare_algorithms(algorithm_frame(), list(methods))
+    return frame, views.differing_attributes(frame)
+
+
+def search_available() -> bool:
+    try:
+        import papers.search  # noqa: F401  (cheap: the package imports its model lazily)
+    except ImportError:
+        return False
+    return True
+
+
+@st.cache_resource(show_spinner="Loading the search index (once per server; about 10-20 s) ...")
+def search_index():
+    from papers.search import SearchIndex
+
+    index = SearchIndex.load_or_build(catalog())
+    # torch and transformers leave a great many long-lived objects: freeze them so the garbage
+    # collector does not walk them again on every later rerun
+    gc.collect()
+    gc.freeze()
+    return index

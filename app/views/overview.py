@@ -1,19 +1,92 @@
+"""Overview: what agentic RL is, the counts, the capability x task map and the field over time."""
 import streamlit as st
 
-from app.state import catalog
+from app import state, ui
+from papers import views
 
-cat = catalog()
-stats = cat.stats()
+cat = state.catalog()
+p = ui.params()
+
 st.title("Agentic RL Atlas")
-st.caption(
-    "A map of the survey *The Landscape of Agentic Reinforcement Learning for LLMs* "
-    "(Zhang et al., arXiv 2509.02547) and the works it covers."
+st.markdown(
+    "A browsable map of the survey *The Landscape of Agentic Reinforcement Learning for LLMs* "
+    "(Zhang et al., arXiv [2509.02547](https://arxiv.org/abs/2509.02547)): the works it covers, "
+    "placed in its taxonomy of capabilities, tasks, algorithms, environments and frameworks."
 )
-cols = st.columns(3)
-cols[0].metric("Works", stats["works"])
-cols[1].metric("Taxonomy nodes", stats["nodes"])
-cols[2].metric("Survey tables", stats["tables"])
-st.subheader("Nodes per dimension")
-dims = st.columns(len(stats["nodes_per_dimension"]))
-for col, (dim, n) in zip(dims, stats["nodes_per_dimension"].items()):
-    col.metric(dim.capitalize(), n)
+
+counts = views.overview_counts(cat)
+with st.container(horizontal=True, gap="medium"):
+    st.metric("Works", counts["works"], border=True)
+    st.metric("Methods", counts["methods"], border=True)
+    st.metric("With code", counts["with_code"], border=True)
+    st.metric("Taxonomy nodes", counts["nodes"], border=True)
+    st.metric("Algorithm variants", counts["algorithms"], border=True)
+    st.metric("Survey tables", counts["tables"], border=True)
+
+st.header("From LLM RL to agentic RL", divider="gray")
+st.markdown(
+    "Ordinary LLM reinforcement learning (preference-based reinforcement fine-tuning, PBRFT: RLHF, "
+    "reasoning RL) treats generation as a **one-step MDP**: one prompt, one answer, one reward. "
+    "**Agentic RL** trains the model as a policy in a **partially observable, multi-step** world: it "
+    "observes, plans, calls tools, keeps memory and acts over many turns, and the reward comes from "
+    "the whole trajectory."
+)
+left, right = st.columns(2, gap="large")
+with left, st.container(border=True):
+    st.markdown("**LLM RL (PBRFT): a degenerate, one-step MDP**")
+    st.latex(views.FORMULAS["pbrft_mdp"])
+    st.latex(views.FORMULAS["pbrft_objective"])
+    st.caption("One prompt $s_0$, one answer $a$, one scalar reward; the episode ends at once.")
+with right, st.container(border=True):
+    st.markdown("**Agentic RL: a POMDP over many turns**")
+    st.latex(views.FORMULAS["agentic_pomdp"])
+    st.latex(views.FORMULAS["agentic_observation"])
+    st.latex(views.FORMULAS["agentic_actions"])
+    st.latex(views.FORMULAS["agentic_objective"])
+    st.caption("The agent sees observations $o_t$ of a hidden state, acts in text and in the world, "
+               "and is rewarded over a horizon $T > 1$.")
+st.markdown(f"**{cat.tables[views.TABLE1].title}**")
+st.markdown(views.table1_markdown(cat))
+
+st.header("Capabilities × tasks", divider="gray")
+st.caption(
+    "Works placed under both a capability and a task (most works sit under one of the two). "
+    "Click a cell to list its works."
+)
+cap, task = views.first_param(p, "cap"), views.first_param(p, "task")
+cell = (cap, task) if cap in cat.taxonomy and task in cat.taxonomy else None
+heat = state.heatmap(cell)
+
+
+def _pick_cell(index: int | None) -> None:
+    if index is None:
+        ui.set_params({})
+    else:
+        c, t = heat.ids[index]
+        ui.set_params({"cap": c, "task": t})
+
+
+ui.echarts(heat, key=f"heatmap-{ui.nonce()}", on_pick=_pick_cell,
+           alt="Heat map: number of works per capability and task")
+if cap or task:
+    if cell is None:
+        bad = cap if cap not in cat.taxonomy else task
+        ui.not_found("node", bad, [(cat.taxonomy[s].name, "taxonomy", {"node": s}) for s in cat.taxonomy.suggest(bad)]
+                     if bad else [])
+    else:
+        works = views.cell_works(cat, *cell)
+        st.subheader(f"{cat.taxonomy[cell[0]].name} × {cat.taxonomy[cell[1]].name}: {len(works)} work{'s' if len(works) != 1 else ''}")
+        ui.chips([(cat.taxonomy[cell[0]].name, "taxonomy", {"node": cell[0]}),
+                  (cat.taxonomy[cell[1]].name, "taxonomy", {"node": cell[1]})])
+        ui.works_table(views.works_frame(works, cat), key=f"cell-works-{ui.nonce()}")
+
+st.header("Works per year, by dimension", divider="gray")
+st.caption("A work placed in two dimensions counts in both. Click a legend entry to hide a dimension.")
+ui.echarts(state.year_chart(), key="years", alt="Stacked bar chart of works per year and dimension")
+
+st.header("Where to go next", divider="gray")
+ui.chips([
+    ("Browse the taxonomy", "taxonomy", {}),
+    ("Search the catalog", "search", {}),
+    ("Compare RL algorithms", "algorithms", {}),
+])

@@ -1,0 +1,191 @@
+"""Streamlit building blocks shared by the pages: links, breadcrumbs, work tables, URL state.
+
+Data shaping lives in ``papers.views``; this module only turns its results into elements.
+Navigation from a click (a chart point, a table row, a picker) goes through ``goto``: the
+callback records the target and ``follow_goto`` (called by the entry script before the page
+runs) switches page, so every view ends up as a URL with query parameters.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import streamlit as st
+
+from papers import views
+
+# page name -> script path (relative to app/streamlit_app.py), the targets of links and goto()
+PAGES = {
+    "overview": "views/overview.py",
+    "taxonomy": "views/taxonomy.py",
+    "search": "views/search.py",
+    "work": "views/work.py",
+    "algorithms": "views/algorithms.py",
+}
+
+_GOTO = "_atlas_goto"
+_NONCE = "_atlas_nonce"
+
+
+# -- navigation --------------------------------------------------------------------------------
+def goto(page: str, **query: str | list[str]) -> None:
+    """Ask for a page switch (safe inside widget callbacks); ``follow_goto`` performs it."""
+    st.session_state[_GOTO] = (page, {k: v for k, v in query.items() if v not in (None, "", [])})
+
+
+def follow_goto() -> None:
+    target = st.session_state.pop(_GOTO, None)
+    if target:
+        page, query = target
+        st.session_state[_NONCE] = st.session_state.get(_NONCE, 0) + 1
+        st.switch_page(PAGES[page], query_params=query)
+
+
+def nonce() -> int:
+    """Changes on every goto: clickable charts key on it, so a stale click is never replayed."""
+    return st.session_state.get(_NONCE, 0)
+
+
+def params() -> dict[str, list[str]]:
+    """The URL's query parameters as ``{name: [values]}``."""
+    return views.params_dict(st.query_params)
+
+
+def set_params(new: Mapping[str, str | list[str]]) -> None:
+    """Replace the URL's query parameters, unless they already say the same."""
+    current = params()
+    normal = {k: (list(v) if isinstance(v, (list, tuple)) else [str(v)]) for k, v in new.items()}
+    if current != normal:
+        st.query_params.from_dict(dict(new))
+
+
+def seed_widgets(scope: str, url_state: Mapping[str, Any]) -> None:
+    """Make widget keys follow the URL when the URL changed since the last run.
+
+    ``url_state`` maps widget keys to the values the URL implies. On the first run, after a
+    link or the back button, the widgets are set from it; while the user edits widgets, the
+    page publishes their values back with ``publish`` and the URL is left alone.
+    """
+    marker = f"_atlas_url::{scope}"
+    if st.session_state.get(marker) != dict(url_state) or any(k not in st.session_state for k in url_state):
+        for k, v in url_state.items():
+            st.session_state[k] = v
+    st.session_state[marker] = dict(url_state)
+
+
+def publish(scope: str, widget_state: Mapping[str, Any], new_params: Mapping[str, str | list[str]]) -> None:
+    """Write the widgets' values to the URL (so the view is a link) and remember them."""
+    st.session_state[f"_atlas_url::{scope}"] = dict(widget_state)
+    set_params(new_params)
+
+
+# -- links -------------------------------------------------------------------------------------
+def node_link(node_id: str, label: str, icon: str | None = None, help: str | None = None) -> None:
+    st.page_link(PAGES["taxonomy"], label=label, icon=icon, query_params={"node": node_id}, help=help)
+
+
+def work_link(key: str, label: str, icon: str | None = None, help: str | None = None) -> None:
+    st.page_link(PAGES["work"], label=label, icon=icon, query_params={"key": key}, help=help)
+
+
+def search_link(label: str, icon: str | None = ":material/search:", **query: str | list[str]) -> None:
+    st.page_link(PAGES["search"], label=label, icon=icon, query_params=query)
+
+
+def breadcrumb(path: Sequence[tuple[str, str]], current: bool = True) -> None:
+    """Root-to-node links on one line; the last one is the current node when ``current``."""
+    with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+        st.page_link(PAGES["taxonomy"], label="Taxonomy", icon=":material/account_tree:")
+        for i, (nid, name) in enumerate(path):
+            st.markdown("›", width="content")
+            if current and i == len(path) - 1:
+                st.markdown(f"**{name}**", width="content")
+            else:
+                node_link(nid, name)
+
+
+def chips(items: Iterable[tuple[str, str, dict]], empty: str | None = None) -> None:
+    """Links on one wrapping line: ``(label, page, query_params)``."""
+    items = list(items)
+    if not items:
+        if empty:
+            st.caption(empty)
+        return
+    with st.container(horizontal=True, gap="small", wrap=True):
+        for label, page, query in items:
+            st.page_link(PAGES[page], label=label, query_params=query)
+
+
+# -- tables of works -----------------------------------------------------------------------------
+WORK_COLUMNS = {
+    "open": st.column_config.LinkColumn("", display_text="open", width=50, help="Open the work's page in a new tab"),
+    "name": st.column_config.TextColumn("Name", width="small"),
+    "title": st.column_config.TextColumn("Title", width="large"),
+    "year": st.column_config.NumberColumn("Year", format="%d", width=60),
+    "kind": st.column_config.TextColumn("Kind", width="small"),
+    "code": st.column_config.LinkColumn("Code", display_text="code", width=60),
+    "arxiv": st.column_config.LinkColumn("arXiv", display_text=r"abs/(.*)$", width="small"),
+    "nodes": st.column_config.TextColumn("Placed in", width="medium"),
+    "why": st.column_config.TextColumn("Why it matched", width="medium"),
+    "score": st.column_config.ProgressColumn("Score", format="%.2f", min_value=0.0, max_value=1.0, width="small"),
+}
+
+
+def _open_selected_row(table_key: str, keys: list[str]) -> None:
+    state = st.session_state.get(table_key)
+    rows = list(getattr(getattr(state, "selection", None), "rows", []) or [])
+    if rows and 0 <= rows[0] < len(keys):
+        goto("work", key=keys[rows[0]])
+
+
+def works_table(frame, key: str, height: int | str | None = None, columns: Sequence[str] | None = None) -> None:
+    """A table of works (``papers.views.works_frame``); selecting a row opens the work's page."""
+    if frame.empty:
+        st.caption("No works.")
+        return
+    cols = list(columns or ["open", "name", "title", "year", "kind", "code", "arxiv", "nodes"])
+    keys = list(frame["key"])
+    st.dataframe(
+        frame[cols], key=key, hide_index=True, width="stretch", column_config={c: WORK_COLUMNS.get(c) for c in cols},
+        on_select=partial(_open_selected_row, key, keys), selection_mode="single-row",
+        height=height if height is not None else ("auto" if len(frame) <= 12 else 460),
+    )
+
+
+def survey_tables(tables: Sequence[tuple[str, Any]], key: str) -> None:
+    """Survey-table rows, one expander per table; rows link to their works."""
+    if not tables:
+        st.caption("No rows in the survey's tables.")
+        return
+    for i, (title, frame) in enumerate(tables):
+        with st.expander(f"{title} — {len(frame)} row{'s' if len(frame) != 1 else ''}", expanded=len(tables) == 1):
+            config = {"open": st.column_config.LinkColumn("", display_text="open", width=50)}
+            if "work_key" in frame.columns:
+                config["work_key"] = None
+            st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=f"{key}-{i}")
+
+
+def not_found(what: str, value: str, suggestions: Sequence[tuple[str, str, dict]], search_query: str | None = None) -> None:
+    """A friendly "not found" with close matches and a search link, never a traceback."""
+    st.warning(f"No {what} called **{value or '(empty)'}** in the Atlas.", icon=":material/search_off:")
+    if suggestions:
+        st.markdown("Did you mean:")
+        chips(suggestions)
+    if search_query:
+        search_link(f"Search the catalog for “{search_query}”", q=search_query)
+
+
+def echarts(view: views.ChartView, key: str, on_pick: Callable[[int | None], None] | None = None,
+            alt: str | None = None, series_index: int | None = 0):
+    """An ECharts chart; with ``on_pick``, a click calls ``on_pick(data index)`` (None: deselected).
+
+    Drawn as SVG: crisp at any zoom, and its labels are real text (findable, clickable in tests).
+    """
+    if on_pick is None:
+        return st.echarts_chart(view.spec, key=key, height=view.height, alt=alt, renderer="svg")
+
+    def _changed() -> None:
+        on_pick(views.first_selected(st.session_state.get(key), series_index))
+
+    return st.echarts_chart(view.spec, key=key, height=view.height, on_select=_changed, alt=alt, renderer="svg")

@@ -1,0 +1,194 @@
+"""Search: a query box, facets in the sidebar, results that say why they matched, export, similar works.
+
+Every search is a URL: ``search?q=memory+agents&kind=method&from=2025&code=yes&page=2``
+(see ``papers.views.SearchState`` for the parameters). ``search?like=<key>`` lists works similar
+to one work.
+"""
+import zlib
+
+import streamlit as st
+
+from app import state, ui
+from papers import views
+
+cat = state.catalog()
+p = ui.params()
+url, problems = views.SearchState.from_params(p, cat)
+likes = [views.lookup_work(cat, raw) for raw in views.all_params(p, "like")] if "like" in p else None
+
+node_opts = state.node_options()
+algo_names = views.algorithm_names(cat)
+years = [w.year for w in cat if w.year]
+ymin, ymax = min(years), max(years)
+SCOPE = "search"
+
+
+def widget_state(s: views.SearchState) -> dict:
+    return {
+        "s_q": s.q, "s_nodes": list(s.nodes), "s_dims": list(s.dimensions),
+        "s_years": (max(ymin, s.year_from or ymin), min(ymax, s.year_to or ymax)),
+        "s_kinds": list(s.kinds), "s_algos": list(s.algorithms),
+        "s_code": {None: "any", True: "yes", False: "no"}[s.has_code],
+        "s_xnodes": list(s.exclude_nodes), "s_xkinds": list(s.exclude_kinds), "s_mode": s.mode,
+    }
+
+
+ui.seed_widgets(SCOPE, widget_state(url))
+if st.session_state.get("_s_page_url") != url.page or "s_page" not in st.session_state:
+    st.session_state["s_page"] = url.page
+st.session_state["_s_page_url"] = url.page
+
+
+def _clear_filters() -> None:
+    for k, v in widget_state(views.SearchState(q=st.session_state.get("s_q", ""))).items():
+        st.session_state[k] = v
+
+
+# -- sidebar facets ------------------------------------------------------------------------------
+with st.sidebar:
+    st.subheader("Filters")
+    st.multiselect("Taxonomy nodes", list(node_opts), key="s_nodes", format_func=node_opts.get,
+                   placeholder="any node", help="Works placed in any of these nodes or below them.")
+    st.multiselect("Dimensions", list(views.DIMENSIONS), key="s_dims", format_func=views.DIMENSION_LABELS.get,
+                   placeholder="any dimension")
+    st.slider("Years", ymin, ymax, key="s_years")
+    st.multiselect("Kind", list(views.KINDS), key="s_kinds", placeholder="any kind")
+    st.multiselect("Algorithm", algo_names, key="s_algos", placeholder="any algorithm")
+    st.segmented_control("Code released", ["any", "yes", "no"], key="s_code", required=True)
+    with st.expander("Exclude", expanded=bool(url.exclude_nodes or url.exclude_kinds)):
+        st.multiselect("Nodes", list(node_opts), key="s_xnodes", format_func=node_opts.get, placeholder="none")
+        st.multiselect("Kinds", list(views.KINDS), key="s_xkinds", placeholder="none")
+    with st.expander("Ranking", expanded=url.mode != "hybrid"):
+        st.segmented_control("Mode", list(views.SearchState.MODES), key="s_mode", required=True,
+                             help="hybrid: words and meaning fused; lexical: words only (BM25); dense: meaning only")
+    st.button("Clear filters", on_click=_clear_filters, icon=":material/filter_alt_off:")
+
+# -- query ---------------------------------------------------------------------------------------
+st.title("Search")
+st.text_input("Search the catalog", key="s_q", placeholder="e.g. agents that learn when to call a search engine",
+              label_visibility="collapsed", icon=":material/search:")
+
+y0, y1 = st.session_state["s_years"]
+ss = st.session_state
+current = views.SearchState(
+    q=" ".join((ss["s_q"] or "").split()), nodes=tuple(ss["s_nodes"]), dimensions=tuple(ss["s_dims"]),
+    year_from=y0 if y0 > ymin else None, year_to=y1 if y1 < ymax else None, kinds=tuple(ss["s_kinds"]),
+    algorithms=tuple(ss["s_algos"]), has_code={"any": None, "yes": True, "no": False}[ss["s_code"] or "any"],
+    exclude_nodes=tuple(ss["s_xnodes"]), exclude_kinds=tuple(ss["s_xkinds"]), mode=ss["s_mode"] or "hybrid",
+    page=ss["s_page"],
+)
+if current.with_page(1) != url.with_page(1):  # a new query or filter starts at page 1
+    current = current.with_page(1)
+    ss["s_page"] = 1
+
+for problem in problems:
+    st.warning(f"Ignored from the link: {problem}.", icon=":material/link_off:")
+
+if not state.search_available():
+    st.error("The search index is not installed in this checkout (papers.search is missing).")
+    st.stop()
+
+index = state.search_index()
+if likes is not None:
+    # works similar to one or several works: search?like=<key>[,<key> ...]
+    missing = [lk for lk in likes if lk.found is None]
+    if missing or not likes:
+        bad = missing[0] if missing else views.Lookup("", None)
+        ui.not_found("work", bad.value, [(s, "search", {"like": s}) for s in bad.suggestions])
+        st.stop()
+    like_keys = list(dict.fromkeys(lk.found for lk in likes))
+    names = ", ".join(views.work_label(cat.works[k]) for k in like_keys[:3]) + (" ..." if len(like_keys) > 3 else "")
+    st.subheader(f"Works similar to {names}")
+    ui.chips([*((f"Open {views.work_label(cat.works[k])}", "work", {"key": k}) for k in like_keys[:3]),
+              ("Back to a plain search", "search", current.to_params())])
+    if len(like_keys) == 1:
+        hits = index.similar(key=like_keys[0], k=30, filters=current.filter_kwargs())
+    else:
+        hits = index.similar(keys=like_keys, k=30, filters=current.filter_kwargs())
+    all_keys = [h.key for h in hits]
+    total, page_hits = len(hits), hits
+    ui.publish(SCOPE, widget_state(current), {"like": ",".join(like_keys), **current.to_params()})
+else:
+    from papers.search import SearchFilters
+
+    try:
+        filters = SearchFilters(**current.filter_kwargs())
+        page_no = current.page
+        res = index.search(current.q, k=views.PAGE_SIZE, offset=(page_no - 1) * views.PAGE_SIZE, filters=filters,
+                           mode=current.mode)
+    except (KeyError, ValueError) as e:  # a filter value the index does not know: say so, no traceback
+        st.warning(f"This search cannot run: {e}", icon=":material/filter_alt_off:")
+        st.stop()
+    pages = max(1, -(-res.total // views.PAGE_SIZE))
+    if page_no > pages:  # a link to a page past the end: show the last one
+        page_no = pages
+        current = current.with_page(pages)
+        ss["s_page"] = pages
+        res = index.search(current.q, k=views.PAGE_SIZE, offset=(page_no - 1) * views.PAGE_SIZE, filters=filters,
+                           mode=current.mode)
+    total, page_hits = res.total, res.hits
+    all_keys = None  # computed below, only for the downloads
+    ui.publish(SCOPE, widget_state(current), current.to_params())
+    st.session_state["_s_page_url"] = current.page
+
+# -- results -------------------------------------------------------------------------------------
+if likes is None and not current.q and not current.has_filters:
+    st.caption("Type a question or a few words; the facets on the left narrow the results. Or try:")
+    ui.chips([(q, "search", {"q": q}) for q in (
+        "memory agents that learn what to store", "RL for tool calling with code execution",
+        "web search agents trained with outcome rewards", "GUI agents in interactive environments",
+        "multi-agent debate with reinforcement learning",
+    )])
+    st.caption(f"Browsing all {total} works, newest first.")
+else:
+    what = "works" if total != 1 else "work"
+    st.markdown(f"**{total} {what}**" + (f" for “{current.q}”" if current.q and likes is None else "")
+                + (" (filtered)" if current.has_filters else ""))
+
+if not page_hits:
+    st.info("Nothing matches. Loosen a filter or rephrase the query.", icon=":material/search_off:")
+    st.stop()
+
+if all_keys is None:
+    full = index.search(current.q, k=max(total, 1), offset=0, filters=filters, mode=current.mode)
+    all_keys = [h.key for h in full.hits]
+bibtex, csv_text = state.exports(tuple(all_keys))
+with st.container(horizontal=True, gap="small"):
+    st.download_button(f"BibTeX ({len(all_keys)})", data=bibtex, file_name="atlas-search.bib",
+                       mime="application/x-bibtex", icon=":material/download:", on_click="ignore", key="dl_bibtex")
+    st.download_button(f"CSV ({len(all_keys)})", data=csv_text, file_name="atlas-search.csv",
+                       mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
+    if likes is None and len(page_hits) > 1:
+        st.page_link(ui.PAGES["search"], label="More like the top 3", icon=":material/auto_awesome:",
+                     query_params={"like": ",".join(h.key for h in page_hits[:3])})
+
+start = (current.page - 1) * views.PAGE_SIZE if likes is None else 0
+for rank, hit in enumerate(page_hits, start=start + 1):
+    w = cat.works[hit.key]
+    with st.container(border=True, key=f"hit-{rank}"):
+        head, side = st.columns([5, 1], vertical_alignment="top")
+        with head:
+            ui.work_link(w.key, f"**{rank}. {views.work_label(w, 90)}**")
+            meta = [str(w.year or "n.d."), w.kind] + ([f"[code]({w.code_url})"] if w.code_url else []) \
+                + ([f"[arXiv]({w.arxiv_url})"] if w.arxiv_url else [])
+            st.caption(" · ".join(meta) + (f" · {w.title}" if w.name else ""))
+            if w.summary:
+                st.markdown(w.summary + (" *(low-confidence summary)*" if w.summary_confidence == "low" else ""))
+            why = views.why_matched(cat, hit)
+            if why:
+                st.markdown(f":blue-badge[:material/lightbulb: why] {why}")
+        with side:
+            st.page_link(ui.PAGES["search"], label="Similar", icon=":material/auto_awesome:",
+                         query_params={"like": w.key})
+
+
+
+def _turn_page(widget_key: str) -> None:
+    st.session_state["s_page"] = int(st.session_state[widget_key])
+
+
+if likes is None and total > views.PAGE_SIZE:
+    # keyed on the search and the page, so the widget always starts from the URL's page
+    pager_key = f"s_pager-{zlib.crc32(repr(current).encode())}"
+    st.pagination(max(1, -(-total // views.PAGE_SIZE)), default=current.page, key=pager_key,
+                  on_change=_turn_page, args=(pager_key,))

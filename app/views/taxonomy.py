@@ -1,0 +1,181 @@
+"""Taxonomy: a tree / graph / list per dimension, and a page per node (``taxonomy?node=<id>``)."""
+from functools import partial
+
+import streamlit as st
+
+from app import state, ui
+from papers import views
+
+cat = state.catalog()
+tax = cat.taxonomy
+p = ui.params()
+node_param = views.first_param(p, "node") if "node" in p else None
+looked = views.lookup_node(cat, node_param) if node_param is not None else None
+
+# -- sidebar: jump to any node -------------------------------------------------------------------
+options = state.node_options()
+ui.seed_widgets("taxonomy-picker", {"node_picker": looked.found if looked and looked.found else None})
+
+
+def _jump() -> None:
+    chosen = st.session_state.get("node_picker")
+    if chosen:
+        ui.goto("taxonomy", node=chosen)
+
+
+st.sidebar.selectbox("Jump to a node", list(options), format_func=options.get, key="node_picker",
+                     index=None, placeholder="Type a node name ...", on_change=_jump)
+
+
+def node_page(node_id: str) -> None:
+    desc_default = True
+    ui.seed_widgets("taxonomy-node", {"with_descendants": views.first_param(p, "desc", "1") != "0"})
+    has_children = bool(tax.children.get(node_id))
+    include = st.session_state["with_descendants"] if has_children else desc_default
+    page = views.node_page(cat, node_id, include_descendants=include)
+
+    ui.breadcrumb(page.path)
+    st.title(page.name)
+    st.caption(
+        f"{views.DIMENSION_LABELS[page.dimension]} · survey section §{page.section} · "
+        f"{page.all_works} work{'s' if page.all_works != 1 else ''}"
+        + (f" ({page.direct_works} placed here directly)" if has_children else "")
+    )
+    st.markdown(page.description)
+
+    if page.children:
+        st.subheader("Sub-nodes")
+        ui.chips([(f"{name} · {n}", "taxonomy", {"node": cid}) for cid, name, n in page.children])
+
+    head, toggle = st.columns([3, 2], vertical_alignment="bottom")
+    head.subheader(f"Works ({len(page.works)})")
+    if has_children:
+        toggle.toggle("Include works of sub-nodes", key="with_descendants")
+        new = st.session_state["with_descendants"]
+        ui.publish("taxonomy-node", {"with_descendants": new}, {"node": node_id, **({} if new else {"desc": "0"})})
+    if page.works:
+        st.caption("Select a row to open the work.")
+    ui.works_table(views.works_frame(page.works, cat), key=f"node-works-{node_id}-{include}-{ui.nonce()}")
+    ui.search_link(f"Search within {page.name}", node=node_id)
+
+    st.subheader("In the survey's tables")
+    ui.survey_tables(page.tables, key=f"node-tables-{node_id}")
+
+    st.subheader("Related nodes")
+    related = [(f"{name} · {n} shared", "taxonomy", {"node": rid}) for rid, name, n in page.related]
+    parent = tax[node_id].parent
+    siblings = [(tax[s].name, "taxonomy", {"node": s}) for s in tax.children.get(parent, []) if s != node_id] if parent else []
+    if related:
+        st.caption("Nodes whose works overlap this node's works the most.")
+        ui.chips(related)
+    if siblings:
+        st.caption("Next to it in the survey")
+        ui.chips(siblings)
+    if not related and not siblings:
+        st.caption("None.")
+
+    if page.algorithms:
+        st.subheader("Algorithms its works use")
+        algo_nodes = views.algorithm_nodes(cat)
+        ui.chips([
+            (f"{a} · {n}", "taxonomy", {"node": algo_nodes[a.lower()]}) if a.lower() in algo_nodes
+            else (f"{a} · {n}", "search", {"algo": a})
+            for a, n in page.algorithms
+        ])
+
+
+def _open_row(key: str, nodes: list[str]) -> None:
+    rows = st.session_state[key].selection.rows
+    if rows:
+        ui.goto("taxonomy", node=nodes[rows[0]])
+
+
+def browser() -> None:
+    st.title("Taxonomy")
+    st.caption(
+        "The survey's map in six dimensions. Click a node in the tree or the graph to open it; "
+        "hover for its description."
+    )
+    dims = [*views.DIMENSIONS, "all"]
+    dim_param = views.first_param(p, "dim", "capability").lower()
+    view_param = views.first_param(p, "view", "tree").lower()
+    ui.seed_widgets("taxonomy-browser", {
+        "tax_dim": dim_param if dim_param in dims else "capability",
+        "tax_view": view_param if view_param in ("tree", "graph", "list") else "tree",
+    })
+    controls = st.container(horizontal=True, wrap=True, gap="medium", vertical_alignment="bottom")
+    dim = controls.segmented_control("Dimension", dims, key="tax_dim", required=True,
+                               format_func=lambda d: "All" if d == "all" else views.DIMENSION_SHORT[d])
+    view = controls.segmented_control("View", ["tree", "graph", "list"], key="tax_view", required=True,
+                                format_func={"tree": "Tree", "graph": "Graph", "list": "List"}.get)
+    ui.publish("taxonomy-browser", {"tax_dim": dim, "tax_view": view},
+               {k: v for k, v in (("dim", dim), ("view", view)) if v != {"dim": "capability", "view": "tree"}[k]})
+    chosen = list(views.DIMENSIONS) if dim == "all" else [dim]
+
+    if view == "graph":
+        g1, g2, _ = st.columns([1, 1, 3])
+        show_works = g1.checkbox("Works", value=dim != "all", disabled=dim == "all", key="graph_works",
+                                 help="With every dimension at once, works are left out.")
+        show_algos = g2.checkbox("Algorithms", value=True, key="graph_algos")
+        graph = state.graph_view(None if dim == "all" else dim, show_works and dim != "all", show_algos)
+
+        def _pick(index: int | None) -> None:
+            if index is None:
+                return
+            target = graph.ids[index]
+            kind, _, value = target.partition(":")
+            if kind == "node":
+                ui.goto("taxonomy", node=value)
+            elif kind == "work":
+                ui.goto("work", key=value)
+            else:
+                algo_node = views.algorithm_nodes(cat).get(value.lower())
+                ui.goto("taxonomy", node=algo_node) if algo_node else ui.goto("search", algo=value)
+
+        st.caption("Scroll to zoom, drag to pan, hover for details, click to open. Circles sized by works are "
+                   "taxonomy nodes (coloured by dimension); small teal dots are works; yellow diamonds are algorithms.")
+        ui.echarts(graph, key=f"graph-{dim}-{ui.nonce()}", on_pick=_pick,
+                   alt="Graph of taxonomy nodes, works and algorithms")
+        return
+
+    for d in chosen:
+        if len(chosen) > 1:
+            st.subheader(views.DIMENSION_LABELS[d])
+        if view == "tree":
+            tree = state.tree_view(d)
+
+            def _pick(index: int | None, tree=tree) -> None:
+                if index is not None and index < len(tree.ids) and tree.ids[index]:
+                    ui.goto("taxonomy", node=tree.ids[index])
+
+            ui.echarts(tree, key=f"tree-{d}-{ui.nonce()}", on_pick=_pick,
+                       alt=f"Tree of the {views.DIMENSION_LABELS[d]} dimension")
+        else:
+            frame = views.tree_frame(cat, d)
+            key = f"tree-list-{d}-{ui.nonce()}"
+            st.dataframe(
+                frame.drop(columns=["node"]), key=key, hide_index=True, width="stretch",
+                on_select=partial(_open_row, key, list(frame["node"])), selection_mode="single-row",
+                height=min(36 * (len(frame) + 1) + 3, 720),
+                column_config={
+                    "open": st.column_config.LinkColumn("", display_text="open", width=50),
+                    "name": st.column_config.TextColumn("Node", width="large"),
+                    "works": st.column_config.NumberColumn("Works", width="small"),
+                    "placed here": st.column_config.NumberColumn("Placed here", width="small"),
+                    "section": st.column_config.TextColumn("Section", width="small"),
+                },
+            )
+
+
+if looked is None:
+    browser()
+elif looked.found is None:
+    st.title("Taxonomy")
+    ui.not_found("taxonomy node", looked.value,
+                 [(f"{tax[s].name} ({s})", "taxonomy", {"node": s}) for s in looked.suggestions],
+                 search_query=looked.value or None)
+    ui.chips([("Browse the whole taxonomy", "taxonomy", {})])
+else:
+    if looked.found != node_param:  # a name or odd case: show the canonical link
+        ui.set_params({"node": looked.found})
+    node_page(looked.found)

@@ -1,0 +1,94 @@
+"""Work page (``work?key=<key>``, or an arXiv id / name): every fact, links, placements, tables, similar works."""
+import streamlit as st
+
+from app import state, ui
+from papers import views
+
+cat = state.catalog()
+p = ui.params()
+raw = views.first_param(p, "key")
+options = state.work_options()
+
+
+def _jump() -> None:
+    chosen = st.session_state.get("work_picker")
+    if chosen:
+        ui.goto("work", key=chosen)
+
+
+looked = views.lookup_work(cat, raw) if raw else None
+ui.seed_widgets("work-picker", {"work_picker": looked.found if looked and looked.found else None})
+st.sidebar.selectbox("Jump to a work", list(options), format_func=options.get, key="work_picker", index=None,
+                     placeholder="Type a work's name ...", on_change=_jump)
+
+if looked is None:
+    st.title("Works")
+    st.info("Choose a work in the sidebar, or find one with the search.", icon=":material/article:")
+    ui.search_link("Open the search")
+    st.stop()
+if looked.found is None:
+    st.title("Works")
+    ui.not_found("work", looked.value,
+                 [(options.get(s, s), "work", {"key": s}) for s in looked.suggestions], search_query=looked.value)
+    st.stop()
+if looked.found != raw:  # an arXiv id or a name: show the canonical link
+    ui.set_params({"key": looked.found})
+
+page = views.work_page(cat, looked.found)
+w = page.work
+st.caption(f"{w.kind.capitalize()} · {w.year or 'n.d.'}" + (f" · {w.venue}" if w.venue else ""))
+st.title(w.name or w.title)
+if w.name:
+    st.markdown(f"##### {w.title}")
+if page.links:
+    with st.container(horizontal=True, gap="small"):
+        for label, url in page.links:
+            st.link_button(label, url, icon={"arXiv": ":material/description:", "Paper": ":material/link:",
+                                             "Code": ":material/code:"}.get(label))
+
+if w.summary:
+    with st.container(border=True):
+        st.markdown(w.summary)
+        if w.summary_confidence == "low":
+            st.caption(":material/warning: Low-confidence summary: written from the title and the survey's context "
+                       "only; check the paper.")
+        else:
+            st.caption("Summary in the Atlas's own words.")
+if w.keywords:
+    st.markdown(" ".join(f":gray-badge[{k}]" for k in w.keywords))
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Where the survey places it")
+    st.caption("Click a node to see the works around it.")
+    for path in page.placements:
+        ui.breadcrumb(path, current=False)
+    if page.algorithms:
+        st.subheader("Algorithms")
+        ui.chips([(a, "taxonomy", {"node": nid}) if nid else (a, "search", {"algo": a}) for a, nid in page.algorithms])
+with right:
+    st.subheader("Facts")
+    st.markdown(views.facts_markdown(page.facts))
+
+st.subheader("In the survey's tables")
+ui.survey_tables(page.tables, key=f"work-tables-{w.key}")
+
+st.subheader("Similar works")
+tab_meaning, tab_place = st.tabs(["Similar in content", "Sharing its taxonomy nodes"])
+with tab_place:
+    if page.related:
+        frame = views.works_frame([r for r, _ in page.related], cat)
+        frame.insert(2, "why", [f"{n} shared node{'s' if n != 1 else ''}" for _, n in page.related])
+        ui.works_table(frame, key=f"related-{w.key}-{ui.nonce()}", columns=["open", "name", "title", "year", "why"])
+    else:
+        st.caption("No other work shares its nodes.")
+with tab_meaning:
+    index = state.search_index() if state.search_available() else None
+    if index is not None and w.key in index:
+        hits = index.similar(key=w.key, k=8)
+        frame = views.results_frame(cat, hits)
+        frame["why"] = [f"similarity {h.score:.2f}" for h in hits]
+        ui.works_table(frame, key=f"similar-{w.key}-{ui.nonce()}", columns=["open", "name", "title", "year", "why"])
+        ui.search_link("More works like this one", like=w.key)
+    else:
+        st.caption("Not in the search index.")

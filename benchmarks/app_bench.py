@@ -1,0 +1,191 @@
+"""Explorer speed, measured in a real browser: first meaningful render and page switches.
+
+    .venv/bin/python benchmarks/app_bench.py                 # 3 cold starts, 5 rounds of page switches
+    .venv/bin/python benchmarks/app_bench.py --screenshots docs/screenshots
+
+First meaningful render: from starting the app process exactly as the README says (``make app
+PORT=...``) to the moment the home page shows its title, its counts and the capability x task heat
+map in Chromium. The browser is started before the app, so its own start-up is not counted.
+"Warm cache" means the on-disk caches (bytecode, the search embeddings) exist, as on any start
+after the first; each start is a fresh server process with empty in-memory caches.
+
+Page switch: from clicking a page in the sidebar to that page's own content being on screen,
+timed inside the browser (``performance.now()`` before the click and when the content appears).
+Every page is visited once before timing (the first visit of Search loads the embedding model,
+once per server process; that one-time cost is reported separately).
+Results are printed as Markdown (recorded in docs/app_performance.md) and as JSON with --json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from apphelpers import free_port, launch_chromium, start_app, stop_app, wait_healthy  # noqa: E402
+
+# what "this page is on screen" means: a CSS selector and a text it must contain
+READY = {
+    "Overview": ('[data-testid="stMetricValue"]', "573"),
+    "Taxonomy": ("svg text", "Memory (22)"),
+    "Search": ("h1", "Search"),
+    "Algorithms": ("h2", "Side by side"),
+}
+# first meaningful render: the title and the counts, the first screenful of the home page
+HOME_FIRST = [("h1", "Agentic RL Atlas"), ('[data-testid="stMetricValue"]', "573")]
+# home complete: also the capability x task heat map (below the fold, drawn by ECharts)
+HOME_READY = HOME_FIRST + [("svg text", "Perception")]
+
+WAIT_JS = """([checks, idle]) => {
+  if (idle && document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  for (const [sel, text] of checks) {
+    const els = Array.from(document.querySelectorAll(sel));
+    if (!els.some(e => (e.textContent || '').includes(text) && !e.closest('[data-stale="true"]'))) return false;
+  }
+  return performance.now();
+}"""
+
+
+def wait_ready(page, checks, timeout_ms: int = 120_000, idle: bool = False) -> float:
+    """performance.now() when every (selector, text) check holds (and, with ``idle``, the script is done)."""
+    return page.wait_for_function(WAIT_JS, arg=[checks, idle], polling="raf", timeout=timeout_ms).json_value()
+
+
+def first_render(pw, runs: int) -> tuple[list[float], list[float]]:
+    times, complete = [], []
+    browser = launch_chromium(pw)
+    try:
+        for _ in range(runs):
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            port = free_port()
+            t0 = time.perf_counter()
+            proc = start_app(port)
+            try:
+                wait_healthy(port, proc, poll=0.02)
+                page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
+                wait_ready(page, HOME_FIRST)
+                times.append(time.perf_counter() - t0)
+                wait_ready(page, HOME_READY)
+                complete.append(time.perf_counter() - t0)
+            finally:
+                page.close()
+                stop_app(proc)
+    finally:
+        browser.close()
+    return times, complete
+
+
+def nav_click(page, label: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a', has_text=label).first.click()
+
+
+def page_switches(pw, rounds: int, shots: Path | None) -> tuple[dict[str, list[float]], float]:
+    port = free_port()
+    proc = start_app(port)
+    browser = launch_chromium(pw)
+    try:
+        wait_healthy(port, proc)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        base = f"http://127.0.0.1:{port}"
+        page.goto(base + "/")
+        wait_ready(page, HOME_READY)
+        # warm-up: every page once (Search loads the embedding model once per server)
+        t = time.perf_counter()
+        page.goto(base + "/search?q=warm+up")
+        wait_ready(page, [("p", "for “warm up”")], timeout_ms=180_000)
+        index_load = time.perf_counter() - t
+        for name in READY:
+            nav_click(page, name)
+            wait_ready(page, [READY[name]])
+        order = ["Overview", "Taxonomy", "Search", "Algorithms"]
+        times: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for src, dst in zip(order, order[1:] + order[:1]):
+                t0 = page.evaluate("performance.now()")
+                nav_click(page, dst)
+                t1 = wait_ready(page, [READY[dst]])
+                times.setdefault(f"{src} → {dst}", []).append((t1 - t0) / 1000)
+        if shots:
+            take_screenshots(page, base, shots)
+        return times, index_load
+    finally:
+        browser.close()
+        stop_app(proc)
+
+
+def take_screenshots(page, base: str, folder: Path) -> None:
+    """A few 1280x800 screenshots of the real app, palette-quantised to stay small."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shots = [
+        ("overview.png", "/", HOME_READY, None),
+        ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
+        ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),
+        ("taxonomy-graph.png", "/taxonomy?dim=capability&view=graph", [("svg text", "Memory")], "Scroll to zoom"),
+        ("node.png", "/taxonomy?node=memory", [("h1", "Memory"), ("h3", "Works")], None),
+        ("search.png", "/search?q=web+search+agents+trained+with+outcome+rewards&kind=method",
+         [("p", "for “web search agents"), ("span", "why")], None),
+        ("work.png", "/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts")], None),
+    ]
+    for name, path, checks, scroll_to in shots:
+        page.goto(base + path)
+        wait_ready(page, checks)
+        page.wait_for_timeout(800)  # the "running" indicator shows only after a short delay
+        wait_ready(page, checks, idle=True)
+        if scroll_to:
+            page.get_by_text(scroll_to).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(1200)  # let chart animations settle
+        out = folder / name
+        page.screenshot(path=str(out))
+        img = Image.open(out).convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+        img.save(out, optimize=True)
+        print(f"screenshot {out} ({out.stat().st_size // 1024} KiB)", file=sys.stderr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--starts", type=int, default=3, help="fresh server starts to time")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds through the four pages")
+    ap.add_argument("--screenshots", type=Path, help="also save screenshots into this folder")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    load_before = os.getloadavg()[0]
+    with sync_playwright() as pw:
+        starts, complete = first_render(pw, args.starts)
+        switches, index_load = page_switches(pw, args.rounds, args.screenshots)
+    load_after = os.getloadavg()[0]
+    result = {
+        "cpus": os.cpu_count(), "load_average_1min": [round(load_before, 2), round(load_after, 2)],
+        "first_meaningful_render_s": [round(x, 3) for x in starts],
+        "home_complete_s": [round(x, 3) for x in complete],
+        "page_switch_s": {k: [round(x, 3) for x in v] for k, v in switches.items()},
+        "search_index_first_load_s": round(index_load, 2),
+    }
+    if args.json:
+        print(json.dumps(result, indent=1))
+    all_switches = [x for v in switches.values() for x in v]
+    print("| measure | median | max | runs | target |")
+    print("|---|---|---|---|---|")
+    print(f"| first meaningful render (process start → title and counts) | {statistics.median(starts):.2f} s | "
+          f"{max(starts):.2f} s | {len(starts)} | ≤ 3 s |")
+    print(f"| home page complete (… → heat map drawn) | {statistics.median(complete):.2f} s | "
+          f"{max(complete):.2f} s | {len(complete)} | |")
+    for k, v in switches.items():
+        print(f"| page switch {k} | {statistics.median(v):.3f} s | {max(v):.3f} s | {len(v)} | ≤ 0.5 s |")
+    print(f"| page switch, all | {statistics.median(all_switches):.3f} s | {max(all_switches):.3f} s | "
+          f"{len(all_switches)} | ≤ 0.5 s |")
+    print(f"\nOne-time per server: loading the search index (embedding model) {index_load:.1f} s.")
+    print(f"{os.cpu_count()} CPUs, 1-minute load average {load_before:.1f} before and {load_after:.1f} after.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Held-out calculator accuracy of SmolLM2-135M-Instruct: base, SFT-only, SFT+GRPO (paired, same problems).
+
+    nohup .venv/bin/python benchmarks/calculator_learning.py --out runs/bench_calc > runs/bench_calc.log 2>&1 &
+
+Steps (each a CLI of reference_impls, so this is also a worked example of the pipeline):
+1. evaluate the base model on N held-out problems (levels 2-3: held-out phrasings, unseen seeds);
+2. SFT warm start on synthetic transcripts of the narrow ``SFT_FAMILIES`` only;
+3. evaluate the SFT model on the same problems;
+4. GRPO from the SFT model on the train split of every level-2/3 family, for a wall-clock budget;
+5. evaluate the last GRPO checkpoint on the same problems.
+Writes OUT/results.json (and the runs under OUT/). Targets: SFT+GRPO >= base + 20 points and >= SFT + 5.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(args: list[str], log) -> str:
+    print("$ " + " ".join(args), file=log, flush=True)
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT)))
+    print(proc.stderr[-4000:], file=log, flush=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(args)}\n{proc.stderr[-3000:]}")
+    print(f"({time.time() - t0:.0f} s)", file=log, flush=True)
+    return proc.stdout
+
+
+def evaluate(model: str, a, log) -> dict:
+    out = run(["reference_impls.evaluate", "--model", model, "--n", str(a.n), "--levels", a.levels, "--json",
+               "--batch-size", str(a.eval_batch_size), "--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
+               "--max-completion-tokens", str(a.max_completion_tokens)], log)
+    result = json.loads(out.strip().splitlines()[-1])
+    print(json.dumps(result), file=log, flush=True)
+    return result
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default="runs/bench_calc")
+    p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--levels", default="2,3")
+    p.add_argument("--sft-n", type=int, default=96)
+    p.add_argument("--sft-steps", type=int, default=12)
+    p.add_argument("--grpo-minutes", type=float, default=20.0)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--prompts-per-step", type=int, default=4)
+    p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--loss-type", default="dapo")
+    p.add_argument("--max-new-tokens-per-turn", type=int, default=24)
+    p.add_argument("--max-completion-tokens", type=int, default=96)
+    p.add_argument("--eval-batch-size", type=int, default=25)
+    p.add_argument("--skip-base", action="store_true")
+    a = p.parse_args()
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    log = sys.stderr
+    results = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores", "args": vars(a)}
+
+    def save():
+        (out / "results.json").write_text(json.dumps(results, indent=2))
+
+    if not a.skip_base:
+        results["base"] = evaluate(a.model, a, log)
+        save()
+    t0 = time.time()
+    sft_dir = out / "sft"
+    run(["reference_impls.sft", "--model", a.model, "--out", str(sft_dir), "--n", str(a.sft_n),
+         "--steps", str(a.sft_steps)], log)
+    results["sft_train_s"] = round(time.time() - t0, 1)
+    results["sft"] = evaluate(str(sft_dir), a, log)
+    save()
+    grpo_dir = out / "grpo"
+    t0 = time.time()
+    run(["reference_impls.train", "--algo", "grpo", "--env", "calculator", "--model", str(sft_dir), "--out", str(grpo_dir),
+         "--steps", "100000", "--max-wall-s", str(a.grpo_minutes * 60), "--levels", a.levels, "--lr", str(a.lr),
+         "--prompts-per-step", str(a.prompts_per_step), "--group-size", str(a.group_size),
+         "--loss-type", a.loss_type, "--micro-batch-size", "8", "--checkpoint-every", "10",
+         "--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
+         "--max-completion-tokens", str(a.max_completion_tokens)], log)
+    results["grpo_train_s"] = round(time.time() - t0, 1)
+    rows = [json.loads(x) for x in (grpo_dir / "metrics.jsonl").read_text().splitlines()]
+    results["grpo_steps"] = len(rows)
+    results["grpo_train_reward_first10"] = sum(r["reward_mean"] for r in rows[:10]) / max(1, len(rows[:10]))
+    results["grpo_train_reward_last10"] = sum(r["reward_mean"] for r in rows[-10:]) / max(1, len(rows[-10:]))
+    from reference_impls.train import latest_checkpoint  # noqa: E402  (only for the path)
+
+    results["sft_grpo"] = evaluate(str(latest_checkpoint(grpo_dir)), a, log)
+    if "base" in results:
+        results["targets"] = {
+            "sft_grpo_minus_base_points": round(100 * (results["sft_grpo"]["accuracy"] - results["base"]["accuracy"]), 1),
+            "sft_grpo_minus_sft_points": round(100 * (results["sft_grpo"]["accuracy"] - results["sft"]["accuracy"]), 1),
+        }
+    save()
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Held-out exact match on the search env (Search-R1 style) with SmolLM2-135M-Instruct: base vs SFT vs
+SFT+GRPO vs SFT+PPO, paired on the same held-out questions.
+
+    nohup .venv/bin/python benchmarks/search_agent_eval.py --out runs/bench_search > runs/bench_search.log 2>&1 &
+    .venv/bin/python benchmarks/search_agent_eval.py --out runs/bench_search --stages grpo,grpo-eval
+
+Stages (each a CLI of reference_impls; a stage whose result exists in OUT/results.json is skipped, so
+the script can be re-run to continue): ``base-eval``, ``sft``, ``sft-eval``, ``grpo``, ``grpo-eval``,
+``ppo``, ``ppo-eval``. The RL stages run for ``--rl-steps`` steps at the same batch (P prompts x G
+samples) and seed. Writes OUT/results.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# importing the search env and the part-2 algorithms registers them, whatever the registries list
+PRELUDE = "import sys, reference_impls.envs.search, reference_impls.ppo, reference_impls.dpo; "
+
+
+def cli(module: str, args: list[str], log) -> str:
+    code = PRELUDE + f"from {module} import main; sys.exit(main(sys.argv[1:]))"
+    print(f"$ python -m {module} " + " ".join(args), file=log, flush=True)
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT)))
+    print(proc.stderr[-3000:], file=log, flush=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {module} {' '.join(args)}\n{proc.stderr[-3000:]}")
+    print(f"({time.time() - t0:.0f} s)", file=log, flush=True)
+    return proc.stdout
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default="runs/bench_search")
+    p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--stages", default="base-eval,sft,sft-eval,grpo,grpo-eval,ppo,ppo-eval")
+    p.add_argument("--n", type=int, default=104, help="held-out questions (the held-out split has 104)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sft-n", type=int, default=96)
+    p.add_argument("--sft-steps", type=int, default=12)
+    p.add_argument("--rl-steps", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1e-5)
+    p.add_argument("--prompts-per-step", type=int, default=4)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--max-new-tokens-per-turn", type=int, default=40)
+    p.add_argument("--max-completion-tokens", type=int, default=256)
+    a = p.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    res_path = out / "results.json"
+    results = json.loads(res_path.read_text()) if res_path.exists() else {}
+    results.setdefault("machine", f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores")
+    log = sys.stderr
+    gen = ["--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn), "--max-completion-tokens", str(a.max_completion_tokens)]
+    rl = ["--env", "search", "--model", str(out / "sft"), "--steps", str(a.rl_steps), "--lr", str(a.lr),
+          "--prompts-per-step", str(a.prompts_per_step), "--group-size", str(a.group_size), "--seed", str(a.seed),
+          "--checkpoint-every", str(a.rl_steps), "--micro-batch-size", "8", *gen]
+
+    def evaluate(name: str, model: str) -> None:
+        txt = cli("reference_impls.evaluate", ["--model", model, "--env", "search", "--n", str(a.n), "--seed", str(a.seed),
+                                               "--batch-size", "16", "--json", *gen], log)
+        results[name] = json.loads(txt.strip().splitlines()[-1])
+
+    def ckpt(run: str) -> str:
+        return str(sorted((out / run / "checkpoints").glob("step_*"))[-1])
+
+    for stage in a.stages.split(","):
+        if stage in results:
+            print(f"skip {stage} (done)", file=log, flush=True)
+            continue
+        t0 = time.time()
+        if stage == "base-eval":
+            evaluate(stage, a.model)
+        elif stage == "sft":
+            txt = cli("reference_impls.sft", ["--model", a.model, "--env", "search", "--out", str(out / "sft"),
+                                              "--n", str(a.sft_n), "--steps", str(a.sft_steps), "--seed", str(a.seed)], log)
+            results[stage] = json.loads(txt.strip().splitlines()[-1])
+        elif stage == "sft-eval":
+            evaluate(stage, str(out / "sft"))
+        elif stage in ("grpo", "ppo"):
+            extra = ["--loss-type", "dapo"] if stage == "grpo" else []
+            txt = cli("reference_impls.train", ["--algo", stage, "--out", str(out / stage), *rl, *extra], log)
+            rows = [json.loads(x) for x in (out / stage / "metrics.jsonl").read_text().splitlines()]
+            results[stage] = {"cli": txt.strip(), "steps": len(rows),
+                              "step_s_mean": sum(r["step_s"] for r in rows) / max(len(rows), 1),
+                              "train_accuracy_by_step": [round(r["accuracy"], 3) for r in rows]}
+        elif stage in ("grpo-eval", "ppo-eval"):
+            evaluate(stage, ckpt(stage.split("-")[0]))
+        else:
+            raise SystemExit(f"unknown stage {stage}")
+        results[stage]["stage_s"] = round(time.time() - t0, 1)
+        res_path.write_text(json.dumps(results, indent=2))
+        print(json.dumps({stage: results[stage]})[:600], file=log, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

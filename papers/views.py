@@ -1,0 +1,965 @@
+"""Data shaping for the explorer: everything a page shows, computed without Streamlit.
+
+The app's pages stay thin: they read URL parameters, call these functions and hand the results
+to Streamlit. Chart specs are plain ECharts option dicts (JSON-compatible), each returned with an
+``ids`` list that maps the chart's data index back to a node id, work key or cell, so a click in
+the browser can be turned into a page.
+
+    tree = dimension_tree(cat, "capability")       # a left-to-right tree + index -> node id
+    graph = graph_view(cat, "task")                # ECharts graph (nodes, works, algorithms)
+    heat = heatmap(cat)                            # capability x task counts + index -> cell
+    state = SearchState.from_params({"q": ["memory"], "kind": ["method"]}, cat)
+"""
+from __future__ import annotations
+
+import html
+import math
+import re
+import weakref
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from papers.catalog import Catalog
+from papers.schema import KINDS, Work
+from papers.tables import SurveyTable
+
+DIMENSIONS = ("capability", "task", "algorithm", "environment", "framework", "foundation")
+DIMENSION_LABELS = {
+    "capability": "Capabilities",
+    "task": "Tasks",
+    "algorithm": "Algorithms",
+    "environment": "Environments & benchmarks",
+    "framework": "Frameworks",
+    "foundation": "Survey sections & open challenges",
+}
+DIMENSION_SHORT = {
+    "capability": "Capabilities", "task": "Tasks", "algorithm": "Algorithms", "environment": "Environments",
+    "framework": "Frameworks", "foundation": "Sections",
+}
+# one colour per dimension, used by every chart so a dimension looks the same everywhere
+DIMENSION_COLORS = {
+    "capability": "#4C78A8",
+    "task": "#F58518",
+    "algorithm": "#54A24B",
+    "environment": "#B279A2",
+    "framework": "#E45756",
+    "foundation": "#9D9D9D",
+}
+WORK_COLOR = "#72B7B2"
+ALGORITHM_COLOR = "#EECA3B"
+
+# The two formalisms of the survey's Section 2, in its notation (rendered with st.latex).
+FORMULAS = {
+    "pbrft_mdp": r"\langle \mathcal{S}_{\text{trad}}, \mathcal{A}_{\text{trad}}, \mathcal{P}_{\text{trad}},"
+                 r" R_{\text{trad}}, T = 1 \rangle",
+    "pbrft_objective": r"J_{\text{trad}}(\theta) = \mathbb{E}_{a \sim \pi_\theta(\cdot \mid s_0)}\big[ r(a) \big]",
+    "agentic_pomdp": r"\langle \mathcal{S}_{\text{agent}}, \mathcal{A}_{\text{agent}}, \mathcal{P}_{\text{agent}},"
+                     r" R_{\text{agent}}, \gamma, \mathcal{O} \rangle",
+    "agentic_observation": r"o_t = O(s_t), \qquad s_{t+1} \sim P(\cdot \mid s_t, a_t)",
+    "agentic_actions": r"\mathcal{A}_{\text{agent}} = \mathcal{A}_{\text{text}} \cup \mathcal{A}_{\text{action}}",
+    "agentic_objective": r"J_{\text{agent}}(\theta) = \mathbb{E}_{\tau \sim \pi_\theta}"
+                         r"\Big[ \sum_{t=0}^{T-1} \gamma^{t} R_{\text{agent}}(s_t, a_t) \Big]",
+}
+
+TABLE1 = "table01_pbrft_vs_agentic_rl"
+TABLE2 = "table02_rl_algorithm_variants"
+
+
+# -- small helpers ---------------------------------------------------------------------------
+def _short(text: str, n: int = 180) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + " …"
+
+
+def _tip(*lines: str) -> str:
+    """An ECharts tooltip (HTML): the first line bold, every line escaped."""
+    first, *rest = lines
+    return "<br/>".join([f"<b>{html.escape(first)}</b>", *(html.escape(x) for x in rest if x)])
+
+
+def work_label(work: Work, n: int = 60) -> str:
+    return work.name or _short(work.title, n)
+
+
+def work_url(key: str) -> str:
+    """A relative deep link to a work (relative, so it also works under a base URL path)."""
+    return f"work?key={key}"
+
+
+def node_url(node_id: str) -> str:
+    return f"taxonomy?node={node_id}"
+
+
+def first_selected(state: Mapping | None, series_index: int | None = 0) -> int | None:
+    """The first selected data index of an ``st.echarts_chart`` selection state, if any."""
+    if not state:
+        return None
+    selection = state.get("selection") or {}
+    for group in selection.get("selected") or []:
+        if series_index is not None and group.get("series_index") != series_index:
+            continue
+        if group.get("data_type") == "edge":
+            continue
+        indices = group.get("data_indices") or []
+        if indices:
+            return int(indices[0])
+    return None
+
+
+# -- lookups from the URL --------------------------------------------------------------------
+@dataclass(frozen=True)
+class Lookup:
+    """What a URL asked for, what it resolved to (None if nothing) and close matches."""
+
+    value: str
+    found: str | None
+    suggestions: list[str] = field(default_factory=list)
+
+
+def lookup_node(catalog: Catalog, raw: str) -> Lookup:
+    """A node by id, or by its name (any case)."""
+    raw = (raw or "").strip()
+    tax = catalog.taxonomy
+    if raw in tax:
+        return Lookup(raw, raw)
+    by_name = {n.name.lower(): n.id for n in tax}
+    if raw.lower() in by_name:
+        return Lookup(raw, by_name[raw.lower()])
+    if raw.lower() in tax:
+        return Lookup(raw, raw.lower())
+    return Lookup(raw, None, tax.suggest(raw) if raw else [])
+
+
+def lookup_work(catalog: Catalog, raw: str) -> Lookup:
+    """A work by key, arXiv id, name or alias."""
+    raw = (raw or "").strip()
+    if not raw:
+        return Lookup(raw, None, [])
+    try:
+        return Lookup(raw, catalog.resolve(raw).key)
+    except KeyError:
+        pass
+    if raw.lower() in catalog.works:
+        return Lookup(raw, raw.lower())
+    return Lookup(raw, None, catalog.suggest(raw, n=5))
+
+
+def params_dict(params) -> dict[str, list[str]]:
+    """``st.query_params`` (or any mapping) as ``{name: [values]}``."""
+    out: dict[str, list[str]] = {}
+    for k in params:
+        if hasattr(params, "get_all"):
+            out[k] = list(params.get_all(k))
+        else:
+            v = params[k]
+            out[k] = [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
+    return out
+
+
+def first_param(params: Mapping[str, Sequence[str]], name: str, default: str = "") -> str:
+    vals = params.get(name) or []
+    return str(vals[-1]) if vals else default
+
+
+def all_params(params: Mapping[str, Sequence[str]], name: str) -> list[str]:
+    out: list[str] = []
+    for v in params.get(name) or []:
+        out.extend(p.strip() for p in str(v).split(",") if p.strip())
+    return list(dict.fromkeys(out))
+
+
+def _flag(value: str) -> bool | None:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on", "y"):
+        return True
+    if v in ("0", "false", "no", "off", "n"):
+        return False
+    return None
+
+
+# -- overview --------------------------------------------------------------------------------
+def _md_cell(text: str) -> str:
+    """A survey table cell as Markdown: tidy spacing, keep $...$ math, escape pipes."""
+    text = " ".join(str(text).split())
+    text = re.sub(r"\\text\{\s*([^{}]*?)\s*\}", r"\\text{\1}", text)
+    text = re.sub(r"\s+([.;,])(\s|$)", r"\1\2", text)  # "$T > 1$ ." -> "$T > 1$."
+    parts = re.split(r"(\$[^$]*\$)", text)
+    out = []
+    for part in parts:
+        if part.startswith("$") and part.endswith("$") and len(part) > 1:
+            out.append(part.replace("|", r"\vert "))
+        else:
+            out.append(part.replace("|", r"\|"))
+    return "".join(out).strip()
+
+
+def table1_markdown(catalog: Catalog) -> str:
+    """The survey's Table 1 (PBRFT vs agentic RL) as a Markdown table with KaTeX math."""
+    t = catalog.tables[TABLE1]
+    headers = ["Concept", "Traditional PBRFT (LLM RL)", "Agentic RL"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for _, row in t.frame.iterrows():
+        concept = _md_cell(row["concept"])
+        concept = re.sub(r"^(\$[^$]+\$)\s*:\s*(.+)$", r"**\2** \1", concept)
+        lines.append(f"| {concept} | {_md_cell(row['traditional_pbrft'])} | {_md_cell(row['agentic_rl'])} |")
+    return "\n".join(lines)
+
+
+def overview_counts(catalog: Catalog) -> dict[str, int]:
+    works = list(catalog)
+    return {
+        "works": len(works),
+        "methods": sum(1 for w in works if w.kind == "method"),
+        "with_code": sum(1 for w in works if w.has_code),
+        "nodes": len(catalog.taxonomy),
+        "tables": len(catalog.tables),
+        "algorithms": len(catalog.tables[TABLE2].frame) if TABLE2 in catalog.tables else 0,
+    }
+
+
+@dataclass(frozen=True)
+class ChartView:
+    """An ECharts option dict and what each clickable data index stands for."""
+
+    spec: dict
+    ids: list
+    height: int = 400
+
+
+def heatmap_counts(catalog: Catalog) -> pd.DataFrame:
+    """Works placed under both a capability and a task, by top-level capability x task (names as labels)."""
+    counts = catalog.graph.cooccurrence("capability", "task", level=1)
+    return counts
+
+
+def cell_works(catalog: Catalog, capability: str, task: str) -> list[Work]:
+    """The works behind one heat-map cell (placed under both nodes or their descendants), newest first."""
+    g = catalog.graph
+    keys = set(g.works_of(capability)) & set(g.works_of(task))
+    return sort_works(catalog.works[k] for k in keys)
+
+
+def heatmap(catalog: Catalog, selected: tuple[str, str] | None = None) -> ChartView:
+    counts = heatmap_counts(catalog)
+    caps, tasks = list(counts.index), list(counts.columns)
+    tax = catalog.taxonomy
+    data, ids = [], []
+    vmax = int(counts.values.max()) if counts.size else 1
+    for yi, cap in enumerate(caps):
+        for xi, task in enumerate(tasks):
+            v = int(counts.loc[cap, task])
+            item = {
+                "value": [xi, yi, v],
+                "tooltip": {"formatter": _tip(f"{tax[cap].name} × {tax[task].name}",
+                                              f"{v} work{'s' if v != 1 else ''} placed under both — click to list them")},
+            }
+            if v == 0:  # drawn as an empty cell (no label, no colour)
+                item["value"] = [xi, yi, "-"]
+            if selected == (cap, task):
+                item["itemStyle"] = {"borderColor": "#111", "borderWidth": 3}
+            data.append(item)
+            ids.append((cap, task))
+    spec = {
+        "animation": False,
+        "tooltip": {"trigger": "item", "confine": True},
+        "grid": {"left": 10, "right": 10, "top": 10, "bottom": 10, "containLabel": True},
+        "xAxis": {"type": "category", "data": [tax[t].name for t in tasks], "splitArea": {"show": True},
+                  "axisLabel": {"interval": 0, "width": 72, "overflow": "break", "lineHeight": 13, "fontSize": 11}},
+        "yAxis": {"type": "category", "data": [tax[c].name for c in caps], "inverse": True, "splitArea": {"show": True},
+                  "axisLabel": {"width": 180, "overflow": "break", "lineHeight": 14}},
+        "visualMap": {"min": 0, "max": max(vmax, 1), "show": False, "inRange": {"color": ["#f4f6fb", "#9ecae1", "#08519c"]}},
+        "series": [{
+            "type": "heatmap", "name": "works", "data": data, "selectedMode": "single",
+            "label": {"show": True}, "emphasis": {"itemStyle": {"borderColor": "#333", "borderWidth": 1}},
+            "select": {"itemStyle": {"borderColor": "#111", "borderWidth": 3}},
+        }],
+    }
+    return ChartView(spec, ids, height=60 + 40 * len(caps))
+
+
+def work_dimensions(catalog: Catalog, work: Work) -> list[str]:
+    tax = catalog.taxonomy
+    return sorted({tax[n].dimension for n in work.nodes}, key=DIMENSIONS.index)
+
+
+def works_per_year(catalog: Catalog, min_year: int | None = None) -> pd.DataFrame:
+    """Works per publication year and dimension (a work placed in two dimensions counts in both).
+
+    With ``min_year``, earlier years are pooled in one row labelled ``"before <min_year>"``.
+    """
+    counts: Counter[tuple[str, str]] = Counter()
+    for w in catalog:
+        if w.year is None:
+            continue
+        label = str(w.year) if min_year is None or w.year >= min_year else f"before {min_year}"
+        for d in work_dimensions(catalog, w):
+            counts[(label, d)] += 1
+    frame = pd.DataFrame([(y, d, n) for (y, d), n in counts.items()], columns=["year", "dimension", "works"])
+    if frame.empty:
+        return frame
+    order = sorted(frame["year"].unique(), key=lambda y: (not y.startswith("before"), y))
+    table = frame.pivot_table(index="year", columns="dimension", values="works", aggfunc="sum", fill_value=0)
+    table = table.reindex(index=order, columns=[d for d in DIMENSIONS if d in table.columns]).fillna(0).astype(int)
+    table.index.name = "year"
+    return table
+
+
+def year_chart(table: pd.DataFrame) -> ChartView:
+    years = list(table.index)
+    series = [
+        {"type": "bar", "stack": "works", "name": DIMENSION_LABELS[d], "data": [int(v) for v in table[d]],
+         "itemStyle": {"color": DIMENSION_COLORS[d]}, "emphasis": {"focus": "series"}}
+        for d in table.columns
+    ]
+    spec = {
+        "animation": False,
+        "tooltip": {"trigger": "axis", "axisPointer": {"type": "shadow"}},
+        "legend": {"top": 0},
+        "grid": {"left": 50, "right": 20, "top": 60, "bottom": 30},
+        "xAxis": {"type": "category", "data": years},
+        "yAxis": {"type": "value", "name": "works"},
+        "series": series,
+    }
+    return ChartView(spec, years, height=360)
+
+
+# -- works lists -----------------------------------------------------------------------------
+def sort_works(works: Iterable[Work]) -> list[Work]:
+    """Newest first, then by name."""
+    return sorted(works, key=lambda w: (-(w.year or 0), work_label(w).lower()))
+
+
+def works_frame(works: Iterable[Work], catalog: Catalog | None = None) -> pd.DataFrame:
+    """One row per work for a table: link, name, title, year, kind, code, arXiv, placements."""
+    rows = []
+    for w in works:
+        rows.append({
+            "key": w.key,
+            "open": work_url(w.key),
+            "name": w.name or "",
+            "title": w.title,
+            "year": w.year,
+            "kind": w.kind,
+            "code": w.code_url,
+            "arxiv": w.arxiv_url,
+            "nodes": ", ".join(catalog.taxonomy[n].name for n in w.nodes) if catalog else "; ".join(w.nodes),
+        })
+    frame = pd.DataFrame(rows, columns=["key", "open", "name", "title", "year", "kind", "code", "arxiv", "nodes"])
+    frame["year"] = frame["year"].astype("Int64")
+    return frame
+
+
+# -- taxonomy --------------------------------------------------------------------------------
+def dimension_roots(catalog: Catalog, dimension: str) -> list[str]:
+    """The top nodes of a dimension: its nodes whose parent is in another dimension (or none)."""
+    tax = catalog.taxonomy
+    return [n.id for n in tax if n.dimension == dimension and (n.parent is None or tax[n.parent].dimension != dimension)]
+
+
+def dimension_children(catalog: Catalog, node_id: str) -> list[str]:
+    """Children that stay in the node's dimension (the preliminaries' algorithm subtree is its own tree)."""
+    tax = catalog.taxonomy
+    dim = tax[node_id].dimension
+    return [c for c in tax.children.get(node_id, []) if tax[c].dimension == dim]
+
+
+_COUNTS: "weakref.WeakKeyDictionary[Catalog, dict[str, int]]" = weakref.WeakKeyDictionary()
+
+
+def node_counts(catalog: Catalog) -> dict[str, int]:
+    """Works per node, counting its descendants (computed once per catalog; a catalog never changes)."""
+    if catalog not in _COUNTS:
+        g = catalog.graph
+        _COUNTS[catalog] = {n.id: len(g.works_of(n.id, include_descendants=True)) for n in catalog.taxonomy}
+    return dict(_COUNTS[catalog])
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    node: str
+    name: str
+    depth: int
+    works: int
+    direct: int
+
+
+def tree_rows(catalog: Catalog, dimension: str) -> list[TreeRow]:
+    """The dimension's tree, depth first, one row per node (for an indented list)."""
+    tax, g = catalog.taxonomy, catalog.graph
+    counts = node_counts(catalog)
+    rows: list[TreeRow] = []
+
+    def walk(nid: str, depth: int) -> None:
+        rows.append(TreeRow(nid, tax[nid].name, depth, counts[nid], len(g.works_of(nid, include_descendants=False))))
+        for c in dimension_children(catalog, nid):
+            walk(c, depth + 1)
+
+    for r in dimension_roots(catalog, dimension):
+        walk(r, 0)
+    return rows
+
+
+def tree_frame(catalog: Catalog, dimension: str) -> pd.DataFrame:
+    rows = tree_rows(catalog, dimension)
+    return pd.DataFrame({
+        "node": [r.node for r in rows],
+        "open": [node_url(r.node) for r in rows],
+        "name": ["\u2003" * r.depth + ("└ " if r.depth else "") + r.name for r in rows],
+        "works": [r.works for r in rows],
+        "placed here": [r.direct for r in rows],
+        "section": [catalog.taxonomy[r.node].survey_section for r in rows],
+    })
+
+
+TREE_WIDTH = 11.5  # width of the tree's columns in units of the leaf spacing (ECharts keeps the aspect ratio)
+
+
+def dimension_tree(catalog: Catalog, dimension: str) -> ChartView:
+    """A left-to-right tree (dendrogram) of one dimension; ``ids[i]`` is the node id of data index ``i``.
+
+    Drawn as an ECharts graph with fixed positions: internal nodes stand in the column of their
+    depth with the label on the left, every leaf stands in the last column with the label on the
+    right, so labels never run into another column whatever the depth of a leaf. Several roots
+    (the survey's sections) hang from one synthetic root, whose id is None.
+    """
+    tax = catalog.taxonomy
+    counts = node_counts(catalog)
+    color = DIMENSION_COLORS[dimension]
+    roots = dimension_roots(catalog, dimension)
+    children: dict[str | None, list[str]] = {None: roots}
+
+    def depth_below(nid: str) -> int:
+        kids = dimension_children(catalog, nid)
+        children[nid] = kids
+        return 1 + max((depth_below(c) for c in kids), default=0)
+
+    levels = max(depth_below(r) for r in roots) + (1 if len(roots) > 1 else 0)
+    X_STEP = TREE_WIDTH / max(levels - 1, 1)
+    ids: list[str | None] = []
+    pos: dict[str | None, tuple[float, float]] = {}
+    depth_of: dict[str | None, int] = {}
+    leaf_no = 0
+
+    def place(nid: str | None, depth: int) -> None:
+        nonlocal leaf_no
+        ids.append(nid)
+        depth_of[nid] = depth
+        kids = children.get(nid, [])
+        for c in kids:
+            place(c, depth + 1)
+        if kids:
+            ys = [pos[c][1] for c in kids]
+            y = (min(ys) + max(ys)) / 2
+            if any(abs(y - pos[c][1]) < 0.4 for c in kids if children.get(c)):
+                y += 1.0  # never on the same line as an inner child: their labels would collide
+            pos[nid] = (float(depth) * X_STEP, y)
+        else:
+            pos[nid] = (float(levels - 1) * X_STEP, float(leaf_no))
+            leaf_no += 1
+
+    if len(roots) == 1:
+        place(roots[0], 0)
+    else:
+        place(None, 0)
+    data, links = [], []
+    index = {nid: i for i, nid in enumerate(ids)}
+    for nid in ids:
+        x, y = pos[nid]
+        leaf = not children.get(nid)
+        if nid is None:
+            n = len({k for r in roots for k in catalog.graph.works_of(r)})
+            name, tip = DIMENSION_SHORT[dimension], _tip(DIMENSION_LABELS[dimension], f"{n} works")
+        else:
+            node = tax[nid]
+            n = counts[nid]
+            name = DIMENSION_SHORT[dimension] if depth_of[nid] == 0 else node.name
+            tip = _tip(node.name, f"{n} work{'s' if n != 1 else ''} · survey section §{node.survey_section}",
+                       _short(node.description), "click to open")
+        data.append({
+            "name": f"{name} ({n})",
+            "x": x, "y": y, "value": n,
+            "symbolSize": 8 + min(10, 1.7 * math.sqrt(n)),
+            "itemStyle": {"color": color if n else "#ffffff", "borderColor": color, "borderWidth": 1.5},
+            "label": {"show": True, "position": "right" if leaf else "left", "fontSize": 13,
+                      "fontWeight": "bold" if depth_of[nid] <= 1 and not leaf else "normal"},
+            "tooltip": {"formatter": tip},
+        })
+        for c in children.get(nid, []):
+            links.append({"source": index[nid], "target": index[c]})
+    height = max(260, 25 * leaf_no + 50)
+    # margins sized to the longest labels on each side (about 7 px a character at 13 px)
+    left = 30 + 7 * max(len(d["name"]) for d, nid in zip(data, ids) if children.get(nid))
+    right = 30 + 7 * max(len(d["name"]) for d, nid in zip(data, ids) if not children.get(nid))
+    spec = {
+        "animation": False,
+        "tooltip": {"trigger": "item", "confine": True, "extraCssText": "max-width: 360px; white-space: normal;"},
+        "series": [{
+            "type": "graph", "layout": "none", "data": data, "links": links, "roam": False,
+            "preserveAspect": True, "preserveAspectVerticalAlign": "top",
+            "left": min(left, 300), "right": min(right, 380), "top": 20, "bottom": 20,
+            "selectedMode": "single", "select": {"itemStyle": {"borderColor": "#111", "borderWidth": 2.5}},
+            "lineStyle": {"color": color, "opacity": 0.45, "width": 1.2, "curveness": 0},
+            "emphasis": {"focus": "adjacency", "lineStyle": {"width": 2, "opacity": 0.9}},
+            "labelLayout": {"hideOverlap": False},
+        }],
+    }
+    return ChartView(spec, ids, height=height)
+
+
+def graph_view(
+    catalog: Catalog,
+    dimension: str | None,
+    show_works: bool = True,
+    show_algorithms: bool = True,
+    seed: int = 7,
+) -> ChartView:
+    """An ECharts graph of taxonomy nodes (one dimension, or all), their works and algorithms.
+
+    Positions come from a seeded spring layout (deterministic, computed here, not in the
+    browser). ``ids[i]`` is ``"node:<id>"``, ``"work:<key>"`` or ``"algorithm:<name>"``.
+    With every dimension at once, works are left out (too many for a readable picture).
+    """
+    import networkx as nx
+
+    g, tax = catalog.graph.g, catalog.taxonomy
+    node_ids = [n.id for n in tax if dimension is None or n.dimension == dimension]
+    vertices = [f"node:{n}" for n in node_ids]
+    vset = set(vertices)
+    works: list[str] = []
+    if show_works and dimension is not None:
+        works = sorted({u for v in vertices for u, _ in g.in_edges(v) if u.startswith("work:")})
+    algos: list[str] = []
+    if show_algorithms:
+        pool = works or [u for u in g if u.startswith("work:") and any(t in vset for t in g.successors(u))]
+        algos = sorted({a for w in pool for a in g.successors(w) if a.startswith("algorithm:")})
+    vertices += works + algos
+    sub = g.subgraph(vertices).to_undirected()
+    pos = nx.spring_layout(sub, seed=seed, iterations=80, k=1.6 / math.sqrt(max(len(vertices), 1))) if vertices else {}
+    counts = node_counts(catalog)
+    index = {v: i for i, v in enumerate(vertices)}
+    data = []
+    for v in vertices:
+        x, y = (float(c) * 480 for c in pos[v])
+        if v.startswith("node:"):
+            node = tax[v[5:]]
+            n = counts[node.id]
+            data.append({
+                "id": v, "name": node.name, "x": x, "y": y, "category": 0,
+                "symbolSize": 10 + min(26, 3 * math.sqrt(n)), "value": n,
+                "itemStyle": {"color": DIMENSION_COLORS[node.dimension]},
+                "label": {"show": True, "fontSize": 11},
+                "tooltip": {"formatter": _tip(node.name, f"taxonomy node · {n} work{'s' if n != 1 else ''}",
+                                              _short(node.description, 140), "click to open")},
+            })
+        elif v.startswith("work:"):
+            w = catalog.works[v[5:]]
+            data.append({
+                "id": v, "name": work_label(w, 40), "x": x, "y": y, "category": 1, "symbolSize": 6,
+                "itemStyle": {"color": WORK_COLOR},
+                "tooltip": {"formatter": _tip(work_label(w), f"{w.kind} · {w.year or 'n.d.'}", _short(w.title, 120),
+                                              "click to open")},
+            })
+        else:
+            data.append({
+                "id": v, "name": v[10:], "x": x, "y": y, "category": 2, "symbol": "diamond", "symbolSize": 12,
+                "itemStyle": {"color": ALGORITHM_COLOR},
+                "label": {"show": True, "fontSize": 10},
+                "tooltip": {"formatter": _tip(v[10:], "algorithm", "click to open")},
+            })
+    links = [
+        {"source": index[a], "target": index[b]}
+        for a, b in sub.edges()
+    ]
+    spec = {
+        "animation": False,
+        "tooltip": {"trigger": "item", "confine": True, "extraCssText": "max-width: 340px; white-space: normal;"},
+        "legend": {"top": 0, "data": ["Taxonomy node", "Work", "Algorithm"]},
+        "series": [{
+            "type": "graph", "layout": "none", "roam": True, "scaleLimit": {"min": 0.3, "max": 8},
+            "selectedMode": "single", "select": {"itemStyle": {"borderColor": "#111", "borderWidth": 2}},
+            "categories": [{"name": "Taxonomy node", "itemStyle": {"color": DIMENSION_COLORS.get(dimension or "", "#4C78A8")}},
+                           {"name": "Work", "itemStyle": {"color": WORK_COLOR}},
+                           {"name": "Algorithm", "itemStyle": {"color": ALGORITHM_COLOR}}],
+            "data": data, "links": links,
+            "label": {"position": "right", "fontSize": 11},
+            "labelLayout": {"hideOverlap": True},
+            "lineStyle": {"color": "source", "opacity": 0.35, "width": 1, "curveness": 0.08},
+            "emphasis": {"focus": "adjacency", "lineStyle": {"width": 2, "opacity": 0.9}},
+            "top": 40, "bottom": 20, "left": 20, "right": 140,
+        }],
+    }
+    return ChartView(spec, list(vertices), height=640)
+
+
+@dataclass(frozen=True)
+class NodePage:
+    """Everything the node page shows."""
+
+    node: str
+    name: str
+    dimension: str
+    section: str
+    description: str
+    path: list[tuple[str, str]]           # (id, name) root -> node
+    children: list[tuple[str, str, int]]  # (id, name, works incl. descendants)
+    works: list[Work]
+    direct_works: int
+    all_works: int
+    related: list[tuple[str, str, int]]   # (id, name, shared works)
+    tables: list[tuple[str, pd.DataFrame]]  # (table title, rows)
+    algorithms: list[tuple[str, int]]     # algorithms used by its works: (name, works)
+
+
+def node_page(catalog: Catalog, node_id: str, include_descendants: bool = True) -> NodePage:
+    tax, g = catalog.taxonomy, catalog.graph
+    node = catalog.node(node_id)
+    counts = node_counts(catalog)
+    works = sort_works(catalog.works_in(node_id, include_descendants))
+    algos: Counter[str] = Counter(a for w in works for a in w.algorithms)
+    rows = catalog.table_rows_for_node(node_id) if include_descendants else {
+        n: r for n, t in catalog.tables.items() if len(r := t.rows_for({w.key for w in works}))
+    }
+    return NodePage(
+        node=node.id, name=node.name, dimension=node.dimension, section=node.survey_section,
+        description=node.description,
+        path=[(p, tax[p].name) for p in tax.path(node_id)],
+        children=[(c, tax[c].name, counts[c]) for c in tax.children.get(node_id, [])],
+        works=works,
+        direct_works=len(g.works_of(node_id, include_descendants=False)),
+        all_works=counts[node_id],
+        related=[(r, tax[r].name, n) for r, n in g.related_nodes(node_id, n=8)],
+        tables=[(catalog.tables[n].title, table_display(catalog.tables[n], r)) for n, r in rows.items()],
+        algorithms=sorted(algos.items(), key=lambda kv: (-kv[1], kv[0])),
+    )
+
+
+_COLUMN_NAMES = {
+    "base_llm": "Base LLM", "rl_algorithm": "RL algorithm", "survey_ref": "Ref.", "kl_penalty": "KL penalty",
+    "objective_type": "Objective", "key_mechanism": "Key mechanism", "directly_uses_rl": "Uses RL",
+    "agent_capability": "Agent capability", "task_domain": "Task domain", "key_features": "Key features",
+    "key_characteristics": "Key characteristics",
+}
+
+
+def column_title(name: str) -> str:
+    return _COLUMN_NAMES.get(name, name.replace("_", " ").capitalize())
+
+
+def table_display(table: SurveyTable, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Survey-table rows for display: readable headers, a work link column, no bookkeeping columns."""
+    frame = (table.frame if rows is None else rows).copy()
+    if "work_key" in frame.columns:
+        frame.insert(0, "open", frame["work_key"].map(lambda v: work_url(v.split(";")[0].strip()) if v else None))
+    frame = frame.drop(columns=[c for c in ("source",) if c in frame.columns])
+    frame = frame.rename(columns={c: column_title(c) for c in frame.columns if c not in ("open", "work_key")})
+    return frame.reset_index(drop=True)
+
+
+# -- work page -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WorkPage:
+    work: Work
+    facts: list[tuple[str, str]]
+    links: list[tuple[str, str]]               # (label, url)
+    placements: list[list[tuple[str, str]]]    # one breadcrumb per placement: [(id, name), ...]
+    algorithms: list[tuple[str, str | None]]   # (algorithm, its taxonomy node or None)
+    tables: list[tuple[str, pd.DataFrame]]
+    related: list[tuple[Work, int]]            # works sharing placements: (work, shared nodes)
+
+
+def algorithm_nodes(catalog: Catalog) -> dict[str, str]:
+    """Algorithm name (lower case) -> its taxonomy node id."""
+    return {n.name.lower(): n.id for n in catalog.taxonomy if n.dimension == "algorithm"}
+
+
+def work_page(catalog: Catalog, key: str) -> WorkPage:
+    w = catalog.get(key)
+    tax = catalog.taxonomy
+    facts = [
+        ("Name", w.name),
+        ("Title as printed in the survey", w.title_original if w.title_original and w.title_original != w.title else ""),
+        ("Year", str(w.year) if w.year else ""),
+        ("Venue", w.venue),
+        ("Kind", w.kind),
+        ("arXiv", w.arxiv_id),
+        ("Reward", w.reward_type),
+        ("Also known as", ", ".join(w.aliases)),
+        ("Authors", getattr(w, "authors", "")),
+        ("Survey references", ", ".join(f"[{r}]" for r in w.survey_refs)),
+        ("Source in the survey", w.source),
+        ("Tags", ", ".join(w.tags)),
+        ("Origin", "added by you" if w.origin == "user" else "the survey"),
+        ("Key", w.key),
+    ]
+    links = [(label, url) for label, url in (
+        ("arXiv", w.arxiv_url), ("Paper", w.url if w.url != w.arxiv_url else ""), ("Code", w.code_url),
+    ) if url]
+    algo_nodes = algorithm_nodes(catalog)
+    return WorkPage(
+        work=w,
+        facts=[(k, v) for k, v in facts if v],
+        links=links,
+        placements=[[(p, tax[p].name) for p in tax.path(n)] for n in w.nodes],
+        algorithms=[(a, algo_nodes.get(a.lower())) for a in w.algorithms],
+        tables=[(catalog.tables[n].title, table_display(catalog.tables[n], r))
+                for n, r in catalog.table_rows_for_work(key).items()],
+        related=[(catalog.works[k], n) for k, n in catalog.graph.related_works(key, n=8)],
+    )
+
+
+def facts_markdown(facts: Sequence[tuple[str, str]]) -> str:
+    """Label/value pairs as a two-column Markdown table (pipes escaped, no header text)."""
+    def esc(text: str) -> str:
+        return " ".join(str(text).split()).replace("|", r"\|").replace("$", r"\$")
+    lines = ["| Field | Value |", "|---|---|"]
+    lines += [f"| **{esc(k)}** | {esc(v)} |" for k, v in facts]
+    return "\n".join(lines)
+
+
+def work_options(catalog: Catalog) -> dict[str, str]:
+    """Work key -> a label for a picker ("Search-R1 (2025) — Search-R1: Training ...")."""
+    out = {}
+    for w in sort_works(catalog):
+        label = f"{w.name} ({w.year or 'n.d.'}) — {_short(w.title, 70)}" if w.name else f"{_short(w.title, 90)} ({w.year or 'n.d.'})"
+        out[w.key] = label
+    return out
+
+
+def node_options(catalog: Catalog) -> dict[str, str]:
+    """Node id -> "Name · Dimension" for a picker, in tree order per dimension."""
+    out = {}
+    for dim in DIMENSIONS:
+        for r in tree_rows(catalog, dim):
+            out[r.node] = f"{r.name} · {DIMENSION_LABELS[dim]} ({r.works})"
+    for n in catalog.taxonomy:  # anything a dimension tree missed
+        out.setdefault(n.id, f"{n.name} · {DIMENSION_LABELS[n.dimension]}")
+    return out
+
+
+# -- algorithms ------------------------------------------------------------------------------
+COMPARE_FIELDS = [
+    ("family", "Family"), ("year", "Year"), ("objective_type", "Objective"), ("clip", "Clip"),
+    ("kl_penalty", "KL penalty"), ("key_mechanism", "Key mechanism"), ("signal", "Signal"),
+    ("works_using", "Works in the catalog using it"), ("work", "Paper"),
+]
+
+
+def algorithm_frame(catalog: Catalog) -> pd.DataFrame:
+    """The survey's Table 2 with the catalog's links: one row per algorithm variant."""
+    t = catalog.tables[TABLE2].frame.copy()
+    algo_nodes = algorithm_nodes(catalog)
+    g = catalog.graph
+    t["year"] = pd.to_numeric(t["year"], errors="coerce").astype("Int64")
+    t["node"] = t["method"].map(lambda m: algo_nodes.get(m.lower()))
+    t["works_using"] = t["method"].map(lambda m: len(g.works_using(m)))
+    t["work"] = t["work_key"].map(lambda k: work_label(catalog.works[k]) if k in catalog.works else "")
+    t["open"] = t["work_key"].map(lambda k: work_url(k) if k else None)
+    cols = ["family", "method", "year", "objective_type", "clip", "kl_penalty", "key_mechanism", "signal",
+            "works_using", "work", "open", "node", "work_key", "survey_ref", "source"]
+    return t[cols].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class AlgorithmFilter:
+    families: tuple[str, ...] = ()
+    clip: str = ""          # "", "Yes", "No"
+    kl: tuple[str, ...] = ()
+    text: str = ""
+
+    def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
+        out = frame
+        if self.families:
+            out = out[out["family"].isin(self.families)]
+        if self.clip:
+            out = out[out["clip"].str.lower() == self.clip.lower()]
+        if self.kl:
+            out = out[out["kl_penalty"].isin(self.kl)]
+        if self.text.strip():
+            needle = self.text.strip().lower()
+            hay = out[["method", "objective_type", "key_mechanism", "signal", "family"]].astype(str).agg(" ".join, axis=1)
+            out = out[hay.str.lower().str.contains(needle, regex=False)]
+        return out
+
+
+def compare_algorithms(frame: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """Chosen variants side by side: one column per method, one row per attribute."""
+    rows = frame.set_index("method")
+    chosen = [m for m in methods if m in rows.index]
+    out = pd.DataFrame(
+        {m: [("" if pd.isna(rows.loc[m, f]) else str(rows.loc[m, f])) for f, _ in COMPARE_FIELDS] for m in chosen},
+        index=[label for _, label in COMPARE_FIELDS],
+    )
+    out.index.name = "attribute"
+    return out
+
+
+def differing_attributes(comparison: pd.DataFrame) -> list[str]:
+    """Attributes where the compared variants disagree."""
+    if comparison.shape[1] < 2:
+        return []
+    return [idx for idx, row in comparison.iterrows() if row.nunique() > 1]
+
+
+# -- search ----------------------------------------------------------------------------------
+PAGE_SIZE = 10
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """A search as URL parameters (``q``, ``node``, ``dim``, ``from``, ``to``, ``kind``, ``algo``,
+    ``code``, ``xnode``, ``xkind``, ``page``, ``mode``) and back. Unknown values are dropped and
+    reported in ``problems`` (with close matches) instead of failing."""
+
+    q: str = ""
+    nodes: tuple[str, ...] = ()
+    dimensions: tuple[str, ...] = ()
+    year_from: int | None = None
+    year_to: int | None = None
+    kinds: tuple[str, ...] = ()
+    algorithms: tuple[str, ...] = ()
+    has_code: bool | None = None
+    exclude_nodes: tuple[str, ...] = ()
+    exclude_kinds: tuple[str, ...] = ()
+    page: int = 1
+    mode: str = "hybrid"
+
+    MODES = ("hybrid", "lexical", "dense")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Sequence[str]], catalog: Catalog) -> tuple["SearchState", list[str]]:
+        problems: list[str] = []
+
+        def nodes(name: str) -> tuple[str, ...]:
+            out = []
+            for raw in all_params(params, name):
+                hit = lookup_node(catalog, raw)
+                if hit.found:
+                    out.append(hit.found)
+                else:
+                    near = f" (did you mean {', '.join(hit.suggestions)}?)" if hit.suggestions else ""
+                    problems.append(f"unknown node '{raw}'{near}")
+            return tuple(dict.fromkeys(out))
+
+        def kinds(name: str) -> tuple[str, ...]:
+            out = []
+            for raw in all_params(params, name):
+                if raw.lower() in KINDS:
+                    out.append(raw.lower())
+                else:
+                    problems.append(f"unknown kind '{raw}' (kinds: {', '.join(KINDS)})")
+            return tuple(out)
+
+        def year(name: str) -> int | None:
+            raw = first_param(params, name)
+            if not raw:
+                return None
+            if re.fullmatch(r"\d{4}", raw.strip()):
+                return int(raw)
+            problems.append(f"'{raw}' is not a year")
+            return None
+
+        dims = []
+        for raw in all_params(params, "dim"):
+            if raw.lower() in DIMENSIONS:
+                dims.append(raw.lower())
+            else:
+                problems.append(f"unknown dimension '{raw}' (dimensions: {', '.join(DIMENSIONS)})")
+        known_algos = {a.lower(): a for a in algorithm_names(catalog)}
+        algos = []
+        for raw in all_params(params, "algo"):
+            if raw.lower() in known_algos:
+                algos.append(known_algos[raw.lower()])
+            else:
+                problems.append(f"unknown algorithm '{raw}'")
+        code_raw = first_param(params, "code")
+        code = _flag(code_raw) if code_raw else None
+        if code_raw and code is None:
+            problems.append(f"'code={code_raw}' should be yes or no")
+        page_raw = first_param(params, "page", "1")
+        page = int(page_raw) if page_raw.isdigit() and int(page_raw) >= 1 else 1
+        mode = first_param(params, "mode", "hybrid").lower()
+        if mode not in cls.MODES:
+            problems.append(f"unknown mode '{mode}' (modes: {', '.join(cls.MODES)})")
+            mode = "hybrid"
+        y_from, y_to = year("from"), year("to")
+        if y_from is not None and y_to is not None and y_from > y_to:
+            problems.append(f"years {y_from} to {y_to} run backwards (read as {y_to} to {y_from})")
+            y_from, y_to = y_to, y_from
+        state = cls(
+            q=" ".join(first_param(params, "q").split()), nodes=nodes("node"), dimensions=tuple(dict.fromkeys(dims)),
+            year_from=y_from, year_to=y_to, kinds=kinds("kind"), algorithms=tuple(dict.fromkeys(algos)),
+            has_code=code, exclude_nodes=nodes("xnode"), exclude_kinds=kinds("xkind"), page=page, mode=mode,
+        )
+        return state, problems
+
+    def to_params(self) -> dict[str, str | list[str]]:
+        """The URL form; defaults are left out so links stay short."""
+        out: dict[str, str | list[str]] = {}
+        if self.q:
+            out["q"] = self.q
+        for name, values in (("node", self.nodes), ("dim", self.dimensions), ("kind", self.kinds),
+                             ("algo", self.algorithms), ("xnode", self.exclude_nodes), ("xkind", self.exclude_kinds)):
+            if values:
+                out[name] = list(values)
+        if self.year_from is not None:
+            out["from"] = str(self.year_from)
+        if self.year_to is not None:
+            out["to"] = str(self.year_to)
+        if self.has_code is not None:
+            out["code"] = "yes" if self.has_code else "no"
+        if self.mode != "hybrid":
+            out["mode"] = self.mode
+        if self.page > 1:
+            out["page"] = str(self.page)
+        return out
+
+    def filter_kwargs(self) -> dict:
+        """Keyword arguments for ``papers.search.SearchFilters``."""
+        return {
+            "nodes": list(self.nodes), "dimensions": list(self.dimensions), "year_from": self.year_from,
+            "year_to": self.year_to, "kinds": list(self.kinds), "algorithms": list(self.algorithms),
+            "has_code": self.has_code, "exclude_nodes": list(self.exclude_nodes), "exclude_kinds": list(self.exclude_kinds),
+        }
+
+    @property
+    def has_filters(self) -> bool:
+        return any(v not in (None, (), "") for v in self.filter_kwargs().values() if v != [])
+
+    def with_page(self, page: int) -> "SearchState":
+        return replace(self, page=max(1, page))
+
+
+def algorithm_names(catalog: Catalog) -> list[str]:
+    """Every algorithm a work in the catalog uses, most used first."""
+    counts = Counter(a for w in catalog for a in w.algorithms)
+    return [a for a, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower()))]
+
+
+def why_matched(catalog: Catalog, hit, max_nodes: int = 3) -> str:
+    """One line saying why a search hit matched: the node names and query terms it matched."""
+    parts = []
+    tax = catalog.taxonomy
+    matched = [n for n in getattr(hit, "matched_nodes", []) or [] if n in tax]
+    specific = [n for n in matched if tax[n].parent is not None] or matched  # the dimension roots say little
+    nodes = [tax[n].name for n in specific]
+    if nodes:
+        parts.append("in " + ", ".join(nodes[:max_nodes]) + (" …" if len(nodes) > max_nodes else ""))
+    terms = list(getattr(hit, "matched_terms", []) or [])
+    if terms:
+        parts.append("terms: " + ", ".join(terms))
+    dense = getattr(hit, "dense_score", None)
+    if not parts and dense:
+        parts.append("close in meaning")
+    return " · ".join(parts)
+
+
+def results_frame(catalog: Catalog, hits: Sequence) -> pd.DataFrame:
+    """Search hits as a table: rank, why matched, score and the work's columns."""
+    works = [catalog.works[h.key] for h in hits]
+    frame = works_frame(works, catalog)
+    frame.insert(2, "why", [why_matched(catalog, h) for h in hits])
+    frame.insert(3, "score", [round(float(h.score), 3) for h in hits])
+    return frame

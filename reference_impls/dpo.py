@@ -1,0 +1,267 @@
+r"""DPO and IPO on preference pairs built from the environments (Rafailov et al. 2023; Azar et al. 2024).
+
+Pairs
+    For ``pair_prompts`` train problems, the starting model (normally the SFT model) samples
+    ``group_size`` episodes each with the shared rollout (temperature ``cfg.temperature``); a pair is
+    (a correct episode, an incorrect episode) of the *same prompt*: chosen y_w, rejected y_l. Prompts
+    whose samples are all right or all wrong give no pair. The pairs are written to
+    ``RUN/pairs.jsonl`` (token ids, loss masks, transcripts), and a run started with
+    ``--pairs-file FILE`` trains on exactly those pairs, so a run can be repeated exactly.
+
+Log-likelihood of an episode = sum over *model* tokens only (tool output is masked as everywhere
+else): ``log pi(y|x) = sum_t m_t log pi(y_t | x, y_<t)``. pi_ref is the frozen starting model; its
+log-likelihoods are computed once when the pairs are loaded.
+
+Losses (``Config.loss``), with h = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]::
+
+    sigmoid (DPO, eq. 7):  L = -log sigmoid(beta * h)
+    ipo     (IPO, eq. 17): L = (h_bar - 1 / (2 beta))^2,  h_bar = the same with each log-ratio divided
+                           by the episode's number of model tokens (TRL's normalisation, agreed with
+                           the IPO authors)
+
+Implicit rewards r_w = beta (log pi(y_w) - log pi_ref(y_w)), r_l likewise; logged: reward accuracy
+(r_w > r_l), margin (r_w - r_l), chosen/rejected rewards and log-probs (the names TRL logs).
+
+Integration with the trainer: DPO is offline, so instead of the rollout-per-step it exposes the hooks
+``setup(trainer)`` (build or load the pairs, reference log-probs) and ``train_step(trainer)`` (one
+AdamW step on ``pairs_per_step`` pairs, drawn as a function of (seed, step) so resume is exact). The
+run directory, metrics, checkpoints, resume and signals are the trainer's.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .common import collate, completion_logprobs, seed_everything
+from .rollout import RolloutConfig, Sample, rollout
+
+
+@dataclass
+class Config:
+    """DPO switches."""
+
+    beta: float = 0.1  # KL strength (IPO's tau); a reference model is always kept
+    loss: str = "sigmoid"  # sigmoid (DPO) | ipo   (CLI --loss; GRPO's --loss-type is a different switch)
+    pairs_per_step: int = 8  # preference pairs per optimizer step
+    pair_prompts: int = 64  # train prompts rolled out (group_size samples each) to build pairs
+    pairs_file: str = ""  # reuse these pairs (a RUN/pairs.jsonl) instead of sampling new ones
+
+
+# ----------------------------------------------------------------------------------------------------
+# the loss
+
+def dpo_loss(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps, beta: float = 0.1,
+             loss_type: str = "sigmoid", chosen_lengths=None, rejected_lengths=None):
+    """Per-pair sequence log-likelihoods (N,) -> (mean loss, metrics). ``*_lengths`` (model tokens per
+    episode) are needed by ``ipo`` only."""
+    chosen_logratios = chosen_logps - ref_chosen_logps
+    rejected_logratios = rejected_logps - ref_rejected_logps
+    if loss_type == "sigmoid":
+        losses = -F.logsigmoid(beta * (chosen_logratios - rejected_logratios))
+    elif loss_type == "ipo":
+        h = chosen_logratios / chosen_lengths.clamp(min=1.0) - rejected_logratios / rejected_lengths.clamp(min=1.0)
+        losses = (h - 1 / (2 * beta)) ** 2
+    else:
+        raise ValueError(f"loss_type must be sigmoid or ipo, not {loss_type!r}")
+    with torch.no_grad():
+        rc, rr = beta * chosen_logratios.detach(), beta * rejected_logratios.detach()
+        metrics = {"rewards/chosen": float(rc.mean()), "rewards/rejected": float(rr.mean()),
+                   "rewards/accuracies": float((rc > rr).float().mean()), "rewards/margins": float((rc - rr).mean()),
+                   "logps/chosen": float(chosen_logps.detach().mean()),
+                   "logps/rejected": float(rejected_logps.detach().mean())}
+    return losses.mean(), metrics
+
+
+compute_loss = dpo_loss
+
+
+def prepare_batch(rewards, lengths, group_size, cfg: Config, max_completion_length, seq_kl=None):
+    """Not used (DPO does not learn from per-step rollouts); present for the shared interface."""
+    return rewards.clone(), torch.ones_like(rewards, dtype=torch.bool), rewards.clone()
+
+
+def sequence_logps(model, samples: list[Sample], pad_id: int, device, temperature: float = 1.0) -> torch.Tensor:
+    """sum_t m_t log pi(y_t | ...) per sample, (N,)."""
+    batch = collate(samples, pad_id, device)
+    logps, _ = completion_logprobs(model, batch, temperature)
+    return (logps * batch["loss_mask"]).sum(-1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# pairs
+
+@dataclass
+class Pair:
+    uid: str
+    chosen: Sample
+    rejected: Sample
+    ref_chosen: float = 0.0
+    ref_rejected: float = 0.0
+
+
+def pairs_from_samples(samples: list[Sample], uids: list[str]) -> list[Pair]:
+    """One pair per group with both a correct and an incorrect episode: the first of each (in sample
+    order, so the choice is deterministic)."""
+    by_group: dict[int, list[Sample]] = {}
+    for s in samples:
+        by_group.setdefault(s.group, []).append(s)
+    pairs = []
+    for g, group in sorted(by_group.items()):
+        good = [s for s in group if s.info.get("correct")]
+        bad = [s for s in group if not s.info.get("correct")]
+        if good and bad:
+            pairs.append(Pair(uids[g], good[0], bad[0]))
+    return pairs
+
+
+def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, seed: int = 0,
+                batch_prompts: int = 8) -> tuple[list[Pair], dict]:
+    """Sample ``group_size`` episodes per problem with ``policy`` and pair correct with incorrect ones."""
+    seed_everything(seed)
+    t0 = time.time()
+    pairs, n_samples, n_correct = [], 0, 0
+    for start in range(0, len(problems), batch_prompts):
+        chunk = problems[start:start + batch_prompts]
+        samples, _ = rollout(policy, tokenizer, task, chunk, rollout_cfg)
+        n_samples += len(samples)
+        n_correct += sum(bool(s.info.get("correct")) for s in samples)
+        uids = [str(getattr(p, "uid", start + i)) for i, p in enumerate(chunk)]
+        pairs += pairs_from_samples(samples, uids)
+    stats = {"pair_prompts": len(problems), "pairs": len(pairs), "samples": n_samples,
+             "sample_accuracy": n_correct / max(n_samples, 1), "build_s": round(time.time() - t0, 1)}
+    return pairs, stats
+
+
+def _sample_json(s: Sample) -> dict:
+    return {"completion_ids": s.completion_ids, "loss_mask": s.loss_mask, "reward": s.reward,
+            "correct": bool(s.info.get("correct")), "segments": s.segments}
+
+
+def save_pairs(path: Path, pairs: list[Pair], stats: dict | None = None) -> None:
+    path = Path(path)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        if stats is not None:
+            f.write(json.dumps({"stats": stats}) + "\n")
+        for p in pairs:
+            f.write(json.dumps({"uid": p.uid, "prompt_ids": p.chosen.prompt_ids, "chosen": _sample_json(p.chosen),
+                                "rejected": _sample_json(p.rejected)}) + "\n")
+    tmp.replace(path)
+
+
+def load_pairs(path: Path) -> list[Pair]:
+    pairs = []
+    for line in Path(path).read_text().splitlines():
+        row = json.loads(line)
+        if "stats" in row:
+            continue
+        side = {}
+        for name in ("chosen", "rejected"):
+            d = row[name]
+            side[name] = Sample(prompt_ids=row["prompt_ids"], completion_ids=d["completion_ids"],
+                                loss_mask=d["loss_mask"], old_logprobs=[0.0] * len(d["completion_ids"]),
+                                reward=d["reward"], done=True, segments=d["segments"], info={"correct": d["correct"]})
+        pairs.append(Pair(row["uid"], side["chosen"], side["rejected"]))
+    return pairs
+
+
+# ----------------------------------------------------------------------------------------------------
+# trainer hooks
+
+def setup(trainer) -> dict:
+    """Build (or load) the pairs and the reference log-likelihoods. No extra modules to checkpoint."""
+    cfg: Config = trainer.algo_cfg
+    tcfg = trainer.cfg
+    out = Path(tcfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "pairs.jsonl"
+    if not path.exists():
+        if cfg.pairs_file:
+            shutil.copyfile(cfg.pairs_file, path)
+        else:
+            rcfg = RolloutConfig(group_size=tcfg.group_size, max_new_tokens_per_turn=tcfg.max_new_tokens_per_turn,
+                                 max_completion_tokens=tcfg.max_completion_tokens, temperature=tcfg.temperature,
+                                 env_options=dict(tcfg.env_options))
+            # its own problems (seed + 104729) and random stream, a function of the run's seed only
+            rng = random.Random(tcfg.seed + 104729)
+            problems = [trainer.pool[rng.randrange(len(trainer.pool))] for _ in range(cfg.pair_prompts)]
+            with torch.random.fork_rng(devices=[]):
+                pairs, stats = build_pairs(trainer.policy, trainer.tokenizer, trainer.task, problems, rcfg,
+                                           seed=tcfg.seed + 104729)
+            save_pairs(path, pairs, stats)
+            trainer.pair_stats = stats
+    trainer.pairs = load_pairs(path)
+    if not trainer.pairs:
+        raise RuntimeError(f"no preference pairs in {path}: every prompt's samples were all right or all wrong "
+                           "(raise --pair-prompts or --group-size, or start from another model)")
+    ref = trainer.ref if trainer.ref is not None else trainer.policy
+    pad = trainer.tokenizer.pad_token_id
+    with torch.no_grad():
+        was = ref.training
+        ref.eval()
+        for i in range(0, len(trainer.pairs), max(1, tcfg.micro_batch_size // 2)):
+            chunk = trainer.pairs[i:i + max(1, tcfg.micro_batch_size // 2)]
+            lp = sequence_logps(ref, [p.chosen for p in chunk] + [p.rejected for p in chunk], pad, trainer.device,
+                                tcfg.temperature).cpu()
+            for j, p in enumerate(chunk):
+                p.ref_chosen, p.ref_rejected = float(lp[j]), float(lp[len(chunk) + j])
+        ref.train(was)
+    return {}
+
+
+def train_step(trainer):
+    """One optimizer step on ``pairs_per_step`` pairs; returns (metrics, samples to log)."""
+    cfg: Config = trainer.algo_cfg
+    tcfg = trainer.cfg
+    t0 = time.time()
+    step_seed = tcfg.seed * 1_000_003 + trainer.step * 1009
+    seed_everything(step_seed)
+    # epoch-style order: pass e over the pairs is a fixed permutation of (seed, e), so every pair is seen
+    n, k = len(trainer.pairs), cfg.pairs_per_step
+    idx = []
+    for j in range(trainer.step * k, (trainer.step + 1) * k):
+        epoch, pos = divmod(j, n)
+        perm = list(range(n))
+        random.Random(tcfg.seed * 7919 + epoch).shuffle(perm)
+        idx.append(perm[pos])
+    chosen = [trainer.pairs[i] for i in idx]
+    micro = max(1, tcfg.micro_batch_size // 2)
+    pad = trainer.tokenizer.pad_token_id
+    trainer.policy.train()
+    trainer.optimizer.zero_grad(set_to_none=True)
+    rows, total = [], 0.0
+    for start in range(0, len(chosen), micro):
+        part = chosen[start:start + micro]
+        logps = sequence_logps(trainer.model, [p.chosen for p in part] + [p.rejected for p in part], pad,
+                               trainer.device, tcfg.temperature)
+        c, r = logps[:len(part)], logps[len(part):]
+        dev = c.device
+        loss, metrics = dpo_loss(
+            c, r, torch.tensor([p.ref_chosen for p in part], device=dev), torch.tensor([p.ref_rejected for p in part], device=dev),
+            cfg.beta, cfg.loss,
+            torch.tensor([float(sum(p.chosen.loss_mask)) for p in part], device=dev),
+            torch.tensor([float(sum(p.rejected.loss_mask)) for p in part], device=dev))
+        (loss * len(part) / len(chosen)).backward()
+        total += float(loss.detach()) * len(part) / len(chosen)
+        rows.append((metrics, len(part)))
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(trainer.policy.parameters(), tcfg.max_grad_norm))
+    trainer.optimizer.step()
+    trainer.step += 1
+    m = {key: sum(mt[key] * w for mt, w in rows) / len(chosen) for key in rows[0][0]}
+    wall = time.time() - t0
+    metrics = {"step": trainer.step, "loss": total, **m,
+               # the progress bar's columns: for DPO, reward = implicit reward margin, accuracy = reward accuracy
+               "reward_mean": m["rewards/margins"], "accuracy": m["rewards/accuracies"],
+               "grad_norm": grad_norm, "pairs": n, "step_s": wall,
+               "wall_s": trainer.wall_offset + (time.time() - trainer.t_start)}
+    samples = []
+    for p in chosen[:1]:
+        samples += [p.chosen, p.rejected]
+    return metrics, samples

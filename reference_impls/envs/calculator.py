@@ -1,0 +1,306 @@
+"""Calculator tool-use environment: procedurally generated arithmetic word problems.
+
+Tag format (all inside the assistant turn; the environment's text is loss-masked)::
+
+    model: <calc>23+45</calc>          a tool call: an arithmetic expression (+ - * / parentheses)
+    env:   <result>68</result>         the safe evaluator's answer (or <result>error: ...</result>)
+    model: <calc>68*3</calc>
+    env:   <result>204</result>
+    model: <answer>204</answer>        the final answer ends the episode
+
+Problems
+    Each problem comes from a *family* (the computation, e.g. ``(a-b)*c``) and a *phrasing* (the
+    word-problem template). Levels: 1 = two numbers, one operation; 2 = three numbers, two
+    operations (including parenthesised shapes such as ``(a+b)*c``); 3 = distractor numbers and
+    three-to-four-number problems that take several tool calls.
+Splits
+    ``train`` and ``heldout`` use disjoint phrasings (every family has train phrasings and a held-out
+    phrasing) and disjoint random streams (the split name is part of every problem's seed), so a
+    held-out problem never appears in training, neither as text nor as numbers.
+    ``SFT_FAMILIES`` is the narrower set the SFT warm start demonstrates: RL trains on every family,
+    so the families outside it are where RL has something to learn.
+Reward
+    ``1.0`` when the number inside the first ``<answer>`` tag equals the true answer exactly (as a
+    fraction: ``204``, ``204.0`` and ``204.`` all match), else ``0.0``. An optional *format reward*
+    (``CalculatorConfig.format_reward``, default ``0.0`` = off) adds that amount whenever the episode
+    ends with a parseable ``<answer>`` number, right or wrong (a shaping term that helps a model that
+    never closes the tag; keep it off to measure accuracy).
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable
+
+from . import StepResult, TaskSpec, ToolSpec, register_env
+from .arith import CalcError, evaluate, format_number, parse_number
+
+TOOL = ToolSpec(
+    name="calculator",
+    description="Evaluates an arithmetic expression with + - * / and parentheses.",
+    call_open="<calc>",
+    call_close="</calc>",
+    result_open="<result>",
+    result_close="</result>",
+)
+CALL_RE = re.compile(r"<calc>(.*?)</calc>", re.S)
+ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
+
+SYSTEM_PROMPT = (
+    "Solve the problem with the calculator. Write <calc>expression</calc> (+ - * / and parentheses); "
+    "the result comes back as <result>value</result>. End with <answer>number</answer>.\n"
+    "Example: <calc>12*3</calc><result>36</result><answer>36</answer>"
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    question: str
+    answer: Fraction
+    steps: tuple[str, ...]  # tool calls of a correct solution, for SFT demonstrations
+    family: str
+    phrasing: int
+    level: int
+    split: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """A computation shape: ``make(rng) -> (numbers, steps)`` where steps are expressions over earlier
+    results written with ``{r0}``, ``{r1}`` ... placeholders; the last step's value is the answer."""
+
+    name: str
+    level: int
+    make: Callable[[random.Random], tuple[dict[str, int], list[str]]]
+    train_phrasings: tuple[str, ...]
+    heldout_phrasings: tuple[str, ...]
+
+
+def _n(rng: random.Random, lo: int, hi: int) -> int:
+    return rng.randint(lo, hi)
+
+
+def _add(r):
+    return {"a": _n(r, 10, 99), "b": _n(r, 10, 99)}, ["{a}+{b}"]
+
+
+def _sub(r):
+    a = _n(r, 30, 99)
+    return {"a": a, "b": _n(r, 10, a - 1)}, ["{a}-{b}"]
+
+
+def _mul(r):
+    return {"a": _n(r, 11, 49), "b": _n(r, 3, 9)}, ["{a}*{b}"]
+
+
+def _add_sub(r):
+    a, b = _n(r, 20, 99), _n(r, 10, 99)
+    return {"a": a, "b": b, "c": _n(r, 5, a + b - 1)}, ["{a}+{b}", "{r0}-{c}"]
+
+
+def _mul_add(r):
+    return {"a": _n(r, 3, 19), "b": _n(r, 3, 12), "c": _n(r, 5, 60)}, ["{a}*{b}", "{r0}+{c}"]
+
+
+def _sum_mul(r):
+    return {"a": _n(r, 5, 40), "b": _n(r, 5, 40), "c": _n(r, 3, 9)}, ["{a}+{b}", "{r0}*{c}"]
+
+
+def _diff_mul(r):
+    a = _n(r, 30, 90)
+    return {"a": a, "b": _n(r, 5, a - 5), "c": _n(r, 3, 9)}, ["{a}-{b}", "{r0}*{c}"]
+
+
+def _mul_sub(r):
+    a, b = _n(r, 6, 25), _n(r, 3, 12)
+    return {"a": a, "b": b, "c": _n(r, 2, a * b - 1)}, ["{a}*{b}", "{r0}-{c}"]
+
+
+def _share(r):
+    c, q = _n(r, 2, 9), _n(r, 3, 25)
+    a = _n(r, 1, q * c - 1)
+    return {"a": a, "b": q * c - a, "c": c}, ["{a}+{b}", "{r0}/{c}"]
+
+
+def _distractor(r):
+    a, b = _n(r, 12, 80), _n(r, 12, 80)
+    return {"a": a, "b": b, "c": _n(r, 3, 60), "d": _n(r, 2, a + b - 1)}, ["{a}+{b}", "{r0}-{d}"]
+
+
+def _three_step(r):
+    a, b, c = _n(r, 5, 30), _n(r, 5, 30), _n(r, 2, 6)
+    return {"a": a, "b": b, "c": c, "d": _n(r, 1, (a + b) * c - 1)}, ["{a}+{b}", "{r0}*{c}", "{r1}-{d}"]
+
+
+def _price_change(r):
+    a, b, c = _n(r, 3, 12), _n(r, 4, 20), _n(r, 2, 9)
+    return {"a": a, "b": b, "c": c, "d": _n(r, 100, 400)}, ["{a}*{b}", "{r0}+{c}", "{d}-{r1}"]
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("add", 1, _add,
+           ("What is {a} plus {b}?", "A box has {a} balls and another has {b}. How many balls in total?"),
+           ("Sam scored {a} points and then {b} more points. How many points did Sam score?",)),
+    Family("sub", 1, _sub,
+           ("What is {a} minus {b}?", "Ann had {a} stickers and gave away {b}. How many are left?"),
+           ("A tank holds {a} liters; {b} liters leak out. How many liters remain?",)),
+    Family("mul", 1, _mul,
+           ("What is {a} times {b}?", "There are {a} rows with {b} chairs each. How many chairs?"),
+           ("Each of {b} buses carries {a} people. How many people ride?",)),
+    Family("add_sub", 2, _add_sub,
+           ("Compute {a} plus {b} minus {c}.",
+            "A farm has {a} hens and buys {b} more, then sells {c}. How many hens now?"),
+           ("Lea reads {a} pages on Monday and {b} on Tuesday, then forgets {c} of them. "
+            "How many pages does she remember?",)),
+    Family("mul_add", 2, _mul_add,
+           ("Compute {a} times {b} plus {c}.",
+            "A baker makes {a} trays of {b} rolls and finds {c} extra rolls. How many rolls?"),
+           ("A hotel has {a} floors with {b} rooms each, plus {c} cabins. How many places to sleep?",)),
+    Family("sum_mul", 2, _sum_mul,
+           ("Add {a} and {b}, then multiply by {c}.",
+            "Each kit has {a} red and {b} blue beads. How many beads are in {c} kits?"),
+           ("A team has {a} players and {b} coaches; every one of them gets {c} shirts. "
+            "How many shirts are needed?",)),
+    Family("diff_mul", 2, _diff_mul,
+           ("Subtract {b} from {a}, then multiply by {c}.",
+            "A class has {a} pupils; {b} are absent. Each present pupil gets {c} cards. How many cards?"),
+           ("A crate had {a} apples and {b} were rotten and thrown out. Each good apple is cut "
+            "into {c} slices. How many slices?",)),
+    Family("mul_sub", 2, _mul_sub,
+           ("Multiply {a} by {b}, then subtract {c}.",
+            "A shop gets {a} boxes of {b} pens and sells {c} pens. How many pens are left?"),
+           ("A printer prints {b} pages per minute for {a} minutes; {c} pages jam. "
+            "How many good pages come out?",)),
+    Family("share", 2, _share,
+           ("Add {a} and {b}, then divide by {c}.",
+            "Tom has {a} marbles and Kim has {b}. They share them equally among {c} friends. "
+            "How many does each friend get?"),
+           ("{a} boys and {b} girls are split into {c} equal teams. How many children per team?",)),
+    Family("distractor", 3, _distractor,
+           ("A shop has {a} red pens, {b} blue pens and {c} pencils. It sells {d} pens. "
+            "How many pens are left?",
+            "A zoo has {a} lions, {b} tigers and {c} birds. {d} of the big cats move away. "
+            "How many big cats remain?"),
+           ("A garage holds {a} cars, {b} vans and {c} bikes. {d} of the cars and vans leave. "
+            "How many cars and vans stay?",)),
+    Family("three_step", 3, _three_step,
+           ("Add {a} and {b}, multiply by {c}, then subtract {d}.",
+            "Each box holds {a} cookies and {b} candies. {c} boxes are opened and {d} treats "
+            "are eaten. How many treats are left?"),
+           ("A gym has {a} mats and {b} balls per room, in {c} rooms; {d} items are broken. "
+            "How many items are usable?",)),
+    Family("price_change", 3, _price_change,
+           ("Multiply {a} by {b}, add {c}, then subtract the result from {d}.",
+            "You buy {a} books at {b} dollars each and pay {c} dollars shipping, from {d} dollars. "
+            "How much money is left?"),
+           ("A ticket costs {b} dollars and {a} friends go, plus a {c} dollar fee. They pay with "
+            "{d} dollars. How much change do they get?",)),
+)
+FAMILY_BY_NAME = {f.name: f for f in FAMILIES}
+#: families the SFT warm start demonstrates (narrow on purpose: RL must generalise to the rest)
+SFT_FAMILIES = ("add", "sub", "mul", "add_sub", "mul_add", "distractor")
+
+
+def _solve(steps: list[str], numbers: dict[str, int]) -> tuple[tuple[str, ...], Fraction]:
+    results: dict[str, str] = {}
+    filled: list[str] = []
+    value = Fraction(0)
+    for i, step in enumerate(steps):
+        expr = step.format(**numbers, **results)
+        value = evaluate(expr)
+        results[f"r{i}"] = format_number(value)
+        filled.append(expr)
+    return tuple(filled), value
+
+
+def make_problem(family: Family, split: str, seed: int, index: int) -> Problem:
+    # the split name is part of the seed, so train and held-out draw from disjoint random streams
+    rng = random.Random(f"calculator/{split}/{seed}/{family.name}/{index}")
+    phrasings = family.train_phrasings if split == "train" else family.heldout_phrasings
+    phrasing = rng.randrange(len(phrasings))
+    numbers, steps = family.make(rng)
+    filled, answer = _solve(steps, numbers)
+    question = phrasings[phrasing].format(**numbers)
+    return Problem(question, answer, filled, family.name, phrasing, family.level, split,
+                   f"{split}-{seed}-{family.name}-{index}")
+
+
+def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3),
+             families=None) -> list[Problem]:
+    """``n`` problems, cycling over the selected families so every family is equally represented.
+    The same arguments always give the same list (held-out evaluation is paired across models)."""
+    if split not in ("train", "heldout"):
+        raise ValueError("split must be 'train' or 'heldout'")
+    chosen = [f for f in FAMILIES if f.level in tuple(levels) and (families is None or f.name in families)]
+    if not chosen:
+        raise ValueError(f"no calculator family matches levels={levels} families={families}")
+    return [make_problem(chosen[i % len(chosen)], split, seed, i // len(chosen)) for i in range(n)]
+
+
+@dataclass
+class CalculatorConfig:
+    max_turns: int = 4  # tool calls allowed before the episode is cut off with reward 0
+    format_reward: float = 0.0  # bonus for ending with a parseable <answer>; 0 = off
+
+
+class CalculatorEnv:
+    """One episode on one :class:`Problem`. See the module docstring for the protocol."""
+
+    tool = TOOL
+    stop_strings = (TOOL.call_close, TOOL.answer_close)
+
+    def __init__(self, problem: Problem, config: CalculatorConfig | None = None):
+        self.problem = problem
+        self.config = config or CalculatorConfig()
+        self.max_turns = self.config.max_turns
+        self.tool_calls = 0
+
+    def reset(self) -> list[dict[str, str]]:
+        self.tool_calls = 0
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.problem.question}]
+
+    def score(self, answer_text: str | None) -> tuple[float, bool]:
+        value = parse_number(answer_text) if answer_text is not None else None
+        correct = value is not None and value == self.problem.answer
+        reward = float(correct) + (self.config.format_reward if value is not None else 0.0)
+        return reward, correct
+
+    def step(self, model_text: str) -> StepResult:
+        call, answer = CALL_RE.search(model_text), ANSWER_RE.search(model_text)
+        if answer is not None and (call is None or answer.start() < call.start()):
+            reward, correct = self.score(answer.group(1))
+            return StepResult(None, True, reward, {"correct": correct, "answer": answer.group(1).strip(),
+                                                   "tool_calls": self.tool_calls})
+        if call is None:  # EOS or length limit without a tag
+            return StepResult(None, True, 0.0, {"correct": False, "answer": None, "tool_calls": self.tool_calls})
+        if self.tool_calls >= self.max_turns:
+            return StepResult(None, True, 0.0, {"correct": False, "answer": None, "tool_calls": self.tool_calls,
+                                                "truncated": True})
+        self.tool_calls += 1
+        try:
+            result = format_number(evaluate(call.group(1)))
+        except CalcError as err:
+            result = f"error: {err}"
+        return StepResult(f"{TOOL.result_open}{result}{TOOL.result_close}", False, 0.0,
+                          {"tool_calls": self.tool_calls})
+
+
+def demonstration(problem: Problem) -> list[tuple[str, str]]:
+    """Segments of a correct transcript: ``[("model", "<calc>..</calc>"), ("env", "<result>..</result>"),
+    ..., ("model", "<answer>..</answer>")]``."""
+    segments: list[tuple[str, str]] = []
+    for expr in problem.steps:
+        segments.append(("model", f"{TOOL.call_open}{expr}{TOOL.call_close}"))
+        segments.append(("env", f"{TOOL.result_open}{format_number(evaluate(expr))}{TOOL.result_close}"))
+    segments.append(("model", f"{TOOL.answer_open}{format_number(problem.answer)}{TOOL.answer_close}"))
+    return segments
+
+
+def make(problem: Problem, **options) -> CalculatorEnv:
+    return CalculatorEnv(problem, CalculatorConfig(**options))
+
+
+register_env(TaskSpec("calculator", problems, make, demonstration))

@@ -1,0 +1,196 @@
+"""Memory-R1-style memory environment: a Memory Manager writes ADD / UPDATE / DELETE / NOOP, rewarded
+only by whether a frozen Answer Agent then answers questions exactly (no operation labels).
+
+How a manager decision maps onto the shared rollout / trainer (the design choice)
+    One Env episode = ONE manager decision on ONE dialogue turn (a one-step episode), as in
+    Memory-R1's training tuples. A problem (:class:`Decision`) is a dialogue, a turn index ``t``, the
+    memory bank as it stood before turn ``t`` and the questions about the true state right after
+    turn ``t`` (questions about the slot turn ``t`` talks about come first). The prompt shows the turn
+    and the top-``k`` entries it retrieves; the model writes one operation; the env applies it to a
+    copy of the bank, lets the frozen Answer Agent answer the questions from the new bank, and
+    returns ``reward = mean exact match - format_penalty * [unparseable or invalid]``.
+
+    Why not one episode per dialogue with every turn an observation (env tokens masked)? With 10-30
+    turns the transcript grows to 1-2k tokens and every step re-encodes it: on 2 CPU cores a GRPO step
+    would take minutes, and a single reward at the end of 30 decisions gives the same credit to every
+    decision. The one-step form gives each decision its own Monte-Carlo reward from the QA that
+    follows it, keeps prompts under ~200 tokens, and lets GRPO's group (G samples of the same
+    decision on the same bank) act as the baseline. The cost: the bank before ``t`` is written by a
+    fixed *reference* manager, not by the policy itself. It is the rule manager with noise (each of
+    its fact operations is replaced by a plain ADD with probability ``prefix_noise``, default 0.3), so
+    the policy sees banks with stale duplicates, as its own imperfect bank would have. At evaluation
+    the policy manages whole dialogues by itself (``benchmarks/memory_eval.py``), so compounding errors
+    are measured there. Known limit: a retraction turn's own questions cannot reward DELETE (the
+    retracted slot has no value to ask about at that point); DELETE is rewarded only through the
+    distractors it removes for the later questions of the benchmark.
+
+Prompt (chat): the system prompt of ``reference_impls.memory.managers.MANAGER_SYSTEM`` and a user
+message ``Memories:\\n[3] Alice: I live in Paris.\\nNew message: Alice: I moved to Oslo in May.``.
+The reply is parsed by ``reference_impls.memory.bank.parse_op``; the episode stops at EOS or at a
+newline after the operation (stop string ``"\\n"``).
+
+Answer Agent: frozen, prompted LM (``reference_impls.memory.answer.AnswerAgent``), by default the base
+SmolLM2-135M-Instruct loaded once per process (a separate copy from the policy; no gradient). Env
+option ``answer_model`` picks another (``tiny`` in tests); :func:`set_answer_agent` installs one.
+
+Label-free format warm-up: the registry also holds ``memory-format``, the same env whose SFT
+demonstrations are uniformly random *valid* operations (:func:`random_operation`); see
+``benchmarks/memory_eval.py --stages format``. ``demonstration`` of ``memory`` itself is the rule
+manager's operation (an optional supervised baseline; no reported RL result uses it).
+
+Env options (``--env-option KEY=VALUE``): ``questions`` (per decision, default 1), ``format_penalty``
+(default 0.1), ``k`` (entries shown to the manager, default 3), ``answer_model``.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from . import StepResult, TaskSpec, ToolSpec, register_env
+from ..memory.answer import AnswerAgent, exact_match, f1
+from ..memory.bank import Entry, MemoryBank, parse_op
+from ..memory.dialogue import Dialogue, Question, make_dialogue, make_questions
+from ..memory.managers import manager_messages, rule_op
+
+TOOL = ToolSpec(
+    name="memory",
+    description="Memory bank operations: ADD text | UPDATE id text | DELETE id | NOOP.",
+    call_open="", call_close="\n", result_open="", result_close="",
+    answer_open="", answer_close="\n",
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    dialogue: Dialogue
+    turn: int
+    prefix: tuple[Entry, ...]  # the bank before turn ``turn``
+    next_id: int
+    questions: tuple[Question, ...]
+    uid: str
+    family: str  # the turn's kind (set / change / correct / retract / filler), for per-kind stats
+
+    def bank(self) -> MemoryBank:
+        return MemoryBank(self.prefix, self.next_id)
+
+
+def _reference_bank(dialogue: Dialogue, upto: int, rng: random.Random, noise: float, k: int) -> MemoryBank:
+    bank = MemoryBank()
+    for t in dialogue.turns[:upto]:
+        op = rule_op(t.line, bank.retrieve(t.line, k))
+        if op != "NOOP" and rng.random() < noise:
+            op = "ADD"
+        bank.apply(parse_op(op), t.line, t.index)
+    return bank
+
+
+def make_decision(split: str, seed: int, level: int, index: int, prefix_noise: float = 0.3, k: int = 3,
+                  fact_frac: float = 0.8) -> Decision:
+    rng = random.Random(f"memory-decision/{split}/{seed}/{level}/{index}")
+    d = make_dialogue(split, seed, level, index)
+    facts = [t.index for t in d.turns if t.kind != "filler"]
+    fillers = [t.index for t in d.turns if t.kind == "filler"]
+    t = rng.choice(facts if (rng.random() < fact_frac or not fillers) else fillers)
+    bank = _reference_bank(d, t, rng, prefix_noise, k)
+    qs = make_questions(d.turns, d.speakers, random.Random(rng.random()), upto=t + 1, max_per_kind=8)
+    turn = d.turns[t]
+    own = [q for q in qs if q.speaker == turn.speaker and q.slot == turn.slot]
+    rest = [q for q in qs if q not in own]
+    rng.shuffle(own)
+    rng.shuffle(rest)
+    return Decision(d, t, tuple(bank.entries.values()), bank.next_id, tuple(own + rest),
+                    f"{d.uid}-t{t}", turn.kind)
+
+
+def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3), **_) -> list[Decision]:
+    """``n`` decisions, one per dialogue, cycling over ``levels``; a pure function of the arguments."""
+    levels = tuple(levels)
+    return [make_decision(split, seed, levels[i % len(levels)], i // len(levels)) for i in range(n)]
+
+
+# ---- the frozen Answer Agent, one per process ----------------------------------------------------
+_AGENTS: dict[str, AnswerAgent] = {}
+
+
+def set_answer_agent(agent: AnswerAgent, name: str = "smollm2-135m-instruct") -> None:
+    _AGENTS[name] = agent
+
+
+def get_answer_agent(name: str = "smollm2-135m-instruct") -> AnswerAgent:
+    if name not in _AGENTS:
+        from ..models import load_policy
+
+        model, tok = load_policy(name, device="cpu")
+        _AGENTS[name] = AnswerAgent(model, tok)
+    return _AGENTS[name]
+
+
+@dataclass
+class MemoryConfig:
+    questions: int = 1
+    format_penalty: float = 0.1
+    k: int = 3
+    answer_model: str = "smollm2-135m-instruct"
+
+
+class MemoryEnv:
+    tool = TOOL
+    stop_strings = ("\n",)
+    max_turns = 1
+
+    def __init__(self, problem: Decision, config: MemoryConfig | None = None, agent: AnswerAgent | None = None):
+        self.problem, self.config = problem, config or MemoryConfig()
+        self.agent = agent
+        self.line = problem.dialogue.turns[problem.turn].line
+
+    def reset(self) -> list[dict[str, str]]:
+        self.bank = self.problem.bank()
+        return manager_messages(self.line, self.bank.retrieve(self.line, self.config.k))
+
+    def step(self, model_text: str) -> StepResult:
+        bank = self.problem.bank()
+        applied = bank.apply(parse_op(model_text), self.line, self.problem.turn)
+        agent = self.agent or get_answer_agent(self.config.answer_model)
+        qs = self.problem.questions[: self.config.questions]
+        answers = agent.answer_many([(q.text, bank.retrieve(q.text, agent.k)) for q in qs]) if qs else []
+        ems = [exact_match(a, q.answer) for (a, _), q in zip(answers, qs)]
+        em = sum(ems) / len(ems) if ems else 0.0
+        bad = applied.status != "ok"
+        reward = em - (self.config.format_penalty if bad else 0.0)
+        info = {"correct": bool(ems) and all(ems), "em": em,
+                "f1": sum(f1(a, q.answer) for (a, _), q in zip(answers, qs)) / max(len(qs), 1),
+                "op": applied.kind, "op_status": applied.status, "turn_kind": self.problem.family,
+                "answer": answers[0][0] if answers else "", "gold": qs[0].answer if qs else ""}
+        return StepResult(None, True, reward, info)
+
+
+def demonstration(problem: Decision) -> list[tuple[str, str]]:
+    """The rule manager's operation (for an optional SFT warm start; the RL results use none)."""
+    bank = problem.bank()
+    return [("model", rule_op(problem.dialogue.turns[problem.turn].line, bank.retrieve(
+        problem.dialogue.turns[problem.turn].line, MemoryConfig.k)))]
+
+
+def random_operation(problem: Decision) -> list[tuple[str, str]]:
+    """A uniformly random *valid* operation for this decision (seeded by the problem's uid): ADD, NOOP,
+    or UPDATE / DELETE of one of the entries the prompt shows. It carries no information about which
+    operation is right, so SFT on it teaches the format only (see ``memory-format``)."""
+    rng = random.Random(f"format/{problem.uid}")
+    line = problem.dialogue.turns[problem.turn].line
+    ids = [e.id for e in problem.bank().retrieve(line, MemoryConfig.k)]
+    choices = ["ADD", "NOOP"] + ([f"UPDATE {i}" for i in ids] + [f"DELETE {i}" for i in ids] if ids else [])
+    kinds = ["ADD", "NOOP"] + (["UPDATE", "DELETE"] if ids else [])
+    kind = rng.choice(kinds)  # uniform over the operation kinds, then over the shown ids
+    return [("model", rng.choice([c for c in choices if c.startswith(kind)]))]
+
+
+def make(problem: Decision, **options) -> MemoryEnv:
+    return MemoryEnv(problem, MemoryConfig(**options))
+
+
+register_env(TaskSpec("memory", problems, make, demonstration))
+# The same env whose demonstrations are random valid operations: the label-free format warm-up.
+# A 135M model prompted zero-shot never wrote a parseable operation (0/24 samples, docs/results_memory.md),
+# so RL would start with zero reward variance; ``python -m reference_impls.sft --env memory-format``
+# teaches the one-line format without saying which operation is right.
+register_env(TaskSpec("memory-format", problems, make, random_operation))

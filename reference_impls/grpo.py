@@ -1,0 +1,149 @@
+r"""GRPO and the variants that changed one line of it: Dr.GRPO, DAPO, GSPO.
+
+Notation: a prompt q, a group of G sampled completions o_1..o_G with rewards r_1..r_G, |o_i| the
+number of *model* tokens of o_i (environment tokens are masked: m_{i,t} = 0), pi_old the sampling
+policy, pi_ref a frozen reference.
+
+Advantage (GRPO, Shao et al. 2024, eq. 3 as an outcome reward broadcast to every token)::
+
+    A_i = (r_i - mean_j r_j) / (std_j r_j + 1e-4)        scale_rewards=True   (GRPO)
+    A_i =  r_i - mean_j r_j                              scale_rewards=False  (Dr.GRPO, Liu et al. 2025:
+                                                                              std scaling biases towards
+                                                                              too easy/hard questions)
+    (std with Bessel's correction, as TRL.)
+
+Importance ratio (``importance_sampling_level``)::
+
+    token:     w_{i,t} = pi_theta(o_{i,t} | q, o_{i,<t}) / pi_old(o_{i,t} | q, o_{i,<t})
+    sequence:  w_i     = exp( (1/|o_i|) sum_t m_{i,t} log w_{i,t} )     (GSPO, Zheng et al. 2025, eq. 7)
+
+Clipped surrogate with decoupled ranges (DAPO clip-higher, Yu et al. 2025, eq. 10)::
+
+    l_{i,t} = -min( w A_i, clip(w, 1 - eps_low, 1 + eps_high) A_i ) + beta * KL_{i,t}
+
+k3 KL estimator to the reference (Schulman 2020; GRPO eq. 4), skipped entirely when beta = 0::
+
+    KL_{i,t} = exp(ref - logp) - (ref - logp) - 1,    ref = log pi_ref, logp = log pi_theta
+
+Aggregation (``loss_type``)::
+
+    grpo     L = (1/G) sum_i (1/|o_i|) sum_t m l           per-sequence mean, then mean  (GRPO eq. 3)
+    dr_grpo  L = (1/(G * L_max)) sum_i sum_t m l          constant normaliser           (Dr.GRPO)
+    dapo     L = (1/sum_i |o_i|) sum_i sum_t m l          token-level mean              (DAPO eq. 8)
+
+Batch-level switches (``prepare_batch``)::
+
+    dynamic_sampling: drop groups whose rewards are all equal (A = 0 carries no gradient)  (DAPO eq. 11;
+                      DAPO then over-samples to refill the batch, here the batch just shrinks)
+    overlong shaping: r_i += R_len(|o_i|) with L_cache = overlong_buffer                   (DAPO eq. 13)
+        R_len(y) = 0                               if |y| <= L_max - L_cache
+                 = ((L_max - L_cache) - |y|) / L_cache * overlong_penalty   if L_max - L_cache < |y| <= L_max
+                 = -overlong_penalty               if |y| > L_max
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Config:
+    """GRPO family switches. Defaults = GRPO as published (with beta = 0, as most recent recipes)."""
+
+    loss_type: str = "grpo"  # grpo | dr_grpo | dapo   (aggregation, see module docstring)
+    scale_rewards: bool = True  # divide advantages by the group std; False = Dr.GRPO
+    epsilon_low: float = 0.2  # clip range below 1
+    epsilon_high: float = 0.2  # clip range above 1; DAPO clip-higher uses 0.28
+    beta: float = 0.0  # k3-KL weight; 0 = no reference model is created at all
+    importance_sampling_level: str = "token"  # token | sequence (GSPO)
+    dynamic_sampling: bool = False  # DAPO: drop zero-variance groups
+    overlong_buffer: int = 0  # DAPO L_cache in tokens; 0 = no overlong shaping
+    overlong_penalty: float = 1.0  # DAPO: the penalty reached at L_max
+    num_iterations: int = 1  # mu: optimisation passes over each rollout batch (ratios != 1 when > 1)
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: bool = True) -> torch.Tensor:
+    """A_i = (r_i - mean_group) [/ (std_group + 1e-4)] for rewards laid out group by group."""
+    grouped = rewards.view(-1, group_size)
+    centred = grouped - grouped.mean(dim=1, keepdim=True)
+    if scale_rewards:
+        std = grouped.std(dim=1, keepdim=True) if group_size > 1 else torch.zeros_like(centred[:, :1])
+        centred = centred / (std + 1e-4)
+    return centred.reshape(-1)
+
+
+def overlong_reward(lengths: torch.Tensor, max_length: int, buffer: int, penalty: float = 1.0) -> torch.Tensor:
+    """DAPO soft overlong punishment R_len(|y|) (module docstring). ``buffer`` = L_cache."""
+    lengths = lengths.float()
+    if buffer <= 0:
+        return torch.zeros_like(lengths)
+    start = max_length - buffer
+    soft = (start - lengths) / buffer * penalty
+    return torch.where(lengths <= start, torch.zeros_like(lengths),
+                       torch.where(lengths <= max_length, soft, torch.full_like(lengths, -penalty)))
+
+
+def nonzero_variance_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Per-sample bool: True when the sample's group has some reward variance (DAPO dynamic sampling)."""
+    grouped = rewards.view(-1, group_size)
+    varied = (grouped.max(dim=1).values - grouped.min(dim=1).values) > 0
+    return varied.repeat_interleave(group_size)
+
+
+def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int, cfg: Config,
+                  max_completion_length: int, seq_kl: torch.Tensor | None = None):
+    """Rewards -> (advantages, keep mask, shaped rewards). ``seq_kl`` is unused here (GRPO puts KL in the
+    loss, not the reward) and accepted so every algorithm has the same signature."""
+    shaped = rewards + overlong_reward(lengths, max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
+    advantages = group_advantages(shaped, group_size, cfg.scale_rewards)
+    keep = nonzero_variance_groups(shaped, group_size) if cfg.dynamic_sampling else torch.ones_like(shaped, dtype=torch.bool)
+    return advantages, keep, shaped
+
+
+def grpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, max_completion_length=None,
+              seq_normalizer=None, token_normalizer=None):
+    """The GRPO-family objective on (B, T) tensors; returns (loss, metrics).
+
+    ``seq_normalizer`` / ``token_normalizer`` override the local B / sum(mask) when a batch is split into
+    micro-batches or across DDP ranks (pass global count / world size: DDP averages gradients)."""
+    A = advantages.unsqueeze(1)  # (B, 1): one outcome advantage per sequence
+    log_ratio = (logps - old_logps) * mask  # masked positions contribute exactly 0 (and get 0 gradient)
+    if cfg.importance_sampling_level == "token":
+        log_w = log_ratio  # (B, T)
+    elif cfg.importance_sampling_level == "sequence":  # GSPO: length-normalised sequence ratio, (B, 1)
+        log_w = log_ratio.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1.0)
+    else:
+        raise ValueError(f"importance_sampling_level must be token or sequence, not {cfg.importance_sampling_level!r}")
+    ratio = torch.exp(log_w)
+    clipped = torch.clamp(ratio, 1 - cfg.epsilon_low, 1 + cfg.epsilon_high)
+    per_token = -torch.min(ratio * A, clipped * A)  # pessimistic bound of the two surrogates
+    kl = None
+    if cfg.beta != 0.0:
+        delta = ref_logps - logps
+        kl = torch.exp(delta) - delta - 1  # k3: unbiased, always >= 0
+        per_token = per_token + cfg.beta * kl
+    per_token = per_token * mask  # (B,1) broadcasts to (B,T) for sequence-level ratios
+
+    B = logps.shape[0]
+    if cfg.loss_type == "grpo":
+        loss = (per_token.sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / (seq_normalizer or B)
+    elif cfg.loss_type == "dr_grpo":
+        loss = per_token.sum() / ((seq_normalizer or B) * max_completion_length)
+    elif cfg.loss_type == "dapo":
+        loss = per_token.sum() / (token_normalizer or mask.sum().clamp(min=1.0))
+    else:
+        raise ValueError(f"loss_type must be grpo, dr_grpo or dapo, not {cfg.loss_type!r}")
+
+    with torch.no_grad():  # diagnostics, token-weighted over model tokens
+        n = mask.sum().clamp(min=1.0)
+        is_clipped = ((ratio < 1 - cfg.epsilon_low) & (A < 0)) | ((ratio > 1 + cfg.epsilon_high) & (A > 0))
+        metrics = {
+            "clip_frac": float((is_clipped.float().expand_as(mask) * mask).sum() / n),
+            "ratio_mean": float((ratio.expand_as(mask) * mask).sum() / n),
+            "kl": float((kl * mask).sum() / n) if kl is not None else 0.0,
+        }
+    return loss, metrics
+
+
+compute_loss = grpo_loss

@@ -1,0 +1,358 @@
+r"""PPO with a learned critic and token-level GAE (Schulman et al. 2017; Ouyang et al. 2022 for the
+LLM form; Search-R1, Jin et al. 2025, for masking retrieved tokens).
+
+The MDP is over *model tokens only*: a state is the prefix, an action is the next model token.
+Environment tokens (tool results, m_t = 0) are part of the next state, not actions, so GAE skips them:
+they get no reward, no value target and no advantage, and the recursion jumps over them.
+
+Per-token reward, with the KL penalty to the frozen reference in the reward (``kl_estimator``)::
+
+    k1:  kl_t = log pi_old(a_t) - log pi_ref(a_t)
+    k3:  kl_t = exp(ref_t - old_t) - (ref_t - old_t) - 1         (unbiased, >= 0; Schulman 2020)
+    r_t = -beta * kl_t  (+ R, the episode reward, on the last model token)
+
+Generalised advantage estimation over the model tokens t_1 < t_2 < ... < t_n of one episode
+(``next(t)`` = the next model token; V after the last one = 0)::
+
+    delta_t = r_t + gamma * V(next(t)) - V(t)
+    A_t     = delta_t + gamma * lambda * A_next(t)       A = 0 and R = 0 where m_t = 0
+    R_t     = A_t + V(t)                                 (value target)
+    A_t    <- (A_t - mean A) / (std A + 1e-8)            whitening over the model tokens of the batch
+
+Losses over a minibatch (token-level means over model tokens), ``w_t = pi_theta / pi_old``::
+
+    L_pi = mean_t max( -A_t w_t, -A_t clip(w_t, 1 - eps, 1 + eps) )
+    L_V  = 1/2 mean_t max( (V_t - R_t)^2, (clip(V_t, V_old - eps_v, V_old + eps_v) - R_t)^2 )
+    L    = L_pi + vf_coef * L_V
+
+``num_iterations`` epochs over the rollout batch, each split into ``num_mini_batches`` shuffled
+minibatches with one optimizer step each (so ratios move away from 1 after the first minibatch).
+
+Diagnostics: ``approx_kl`` = mean (w - 1) - log w (k3 between pi_old and pi_theta), ``clip_frac`` (ratios
+clipped in the direction of the advantage), ``value_loss``, ``vf_clip_frac``, ``explained_variance`` =
+1 - Var(R - V_old) / Var(R) (how much of the return the critic predicted before the update).
+
+The critic
+    ``shared_backbone=False`` (default): a separate critic, a copy of the policy's transformer (same
+    initial weights: it starts from the SFT model's features) with a scalar head initialised to 0.
+    This is the layout of InstructGPT, TRL's PPOTrainer, OpenRLHF and veRL (which Search-R1 trained
+    with): the value loss never moves the policy's features, so the two objectives need no balancing,
+    and the critic can use its own learning rate (``critic_lr``). The price is a second model: twice
+    the parameters and optimizer state, and one more forward+backward per token, which is exactly the
+    cost GRPO removes (measured in docs/results_part2.md).
+    ``shared_backbone=True``: a scalar head on the policy's last hidden state; one forward gives logits
+    and values (cheap), but the value gradient flows into the policy's transformer, scaled by
+    ``vf_coef``.
+
+Integration with the trainer (``reference_impls/train.py``): besides ``Config``, ``prepare_batch`` and
+``compute_loss``, this module exposes two hooks the trainer calls when an algorithm defines them:
+``setup(trainer)`` (returns the extra modules to optimise and checkpoint: the critic) and
+``update(trainer, samples, rewards, full, ref_logps)`` (the optimisation phase of a step, after the
+shared rollout). Works with any registered env: it only reads rewards and loss masks.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
+
+
+@dataclass
+class Config:
+    """PPO switches. Defaults follow common LLM-PPO settings (TRL / OpenRLHF), scaled for small runs."""
+
+    beta: float = 0.05  # KL-in-reward coefficient; 0 = no reference model
+    kl_estimator: str = "k1"  # k1 | k3 (per-token KL in the reward)
+    gamma: float = 1.0  # discount over model tokens
+    lam: float = 0.95  # GAE lambda
+    epsilon: float = 0.2  # policy ratio clip
+    cliprange_value: float = 0.2  # value clip around the rollout's values
+    vf_coef: float = 0.1  # weight of the value loss
+    num_iterations: int = 2  # PPO epochs over each rollout batch
+    num_mini_batches: int = 2  # minibatches per epoch (one optimizer step each)
+    whiten_advantages: bool = True
+    shared_backbone: bool = False  # value head on the policy's transformer instead of a separate critic
+    critic_lr: float = 0.0  # learning rate of the critic's parameters; 0 = the policy's lr
+
+
+# ----------------------------------------------------------------------------------------------------
+# the equations
+
+def kl_penalty(old_logps: torch.Tensor, ref_logps: torch.Tensor, estimator: str = "k1") -> torch.Tensor:
+    """Per-token KL(pi_old || pi_ref) estimate from the sampled token's log-probs."""
+    if estimator == "k1":
+        return old_logps - ref_logps
+    if estimator == "k3":
+        delta = ref_logps - old_logps
+        return torch.exp(delta) - delta - 1
+    raise ValueError(f"kl_estimator must be k1 or k3, not {estimator!r}")
+
+
+def token_rewards(rewards: torch.Tensor, mask: torch.Tensor, kl: torch.Tensor | None = None,
+                  beta: float = 0.0) -> torch.Tensor:
+    """r_t = -beta kl_t on model tokens, plus the episode reward on each row's last model token."""
+    out = torch.zeros_like(mask, dtype=torch.float32 if not mask.is_floating_point() else mask.dtype)
+    if kl is not None and beta:
+        out = out - beta * kl * mask
+    T = mask.shape[1]
+    positions = torch.arange(T, device=mask.device).expand_as(mask)
+    last = torch.where(mask > 0, positions, torch.full_like(positions, -1)).max(dim=1).values  # (B,)
+    rows = torch.nonzero(last >= 0).flatten()
+    out[rows, last[rows]] += rewards[rows].to(out.dtype)
+    return out
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0,
+        lam: float = 0.95) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-level GAE that skips masked positions (module docstring). All (B, T); returns
+    (advantages, returns), both 0 where ``mask`` is 0."""
+    B, T = mask.shape
+    adv = torch.zeros_like(values)
+    last_gae = torch.zeros(B, dtype=values.dtype, device=values.device)
+    next_value = torch.zeros(B, dtype=values.dtype, device=values.device)
+    for t in reversed(range(T)):
+        m = mask[:, t] > 0
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        cur = delta + gamma * lam * last_gae
+        adv[:, t] = torch.where(m, cur, torch.zeros_like(cur))
+        last_gae = torch.where(m, cur, last_gae)  # masked tokens carry the recursion through unchanged
+        next_value = torch.where(m, values[:, t], next_value)
+    returns = (adv + values) * mask
+    return adv, returns
+
+
+def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """(x - mean) / (std + eps) over the positions where mask = 1 (population std); 0 elsewhere."""
+    n = mask.sum().clamp(min=1.0)
+    mean = (x * mask).sum() / n
+    var = (((x - mean) * mask) ** 2).sum() / n
+    return (x - mean) / (var.sqrt() + eps) * mask
+
+
+def policy_loss(logps, old_logps, advantages, mask, epsilon: float = 0.2, token_normalizer=None):
+    """Clipped surrogate, token-level mean over model tokens; returns (loss, metrics)."""
+    log_ratio = (logps - old_logps) * mask
+    ratio = torch.exp(log_ratio)
+    unclipped = -advantages * ratio
+    clipped = -advantages * torch.clamp(ratio, 1 - epsilon, 1 + epsilon)
+    per_token = torch.max(unclipped, clipped) * mask
+    n = token_normalizer if token_normalizer is not None else mask.sum().clamp(min=1.0)
+    loss = per_token.sum() / n
+    with torch.no_grad():
+        m = mask.sum().clamp(min=1.0)
+        metrics = {"clip_frac": float(((clipped > unclipped).float() * mask).sum() / m),
+                   "approx_kl": float((((ratio - 1) - log_ratio) * mask).sum() / m),
+                   "ratio_mean": float((ratio * mask).sum() / m)}
+    return loss, metrics
+
+
+def value_loss(values, old_values, returns, mask, cliprange_value: float = 0.2, token_normalizer=None):
+    """Clipped value loss, 1/2 token-level mean over model tokens; returns (loss, metrics)."""
+    clipped_v = old_values + torch.clamp(values - old_values, -cliprange_value, cliprange_value)
+    err = (values - returns) ** 2
+    err_clipped = (clipped_v - returns) ** 2
+    per_token = 0.5 * torch.max(err, err_clipped) * mask
+    n = token_normalizer if token_normalizer is not None else mask.sum().clamp(min=1.0)
+    loss = per_token.sum() / n
+    with torch.no_grad():
+        m = mask.sum().clamp(min=1.0)
+        metrics = {"vf_clip_frac": float(((err_clipped > err).float() * mask).sum() / m)}
+    return loss, metrics
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
+    """1 - Var(R - V) / Var(R) over model tokens (1 = perfect critic, 0 = no better than a constant;
+    0 as well when the returns do not vary, so the logs never hold NaN)."""
+    n = mask.sum().clamp(min=1.0)
+
+    def var(x):
+        mean = (x * mask).sum() / n
+        return (((x - mean) * mask) ** 2).sum() / n
+
+    v = float(var(returns))
+    return 0.0 if v == 0 else 1.0 - float(var(returns - values)) / v
+
+
+def ppo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, max_completion_length=None,
+             seq_normalizer=None, token_normalizer=None, values=None, old_values=None, returns=None):
+    """``L_pi + vf_coef * L_V`` on (B, T) tensors with per-token ``advantages``; the value term only when
+    ``values`` is given. Same signature as the other algorithms' ``compute_loss`` plus the value tensors."""
+    loss, metrics = policy_loss(logps, old_logps, advantages, mask, cfg.epsilon, token_normalizer)
+    if values is not None:
+        vl, vm = value_loss(values, old_values, returns, mask, cfg.cliprange_value, token_normalizer)
+        metrics.update(vm, value_loss=float(vl.detach()), policy_loss=float(loss.detach()))
+        loss = loss + cfg.vf_coef * vl
+    return loss, metrics
+
+
+compute_loss = ppo_loss
+
+
+def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int, cfg: Config,
+                  max_completion_length: int, seq_kl: torch.Tensor | None = None):
+    """Sequence-level view for the shared interface: the shaped rewards (KL in the reward). PPO's
+    per-token advantages need the critic, so the real work happens in :func:`update`."""
+    shaped = rewards - cfg.beta * seq_kl if (cfg.beta and seq_kl is not None) else rewards.clone()
+    return shaped, torch.ones_like(shaped, dtype=torch.bool), shaped
+
+
+# ----------------------------------------------------------------------------------------------------
+# the critic
+
+def _backbone(model):
+    """The transformer under a causal-LM head (``model.model`` for Llama)."""
+    return getattr(model, model.base_model_prefix)
+
+
+class ValueModel(nn.Module):
+    """A transformer with a scalar head: V(prefix) for each completion position (aligned with the
+    log-probs: the value at column t is read where the logits predicting token t are read)."""
+
+    def __init__(self, backbone: nn.Module, hidden_size: int):
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(hidden_size, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids, attention_mask, logits_to_keep: int) -> torch.Tensor:
+        h = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
+                          position_ids=position_ids_from_mask(attention_mask)).last_hidden_state
+        return self.head(h[:, -logits_to_keep - 1:-1, :]).squeeze(-1)
+
+
+def make_critic(policy, cfg: Config) -> nn.Module:
+    hidden = policy.config.hidden_size
+    if cfg.shared_backbone:
+        head = nn.Linear(hidden, 1)
+        nn.init.zeros_(head.weight)
+        nn.init.zeros_(head.bias)
+        return head.to(next(policy.parameters()).device)
+    critic = ValueModel(copy.deepcopy(_backbone(policy)), hidden)
+    return critic.to(next(policy.parameters()).device)
+
+
+def forward(policy, critic, batch: dict, cfg: Config, temperature: float = 1.0):
+    """(logps, entropy, values), each (B, K). With a shared backbone one transformer pass feeds both
+    heads; otherwise the policy and the critic each run their own."""
+    K = batch["logits_to_keep"]
+    ids, am = batch["input_ids"], batch["attention_mask"]
+    if cfg.shared_backbone:
+        h = _backbone(policy)(input_ids=ids, attention_mask=am,
+                              position_ids=position_ids_from_mask(am)).last_hidden_state[:, -K - 1:-1, :]
+        logits = policy.get_output_embeddings()(h) / temperature
+        values = critic(h).squeeze(-1)
+    else:
+        out = policy(input_ids=ids, attention_mask=am, position_ids=position_ids_from_mask(am), logits_to_keep=K + 1)
+        logits = out.logits[:, :-1, :] / temperature
+        values = critic(ids, am, K)
+    logps = selective_log_softmax(logits, ids[:, -K:])
+    with torch.no_grad():
+        entropy = entropy_from_logits(logits.detach())
+    return logps, entropy, values
+
+
+# ----------------------------------------------------------------------------------------------------
+# trainer hooks
+
+def setup(trainer) -> dict[str, nn.Module]:
+    """Create the critic and add its parameters to the trainer's optimizer (own lr when ``critic_lr``).
+    Returns ``{"critic": module}``: the trainer checkpoints and restores it with the policy."""
+    if getattr(trainer, "world", 1) > 1:
+        raise NotImplementedError("PPO here is single-process (the critic is not wrapped in DDP)")
+    cfg: Config = trainer.algo_cfg
+    critic = make_critic(trainer.policy, cfg)
+    critic.train()
+    group = {"params": [p for p in critic.parameters() if p.requires_grad]}
+    if cfg.critic_lr:
+        group["lr"] = cfg.critic_lr
+    trainer.optimizer.add_param_group(group)
+    trainer.critic = critic
+    return {"critic": critic}
+
+
+def _chunks(idx: list[int], size: int):
+    for i in range(0, len(idx), size):
+        yield idx[i:i + size]
+
+
+def update(trainer, samples, rewards: torch.Tensor, full: dict, ref_logps: torch.Tensor | None) -> dict:
+    """The optimisation phase of one PPO step on a rollout batch. Returns metrics (``loss`` is the
+    policy loss averaged over minibatches; the rest as named in the module docstring)."""
+    cfg: Config = trainer.algo_cfg
+    tcfg = trainer.cfg
+    policy, critic, device = trainer.policy, trainer.critic, trainer.device
+    mask = full["loss_mask"]
+    old_logps = full["old_logprobs"]
+    B = mask.shape[0]
+    micro = max(1, tcfg.micro_batch_size)
+
+    # 1. values of the rollout (pi_old's critic), per-token rewards, GAE
+    with torch.no_grad():
+        old_values = torch.zeros_like(mask)
+        for idx in _chunks(list(range(B)), micro):
+            batch = collate([samples[i] for i in idx], trainer.tokenizer.pad_token_id, device)
+            _, _, v = forward(policy, critic, batch, cfg, tcfg.temperature)
+            old_values[idx, :v.shape[1]] = v.float()
+        old_values = old_values * mask
+        kl = kl_penalty(old_logps, ref_logps, cfg.kl_estimator) * mask if ref_logps is not None else None
+        r = token_rewards(rewards.to(device), mask, kl, cfg.beta)
+        advantages, returns = gae(r, old_values, mask, cfg.gamma, cfg.lam)
+        ev = explained_variance(old_values, returns, mask)
+        adv_raw_mean = float((advantages * mask).sum() / mask.sum().clamp(min=1.0))
+        if cfg.whiten_advantages:
+            advantages = masked_whiten(advantages, mask)
+
+    # 2. epochs x minibatches, gradient accumulation over micro-batches inside a minibatch
+    gen = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,)).item()))
+    mb_size = max(1, math.ceil(B / max(1, cfg.num_mini_batches)))
+    policy_params = [p for p in policy.parameters() if p.requires_grad]
+    critic_params = [p for p in critic.parameters() if p.requires_grad]
+    rows, ent, grad_norm = [], [], 0.0
+    policy.train()
+    critic.train()
+    for _ in range(max(1, cfg.num_iterations)):
+        order = torch.randperm(B, generator=gen).tolist()
+        for mb in _chunks(order, mb_size):
+            n_tok = mask[mb].sum().clamp(min=1.0)
+            trainer.optimizer.zero_grad(set_to_none=True)
+            for idx in _chunks(mb, micro):
+                batch = collate([samples[i] for i in idx], trainer.tokenizer.pad_token_id, device)
+                K = batch["logits_to_keep"]
+                logps, entropy, values = forward(policy, critic, batch, cfg, tcfg.temperature)
+                m = batch["loss_mask"]
+                loss, metrics = ppo_loss(logps, batch["old_logprobs"], advantages[idx, :K], m, cfg,
+                                         token_normalizer=n_tok, values=values, old_values=old_values[idx, :K],
+                                         returns=returns[idx, :K])
+                loss.backward()
+                w = float(m.sum())
+                rows.append((metrics, w, float(loss.detach()) * float(n_tok) / max(w, 1.0)))
+                ent.append((float((entropy * m).sum()), w))
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(policy_params, tcfg.max_grad_norm))
+            torch.nn.utils.clip_grad_norm_(critic_params, tcfg.max_grad_norm)  # clipped apart from the policy
+            trainer.optimizer.step()
+
+    def weighted(key):
+        tot = sum(w for _, w, _ in rows)
+        return sum(mt[key] * w for mt, w, _ in rows) / tot if tot else 0.0
+
+    n_mask = float(mask.sum().clamp(min=1.0))
+    return {
+        "loss": weighted("policy_loss"),
+        "value_loss": weighted("value_loss"),
+        "approx_kl": weighted("approx_kl"),
+        "clip_frac": weighted("clip_frac"),
+        "vf_clip_frac": weighted("vf_clip_frac"),
+        "explained_variance": ev,
+        "kl": float(kl.sum() / n_mask) if kl is not None else 0.0,
+        "entropy": sum(e for e, _ in ent) / max(sum(w for _, w in ent), 1.0),
+        "values_mean": float(old_values.sum() / n_mask),
+        "returns_mean": float(returns.sum() / n_mask),
+        "advantages_mean": adv_raw_mean,
+        "grad_norm": grad_norm,
+    }

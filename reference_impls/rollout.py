@@ -1,0 +1,203 @@
+"""Batched multi-turn rollouts with loss masks: the one generation loop every algorithm uses.
+
+For ``P`` problems and group size ``G`` we run ``P*G`` episodes side by side::
+
+    prompt  = chat_template(env.reset()) + assistant header           (loss mask 0, not in completion)
+    repeat until every episode is done:
+        model.generate(...) on the still-active rows (left padded, KV cache, sampling at temperature T)
+            each row stops at EOS or as soon as its text closes a stop tag (``</calc>``, ``</answer>``)
+        model tokens  -> completion, loss mask 1, old log-prob = log softmax(logits / T)[token]
+        env.step(text of this turn):
+            done      -> reward, row leaves the batch
+            otherwise -> observation tokens appended to the completion with loss mask 0
+    episodes that exceed ``max_completion_tokens`` (model + env tokens) or the env's turn limit end
+    with the env's verdict on what was written (0 if no final answer).
+
+Old log-probs come from the sampling pass itself (``output_logits``), so no extra forward is needed;
+they equal a fresh forward pass up to float round-off (the scorer in ``common.py`` uses the same
+padding-aware position ids as ``generate``).
+
+Environment tokens are tokenised separately and appended as ids, and model tokens are kept as sampled
+ids (never re-tokenised), so what the trainer scores is exactly what was sampled.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import torch
+from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+
+
+@dataclass
+class RolloutConfig:
+    group_size: int = 4  # G samples per prompt
+    max_new_tokens_per_turn: int = 48  # model tokens per turn
+    max_completion_tokens: int = 160  # model + env tokens in the whole episode
+    temperature: float = 1.0
+    greedy: bool = False  # evaluation: argmax decoding
+    env_options: dict = field(default_factory=dict)  # passed to the env factory (e.g. max_turns)
+
+
+@dataclass
+class Sample:
+    """One episode. ``loss_mask[t]`` is 1 for model tokens and 0 for environment tokens;
+    ``segments`` is the rendered transcript [{"role": "prompt"|"model"|"env", "text": ...}, ...]."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    old_logprobs: list[float] = field(default_factory=list)
+    reward: float = 0.0
+    turns: int = 0
+    done: bool = False
+    truncated: bool = False
+    segments: list[dict] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+    group: int = 0  # index of the prompt this sample answers (samples of a group share it)
+
+    @property
+    def token_ids(self) -> list[int]:
+        return self.prompt_ids + self.completion_ids
+
+    @property
+    def full_loss_mask(self) -> list[int]:
+        return [0] * len(self.prompt_ids) + self.loss_mask
+
+    def to_json(self) -> dict:
+        return {"group": self.group, "reward": self.reward, "turns": self.turns, "truncated": self.truncated,
+                "model_tokens": int(sum(self.loss_mask)), "completion_tokens": len(self.completion_ids),
+                "segments": self.segments, "info": {k: v for k, v in self.info.items() if _jsonable(v)}}
+
+
+def _jsonable(v) -> bool:
+    return isinstance(v, (str, int, float, bool, type(None)))
+
+
+class StopOnStrings(StoppingCriteria):
+    """Per-row stop once the text generated in this call contains any of ``stop_strings``."""
+
+    def __init__(self, tokenizer, stop_strings, prompt_width: int, tail_tokens: int = 8):
+        self.tokenizer, self.stop_strings = tokenizer, tuple(stop_strings)
+        self.prompt_width, self.tail_tokens = prompt_width, tail_tokens
+
+    def __call__(self, input_ids: torch.LongTensor, scores, **kwargs) -> torch.BoolTensor:
+        tails = self.tokenizer.batch_decode(input_ids[:, max(self.prompt_width, input_ids.shape[1] - self.tail_tokens):])
+        return torch.tensor([any(s in t for s in self.stop_strings) for t in tails], device=input_ids.device)
+
+
+def render_prompt(tokenizer, messages) -> list[int]:
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):  # some versions return a BatchEncoding
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def _cut_turn(tokenizer, new_ids: list[int], eos_ids: set[int], stop_strings) -> tuple[list[int], bool]:
+    """Tokens this row actually produced in this call: up to and including EOS or the token that closes
+    a stop string. Returns (tokens, stopped) where stopped says a stop string or EOS was reached."""
+    for j, tok in enumerate(new_ids):
+        if tok in eos_ids:
+            return new_ids[:j + 1], True
+        text = tokenizer.decode(new_ids[max(0, j - 8):j + 1])
+        if any(s in text for s in stop_strings):
+            return new_ids[:j + 1], True
+    return new_ids, False
+
+
+@torch.no_grad()
+def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[list[Sample], dict]:
+    """Run ``len(problems) * group_size`` episodes; returns samples (grouped: rows ``g*G .. g*G+G-1``
+    answer ``problems[g]``) and stats (generation time, tokens)."""
+    t0 = time.time()
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    G = 1 if config.greedy else config.group_size
+    envs, samples = [], []
+    for g, problem in enumerate(problems):
+        for _ in range(G):
+            env = task.make(problem, **config.env_options)
+            ids = render_prompt(tokenizer, env.reset())
+            envs.append(env)
+            samples.append(Sample(prompt_ids=ids, group=g,
+                                  segments=[{"role": "prompt", "text": tokenizer.decode(ids)}]))
+    stop_strings = envs[0].stop_strings
+    eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
+    pad_id = tokenizer.pad_token_id
+    gen_cfg = GenerationConfig(
+        do_sample=not config.greedy, temperature=config.temperature if not config.greedy else None,
+        top_k=0 if not config.greedy else None, top_p=1.0 if not config.greedy else None,
+        pad_token_id=pad_id, eos_token_id=sorted(eos_ids), return_dict_in_generate=True, output_logits=True,
+    )
+    generated_tokens = 0
+    while True:
+        active = [i for i, s in enumerate(samples) if not s.done]
+        if not active:
+            break
+        seqs = [samples[i].token_ids for i in active]
+        width = max(len(s) for s in seqs)
+        input_ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+        attention_mask = torch.zeros_like(input_ids)
+        for r, s in enumerate(seqs):  # left padding so every row's next token is at the same column
+            input_ids[r, width - len(s):] = torch.tensor(s)
+            attention_mask[r, width - len(s):] = 1
+        budget = [config.max_completion_tokens - len(samples[i].completion_ids) for i in active]
+        max_new = max(1, min(config.max_new_tokens_per_turn, max(budget)))
+        out = model.generate(
+            input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
+            generation_config=_with_max_new(gen_cfg, max_new), stopping_criteria=StoppingCriteriaList([StopOnStrings(tokenizer, stop_strings, width)]),
+        )
+        new_ids = out.sequences[:, width:]
+        new_tokens = new_ids.tolist()
+        # log pi_old(token) from the very logits it was sampled from (temperature applied as in sampling);
+        # one step at a time so we never hold a (rows, steps, vocab) log-softmax
+        scale = 1.0 if config.greedy else config.temperature
+        logps_all = torch.stack([
+            torch.log_softmax(step_logits.float() / scale, dim=-1).gather(1, new_ids[:, t:t + 1]).squeeze(1)
+            for t, step_logits in enumerate(out.logits)], dim=1).cpu()
+        for r, i in enumerate(active):
+            s, env = samples[i], envs[i]
+            tokens, stopped = _cut_turn(tokenizer, new_tokens[r], eos_ids, stop_strings)
+            tokens = tokens[:budget[r]]
+            lp = logps_all[r, :len(tokens)].tolist()
+            s.completion_ids += tokens
+            s.loss_mask += [1] * len(tokens)
+            s.old_logprobs += lp
+            generated_tokens += len(tokens)
+            text = tokenizer.decode(tokens, skip_special_tokens=True)
+            s.segments.append({"role": "model", "text": tokenizer.decode(tokens)})
+            s.turns += 1
+            result = env.step(text)
+            room = config.max_completion_tokens - len(s.completion_ids)
+            if result.done:
+                s.done, s.reward, s.info = True, float(result.reward), dict(result.info)
+                continue
+            if not stopped or room <= 0:  # ran out of tokens mid-turn: the episode is cut off
+                s.done, s.truncated, s.reward, s.info = True, True, 0.0, {"correct": False, "truncated": True}
+                continue
+            obs_ids = tokenizer(result.observation, add_special_tokens=False)["input_ids"][:room]
+            s.completion_ids += obs_ids
+            s.loss_mask += [0] * len(obs_ids)
+            s.old_logprobs += [0.0] * len(obs_ids)
+            s.segments.append({"role": "env", "text": tokenizer.decode(obs_ids)})
+            if len(obs_ids) >= room:
+                s.done, s.truncated, s.reward, s.info = True, True, 0.0, {"correct": False, "truncated": True}
+    if was_training:
+        model.train()
+    stats = {"rollout_s": time.time() - t0, "generated_tokens": generated_tokens,
+             "completion_tokens": sum(len(s.completion_ids) for s in samples)}
+    return samples, stats
+
+
+def _with_max_new(cfg: GenerationConfig, max_new: int) -> GenerationConfig:
+    cfg = copy.deepcopy(cfg)
+    cfg.max_new_tokens = max_new
+    return cfg
+
+
+def _as_list(x) -> list[int]:
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [int(x)]

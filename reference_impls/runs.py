@@ -1,0 +1,405 @@
+"""The run manager: training runs as separate processes, tracked in a SQLite registry.
+
+    python -m reference_impls.runs list
+    python -m reference_impls.runs show RUN_ID
+    python -m reference_impls.runs stop RUN_ID      # SIGTERM -> the trainer checkpoints -> exits
+    python -m reference_impls.runs resume RUN_ID    # queued again; continues from its last checkpoint
+    python -m reference_impls.runs delete RUN_ID
+
+Each run is started as ``python -m reference_impls.runs worker RUN_ID`` in a new session. The worker
+starts the trainer (``python -m reference_impls.train ...``) as its child, waits for it, records how
+it ended, and starts the next queued run, so the queue moves even when no UI is open. The app never
+trains in its own process: a crashing run cannot take it down.
+
+Statuses: queued -> running -> finished | failed | stopped; stopped and failed runs can be resumed.
+At most ``max_running`` runs train at once (default 1: one CPU run); others wait queued. Scheduling
+takes SQLite's write lock (BEGIN IMMEDIATE), so two sessions pressing Run at once both register and
+exactly one starts. A run whose processes vanished (kill -9, reboot) is marked failed on the next look.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from papers.datadir import data_dir
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+STATUSES = ("queued", "running", "finished", "failed", "stopped")
+TRAINER_STATE_TO_STATUS = {"completed": "finished", "stopped": "stopped", "failed": "failed"}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    implementation TEXT NOT NULL,
+    env TEXT NOT NULL,
+    model TEXT NOT NULL,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued','running','finished','failed','stopped')),
+    pid INTEGER,
+    worker_pid INTEGER,
+    pid_start TEXT,
+    worker_start TEXT,
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    final_metrics TEXT,
+    run_dir TEXT NOT NULL,
+    resume INTEGER NOT NULL DEFAULT 0,
+    stop_requested INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+);
+"""
+
+
+@dataclass
+class Run:
+    id: str
+    implementation: str
+    env: str
+    model: str
+    config: dict
+    status: str
+    run_dir: Path
+    created: float
+    started: float | None = None
+    finished: float | None = None
+    pid: int | None = None
+    worker_pid: int | None = None
+    final_metrics: dict = field(default_factory=dict)
+    error: str | None = None
+    resume: bool = False
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / "log.txt"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.run_dir / "metrics.jsonl"
+
+    @property
+    def samples_path(self) -> Path:
+        return self.run_dir / "samples.jsonl"
+
+
+def _row_to_run(row: sqlite3.Row) -> Run:
+    return Run(
+        id=row["id"], implementation=row["implementation"], env=row["env"], model=row["model"],
+        config=json.loads(row["config"]), status=row["status"], run_dir=Path(row["run_dir"]),
+        created=row["created"], started=row["started"], finished=row["finished"], pid=row["pid"],
+        worker_pid=row["worker_pid"], final_metrics=json.loads(row["final_metrics"] or "{}"),
+        error=row["error"], resume=bool(row["resume"]),
+    )
+
+
+# -- process identity (a pid alone can be reused by another process) --------------------------------
+def process_start_token(pid: int | None) -> str | None:
+    """The kernel's start time of ``pid`` (None if no such live process). Zombies count as dead."""
+    if not pid:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":
+        try:  # reap it if it is our child (the worker's parent may be this process)
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return None
+    return fields[19]  # field 22 of /proc/pid/stat: starttime
+
+
+def is_alive(pid: int | None, token: str | None) -> bool:
+    current = process_start_token(pid)
+    return current is not None and (token is None or current == token)
+
+
+def config_to_argv(config: dict) -> list[str]:
+    """Turn a run config into ``reference_impls.train`` flags (bools as --x / --no-x)."""
+    argv: list[str] = []
+    for key, value in config.items():
+        if value is None:
+            continue
+        if key == "env_options":
+            argv += [f"--env-option={k}={v}" for k, v in value.items()]
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + key.replace("_", "-"))
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+class RunManager:
+    def __init__(self, root: Path | None = None, max_running: int = 1, python: str | None = None):
+        self.root = Path(root or data_dir() / "runs")
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.db_path = self.root / "registry.sqlite"
+        self.max_running = max_running
+        self.python = python or sys.executable
+        with self._db() as db:
+            db.executescript(SCHEMA)
+
+    @contextmanager
+    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        try:
+            if write:
+                db.execute("BEGIN IMMEDIATE")  # one writer at a time: scheduling is atomic
+            yield db
+            if write:
+                db.execute("COMMIT")
+        except BaseException:
+            if write and db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        finally:
+            db.close()
+
+    # -- queries ---------------------------------------------------------------------------
+    def get(self, run_id: str) -> Run:
+        with self._db() as db:
+            row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"unknown run '{run_id}'")
+        return _row_to_run(row)
+
+    def list(self) -> list[Run]:
+        with self._db() as db:
+            rows = db.execute("SELECT * FROM runs ORDER BY created DESC, id DESC").fetchall()
+        return [_row_to_run(r) for r in rows]
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def submit(self, config: dict, run_id: str | None = None) -> Run:
+        """Register a run (queued) and start it if a slot is free. ``config`` holds train flags."""
+        for required in ("algo", "env", "model", "steps"):
+            if required not in config:
+                raise ValueError(f"run config needs '{required}'")
+        run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+        run_dir = self.root / run_id
+        with self._db(write=True) as db:
+            db.execute(
+                "INSERT INTO runs (id, implementation, env, model, config, status, created, run_dir) "
+                "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
+                (run_id, config["algo"], config["env"], config["model"], json.dumps(config), time.time(), str(run_dir)),
+            )
+        self.schedule()
+        return self.get(run_id)
+
+    def schedule(self) -> list[str]:
+        """Start queued runs (oldest first) while fewer than ``max_running`` are running."""
+        started = []
+        with self._db(write=True) as db:
+            running = db.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]
+            queued = db.execute("SELECT id FROM runs WHERE status = 'queued' ORDER BY created, id").fetchall()
+            for row in queued[: max(0, self.max_running - running)]:
+                proc = subprocess.Popen(
+                    [self.python, "-m", "reference_impls.runs", "--root", str(self.root), "worker", row["id"]],
+                    cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, start_new_session=True,
+                    env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+                )
+                db.execute(
+                    "UPDATE runs SET status='running', worker_pid=?, worker_start=?, pid=NULL, pid_start=NULL, "
+                    "started=?, finished=NULL, error=NULL, stop_requested=0 WHERE id=?",
+                    (proc.pid, process_start_token(proc.pid), time.time(), row["id"]),
+                )
+                started.append(row["id"])
+        return started
+
+    def refresh(self) -> list[Run]:
+        """Mark runs whose processes vanished as failed (or as what their status file says), then schedule."""
+        with self._db(write=True) as db:
+            for row in db.execute("SELECT * FROM runs WHERE status = 'running'").fetchall():
+                if is_alive(row["worker_pid"], row["worker_start"]) or is_alive(row["pid"], row["pid_start"]):
+                    continue
+                status, metrics = self._outcome(Path(row["run_dir"]))
+                if status == "running":
+                    status = "failed"
+                db.execute(
+                    "UPDATE runs SET status=?, finished=?, final_metrics=?, error=COALESCE(error, ?) WHERE id=?",
+                    (status, time.time(), json.dumps(metrics), None if status != "failed" else "the run's process vanished", row["id"]),
+                )
+        self.schedule()
+        return self.list()
+
+    def stop(self, run_id: str) -> Run:
+        """Queued: stopped at once. Running: SIGTERM; the trainer checkpoints and exits as 'stopped'."""
+        run = self.get(run_id)
+        with self._db(write=True) as db:
+            if run.status == "queued":
+                db.execute("UPDATE runs SET status='stopped', finished=? WHERE id=?", (time.time(), run_id))
+            elif run.status == "running":
+                db.execute("UPDATE runs SET stop_requested=1 WHERE id=?", (run_id,))
+        if run.status == "running":
+            row = self._row(run_id)
+            if row["pid"] and is_alive(row["pid"], row["pid_start"]):
+                os.kill(row["pid"], signal.SIGTERM)
+            # else: the worker sees stop_requested before it starts the trainer
+        return self.get(run_id)
+
+    def resume(self, run_id: str) -> Run:
+        run = self.get(run_id)
+        if run.status not in ("stopped", "failed"):
+            raise ValueError(f"run '{run_id}' is {run.status}; only stopped or failed runs can be resumed")
+        resumable = (run.run_dir / "config.json").exists() and any((run.run_dir / "checkpoints").glob("step_*"))
+        with self._db(write=True) as db:
+            db.execute(
+                "UPDATE runs SET status='queued', resume=?, finished=NULL, error=NULL, created=created WHERE id=?",
+                (int(resumable), run_id),
+            )
+        self.schedule()
+        return self.get(run_id)
+
+    def delete(self, run_id: str) -> None:
+        """Forget a run: kill its processes if any, remove its folder and its registry row."""
+        row = self._row(run_id)
+        for pid, token in ((row["pid"], row["pid_start"]), (row["worker_pid"], row["worker_start"])):
+            if is_alive(pid, token):
+                try:
+                    os.killpg(os.getpgid(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        with self._db(write=True) as db:
+            db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        shutil.rmtree(row["run_dir"], ignore_errors=True)
+        self.schedule()
+
+    def wait(self, run_id: str, timeout: float = 600, poll: float = 0.5) -> Run:
+        """Block until the run leaves queued/running (tests and scripts)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            self.refresh()
+            run = self.get(run_id)
+            if run.status not in ("queued", "running"):
+                return run
+            time.sleep(poll)
+        raise TimeoutError(f"run '{run_id}' still {self.get(run_id).status} after {timeout}s")
+
+    # -- worker side ------------------------------------------------------------------------
+    def _row(self, run_id: str) -> sqlite3.Row:
+        with self._db() as db:
+            row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"unknown run '{run_id}'")
+        return row
+
+    @staticmethod
+    def _outcome(run_dir: Path) -> tuple[str, dict]:
+        """(status from the trainer's status.json, last metrics line)."""
+        state = "failed"
+        try:
+            state = json.loads((run_dir / "status.json").read_text())["state"]
+        except (OSError, ValueError, KeyError):
+            pass
+        metrics: dict = {}
+        try:
+            for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+                try:
+                    metrics = json.loads(line)
+                except ValueError:
+                    pass  # a torn last line after kill -9
+        except OSError:
+            pass
+        return TRAINER_STATE_TO_STATUS.get(state, state), metrics
+
+    def run_worker(self, run_id: str) -> int:
+        """Body of ``runs worker RUN_ID``: train in a child process, record the outcome, schedule next."""
+        row = self._row(run_id)
+        run_dir = Path(row["run_dir"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        config = json.loads(row["config"])
+        if row["resume"]:
+            argv = ["--resume", str(run_dir), "--steps", str(config["steps"])]
+        else:
+            argv = config_to_argv(config) + ["--out", str(run_dir)]
+        with open(run_dir / "log.txt", "ab", buffering=0) as log:
+            log.write(f"$ python -m reference_impls.train {' '.join(argv)}\n".encode())
+            proc = subprocess.Popen(
+                [self.python, "-m", "reference_impls.train", *argv], cwd=PROJECT_ROOT,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "PYTHONUNBUFFERED": "1"},
+            )
+            with self._db(write=True) as db:
+                db.execute("UPDATE runs SET pid=?, pid_start=? WHERE id=?", (proc.pid, process_start_token(proc.pid), run_id))
+                stop_now = db.execute("SELECT stop_requested FROM runs WHERE id=?", (run_id,)).fetchone()[0]
+            if stop_now:
+                proc.send_signal(signal.SIGTERM)
+            # a stop arriving while we wait goes straight to the trainer (it holds the pid)
+            signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
+            rc = proc.wait()
+        status, metrics = self._outcome(run_dir)
+        error = None
+        if rc != 0 or status not in ("finished", "stopped"):
+            status = "failed"
+            error = f"killed by signal {-rc}" if rc < 0 else f"trainer exited with code {rc}; see log.txt"
+        with self._db(write=True) as db:
+            db.execute(
+                "UPDATE runs SET status=?, finished=?, final_metrics=?, error=? WHERE id=? AND status='running'",
+                (status, time.time(), json.dumps(metrics), error, run_id),
+            )
+        self.schedule()
+        return 0
+
+
+def _format_run(run: Run) -> str:
+    metrics = ", ".join(f"{k}={v:.3g}" for k, v in run.final_metrics.items() if isinstance(v, float) and k in ("reward_mean", "accuracy", "loss"))
+    return f"{run.id:<26} {run.status:<9} {run.implementation:<6} {run.env:<11} {run.model:<22} {metrics}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reference_impls.runs", description="Manage training runs.")
+    ap.add_argument("--root", type=Path, help="runs folder (default: the data dir's runs/)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="all runs, newest first")
+    for name, help_text in (("show", "one run's record, as JSON"), ("stop", "stop a run (it checkpoints)"),
+                            ("resume", "resume a stopped or failed run"), ("delete", "delete a run and its files"),
+                            ("worker", "internal: run one training process")):
+        sub.add_parser(name, help=help_text).add_argument("run_id")
+    args = ap.parse_args(argv)
+    manager = RunManager(args.root)
+    try:
+        if args.command == "worker":
+            return manager.run_worker(args.run_id)
+        if args.command == "list":
+            runs = manager.refresh()
+            print(f"{'id':<26} {'status':<9} {'algo':<6} {'env':<11} {'model':<22} final metrics")
+            for run in runs:
+                print(_format_run(run))
+            return 0
+        manager.refresh()
+        if args.command == "show":
+            run = manager.get(args.run_id)
+            print(json.dumps({**run.__dict__, "run_dir": str(run.run_dir)}, indent=1, default=str))
+        elif args.command == "stop":
+            print(_format_run(manager.stop(args.run_id)))
+        elif args.command == "resume":
+            print(_format_run(manager.resume(args.run_id)))
+        elif args.command == "delete":
+            manager.delete(args.run_id)
+            print(f"deleted {args.run_id}")
+        return 0
+    except (KeyError, ValueError) as e:
+        print(f"error: {str(e).strip(chr(39))}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Supervised warm start on synthetic tool-use transcripts (the step before RL).
+
+Usage::
+
+    python -m reference_impls.sft --model smollm2-135m-instruct --out runs/sft --n 96 --steps 12
+    python -m reference_impls.train --algo grpo --model runs/sft --out runs/grpo ...   # RL from it
+
+Each transcript is the env's own demonstration of a correct solution, tokenised segment by segment
+exactly as the rollout does (model segments as the model would write them, env segments as the
+env appends them), so SFT and RL see identical token boundaries::
+
+    [prompt: system + user + assistant header]  loss mask 0
+    <calc>23+45</calc>                          loss mask 1   (model)
+    <result>68</result>                         loss mask 0   (env: the model never learns to
+                                                               predict tool output)
+    <answer>68</answer><|im_end|>               loss mask 1   (model)
+
+Loss: mean negative log-likelihood over the model tokens of the batch,
+``L = -(1/sum m) sum_t m_t log pi(x_t | x_<t)``.
+
+By default only ``calculator.SFT_FAMILIES`` are demonstrated (deliberately narrow: the remaining
+families are where RL has headroom). The output folder is a ``save_pretrained`` model + tokenizer that
+``load_policy(folder)`` (and so every CLI's ``--model``) accepts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from .common import collate, completion_logprobs, masked_mean, seed_everything
+from .envs import get_env
+from .models import load_policy
+from .rollout import Sample, render_prompt
+
+
+def demonstration_sample(tokenizer, task, problem) -> Sample:
+    env = task.make(problem)
+    sample = Sample(prompt_ids=render_prompt(tokenizer, env.reset()))
+    segments = task.demonstration(problem)
+    segments[-1] = (segments[-1][0], segments[-1][1] + tokenizer.eos_token)  # the model ends its turn
+    for role, text in segments:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        sample.completion_ids += ids
+        sample.loss_mask += [1 if role == "model" else 0] * len(ids)
+        sample.old_logprobs += [0.0] * len(ids)
+        sample.segments.append({"role": role, "text": text})
+    return sample
+
+
+def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = 8, lr: float = 5e-5,
+        seed: int = 0, log=None) -> list[float]:
+    """``steps`` AdamW steps on shuffled mini-batches of ``samples``; returns the loss per step."""
+    seed_everything(seed)
+    device = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
+    model.train()
+    order, losses = [], []
+    rng = random.Random(seed)
+    for step in range(steps):
+        if len(order) < batch_size:
+            order += rng.sample(range(len(samples)), len(samples))
+        idx, order = order[:batch_size], order[batch_size:]
+        batch = collate([samples[i] for i in idx], tokenizer.pad_token_id, device)
+        logps, _ = completion_logprobs(model, batch)
+        loss = -masked_mean(logps, batch["loss_mask"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(float(loss.detach()))
+        if log:
+            log(step + 1, float(loss))
+    model.eval()
+    return losses
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m reference_impls.sft", description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--out", required=True, help="folder for the fine-tuned model + tokenizer")
+    p.add_argument("--env", default="calculator")
+    p.add_argument("--n", type=int, default=96, help="number of synthetic transcripts")
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--families", default="sft", help="'sft' (calculator.SFT_FAMILIES), 'all', or a comma list")
+    p.add_argument("--levels", default="1,2,3")
+    args = p.parse_args(argv)
+
+    task = get_env(args.env)
+    model, tokenizer = load_policy(args.model, seed=args.seed)
+    kwargs = {}
+    if args.env == "calculator":
+        from .envs.calculator import SFT_FAMILIES
+
+        kwargs["levels"] = tuple(int(x) for x in args.levels.split(","))
+        if args.families != "all":
+            kwargs["families"] = SFT_FAMILIES if args.families == "sft" else tuple(args.families.split(","))
+    # its own seed stream (seed + 7919) so SFT problems are not the first RL problems
+    problems = task.problems("train", n=args.n, seed=args.seed + 7919, **kwargs)
+    samples = [demonstration_sample(tokenizer, task, pr) for pr in problems]
+    t0 = time.time()
+
+    def log(step, loss):
+        print(f"sft step {step}/{args.steps} loss {loss:.4f} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+
+    losses = sft(model, tokenizer, samples, args.steps, args.batch_size, args.lr, args.seed, log)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / "sft.json").write_text(json.dumps({**vars(args), "losses": losses, "wall_s": time.time() - t0}, indent=2))
+    print(json.dumps({"out": str(out), "final_loss": losses[-1] if losses else None, "wall_s": round(time.time() - t0, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Start and stop the explorer the way the README says (``make app PORT=...``), for tests and benchmarks."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Debian's chromium under Playwright (never `playwright install`); see ../shared/STACK-NOTES.md
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(port: int, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["make", "app", f"PORT={port}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+    )
+
+
+def wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 120, poll: float = 0.5) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stdout.read().decode()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(poll)
+    raise AssertionError(f"app not healthy on port {port} after {timeout}s")
+
+
+def stop_app(proc: subprocess.Popen, grace: float = 15) -> None:
+    """Stop `make` and everything it started. Streamlit can outlive `make` on SIGTERM (it shuts down
+    from its event loop, which a busy machine delays), so wait for the whole group, then SIGKILL it."""
+    pgid = proc.pid  # start_new_session: the group id is make's pid
+
+    def group_alive() -> bool:
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + grace
+    while group_alive() and time.time() < deadline:
+        try:
+            proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+    if group_alive():
+        os.killpg(pgid, signal.SIGKILL)
+    proc.wait(timeout=5)
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def launch_chromium(playwright, home: str | None = None):
+    """Launch Debian's chromium with a fresh profile and HOME/XDG dirs in a temp folder."""
+    home = home or tempfile.mkdtemp(prefix="atlas-chromium-")
+    env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_CACHE_HOME": f"{home}/.cache"}
+    # Playwright gives every launch its own fresh --user-data-dir (it refuses one passed in args)
+    return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, env=env)

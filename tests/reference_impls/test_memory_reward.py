@@ -1,0 +1,124 @@
+"""Reward of the memory env on hand-made episodes, the LM Answer Agent path, and the trainer CLI."""
+import json
+
+import pytest
+
+from reference_impls.envs.memory import Decision, MemoryConfig, MemoryEnv, make, problems, set_answer_agent
+from reference_impls.memory.answer import AnswerAgent, clean_answer, exact_match, f1, normalize, score_answers
+from reference_impls.memory.bank import Entry
+from reference_impls.memory.dialogue import Dialogue, Question, Turn
+
+
+class FirstEntryReader:
+    """Test double for the Answer Agent: answers with the last word of the top retrieved entry."""
+
+    k = 3
+
+    def answer_many(self, items):
+        out = []
+        for _q, entries in items:
+            word = entries[0].text.rstrip(".").split()[-1] if entries else ""
+            out.append((word, [e.text for e in entries[:1]]))
+        return out
+
+
+def hand_decision(prefix_texts, turn_text, gold="oslo", question="Where does Alice live?"):
+    turns = (Turn(0, 0, "Alice", "I live in Paris.", "set", "city", "paris"),
+             Turn(1, 0, "Bob", "Wow, really?"),
+             Turn(2, 0, "Alice", turn_text, "change", "city", gold))
+    d = Dialogue("hand", "train", 1, ("Alice", "Bob"), turns, ())
+    prefix = tuple(Entry(i + 1, t, i) for i, t in enumerate(prefix_texts))
+    q = Question("updated", question, gold, "Alice", "city")
+    return Decision(d, 2, prefix, len(prefix) + 1, (q,), "hand-t2", "change")
+
+
+def run(decision, text, **options):
+    env = MemoryEnv(decision, MemoryConfig(**options), agent=FirstEntryReader())
+    env.reset()
+    return env.step(text)
+
+
+def test_rewards_of_each_operation():
+    dec = hand_decision(["Alice: I live in Paris."], "I moved to Oslo.")
+    assert run(dec, "UPDATE 1").reward == 1.0  # the stale entry is replaced by the turn
+    assert run(dec, "UPDATE 1 Alice lives in Oslo.").reward == 1.0
+    assert run(dec, "NOOP").reward == 0.0  # memory still says Paris
+    assert run(dec, "DELETE 1").reward == 0.0  # nothing left to answer from
+    r = run(dec, "I think we should remember this")
+    assert r.reward == pytest.approx(-0.1) and r.info["op_status"] == "unparseable" and r.info["op"] == "NOOP"
+    r = run(dec, "DELETE 7", format_penalty=0.5)
+    assert r.reward == pytest.approx(-0.5) and r.info["op_status"] == "invalid"
+    assert run(dec, "garbage", format_penalty=0.0).reward == 0.0
+    r = run(dec, "UPDATE 1")
+    assert r.done and r.info["correct"] and r.info["op"] == "UPDATE" and r.info["answer"] == "Oslo"
+
+
+def test_add_on_an_empty_bank_and_the_prompt():
+    dec = hand_decision([], "I moved to Oslo.")
+    env = MemoryEnv(dec, agent=FirstEntryReader())
+    messages = env.reset()
+    assert "New message: Alice: I moved to Oslo." in messages[-1]["content"] and "(none)" in messages[-1]["content"]
+    assert run(dec, "ADD").reward == 1.0
+    assert run(dec, "NOOP").reward == 0.0
+
+
+def test_metrics():
+    assert normalize("The  Oslo!") == "oslo"
+    assert exact_match("oslo.", "Oslo") == 1.0 and exact_match("in oslo", "oslo") == 0.0
+    assert f1("in oslo", "oslo") == pytest.approx(2 / 3) and f1("", "") == 1.0 and f1("x", "") == 0.0
+    assert clean_answer("Answer: red\nmore") == "red" and clean_answer("  ") == ""
+    assert score_answers(["a", "b"], ["a", "c"])["em"] == 0.5
+
+
+def test_problems_are_deterministic_and_mostly_facts():
+    a, b = problems("train", 30, seed=1), problems("train", 30, seed=1)
+    assert [p.uid for p in a] == [p.uid for p in b] and a == b
+    assert sum(p.family != "filler" for p in a) >= 18
+    for p in a:
+        assert p.questions, p.uid
+        turn = p.dialogue.turns[p.turn]
+        if turn.kind in ("set", "change", "correct"):  # the turn's own slot is asked first
+            assert (p.questions[0].speaker, p.questions[0].slot) == (turn.speaker, turn.slot)
+        assert max((e.id for e in p.prefix), default=0) < p.next_id
+    assert {p.uid for p in problems("heldout", 10)}.isdisjoint(p.uid for p in a)
+
+
+def test_lm_answer_agent_end_to_end(tiny):
+    model, tok = tiny
+    agent = AnswerAgent(model, tok, max_new_tokens=3)
+    dec = problems("train", 2, seed=0)[0]
+    env = MemoryEnv(dec, agent=agent)
+    env.reset()
+    r = env.step("ADD")
+    assert r.done and -0.1 <= r.reward <= 1.0 and isinstance(r.info["answer"], str)
+    calls = agent.calls
+    env.step("ADD")  # same bank -> same retrieved texts -> cached
+    assert agent.calls == calls
+
+
+def test_train_cli_one_grpo_step(tiny, tmp_path):
+    from reference_impls import train
+
+    set_answer_agent(AnswerAgent(*tiny, max_new_tokens=3), name="tiny")
+    out = tmp_path / "run"
+    rc = train.main(["--algo", "grpo", "--env", "memory", "--model", "tiny", "--steps", "1", "--out", str(out),
+                     "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens-per-turn", "8",
+                     "--max-completion-tokens", "8", "--train-pool", "8", "--env-option", "answer_model=tiny"])
+    assert rc == 0
+    row = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert row["step"] == 1 and -0.1 - 1e-6 <= row["reward_mean"] <= 1.0
+    assert (out / "checkpoints" / "step_000001" / "model.safetensors").exists()
+    assert make(problems("train", 1)[0], answer_model="tiny").config.answer_model == "tiny"
+
+
+@pytest.mark.slow
+def test_smollm2_answer_agent_reads_a_clean_memory():
+    from reference_impls.memory.bank import MemoryBank
+    from reference_impls.models import load_policy
+
+    agent = AnswerAgent(*load_policy("smollm2-135m-instruct", device="cpu"))
+    bank = MemoryBank()
+    bank.add("Alice: I moved to Oslo in May.")
+    bank.add("Bob: I work as a chef.")
+    answer, selected = agent.answer("In which month did Alice move to Oslo?", bank)
+    assert selected == ["Alice: I moved to Oslo in May."] and exact_match(answer, "may")

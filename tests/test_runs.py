@@ -1,0 +1,161 @@
+"""Run manager: real training processes (tiny model), a real SQLite registry."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from reference_impls.runs import RunManager, config_to_argv, is_alive
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = {"algo": "grpo", "env": "calculator", "model": "tiny", "steps": 2, "prompts_per_step": 2,
+         "group_size": 2, "max_new_tokens_per_turn": 16, "max_completion_tokens": 32}
+
+
+@pytest.fixture
+def manager(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path / "data"))
+    m = RunManager(tmp_path / "runs")
+    yield m
+    for run in m.list():  # never leave training processes behind
+        if run.status in ("running", "queued"):
+            m.delete(run.id)
+
+
+def metric_steps(run):
+    return [json.loads(line)["step"] for line in run.metrics_path.read_text().splitlines()]
+
+
+def wait_for(predicate, timeout=120, poll=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(poll)
+    raise AssertionError("condition not met in time")
+
+
+def test_config_to_argv():
+    argv = config_to_argv({"algo": "grpo", "steps": 3, "dynamic_sampling": True, "scale_rewards": False,
+                           "env_options": {"max_turns": 2}, "seed": None})
+    assert argv == ["--algo", "grpo", "--steps", "3", "--dynamic-sampling", "--no-scale-rewards", "--env-option=max_turns=2"]
+
+
+def test_run_finishes_and_is_recorded(manager):
+    run = manager.submit(QUICK)
+    assert run.status == "running"
+    done = manager.wait(run.id, timeout=180)
+    assert done.status == "finished", (done.error, done.log_path.read_text()[-2000:])
+    assert done.final_metrics["step"] == 2 and "reward_mean" in done.final_metrics
+    assert metric_steps(done) == [1, 2]
+    assert (done.run_dir / "tb").is_dir() and (done.run_dir / "config.json").exists()
+    # the registry is a real SQLite file other processes can read
+    with sqlite3.connect(manager.db_path) as db:
+        assert db.execute("SELECT status FROM runs WHERE id=?", (run.id,)).fetchone()[0] == "finished"
+
+
+def test_queue_moves_without_a_caller(manager):
+    first = manager.submit(QUICK)
+    second = manager.submit(QUICK)
+    assert (manager.get(first.id).status, manager.get(second.id).status) == ("running", "queued")
+    # nobody calls refresh/schedule: the first run's worker starts the second when it ends
+    wait_for(lambda: manager._row(second.id)["status"] in ("finished", "failed"), timeout=240)
+    assert manager.get(first.id).status == "finished"
+    assert manager.get(second.id).status == "finished"
+
+
+def test_two_sessions_press_run_at_once(manager):
+    results = []
+
+    def press():
+        results.append(RunManager(manager.root).submit(QUICK).id)
+
+    threads = [threading.Thread(target=press) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    runs = {r.id: r.status for r in manager.list()}
+    assert len(runs) == 2 and set(results) == set(runs)
+    assert sorted(runs.values()) == ["queued", "running"]
+
+
+def test_stop_checkpoints_then_resume_continues(manager):
+    run = manager.submit({**QUICK, "steps": 6, "checkpoint_every": 100})
+    wait_for(lambda: run.metrics_path.exists() and metric_steps(run))
+    manager.stop(run.id)
+    stopped = manager.wait(run.id, timeout=120)
+    assert stopped.status == "stopped"
+    ckpts = sorted((run.run_dir / "checkpoints").glob("step_*"))
+    assert ckpts, "stop must write a checkpoint"
+    at_stop = metric_steps(stopped)
+    assert at_stop == list(range(1, len(at_stop) + 1)) and len(at_stop) < 6
+    manager.resume(run.id)
+    done = manager.wait(run.id, timeout=240)
+    assert done.status == "finished", done.log_path.read_text()[-2000:]
+    assert metric_steps(done) == [1, 2, 3, 4, 5, 6]
+
+
+def test_kill_9_marks_failed_keeps_metrics_and_resumes(manager):
+    run = manager.submit({**QUICK, "steps": 8, "checkpoint_every": 1})
+    wait_for(lambda: any((run.run_dir / "checkpoints").glob("step_*")) and len(metric_steps(run)) >= 2)
+    pid = manager._row(run.id)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    failed = manager.wait(run.id, timeout=60)
+    assert failed.status == "failed" and "signal 9" in failed.error
+    lines = failed.metrics_path.read_text().splitlines()
+    steps = [json.loads(line)["step"] for line in lines]  # every line written is intact JSON
+    assert steps == list(range(1, len(steps) + 1))
+    manager.resume(run.id)
+    done = manager.wait(run.id, timeout=240)
+    assert done.status == "finished"
+    assert metric_steps(done) == list(range(1, 9))
+
+
+def test_vanished_processes_marked_failed_on_next_look(manager):
+    run = manager.submit({**QUICK, "steps": 50})
+    wait_for(lambda: manager._row(run.id)["pid"] is not None)
+    row = manager._row(run.id)
+    os.killpg(os.getpgid(row["worker_pid"]), signal.SIGKILL)  # worker and trainer gone at once
+    wait_for(lambda: not is_alive(row["worker_pid"], row["worker_start"]), timeout=10)
+    assert manager._row(run.id)["status"] == "running"  # nothing noticed yet
+    manager.refresh()
+    assert manager.get(run.id).status == "failed"
+
+
+def test_crashing_trainer_is_failed_not_fatal(manager):
+    run = manager.submit({**QUICK, "model": "no-such-model"})
+    done = manager.wait(run.id, timeout=120)
+    assert done.status == "failed" and "exited with code" in done.error
+    assert "no-such-model" in done.log_path.read_text()
+
+
+def test_stop_queued_and_delete(manager):
+    first = manager.submit({**QUICK, "steps": 50})
+    second = manager.submit(QUICK)
+    assert manager.stop(second.id).status == "stopped"
+    manager.delete(first.id)
+    assert not first.run_dir.exists()
+    assert [r.id for r in manager.list()] == [second.id]
+    with pytest.raises(KeyError):
+        manager.get(first.id)
+
+
+def test_cli_list_show_and_errors(manager):
+    run = manager.submit(QUICK)
+    manager.wait(run.id, timeout=180)
+    cli = [sys.executable, "-m", "reference_impls.runs", "--root", str(manager.root)]
+    out = subprocess.run(cli + ["list"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0 and run.id in out.stdout and "finished" in out.stdout
+    shown = subprocess.run(cli + ["show", run.id], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert json.loads(shown.stdout)["status"] == "finished"
+    bad = subprocess.run(cli + ["resume", run.id], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert bad.returncode == 2 and "only stopped or failed" in bad.stderr
+    missing = subprocess.run(cli + ["stop", "nope"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert missing.returncode == 2 and "unknown run 'nope'" in missing.stderr

@@ -136,3 +136,11 @@ def search_index():
     gc.collect()
     gc.freeze()
     return index
+
+
+@st.cache_resource(show_spinner=False)
+def run_manager():
+    """The run registry (SQLite under the data dir); training runs are separate processes."""
+    from reference_impls.runs import RunManager
+
+    return RunManager()

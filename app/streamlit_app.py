@@ -24,7 +24,10 @@ SECTIONS = {
         # reached from links (work?key=...); without a key it offers a picker
         st.Page(ui.PAGES["work"], title="Work", icon=":material/article:", url_path="work", visibility="hidden"),
     ],
-    # "Lab": [...]  the Lab issue adds its Lab and Runs pages here
+    "Lab": [
+        st.Page(ui.PAGES["lab"], title="Lab", icon=":material/science:", url_path="lab"),
+        st.Page(ui.PAGES["runs"], title="Runs", icon=":material/monitoring:", url_path="runs"),
+    ],
 }
 
 page = st.navigation(SECTIONS)

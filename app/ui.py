@@ -22,6 +22,8 @@ PAGES = {
     "search": "views/search.py",
     "work": "views/work.py",
     "algorithms": "views/algorithms.py",
+    "lab": "views/lab.py",
+    "runs": "views/runs.py",
 }
 
 _GOTO = "_atlas_goto"

@@ -130,16 +130,21 @@ ALGO_CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _registered() -> tuple[dict, dict]:
-    from reference_impls.envs import ENVS
-    from reference_impls.train import ALGORITHMS
+# train.ALGORITHMS's keys (a test keeps them equal): listing them here spares pages that only need
+# to know *whether* something can run the import of the trainer (torch + transformers, seconds).
+ALGORITHM_NAMES = ("grpo", "rloo", "ppo", "dpo")
 
-    return ALGORITHMS, ENVS
+
+def _algorithm_module(name: str):
+    import importlib
+
+    return importlib.import_module(f"reference_impls.{name}")
 
 
 def available() -> list[Implementation]:
-    algos, envs = _registered()
-    return [i for i in IMPLEMENTATIONS if i.algo in algos and i.env in envs]
+    from reference_impls.envs import ENVS
+
+    return [i for i in IMPLEMENTATIONS if i.algo in ALGORITHM_NAMES and i.env in ENVS]
 
 
 def get(impl_id: str) -> Implementation:
@@ -152,13 +157,14 @@ def get(impl_id: str) -> Implementation:
 def for_node(node_id: str) -> list[Implementation]:
     """Implementations linked to a taxonomy node (only those that can run)."""
     impl_id = NODE_LINKS.get(node_id)
+    if impl_id is None:  # most nodes: answer without importing anything
+        return []
     return [i for i in available() if i.id == impl_id]
 
 
 def algo_hparams(impl: Implementation) -> list[HParam]:
-    algos, _ = _registered()
     out = []
-    for f in dataclasses.fields(algos[impl.algo].Config):
+    for f in dataclasses.fields(_algorithm_module(impl.algo).Config):
         kind = "bool" if isinstance(f.default, bool) else "choice" if f.name in ALGO_CHOICES else \
             "int" if isinstance(f.default, int) else "float" if isinstance(f.default, float) else "text"
         low, high = ALGO_BOUNDS.get(f.name, (None, None))
@@ -171,10 +177,9 @@ def default_config(impl: Implementation) -> dict:
     """Trainer defaults for this implementation (TrainConfig + the algorithm's Config + the preset switches)."""
     from reference_impls.train import TrainConfig
 
-    algos, _ = _registered()
     base = dataclasses.asdict(TrainConfig())
     config = {h.name: base[h.name] for h in TRAIN_HPARAMS}
-    config.update({f.name: f.default for f in dataclasses.fields(algos[impl.algo].Config)})
+    config.update({f.name: f.default for f in dataclasses.fields(_algorithm_module(impl.algo).Config)})
     config.update(impl.algo_defaults)
     config.update(algo=impl.algo, env=impl.env, model="tiny")
     return config

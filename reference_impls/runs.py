@@ -359,6 +359,49 @@ class RunManager:
         return 0
 
 
+# -- reading a run's files (for the Lab and Runs pages; tolerant of a line being written) -----------
+def read_jsonl(path: Path, last: int | None = None) -> list[dict]:
+    rows = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return rows
+    for line in lines[-last:] if last else lines:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            pass  # a line being written, or torn by a crash
+    return rows
+
+
+def progress(run: Run, metrics: list[dict]) -> tuple[int, int, float | None]:
+    """(steps done, total steps, ETA in seconds or None) from the metrics written so far."""
+    total = int(run.config.get("steps", 0))
+    if not metrics:
+        return 0, total, None
+    done = int(metrics[-1].get("step", len(metrics)))
+    first = metrics[0]
+    steps_timed = done - int(first.get("step", 1)) + 1
+    wall = float(metrics[-1].get("wall_s", 0.0)) - float(first.get("wall_s", 0.0)) + float(first.get("step_s", 0.0))
+    per_step = wall / steps_timed if steps_timed > 0 and wall > 0 else None
+    eta = per_step * max(0, total - done) if per_step else None
+    return done, total, eta
+
+
+def metrics_csv(runs: list[Run]) -> str:
+    """All metrics of ``runs`` as one CSV (a run column first)."""
+    import csv
+    import io
+
+    rows = [{"run": r.id, **m} for r in runs for m in read_jsonl(r.metrics_path)]
+    fields = ["run"] + sorted({k for row in rows for k in row if k != "run"}, key=lambda k: (k != "step", k))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
 def _format_run(run: Run) -> str:
     metrics = ", ".join(f"{k}={v:.3g}" for k, v in run.final_metrics.items() if isinstance(v, float) and k in ("reward_mean", "accuracy", "loss"))
     return f"{run.id:<26} {run.status:<9} {run.implementation:<6} {run.env:<11} {run.model:<22} {metrics}"

@@ -17,6 +17,12 @@ def test_only_runnable_implementations_are_listed():
         assert lab.source_path(impl).exists()
 
 
+def test_static_algorithm_names_match_the_trainer():
+    from reference_impls.train import ALGORITHMS
+
+    assert set(lab.ALGORITHM_NAMES) == set(ALGORITHMS)
+
+
 def test_node_links_point_at_the_right_switches():
     assert [i.id for i in lab.for_node("alg-dapo")] == ["calculator-dapo"]
     assert lab.preset_config(lab.get("calculator-dr-grpo"), "quick")["scale_rewards"] is False

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import state, ui
 from papers import views
+from reference_impls import lab
 
 cat = state.catalog()
 tax = cat.taxonomy
@@ -42,6 +43,11 @@ def node_page(node_id: str) -> None:
         + (f" ({page.direct_works} placed here directly)" if has_children else "")
     )
     st.markdown(page.description)
+    for impl in lab.for_node(node_id):
+        with st.container(border=True):
+            st.markdown(f"**Reference implementation:** {impl.title}. {impl.summary}")
+            st.page_link(ui.PAGES["lab"], label="Run this", icon=":material/play_arrow:",
+                         query_params={"impl": impl.id, "preset": "quick"})
 
     if page.children:
         st.subheader("Sub-nodes")

@@ -1,0 +1,70 @@
+"""The Lab and Runs pages under AppTest, with real training processes (tiny model)."""
+import time
+
+import pytest
+
+from test_app_pages import open_page, texts
+
+from reference_impls.runs import RunManager
+
+
+@pytest.fixture(autouse=True)
+def private_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path / "data"))
+    yield
+    manager = RunManager(tmp_path / "data" / "runs")
+    for run in manager.list():
+        if run.status in ("running", "queued"):
+            manager.delete(run.id)
+
+
+def _set(at, name, value):
+    widget = next(w for w in at.number_input if w.label == name)
+    widget.set_value(value)
+
+
+def test_node_page_offers_run_this():
+    at = open_page("taxonomy", node="alg-dapo")
+    link = [e for e in at.get("page_link") if e.proto.label == "Run this"]
+    assert link and "impl=calculator-dapo" in link[0].proto.query_string
+
+
+def test_node_without_implementation_has_no_run_this():
+    at = open_page("taxonomy", node="gui")
+    assert not [e for e in at.get("page_link") if e.proto.label == "Run this"]
+
+
+def test_invalid_hyperparameters_are_refused_at_the_field():
+    at = open_page("lab", impl="calculator-grpo", preset="quick")
+    _set(at, "lr", -1.0)
+    _set(at, "group_size", 1)
+    at.button[0].click().run()
+    errors = [e.value for e in at.error]
+    assert any("lr" in e or "at least" in e for e in errors)
+    assert any("at least 2 samples" in e for e in errors)
+    assert RunManager().list() == []  # no process was started
+
+
+def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
+    at = open_page("lab", impl="calculator-grpo", preset="quick")
+    _set(at, "steps", 3)
+    at.button[0].click().run()
+    assert not at.exception
+    runs = RunManager().list()
+    assert len(runs) == 1
+    run_id = runs[0].id
+    assert at.query_params["run"] == [run_id] or at.query_params["run"] == run_id
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        at.run()
+        if f"status **finished**" in texts(at):
+            break
+        time.sleep(2)
+    text = texts(at)
+    assert "status **finished**" in text, text[-2000:]
+    assert "step 3/3" in " ".join(p.proto.text for p in at.get("progress"))
+    assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart"), "the curves are shown"
+    assert any("reward" in e.value for e in at.markdown)
+    assert at.get("latex"), "the loss equation is shown beside the curves"
+    runs_page = open_page("runs")
+    assert run_id in runs_page.dataframe[0].value["id"].tolist()

@@ -66,7 +66,16 @@ def load_catalog_cached(cache_dir: Path | None = None) -> Catalog:
 
 @st.cache_resource(show_spinner="Loading the catalog ...")
 def catalog() -> Catalog:
-    return load_catalog_cached()
+    """Shipped works (from the warm cache) plus the user's imported works, marked origin='user'."""
+    from papers.userstore import UserStore, default_store_path
+
+    shipped = load_catalog_cached()
+    return shipped.with_works(UserStore().works()) if default_store_path().exists() else shipped
+
+
+def user_works_changed() -> None:
+    """After an import, edit or delete: every cached view derived from the catalog is rebuilt."""
+    st.cache_resource.clear()
 
 
 @st.cache_resource(show_spinner=False)
@@ -144,3 +153,11 @@ def run_manager():
     from reference_impls.runs import RunManager
 
     return RunManager()
+
+
+@st.cache_resource(show_spinner="Loading the placement model ...")
+def placer():
+    from papers import Catalog
+    from papers.placement import Placer, default_encoder
+
+    return Placer(Catalog.load(), default_encoder(), encode_new=default_encoder(cache_new=False))

@@ -21,6 +21,7 @@ SECTIONS = {
         st.Page(ui.PAGES["taxonomy"], title="Taxonomy", icon=":material/account_tree:", url_path="taxonomy"),
         st.Page(ui.PAGES["search"], title="Search", icon=":material/search:", url_path="search"),
         st.Page(ui.PAGES["algorithms"], title="Algorithms", icon=":material/functions:", url_path="algorithms"),
+        st.Page(ui.PAGES["imports"], title="Import", icon=":material/upload:", url_path="imports"),
         # reached from links (work?key=...); without a key it offers a picker
         st.Page(ui.PAGES["work"], title="Work", icon=":material/article:", url_path="work", visibility="hidden"),
     ],

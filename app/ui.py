@@ -22,6 +22,7 @@ PAGES = {
     "search": "views/search.py",
     "work": "views/work.py",
     "algorithms": "views/algorithms.py",
+    "imports": "views/imports.py",
     "lab": "views/lab.py",
     "runs": "views/runs.py",
 }

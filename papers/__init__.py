@@ -4,4 +4,17 @@ from papers.datadir import data_dir
 from papers.export import parse_bibtex, to_bibtex, to_csv, to_json
 from papers.schema import KINDS, Work
 
-__all__ = ["Catalog", "KINDS", "UnknownKeyError", "Work", "data_dir", "parse_bibtex", "to_bibtex", "to_csv", "to_json"]
+
+
+def load_catalog(include_user_works: bool = True) -> Catalog:
+    """The shipped catalog plus, when the local store exists, the user's imported works."""
+    catalog = Catalog.load()
+    if include_user_works:
+        from papers.userstore import default_store_path, UserStore
+
+        if default_store_path().exists():
+            catalog = catalog.with_works(UserStore().works())
+    return catalog
+
+
+__all__ = ["load_catalog", "Catalog", "KINDS", "UnknownKeyError", "Work", "data_dir", "parse_bibtex", "to_bibtex", "to_csv", "to_json"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from papers.catalog import Catalog, UnknownKeyError
 from papers.export import to_format
@@ -17,7 +18,9 @@ EXIT_USAGE = 2
 
 
 def _catalog() -> Catalog:
-    return Catalog.load()
+    from papers import load_catalog
+
+    return load_catalog()
 
 
 def _table(works: list[Work]) -> str:
@@ -155,6 +158,53 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from papers.ingest import import_file
+    from papers.userstore import UserStore
+
+    catalog = Catalog.load()
+    placer = None
+    if not args.no_place:
+        from papers.placement import Placer, default_encoder
+
+        placer = Placer(catalog, default_encoder(), encode_new=default_encoder(cache_new=False))
+
+    def progress(p: dict) -> None:
+        print(f"\rline {p['lines_done']}: {p['added']} added, {p['skipped']} skipped", end="", file=sys.stderr, flush=True)
+
+    report = import_file(args.file, catalog, UserStore(), placer=placer, fmt=args.format,
+                         batch_size=args.batch_size, progress=progress)
+    print(file=sys.stderr)
+    print(report.summary())
+    for line, reason in report.skipped[: args.show_skipped]:
+        print(f"  {args.file}:{line}: skipped: {reason}")
+    if len(report.skipped) > args.show_skipped:
+        print(f"  ... and {len(report.skipped) - args.show_skipped} more")
+    return 0
+
+
+def cmd_user(args: argparse.Namespace) -> int:
+    from papers.ingest import accept_placement
+    from papers.userstore import UserStore
+
+    store = UserStore()
+    if args.action != "list" and not args.key:
+        raise ValueError(f"'user {args.action}' needs a work key")
+    if args.action == "place" and not args.nodes:
+        raise ValueError("'user place KEY' needs at least one node id")
+    if args.action == "list":
+        for w in store.works():
+            sugg = ", ".join(f"{n} ({c:.2f})" for n, c in store.suggestions(w.key))
+            print(f"{w.key:<40} {w.year or '':<5} {';'.join(w.nodes):<28} {w.title[:70]}" + (f"  [suggested: {sugg}]" if sugg else ""))
+    elif args.action == "delete":
+        store.delete(args.key)
+        print(f"deleted {args.key}")
+    elif args.action == "place":
+        work = accept_placement(store, Catalog.load(), args.key, args.nodes)
+        print(f"{work.key}: {', '.join(work.nodes)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m papers", description="The Agentic RL Atlas catalog.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -169,6 +219,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_filter_args(p)
     p.add_argument("--format", choices=["table", "json", "csv", "bibtex"], default="table")
     p.set_defaults(fn=cmd_list)
+    p = sub.add_parser("import", help="import your own works (.bib, arXiv metadata .jsonl, or .csv) into the local store")
+    p.add_argument("file", type=Path)
+    p.add_argument("--format", choices=["bibtex", "arxiv-jsonl", "csv"], help="default: from the file extension")
+    p.add_argument("--no-place", action="store_true", help="skip automatic placement (no embedding)")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--show-skipped", type=int, default=20, help="how many skipped entries to list")
+    p.set_defaults(fn=cmd_import)
+    p = sub.add_parser("user", help="your imported works: list, delete KEY, place KEY NODE [NODE ...]")
+    p.add_argument("action", choices=["list", "delete", "place"])
+    p.add_argument("key", nargs="?")
+    p.add_argument("nodes", nargs="*")
+    p.set_defaults(fn=cmd_user)
     p = sub.add_parser("search", help="hybrid (BM25 + embedding) search; an empty QUERY browses the filtered works")
     p.add_argument("query", nargs="?", default="", help="free text (empty: filters only, newest first)")
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
@@ -197,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"error: {str(e).strip(chr(39))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return 0

@@ -74,9 +74,13 @@ def _work_from_json(text: str) -> Work:
     return Work(**data)
 
 
+def default_store_path() -> Path:
+    return data_dir() / "user_works.sqlite"
+
+
 class UserStore:
     def __init__(self, path: Path | None = None):
-        self.path = Path(path or data_dir() / "user_works.sqlite")
+        self.path = Path(path or default_store_path())
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.connect() as db:
             db.executescript(SCHEMA)

@@ -155,3 +155,36 @@ def test_normalise_arxiv_id(raw, expected):
 def test_unknown_format(tmp_path):
     with pytest.raises(ValueError, match="cannot tell the format"):
         list(read_records(tmp_path / "x.txt"))
+
+
+def test_cli_import_then_list_search_place_delete(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "ATLAS_DATA_DIR": str(tmp_path / "data")}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "papers", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+    src = tmp_path / "mine.jsonl"
+    src.write_text(json.dumps({"id": "2609.01234", "title": "Zebrafish navigation agents trained with GRPO"}) + "\n{broken\n")
+    r = cli("import", str(src), "--no-place")
+    assert r.returncode == 0, r.stderr
+    assert "1 works added, 1 skipped" in r.stdout and f"{src}:2: skipped: invalid JSON" in r.stdout
+    shown = cli("show", "arxiv-2609.01234", "--json")
+    assert json.loads(shown.stdout)["origin"] == "user"
+    listed = cli("list", "--format", "json")
+    assert "arxiv-2609.01234" in {w["key"] for w in json.loads(listed.stdout)}
+    placed = cli("user", "place", "arxiv-2609.01234", "embodied-navigation")
+    assert placed.returncode == 0, placed.stderr
+    in_node = cli("list", "--node", "embodied", "--format", "json")
+    assert "arxiv-2609.01234" in {w["key"] for w in json.loads(in_node.stdout)}
+    bad = cli("user", "place", "arxiv-2609.01234", "embodyed")
+    assert bad.returncode == 2 and "embodied" in bad.stderr
+    assert cli("user", "delete", "arxiv-2609.01234").returncode == 0
+    assert cli("user", "delete", "arxiv-2609.01234").returncode == 2
+    missing = cli("import", str(tmp_path / "nope.bib"))
+    assert missing.returncode == 2 and "nope.bib" in missing.stderr

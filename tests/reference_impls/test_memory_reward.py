@@ -1,4 +1,5 @@
 """Reward of the memory env on hand-made episodes, the LM Answer Agent path, and the trainer CLI."""
+import copy
 import json
 
 import pytest
@@ -85,7 +86,8 @@ def test_problems_are_deterministic_and_mostly_facts():
 
 def test_lm_answer_agent_end_to_end(tiny):
     model, tok = tiny
-    agent = AnswerAgent(model, tok, max_new_tokens=3)
+    # the agent freezes the model it is given: give it a copy, not the session-wide fixture
+    agent = AnswerAgent(copy.deepcopy(model), tok, max_new_tokens=3)
     dec = problems("train", 2, seed=0)[0]
     env = MemoryEnv(dec, agent=agent)
     env.reset()
@@ -99,7 +101,7 @@ def test_lm_answer_agent_end_to_end(tiny):
 def test_train_cli_one_grpo_step(tiny, tmp_path):
     from reference_impls import train
 
-    set_answer_agent(AnswerAgent(*tiny, max_new_tokens=3), name="tiny")
+    set_answer_agent(AnswerAgent(copy.deepcopy(tiny[0]), tiny[1], max_new_tokens=3), name="tiny")
     out = tmp_path / "run"
     rc = train.main(["--algo", "grpo", "--env", "memory", "--model", "tiny", "--steps", "1", "--out", str(out),
                      "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens-per-turn", "8",

@@ -421,6 +421,10 @@ def test_synthetic_corpus_with_ann(catalog):
     res = idx.search("agent memory reinforcement", k=10, filters=f)
     allowed = set(idx.search("", k=10_000, filters=f).keys)
     assert res.hits and set(res.keys) <= allowed
+    lex = idx.search("agent memory reinforcement", k=10, mode="lexical")
+    assert len(lex.hits) == 10 and all(h.lexical_score > 0 for h in lex.hits) and not lex.approximate
+    dense = idx.search("agent memory reinforcement", k=10, mode="dense")
+    assert dense.approximate and all(h.lexical_score == 0 for h in dense.hits)
 
 
 # -- the CLI -----------------------------------------------------------------------------------------

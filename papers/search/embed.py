@@ -36,15 +36,17 @@ class MiniLMEmbedder:
 
     dim = 384
 
-    def __init__(self, batch_size: int = 32, query_threads: int | None = 1):
-        """``query_threads``: torch threads while encoding one query. One thread is as fast as two for a
-        ten-word query on an idle machine and ~10x faster when other processes keep the cores busy."""
+    def __init__(self, batch_size: int = 32, threads: int | None = 1):
+        """``threads``: torch intra-op threads while this embedder runs (restored afterwards; None keeps
+        torch's setting). One thread, because on the 2-core machines this runs on two threads are
+        slower as soon as anything else uses a core: a 10-word query took 8 ms on one thread and
+        300-500 ms on two, 96 work texts 3.5 s against 6.0 s (load average ~2)."""
         self.batch_size = batch_size
-        self.query_threads = query_threads
+        self.threads = threads
         self._model = None
         self._fast = None
         self._lock = threading.Lock()
-        self._query_lock = threading.Lock()  # one query encode at a time (torch thread count is process-wide)
+        self._run_lock = threading.Lock()  # one encode at a time (torch's thread count is process-wide)
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self.calls = 0  # texts embedded (for tests and benchmarks)
 
@@ -98,52 +100,66 @@ class MiniLMEmbedder:
             return None
         import torch
 
-        default_threads = torch.get_num_threads()
-
-        def run(text: str, threads: int | None = None) -> np.ndarray:
-            switch = bool(threads) and threads != default_threads
-            if switch:
-                torch.set_num_threads(threads)
-            try:
-                with torch.inference_mode():
-                    batch = tok([text], return_tensors="pt", truncation=True, max_length=max_len)
-                    out = bert(**batch).last_hidden_state
-                    mask = batch["attention_mask"].unsqueeze(-1).to(out.dtype)
-                    vec = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                    vec = torch.nn.functional.normalize(vec, dim=-1)
-            finally:
-                if switch:
-                    torch.set_num_threads(default_threads)
+        def run(text: str) -> np.ndarray:
+            with torch.inference_mode():
+                batch = tok([text], return_tensors="pt", truncation=True, max_length=max_len)
+                out = bert(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(out.dtype)
+                vec = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                vec = torch.nn.functional.normalize(vec, dim=-1)
             return vec[0].numpy().astype(np.float32)
 
         return run
+
+    def _threads(self):
+        """Context manager: torch runs on ``self.threads`` threads inside, its own setting after."""
+        import contextlib
+
+        import torch
+
+        @contextlib.contextmanager
+        def cm():
+            before = torch.get_num_threads()
+            switch = bool(self.threads) and self.threads != before
+            if switch:
+                torch.set_num_threads(self.threads)
+            try:
+                yield
+            finally:
+                if switch:
+                    torch.set_num_threads(before)
+
+        return cm()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         model = self.model()
-        self.calls += len(texts)
-        vecs = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                            convert_to_numpy=True, show_progress_bar=False)
+        with self._run_lock, self._threads():
+            self.calls += len(texts)
+            vecs = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                convert_to_numpy=True, show_progress_bar=False)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query vector (L2-normalised), memoised for the last 2,048 distinct queries."""
         self.model()
-        with self._query_lock:
+        with self._run_lock:
             hit = self._queries.get(text)
             if hit is not None:
                 self._queries.move_to_end(text)
                 return hit
-            if self._fast is not None:
-                vec = self._fast(text, self.query_threads)
+        if self._fast is None:
+            vec = self.encode([text])[0]
+        else:
+            with self._run_lock, self._threads():
+                vec = self._fast(text)
                 self.calls += 1
-            else:
-                vec = self.encode([text])[0]
+        with self._run_lock:
             self._queries[text] = vec
             if len(self._queries) > 2048:
                 self._queries.popitem(last=False)
-            return vec
+        return vec
 
 
 class EmbeddingCache:

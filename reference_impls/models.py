@@ -139,7 +139,7 @@ def load_policy(name: str = DEFAULT_MODEL, device=None, seed: int = 0):
     """Return ``(model, tokenizer)`` for ``name`` (see module docstring), or for a folder written by
     ``save_pretrained`` (e.g. an SFT output or a run's exported checkpoint).
 
-    The model is float32 on CPU (bf16 is slower on AVX2 CPUs) and in ``eval()`` mode.
+    The model is float32 on CPU (bf16 is slower on AVX2 CPUs) and in evaluation mode.
     """
     _offline()
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM

@@ -11,7 +11,7 @@ Memory distillation, then answer (Memory-R1's Answer Agent), both done by the fr
    decoding of at most ``max_new_tokens`` tokens; the first line, with a leading "Answer:" removed,
    is the answer.
 
-The agent has no gradient and never changes (``requires_grad_(False)``, ``eval()``). Answers are cached
+The agent has no gradient and never changes (no gradients, evaluation mode). Answers are cached
 on (question, retrieved texts), so episodes whose banks agree on what the question retrieves cost
 one LM call. Metrics follow SQuAD: lower case, punctuation and articles dropped, whitespace squeezed.
 """

@@ -46,14 +46,15 @@ def test_run_this_launch_watch_stop(lab_app):
             page.get_by_role("link", name=re.compile("Run this")).click()
             page.get_by_role("heading", name="Lab").wait_for()
             page.wait_for_function("() => window.location.search.includes('impl=calculator-dapo')")
-            page.get_by_role("button", name=re.compile("Launch")).click()
+            page.get_by_test_id("stBaseButton-primary").filter(has_text="Launch").click()
             page.wait_for_function("() => window.location.search.includes('run=')")
             # the curve grows: the progress text advances past step 0 and a chart is drawn
             page.get_by_text(re.compile(r"step [1-9]\d*/20")).first.wait_for()
             page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
             first = page.get_by_text(re.compile(r"step \d+/20")).first.inner_text()
             page.get_by_text(re.compile(r"step ([2-9]|1\d)/20")).first.wait_for()
-            page.get_by_role("button", name=re.compile("Stop")).click()
+            # our Stop button, not Streamlit's own header "Stop" (shown while a script reruns)
+            page.get_by_test_id("stBaseButton-secondary").filter(has_text="Stop").click()
             page.get_by_text(re.compile(r"status stopped")).first.wait_for()
             assert first != page.get_by_text(re.compile(r"step \d+/20")).first.inner_text()
         finally:

@@ -123,7 +123,9 @@ def test_vanished_processes_marked_failed_on_next_look(manager):
     wait_for(lambda: manager._row(run.id)["pid"] is not None)
     row = manager._row(run.id)
     os.killpg(os.getpgid(row["worker_pid"]), signal.SIGKILL)  # worker and trainer gone at once
-    wait_for(lambda: not is_alive(row["worker_pid"], row["worker_start"]), timeout=10)
+    # a killed process can take a moment to exit (a large trainer unmaps GBs): wait for both
+    wait_for(lambda: not is_alive(row["worker_pid"], row["worker_start"])
+             and not is_alive(row["pid"], row["pid_start"]), timeout=60)
     assert manager._row(run.id)["status"] == "running"  # nothing noticed yet
     manager.refresh()
     assert manager.get(run.id).status == "failed"

@@ -5,7 +5,8 @@
 Stages (skipped when OUT/results.json already has them): ``sft`` (narrow ``SFT_FAMILIES``), ``sft-eval``,
 ``dpo`` (pairs sampled from the SFT model on the train split, saved to OUT/dpo/pairs.jsonl; pass
 ``--pairs-file`` to repeat a run on the same pairs), ``dpo-eval``, ``grpo``, ``grpo-eval``. DPO and
-GRPO start from the same SFT model with the same seed and learning rate.
+GRPO start from the same SFT model with the same seed and learning rate. ``--sft-from DIR`` reuses an SFT
+model trained elsewhere (run only ``--stages dpo,dpo-eval`` then, to add DPO to that run's table).
 """
 from __future__ import annotations
 
@@ -39,14 +40,22 @@ def main() -> int:
     p.add_argument("--grpo-steps", type=int, default=6)
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--prompts-per-step", type=int, default=4)
+    p.add_argument("--max-new-tokens-per-turn", type=int, default=48)
+    p.add_argument("--max-completion-tokens", type=int, default=160)
+    p.add_argument("--sft-from", default="", help="reuse this SFT model folder (e.g. the one "
+                   "benchmarks/calculator_learning.py trained) instead of training one; it is linked as OUT/sft")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     res_path = out / "results.json"
     results = json.loads(res_path.read_text()) if res_path.exists() else {}
     results.setdefault("machine", f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores")
+    results["args"] = vars(a)
     log = sys.stderr
-    gen = ["--max-new-tokens-per-turn", "48", "--max-completion-tokens", "160"]
+    if a.sft_from and not (out / "sft").exists():
+        (out / "sft").symlink_to(Path(a.sft_from).resolve(), target_is_directory=True)
+    gen = ["--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
+           "--max-completion-tokens", str(a.max_completion_tokens)]
     rl = ["--env", "calculator", "--model", str(out / "sft"), "--lr", str(a.lr), "--seed", str(a.seed),
           "--levels", a.levels, "--group-size", str(a.group_size), "--micro-batch-size", "8", *gen]
 

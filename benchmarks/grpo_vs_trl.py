@@ -7,7 +7,8 @@ the same calculator train prompts (chat messages), ``prompts x group_size`` comp
 single turn (TRL's plain GRPO has no tool loop, so ours runs with ``max_turns=0``: the first tool
 call or answer ends the episode), the same max completion length, temperature 1, ``loss_type`` and
 beta 0, fp32 on CPU. Reports seconds per step (median over the steps after the first, which is
-warm-up) and peak resident memory (ru_maxrss) for each, and their ratios.
+warm-up), completion tokens per second (the throughput: the two sides sample different lengths), the
+mean training reward, and peak resident memory (ru_maxrss) for each, and their ratios.
 """
 from __future__ import annotations
 
@@ -45,13 +46,14 @@ def run_ours(a) -> dict:
                       levels="1,2", env_options={"max_turns": 0}, algo_config={"loss_type": a.loss_type, "beta": 0.0})
     trainer = Trainer(cfg)
     trainer.t_start = time.time()
-    times, tokens = [], []
+    times, tokens, rewards = [], [], []
     for _ in range(a.steps):
         t0 = time.time()
         metrics, _ = trainer.train_step()
         times.append(time.time() - t0)
         tokens.append(metrics["completion_len_mean"])
-    return {"step_s": times, "completion_len_mean": tokens}
+        rewards.append(metrics["reward_mean"])
+    return {"step_s": times, "completion_len_mean": tokens, "reward_mean": rewards}
 
 
 def run_trl(a) -> dict:
@@ -92,8 +94,9 @@ def run_trl(a) -> dict:
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=cfg, train_dataset=data, processing_class=tok,
                           callbacks=[Timer()])
     trainer.train()
-    lens = [h.get("completions/mean_length") for h in trainer.state.log_history if "completions/mean_length" in h]
-    return {"step_s": times, "completion_len_mean": lens}
+    logs = [h for h in trainer.state.log_history if "completions/mean_length" in h]
+    return {"step_s": times, "completion_len_mean": [h["completions/mean_length"] for h in logs],
+            "reward_mean": [h.get("reward") for h in logs]}
 
 
 def child(which: str, a) -> None:
@@ -134,8 +137,16 @@ def main() -> int:
         r = json.loads(line[-1][len("RESULT "):])
         timed = r["step_s"][1:] or r["step_s"]
         r["s_per_step_median"] = statistics.median(timed)
+        # completion tokens generated and trained on per second, over the timed steps: the fair throughput
+        # figure when the two sides' samples differ in length
+        n = a.prompts * a.group_size
+        lens = r["completion_len_mean"][1:] if len(r["step_s"]) > 1 else r["completion_len_mean"]
+        r["completion_tokens_per_s"] = n * sum(lens) / sum(timed) if timed and lens else None
+        r["reward_mean_all_steps"] = statistics.mean(r["reward_mean"]) if r["reward_mean"] else None
         results[which] = r
     results["ratio_s_per_step_ours_over_trl"] = results["ours"]["s_per_step_median"] / results["trl"]["s_per_step_median"]
+    results["throughput_ratio_ours_over_trl"] = (results["ours"]["completion_tokens_per_s"]
+                                                 / results["trl"]["completion_tokens_per_s"])
     results["ratio_peak_rss_ours_over_trl"] = results["ours"]["peak_rss_mb"] / results["trl"]["peak_rss_mb"]
     print(json.dumps(results, indent=None if a.json else 2))
     return 0

@@ -388,6 +388,16 @@ def progress(run: Run, metrics: list[dict]) -> tuple[int, int, float | None]:
     return done, total, eta
 
 
+def warm_start_progress(run: Run) -> dict | None:
+    """The SFT warm start's progress (``--sft-steps``), or None when the run has none (yet)."""
+    rows = read_jsonl(run.run_dir / "warm_start.jsonl")
+    if not rows:
+        return None
+    last = rows[-1]
+    return {"step": int(last["step"]), "steps": int(last["steps"]), "losses": [r["loss"] for r in rows],
+            "done": int(last["step"]) >= int(last["steps"])}
+
+
 def metrics_csv(runs: list[Run]) -> str:
     """All metrics of ``runs`` as one CSV (a run column first)."""
     import csv

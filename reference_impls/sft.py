@@ -15,6 +15,9 @@ env appends them), so SFT and RL see identical token boundaries::
                                                                predict tool output)
     <answer>68</answer><|im_end|>               loss mask 1   (model)
 
+The trainer can run the same step in-process before RL (``train --sft-steps N``, the Lab's presets):
+see ``train.Trainer.warm_start``.
+
 Loss: mean negative log-likelihood over the model tokens of the batch,
 ``L = -(1/sum m) sum_t m_t log pi(x_t | x_<t)``.
 
@@ -53,9 +56,28 @@ def demonstration_sample(tokenizer, task, problem) -> Sample:
     return sample
 
 
+def demonstrations(tokenizer, env: str, n: int, seed: int = 0, families: str = "sft",
+                   levels: tuple[int, ...] = (1, 2, 3)) -> list[Sample]:
+    """``n`` demonstration transcripts of ``env``'s train split, tokenised like rollouts.
+
+    Drawn from their own seed stream (``seed + 7919``) so the SFT problems are not the first RL problems.
+    For the calculator, ``families`` is ``'sft'`` (``calculator.SFT_FAMILIES``), ``'all'`` or a comma list."""
+    task = get_env(env)
+    kwargs = {}
+    if env == "calculator":
+        from .envs.calculator import SFT_FAMILIES
+
+        kwargs["levels"] = tuple(levels)
+        if families != "all":
+            kwargs["families"] = SFT_FAMILIES if families == "sft" else tuple(families.split(","))
+    problems = task.problems("train", n=n, seed=seed + 7919, **kwargs)
+    return [demonstration_sample(tokenizer, task, pr) for pr in problems]
+
+
 def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = 8, lr: float = 5e-5,
         seed: int = 0, log=None) -> list[float]:
-    """``steps`` AdamW steps on shuffled mini-batches of ``samples``; returns the loss per step."""
+    """``steps`` AdamW steps on shuffled mini-batches of ``samples``; returns the loss per step.
+    ``log(step, loss)`` is called after every step (it may raise to stop early)."""
     seed_everything(seed)
     device = next(model.parameters()).device
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
@@ -75,7 +97,7 @@ def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = 8
         optimizer.step()
         losses.append(float(loss.detach()))
         if log:
-            log(step + 1, float(loss))
+            log(step + 1, losses[-1])
     model.eval()
     return losses
 
@@ -94,18 +116,9 @@ def main(argv=None) -> int:
     p.add_argument("--levels", default="1,2,3")
     args = p.parse_args(argv)
 
-    task = get_env(args.env)
     model, tokenizer = load_policy(args.model, seed=args.seed)
-    kwargs = {}
-    if args.env == "calculator":
-        from .envs.calculator import SFT_FAMILIES
-
-        kwargs["levels"] = tuple(int(x) for x in args.levels.split(","))
-        if args.families != "all":
-            kwargs["families"] = SFT_FAMILIES if args.families == "sft" else tuple(args.families.split(","))
-    # its own seed stream (seed + 7919) so SFT problems are not the first RL problems
-    problems = task.problems("train", n=args.n, seed=args.seed + 7919, **kwargs)
-    samples = [demonstration_sample(tokenizer, task, pr) for pr in problems]
+    samples = demonstrations(tokenizer, args.env, args.n, args.seed, args.families,
+                             tuple(int(x) for x in args.levels.split(",")))
     t0 = time.time()
 
     def log(step, loss):

@@ -6,6 +6,8 @@ Usage::
     python -m reference_impls.train --algo grpo --model DIR_FROM_SFT --steps 60 --out runs/y \\
         --loss-type dapo --epsilon-high 0.28 --dynamic-sampling --lr 1e-5
     python -m reference_impls.train --resume runs/y --steps 80        # continue (and extend) a run
+    python -m reference_impls.train --algo grpo --model smollm2-135m-instruct --sft-steps 12 ...
+                                      # SFT warm start in-process first (same as sft.py), then RL
     torchrun --nproc_per_node=2 -m reference_impls.train ...          # data parallel (DDP, gloo on CPU)
 
 Every algorithm-specific switch (``--loss-type``, ``--beta``, ``--importance-sampling-level`` ...) is
@@ -25,10 +27,12 @@ One step, top to bottom (``Trainer.train_step``)::
 Run directory::
 
     config.json  metrics.jsonl  samples.jsonl  status.json  tb/  checkpoints/step_000010/
+    warm_start.jsonl (one line per SFT step when --sft-steps > 0)
     (model via save_pretrained + tokenizer, optimizer.pt, trainer_state.json, rng_rank*.pt)
 
 Checkpoints are written to a temp folder and renamed, so a crash never leaves a half checkpoint.
-SIGTERM/SIGINT: the current step finishes, a checkpoint is written, status.json says "stopped", exit 0.
+SIGTERM/SIGINT: the current step finishes, a checkpoint is written, status.json says "stopped", exit 0
+(during the warm start: it stops after the current SFT step, with no checkpoint; a resume starts over).
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ import random
 import shutil
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -89,6 +94,12 @@ class TrainConfig:
     max_wall_s: float = 0.0  # time budget: stop (checkpointed, state "completed") once exceeded; 0 = none
     keep_checkpoints: int = 2
     samples_per_step: int = 2
+    # supervised warm start before RL (sft.py), in the same process; 0 = none. SmolLM2 never writes a valid
+    # tool call out of the box, so RL from the base model would see reward 0 on every sample.
+    sft_steps: int = 0
+    sft_examples: int = 96  # demonstration transcripts
+    sft_lr: float = 5e-5
+    sft_env: str = ""  # whose demonstrations ("" = env); the memory env uses "memory-format" (label-free)
     algo_config: dict = dataclasses.field(default_factory=dict)
 
 
@@ -122,9 +133,15 @@ def barrier() -> None:
 
 # ----------------------------------------------------------------------------------------------------
 
+class WarmStartStopped(Exception):
+    """A stop request arrived during the warm start (before any checkpoint exists)."""
+
+
 class Trainer:
-    def __init__(self, cfg: TrainConfig, task=None, model=None, tokenizer=None, resume: bool = False):
+    def __init__(self, cfg: TrainConfig, task=None, model=None, tokenizer=None, resume: bool = False,
+                 stop_event=None):
         self.cfg = cfg
+        self.stop_event = stop_event  # a threading.Event set by a signal handler before the trainer exists
         self.rank, self.world = dist_setup()
         self.algo = ALGORITHMS[cfg.algo]
         self.algo_cfg = self.algo.Config(**cfg.algo_config)
@@ -134,6 +151,11 @@ class Trainer:
         if model is None:
             model, tokenizer = load_policy(cfg.model, device=self.device, seed=cfg.seed)
         self.policy, self.tokenizer = model, tokenizer
+        # before the reference copy and the algorithm's setup: KL, DPO's pairs and PPO's critic all start
+        # from the warm-started model. A resumed run's weights come from its checkpoint instead.
+        self.warm_start_losses: list[float] = []
+        if cfg.sft_steps > 0 and not (resume and latest_checkpoint(self.out) is not None):
+            self.warm_start()
         # the reference exists only when a KL term is used (beta = 0 skips it: no memory, no forward)
         self.ref = None
         if getattr(self.algo_cfg, "beta", 0.0):
@@ -157,6 +179,33 @@ class Trainer:
         self.last_samples: list = []
         if resume:
             self._load_latest_checkpoint()
+
+    def warm_start(self) -> None:
+        """SFT on the env's demonstrations (``sft.demonstrations``), its own visible phase: one line per step
+        in OUT/warm_start.jsonl and ``phase: warm-start`` in status.json."""
+        from .sft import demonstrations, sft
+
+        cfg = self.cfg
+        t0 = time.time()
+        samples = demonstrations(self.tokenizer, cfg.sft_env or cfg.env, cfg.sft_examples, cfg.seed)
+        path = self.out / "warm_start.jsonl"
+        if self.rank == 0:
+            self.out.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+            self.write_status("running", phase="warm-start", sft_step=0, sft_steps=cfg.sft_steps)
+
+        def log(step: int, loss: float) -> None:
+            if self.rank == 0:
+                with open(path, "a") as f:
+                    f.write(json.dumps({"step": step, "steps": cfg.sft_steps, "loss": loss,
+                                        "wall_s": time.time() - t0}) + "\n")
+                self.write_status("running", phase="warm-start", sft_step=step, sft_steps=cfg.sft_steps)
+            if self.stop_event is not None and self.stop_event.is_set():
+                raise WarmStartStopped(f"stopped during the warm start (SFT step {step}/{cfg.sft_steps})")
+
+        # every rank runs the same seeded SFT, so DDP replicas start identical
+        self.warm_start_losses = sft(self.policy, self.tokenizer, samples, cfg.sft_steps, lr=cfg.sft_lr,
+                                     seed=cfg.seed, log=log)
 
     def _train_pool(self):
         kwargs = {}
@@ -336,10 +385,11 @@ class Trainer:
     def request_stop(self, *_):
         self.stop_requested = True
 
-    def write_status(self, state: str) -> None:
+    def write_status(self, state: str, **extra) -> None:
         if self.rank == 0:
             (self.out / "status.json").write_text(json.dumps(
-                {"state": state, "step": self.step, "steps": self.cfg.steps, "updated": time.time()}))
+                {"state": state, "step": getattr(self, "step", 0), "steps": self.cfg.steps, "updated": time.time(),
+                 **extra}))
 
     def run(self) -> str:
         self.t_start = time.time()
@@ -445,8 +495,18 @@ def config_from_args(args) -> tuple[TrainConfig, bool]:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     cfg, resume = config_from_args(args)
-    trainer = Trainer(cfg, resume=resume)
+    # a stop may arrive during the model load or the warm start, before the trainer's own handler exists
+    early_stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: early_stop.set())
     out = Path(cfg.out)
+    try:
+        trainer = Trainer(cfg, resume=resume, stop_event=early_stop)
+    except WarmStartStopped as stopped:
+        (out / "status.json").write_text(json.dumps({"state": "stopped", "step": 0, "steps": cfg.steps,
+                                                     "updated": time.time(), "note": str(stopped)}))
+        print(json.dumps({"state": "stopped", "step": 0, "out": str(out)}), flush=True)
+        return 0
     if trainer.rank == 0:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
@@ -461,6 +521,8 @@ def main(argv=None) -> int:
     barrier()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, trainer.request_stop)
+    if early_stop.is_set():
+        trainer.request_stop()
     try:
         state = trainer.run()
     except BaseException:

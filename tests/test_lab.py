@@ -64,3 +64,15 @@ def test_invalid_hyperparameters_named(change, field, message):
     impl = lab.get("calculator-grpo")
     errors = lab.validate(impl, {**lab.preset_config(impl, "quick"), **change})
     assert field in errors and message in errors[field]
+
+
+def test_real_presets_warm_start_and_memory_stays_label_free():
+    calc = lab.preset_config(lab.get("calculator-grpo"), "smollm2")
+    assert calc["model"] == "smollm2-135m-instruct" and calc["sft_steps"] > 0 and not calc.get("sft_env")
+    memory = lab.preset_config(lab.get("memory-grpo"), "smollm2")
+    # the memory env's own demonstrations are the rule manager's operations (labels): its warm start uses
+    # the random-operation format env instead, and the flag reaches the trainer
+    assert memory["sft_env"] == "memory-format" and "sft_env" in lab.HIDDEN_KEYS
+    args = build_parser().parse_args(config_to_argv(memory) + ["--out", "/tmp/x"])
+    assert args.sft_env == "memory-format" and args.sft_steps == memory["sft_steps"]
+    assert lab.preset_config(lab.get("calculator-grpo"), "quick")["sft_steps"] == 0

@@ -48,6 +48,7 @@ def test_invalid_hyperparameters_are_refused_at_the_field():
 def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
     at = open_page("lab", impl="calculator-grpo", preset="quick")
     _set(at, "steps", 3)
+    _set(at, "sft_steps", 2)  # the warm start runs first, as its own visible phase
     at.button[0].click().run()
     assert not at.exception
     runs = RunManager().list()
@@ -65,6 +66,8 @@ def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
     assert "step 3/3" in " ".join(p.proto.text for p in at.get("progress"))
     assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart"), "the curves are shown"
     assert any("reward" in e.value for e in at.markdown)
+    assert any("warm start: SFT loss" in e.value for e in at.markdown)
+    assert runs[0].config["sft_steps"] == 2
     assert at.get("latex"), "the loss equation is shown beside the curves"
     runs_page = open_page("runs")
     assert run_id in runs_page.dataframe[0].value["id"].tolist()

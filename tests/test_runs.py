@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_impls.runs import RunManager, config_to_argv, is_alive
+from reference_impls.runs import RunManager, config_to_argv, is_alive, warm_start_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = {"algo": "grpo", "env": "calculator", "model": "tiny", "steps": 2, "prompts_per_step": 2,
@@ -84,6 +84,17 @@ def test_two_sessions_press_run_at_once(manager):
     runs = {r.id: r.status for r in manager.list()}
     assert len(runs) == 2 and set(results) == set(runs)
     assert sorted(runs.values()) == ["queued", "running"]
+
+
+def test_stop_during_the_warm_start(manager):
+    run = manager.submit({**QUICK, "sft_steps": 5000, "sft_examples": 16})
+    wait_for(lambda: (warm_start_progress(manager.get(run.id)) or {}).get("step", 0) >= 1, timeout=120)
+    progress = warm_start_progress(manager.get(run.id))
+    assert progress["steps"] == 5000 and not progress["done"] and len(progress["losses"]) == progress["step"]
+    manager.stop(run.id)
+    done = manager.wait(run.id, timeout=60)
+    assert done.status == "stopped", (done.error, done.log_path.read_text()[-2000:])
+    assert not (done.run_dir / "metrics.jsonl").exists() or metric_steps(done) == []
 
 
 def test_stop_checkpoints_then_resume_continues(manager):

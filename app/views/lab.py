@@ -7,7 +7,7 @@ import streamlit as st
 from app import ui
 from app.state import run_manager
 from reference_impls import lab
-from reference_impls.runs import progress, read_jsonl
+from reference_impls.runs import progress, read_jsonl, warm_start_progress
 
 CURVES = ("reward_mean", "accuracy", "kl", "clip_frac", "entropy", "tokens_per_s")
 p = ui.params()
@@ -33,7 +33,7 @@ defaults = lab.preset_config(impl, preset)
 errors = st.session_state.get("lab_errors", {}) if st.session_state.get("lab_errors_for") == (impl_id, preset) else {}
 
 
-def field(spec: lab.HParam, value, scope: str):
+def field(spec: lab.HParam, value):
     key = f"hp-{impl_id}-{preset}-{spec.name}"
     if spec.kind == "bool":
         out = st.checkbox(spec.name, value=bool(value), help=spec.help, key=key)
@@ -63,12 +63,13 @@ with st.expander("Hyperparameters", expanded=bool(errors)):
     with left:
         st.markdown("**Training**")
         for spec in lab.TRAIN_HPARAMS:
-            config[spec.name] = field(spec, defaults[spec.name], "train")
+            config[spec.name] = field(spec, defaults[spec.name])
     with right:
         st.markdown(f"**{impl.algo.upper()} switches**")
         for spec in lab.algo_hparams(impl):
-            config[spec.name] = field(spec, defaults.get(spec.name), "algo")
+            config[spec.name] = field(spec, defaults.get(spec.name))
 
+config.update({k: defaults[k] for k in lab.HIDDEN_KEYS if defaults.get(k)})
 if st.button("Launch", type="primary", icon=":material/play_arrow:"):
     problems = lab.validate(impl, config)
     st.session_state["lab_errors"], st.session_state["lab_errors_for"] = problems, (impl_id, preset)
@@ -101,7 +102,12 @@ def live_run(run_id: str) -> None:
     st.caption(f"{run.implementation} on {run.env} · {run.model} · status **{run.status}**"
                + (f" · {run.error}" if run.error else ""))
     eta_text = f" · about {eta / 60:.1f} min left" if eta and run.status == "running" else ""
-    st.progress(done / total if total else 0.0, text=f"step {done}/{total}{eta_text}")
+    warm = warm_start_progress(run)
+    if warm and not metrics:
+        st.progress(warm["step"] / warm["steps"], text=f"warm start (SFT on demonstrations): step {warm['step']}/"
+                    f"{warm['steps']} · loss {warm['losses'][-1]:.3f}" + (" · RL starting ..." if warm["done"] else ""))
+    else:
+        st.progress(done / total if total else 0.0, text=f"RL step {done}/{total}{eta_text}")
     b1, b2, _ = st.columns([1, 1, 4])
     if run.status in ("running", "queued") and b1.button("Stop", icon=":material/stop:", key=f"stop-{run.id}"):
         manager.stop(run.id)
@@ -109,6 +115,10 @@ def live_run(run_id: str) -> None:
         manager.resume(run.id)
     curves, code = st.columns([3, 2])
     with curves:
+        if warm:
+            st.markdown("**warm start: SFT loss**")
+            st.line_chart(pd.DataFrame({"sft_loss": warm["losses"]}, index=range(1, len(warm["losses"]) + 1)),
+                          height=120)
         if metrics:
             frame = pd.DataFrame(metrics).set_index("step")
             shown = [c for c in CURVES if c in frame.columns]

@@ -17,6 +17,19 @@ import numpy as np
 import torch
 
 
+def adamw(params, lr: float, weight_decay: float = 0.0, betas=(0.9, 0.99)) -> torch.optim.AdamW:
+    """AdamW, fused where torch supports it for these parameters (float tensors on CPU or CUDA).
+
+    Same update rule as the default implementation; one kernel per step instead of a loop of small
+    ops. On the 2-core CPU one step over 108M parameters took 0.74 s fused vs 5.8 s with the default
+    ``foreach`` (measured while other jobs ran), a large share of a GRPO step at this model size."""
+    params = list(params)
+    try:
+        return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=True)
+    except (RuntimeError, ValueError):  # a device/dtype without a fused kernel
+        return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -67,18 +80,50 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     return torch.logsumexp(logits, dim=-1) - (probs * logits).sum(-1)
 
 
-def completion_logits(model, input_ids, attention_mask, logits_to_keep: int) -> torch.Tensor:
-    """Logits predicting each completion token: positions ``-K-1 .. -2`` of the sequence."""
+def completion_logits(model, input_ids, attention_mask, logits_to_keep: int,
+                      share_prompts: bool = False) -> torch.Tensor:
+    """Logits predicting each completion token: positions ``-K-1 .. -2`` of the sequence.
+
+    ``share_prompts``: rows with the same prompt (a GRPO group's G samples) run the prompt through the
+    model once; its key/value cache is then indexed out to every row and the completions run on top of
+    it. The result and its gradient are the same as the plain forward (the shared prompt's activations
+    receive the summed gradient of all its rows, as the chain rule gives), but the prompt is computed
+    once per group instead of G times. Not for DDP-wrapped models (two forwards before one backward)."""
+    if share_prompts:
+        shared = _shared_prompt_logits(model, input_ids, attention_mask, logits_to_keep)
+        if shared is not None:
+            return shared
     out = model(input_ids=input_ids, attention_mask=attention_mask,
                 position_ids=position_ids_from_mask(attention_mask), logits_to_keep=logits_to_keep + 1)
     return out.logits[:, :-1, :]
 
 
-def completion_logprobs(model, batch: dict, temperature: float = 1.0, with_entropy: bool = False):
+def _shared_prompt_logits(model, input_ids, attention_mask, K: int) -> torch.Tensor | None:
+    P = input_ids.shape[1] - K
+    prompts = torch.cat([input_ids[:, :P], attention_mask[:, :P]], dim=1)  # same ids *and* same padding
+    unique, inverse = torch.unique(prompts, dim=0, return_inverse=True)
+    if P == 0 or unique.shape[0] == input_ids.shape[0]:
+        return None  # nothing to share
+    u_ids, u_mask = unique[:, :P], unique[:, P:]
+    head = model(input_ids=u_ids, attention_mask=u_mask, position_ids=position_ids_from_mask(u_mask),
+                 use_cache=True, logits_to_keep=1)
+    cache = getattr(head, "cache", None) or head.past_key_values
+    for layer in cache.layers:  # every row gets its prompt's keys/values (indexing keeps the autograd graph)
+        layer.keys, layer.values = layer.keys[inverse], layer.values[inverse]
+    positions = position_ids_from_mask(attention_mask)[:, P:]
+    tail = model(input_ids=input_ids[:, P:], attention_mask=attention_mask, position_ids=positions,
+                 cache=cache, use_cache=True, logits_to_keep=K)
+    # the prompt's last position predicts completion token 0; completion positions 0..K-2 predict 1..K-1
+    return torch.cat([head.logits[inverse][:, -1:, :], tail.logits[:, :K - 1, :]], dim=1)
+
+
+def completion_logprobs(model, batch: dict, temperature: float = 1.0, with_entropy: bool = False,
+                        share_prompts: bool = False):
     """Per-token log pi(c_t | prefix) over the completion, shape (B, K), and (optionally, without grad)
-    the per-token entropy. ``temperature`` must match the sampling temperature."""
+    the per-token entropy. ``temperature`` must match the sampling temperature. ``share_prompts``: see
+    :func:`completion_logits`."""
     K = batch["logits_to_keep"]
-    logits = completion_logits(model, batch["input_ids"], batch["attention_mask"], K) / temperature
+    logits = completion_logits(model, batch["input_ids"], batch["attention_mask"], K, share_prompts) / temperature
     logps = selective_log_softmax(logits, batch["input_ids"][:, -K:])
     entropy = None
     if with_entropy:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from .common import collate, completion_logprobs, masked_mean, seed_everything
+from .common import adamw, collate, completion_logprobs, masked_mean, seed_everything
 from .envs import get_env
 from .models import load_policy
 from .rollout import Sample, render_prompt
@@ -80,7 +80,7 @@ def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = 8
     ``log(step, loss)`` is called after every step (it may raise to stop early)."""
     seed_everything(seed)
     device = next(model.parameters()).device
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
+    optimizer = adamw(model.parameters(), lr=lr)
     model.train()
     order, losses = [], []
     rng = random.Random(seed)

@@ -55,7 +55,7 @@ import torch.distributed as dist
 
 from . import dpo, grpo, ppo, rloo
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
-from .common import collate, completion_logprobs, seed_everything
+from .common import adamw, collate, completion_logprobs, seed_everything
 from .envs import ENVS, get_env
 from .models import MODEL_NAMES, load_policy
 from .rollout import RolloutConfig, rollout
@@ -164,8 +164,7 @@ class Trainer:
         self.model = self.policy
         if self.world > 1:
             self.model = torch.nn.parallel.DistributedDataParallel(self.policy)
-        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr, betas=(0.9, 0.99),
-                                           weight_decay=cfg.weight_decay)
+        self.optimizer = adamw(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.rollout_cfg = RolloutConfig(group_size=cfg.group_size, max_new_tokens_per_turn=cfg.max_new_tokens_per_turn,
                                          max_completion_tokens=cfg.max_completion_tokens, temperature=cfg.temperature,
                                          env_options=dict(cfg.env_options))
@@ -244,7 +243,7 @@ class Trainer:
         ref_logps = None
         if self.ref is not None:
             with torch.no_grad():
-                ref_logps, _ = completion_logprobs(self.ref, full, cfg.temperature)
+                ref_logps, _ = completion_logprobs(self.ref, full, cfg.temperature, share_prompts=True)
         if hasattr(self.algo, "update"):  # PPO: its own epochs, minibatches and critic (single process)
             return self._custom_update(samples, rewards, correct, lengths, full, ref_logps, rstats, t0), samples
         seq_kl = None if ref_logps is None else ((full["old_logprobs"] - ref_logps) * full["loss_mask"]).sum(-1).cpu()
@@ -270,7 +269,9 @@ class Trainer:
                     if not idx:  # this rank ran out of samples: a zero-weight pass keeps DDP's all-reduce in step
                         idx, weight = [0], 0.0
                     batch = collate([samples[i] for i in idx], self.tokenizer.pad_token_id, self.device)
-                    logps, entropy = completion_logprobs(self.model, batch, cfg.temperature, with_entropy=True)
+                    # a group's G samples share one prompt forward (exact; not under DDP: see completion_logits)
+                    logps, entropy = completion_logprobs(self.model, batch, cfg.temperature, with_entropy=True,
+                                                         share_prompts=self.world == 1)
                     # completions are right-padded from a common start, so the full-batch reference
                     # log-probs slice straight into this micro-batch's width
                     ref = None if ref_logps is None else ref_logps[idx, :batch["logits_to_keep"]]

@@ -119,12 +119,14 @@ def page_switches(pw, rounds: int, shots: Path | None) -> tuple[dict[str, list[f
         stop_app(proc)
 
 
-def take_screenshots(page, base: str, folder: Path) -> None:
-    """A few 1280x800 screenshots of the real app, palette-quantised to stay small."""
+def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -> None:
+    """1280x800 screenshots of the real app, palette-quantised to stay small. ``shots``: (file, path,
+    ready checks, text to scroll to) tuples; default the explorer's pages (scripts/screenshots.py adds
+    the Lab and Runs with a real run)."""
     from PIL import Image
 
     folder.mkdir(parents=True, exist_ok=True)
-    shots = [
+    shots = shots or [
         ("overview.png", "/", HOME_READY, None),
         ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
         ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),

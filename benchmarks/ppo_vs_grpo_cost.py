@@ -6,7 +6,8 @@ Each configuration is a separate ``reference_impls.train`` process (so its peak 
 same env, model, seed and batch (P prompts x G samples), with one optimisation pass over the batch,
 so the only difference is the critic:
 
-``grpo``        GRPO, beta = 0 (no reference model), one pass
+``grpo``        GRPO, beta = 0 (no reference model), one pass, one full forward per sample as PPO does
+``grpo-shared-prompts``  the same with the trainer's default one-prompt-forward-per-group (for reference)
 ``ppo``         PPO with a separate critic (a copy of the transformer + scalar head), beta = 0, one epoch,
                 one minibatch
 ``ppo-shared``  PPO with a value head on the policy's transformer, otherwise as ``ppo``
@@ -29,7 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {
-    "grpo": ["--algo", "grpo", "--beta", "0.0"],
+    # like PPO's update, one full forward per sample (no shared prompt forward): only the critic differs
+    "grpo": ["--algo", "grpo", "--beta", "0.0", "--no-share-prompts"],
+    "grpo-shared-prompts": ["--algo", "grpo", "--beta", "0.0"],
     "ppo": ["--algo", "ppo", "--beta", "0.0", "--num-iterations", "1", "--num-mini-batches", "1"],
     "ppo-shared": ["--algo", "ppo", "--beta", "0.0", "--num-iterations", "1", "--num-mini-batches", "1",
                    "--shared-backbone"],

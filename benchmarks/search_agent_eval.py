@@ -53,6 +53,8 @@ def main() -> int:
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--max-new-tokens-per-turn", type=int, default=40)
     p.add_argument("--max-completion-tokens", type=int, default=256)
+    p.add_argument("--ppo-args", default="", help="extra trainer flags for the PPO stage, space-separated")
+    p.add_argument("--tag", default="", help="suffix for the RL stages' names and run folders (a variant run)")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -73,9 +75,12 @@ def main() -> int:
     def ckpt(run: str) -> str:
         return str(sorted((out / run / "checkpoints").glob("step_*"))[-1])
 
+    suffix = f"-{a.tag}" if a.tag else ""
     for stage in a.stages.split(","):
-        if stage in results:
-            print(f"skip {stage} (done)", file=log, flush=True)
+        algo = stage.split("-")[0]
+        key = f"{algo}{suffix}{stage[len(algo):]}" if algo in ("grpo", "ppo") else stage  # ppo-eval -> ppo-TAG-eval
+        if key in results:
+            print(f"skip {key} (done)", file=log, flush=True)
             continue
         t0 = time.time()
         if stage == "base-eval":
@@ -87,19 +92,19 @@ def main() -> int:
         elif stage == "sft-eval":
             evaluate(stage, str(out / "sft"))
         elif stage in ("grpo", "ppo"):
-            extra = ["--loss-type", "dapo"] if stage == "grpo" else []
-            txt = cli("reference_impls.train", ["--algo", stage, "--out", str(out / stage), *rl, *extra], log)
-            rows = [json.loads(x) for x in (out / stage / "metrics.jsonl").read_text().splitlines()]
-            results[stage] = {"cli": txt.strip(), "steps": len(rows),
-                              "step_s_mean": sum(r["step_s"] for r in rows) / max(len(rows), 1),
-                              "train_accuracy_by_step": [round(r["accuracy"], 3) for r in rows]}
+            extra = ["--loss-type", "dapo"] if stage == "grpo" else a.ppo_args.split()
+            txt = cli("reference_impls.train", ["--algo", stage, "--out", str(out / key), *rl, *extra], log)
+            rows = [json.loads(x) for x in (out / key / "metrics.jsonl").read_text().splitlines()]
+            results[key] = {"cli": txt.strip(), "steps": len(rows), "extra_args": extra,
+                            "step_s_mean": sum(r["step_s"] for r in rows) / max(len(rows), 1),
+                            "train_accuracy_by_step": [round(r["accuracy"], 3) for r in rows]}
         elif stage in ("grpo-eval", "ppo-eval"):
-            evaluate(stage, ckpt(stage.split("-")[0]))
+            evaluate(key, ckpt(algo + suffix))
         else:
             raise SystemExit(f"unknown stage {stage}")
-        results[stage]["stage_s"] = round(time.time() - t0, 1)
+        results[key]["stage_s"] = round(time.time() - t0, 1)
         res_path.write_text(json.dumps(results, indent=2))
-        print(json.dumps({stage: results[stage]})[:600], file=log, flush=True)
+        print(json.dumps({key: results[key]})[:600], file=log, flush=True)
     return 0
 
 

@@ -78,6 +78,11 @@ class Config:
     whiten_advantages: bool = True
     shared_backbone: bool = False  # value head on the policy's transformer instead of a separate critic
     critic_lr: float = 0.0  # learning rate of the critic's parameters; 0 = the policy's lr
+    # first N steps train the critic only (the policy term is left out): a critic copied from the LM predicts
+    # nothing yet, and whitened advantages built on its values push the policy in random directions
+    # (measured on the search env, docs/results_part2.md). With a shared backbone the value loss still
+    # moves the shared layers.
+    critic_warmup_steps: int = 0
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -314,6 +319,7 @@ def update(trainer, samples, rewards: torch.Tensor, full: dict, ref_logps: torch
     policy_params = [p for p in policy.parameters() if p.requires_grad]
     critic_params = [p for p in critic.parameters() if p.requires_grad]
     rows, ent, grad_norm = [], [], 0.0
+    warmup = trainer.step < cfg.critic_warmup_steps
     policy.train()
     critic.train()
     for _ in range(max(1, cfg.num_iterations)):
@@ -329,6 +335,9 @@ def update(trainer, samples, rewards: torch.Tensor, full: dict, ref_logps: torch
                 loss, metrics = ppo_loss(logps, batch["old_logprobs"], advantages[idx, :K], m, cfg,
                                          token_normalizer=n_tok, values=values, old_values=old_values[idx, :K],
                                          returns=returns[idx, :K])
+                if warmup:  # critic warm-up: only the value term is optimised
+                    vl, _ = value_loss(values, old_values[idx, :K], returns[idx, :K], m, cfg.cliprange_value, n_tok)
+                    loss = cfg.vf_coef * vl
                 loss.backward()
                 w = float(m.sum())
                 rows.append((metrics, w, float(loss.detach()) * float(n_tok) / max(w, 1.0)))
@@ -355,4 +364,5 @@ def update(trainer, samples, rewards: torch.Tensor, full: dict, ref_logps: torch
         "returns_mean": float(returns.sum() / n_mask),
         "advantages_mean": adv_raw_mean,
         "grad_norm": grad_norm,
+        "critic_warmup": float(warmup),
     }

@@ -94,6 +94,9 @@ class TrainConfig:
     max_wall_s: float = 0.0  # time budget: stop (checkpointed, state "completed") once exceeded; 0 = none
     keep_checkpoints: int = 2
     samples_per_step: int = 2
+    # one prompt forward per group in the update (exact, faster; common.completion_logits); PPO's own
+    # update does not use it, so benchmarks/ppo_vs_grpo_cost.py turns it off for a like-for-like comparison
+    share_prompts: bool = True
     # supervised warm start before RL (sft.py), in the same process; 0 = none. SmolLM2 never writes a valid
     # tool call out of the box, so RL from the base model would see reward 0 on every sample.
     sft_steps: int = 0
@@ -243,7 +246,7 @@ class Trainer:
         ref_logps = None
         if self.ref is not None:
             with torch.no_grad():
-                ref_logps, _ = completion_logprobs(self.ref, full, cfg.temperature, share_prompts=True)
+                ref_logps, _ = completion_logprobs(self.ref, full, cfg.temperature, share_prompts=cfg.share_prompts)
         if hasattr(self.algo, "update"):  # PPO: its own epochs, minibatches and critic (single process)
             return self._custom_update(samples, rewards, correct, lengths, full, ref_logps, rstats, t0), samples
         seq_kl = None if ref_logps is None else ((full["old_logprobs"] - ref_logps) * full["loss_mask"]).sum(-1).cpu()
@@ -271,7 +274,7 @@ class Trainer:
                     batch = collate([samples[i] for i in idx], self.tokenizer.pad_token_id, self.device)
                     # a group's G samples share one prompt forward (exact; not under DDP: see completion_logits)
                     logps, entropy = completion_logprobs(self.model, batch, cfg.temperature, with_entropy=True,
-                                                         share_prompts=self.world == 1)
+                                                         share_prompts=cfg.share_prompts and self.world == 1)
                     # completions are right-padded from a common start, so the full-batch reference
                     # log-probs slice straight into this micro-batch's width
                     ref = None if ref_logps is None else ref_logps[idx, :batch["logits_to_keep"]]
@@ -445,7 +448,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="env option, e.g. max_turns=4 or format_reward=0.1 (repeatable)")
     skip = {"algo", "env", "model", "out", "env_options", "algo_config"}
     for f in dataclasses.fields(TrainConfig):
-        if f.name not in skip:
+        if f.name in skip:
+            continue
+        if isinstance(f.default, bool):  # --x / --no-x (type=bool would read "False" as True)
+            p.add_argument("--" + f.name.replace("_", "-"), action=argparse.BooleanOptionalAction, default=None,
+                           help=f"(default {f.default})")
+        else:
             p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None,
                            help=f"(default {f.default})")
     group = p.add_argument_group("algorithm switches (see each algorithm's Config docstring)")

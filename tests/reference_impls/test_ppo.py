@@ -207,3 +207,27 @@ def test_ppo_resume_restores_critic_and_optimizer_exactly(tmp_path):
     assert rows[1]["values_mean"] != 0.0  # the critic learned something at step 1
     for key in ("loss", "value_loss", "values_mean", "entropy", "kl", "approx_kl"):
         assert row[key] == pytest.approx(rows[1][key], rel=1e-5, abs=1e-7), key
+
+
+def test_critic_warmup_trains_only_the_critic(tmp_path):
+    import time
+
+    from reference_impls.models import load_policy
+    from reference_impls.train import Trainer, TrainConfig
+    from toy_env import make_task
+
+    model, tok = load_policy("tiny", device="cpu", seed=0)
+    cfg = TrainConfig(algo="ppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, prompts_per_step=2,
+                      group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
+                      train_pool=8, algo_config={"beta": 0.0, "critic_warmup_steps": 1})
+    trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
+    trainer.t_start = time.time()
+    policy0 = [p.detach().clone() for p in trainer.policy.parameters()]
+    critic0 = [p.detach().clone() for p in trainer.critic.parameters()]
+    metrics, _ = trainer.train_step()  # step 1: warm-up
+    assert metrics["critic_warmup"] == 1.0
+    assert all(torch.equal(a, b) for a, b in zip(policy0, trainer.policy.parameters()))
+    assert not all(torch.equal(a, b) for a, b in zip(critic0, trainer.critic.parameters()))
+    metrics, _ = trainer.train_step()  # step 2: both learn
+    assert metrics["critic_warmup"] == 0.0
+    assert not all(torch.equal(a, b) for a, b in zip(policy0, trainer.policy.parameters()))

@@ -105,3 +105,13 @@ def test_torchrun_two_processes(tmp_path):
     assert [row["step"] for row in rows] == [1, 2]  # written once (rank 0), not once per rank
     assert (out / "checkpoints" / "step_000002" / "rng_rank1.pt").exists()
     assert json.loads((out / "status.json").read_text())["state"] == "completed"
+
+
+def test_boolean_train_flags_parse_both_ways():
+    # a bool field must not go through type=bool (which reads "False" as True)
+    from reference_impls.train import build_parser, config_from_args
+
+    cfg, _ = config_from_args(build_parser().parse_args(["--out", "/tmp/x", "--no-share-prompts"]))
+    assert cfg.share_prompts is False
+    cfg, _ = config_from_args(build_parser().parse_args(["--out", "/tmp/x"]))
+    assert cfg.share_prompts is True

@@ -122,10 +122,14 @@ ALGO_HELP: dict[str, str] = {
     "num_iterations": "Optimisation passes over each rollout batch (ratios differ from 1 when > 1).",
     "epsilon": "Clip range of the importance ratio.",
     "normalize_by_length": "Average token log-probs per sequence instead of summing them.",
+    "critic_warmup_steps": "PPO: the first N steps train only the critic; a cold critic's advantages are noise "
+                           "and can wreck the policy in the first steps.",
+    "critic_lr": "PPO: learning rate of the critic (0 = the policy's).",
 }
 ALGO_BOUNDS: dict[str, tuple[float, float]] = {
     "epsilon_low": (0.0, 1.0), "epsilon_high": (0.0, 10.0), "beta": (0.0, 10.0), "overlong_buffer": (0, 4096),
     "overlong_penalty": (0.0, 100.0), "num_iterations": (1, 16), "epsilon": (0.0, 10.0),
+    "critic_warmup_steps": (0, 10000), "critic_lr": (0.0, 1.0),
 }
 ALGO_CHOICES: dict[str, tuple[str, ...]] = {
     "loss_type": ("grpo", "dr_grpo", "dapo"), "importance_sampling_level": ("token", "sequence"), "loss": ("sigmoid", "ipo"),
@@ -211,10 +215,17 @@ ENV_PRESET_OVERRIDES: dict[tuple[str, str], dict] = {
 HIDDEN_KEYS = ("sft_env",)
 
 
+# per-algorithm adjustments: PPO's critic starts cold on a real model (docs/results_part2.md)
+ALGO_PRESET_OVERRIDES: dict[tuple[str, str], dict] = {
+    ("smollm2", "ppo"): {"critic_warmup_steps": 2, "critic_lr": 5e-5},
+}
+
+
 def preset_config(impl: Implementation, preset: str) -> dict:
     config = default_config(impl)
     config.update({k: v for k, v in PRESETS[preset].items() if k != "label"})
     config.update(ENV_PRESET_OVERRIDES.get((preset, impl.env), {}))
+    config.update(ALGO_PRESET_OVERRIDES.get((preset, impl.algo), {}))
     return config
 
 

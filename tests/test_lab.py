@@ -76,3 +76,11 @@ def test_real_presets_warm_start_and_memory_stays_label_free():
     args = build_parser().parse_args(config_to_argv(memory) + ["--out", "/tmp/x"])
     assert args.sft_env == "memory-format" and args.sft_steps == memory["sft_steps"]
     assert lab.preset_config(lab.get("calculator-grpo"), "quick")["sft_steps"] == 0
+
+
+def test_real_ppo_preset_warms_up_its_critic():
+    config = lab.preset_config(lab.get("calculator-ppo"), "smollm2")
+    assert config["critic_warmup_steps"] == 2 and config["critic_lr"] == 5e-5
+    errors = lab.validate(lab.get("calculator-ppo"), {**config, "critic_warmup_steps": -1})
+    assert "at least 0" in errors["critic_warmup_steps"]
+    assert "critic_warmup_steps" not in lab.preset_config(lab.get("calculator-grpo"), "smollm2")

@@ -84,3 +84,16 @@ def test_real_ppo_preset_warms_up_its_critic():
     errors = lab.validate(lab.get("calculator-ppo"), {**config, "critic_warmup_steps": -1})
     assert "at least 0" in errors["critic_warmup_steps"]
     assert "critic_warmup_steps" not in lab.preset_config(lab.get("calculator-grpo"), "smollm2")
+
+
+def test_every_preset_says_what_it_can_show():
+    assert set(lab.PRESET_NOTES) == set(lab.PRESETS)
+
+
+def test_real_calculator_preset_is_the_benchmarked_recipe():
+    # the numbers the Lab quotes come from benchmarks/calculator_learning.py: keep the settings equal
+    config = lab.preset_config(lab.get("calculator-grpo"), "smollm2")
+    assert (config["levels"], config["prompts_per_step"], config["group_size"], config["lr"], config["sft_steps"],
+            config["max_new_tokens_per_turn"], config["max_completion_tokens"]) == ("2,3", 4, 8, 2e-5, 12, 24, 96)
+    args = build_parser().parse_args(config_to_argv(config) + ["--out", "/tmp/x"])
+    assert args.levels == "2,3"

@@ -27,6 +27,7 @@ impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wa
 impl = by_id[impl_id]
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(ui.views.first_param(p, "preset", "quick")) if ui.views.first_param(p, "preset", "quick") in lab.PRESETS else 0)
+st.caption(lab.PRESET_NOTES.get(preset, ""))
 st.markdown(impl.summary)
 
 defaults = lab.preset_config(impl, preset)

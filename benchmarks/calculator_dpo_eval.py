@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_agent_eval import cli  # noqa: E402
+from stages import StageResults, cli, last_json_line  # noqa: E402
 
 
 def main() -> int:
@@ -47,9 +45,7 @@ def main() -> int:
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    res_path = out / "results.json"
-    results = json.loads(res_path.read_text()) if res_path.exists() else {}
-    results.setdefault("machine", f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores")
+    results = StageResults(out)
     results["args"] = vars(a)
     log = sys.stderr
     if a.sft_from and not (out / "sft").exists():
@@ -59,10 +55,10 @@ def main() -> int:
     rl = ["--env", "calculator", "--model", str(out / "sft"), "--lr", str(a.lr), "--seed", str(a.seed),
           "--levels", a.levels, "--group-size", str(a.group_size), "--micro-batch-size", "8", *gen]
 
-    def evaluate(name, model):
-        txt = cli("reference_impls.evaluate", ["--model", model, "--env", "calculator", "--n", str(a.n), "--seed", str(a.seed),
-                                               "--levels", a.levels, "--batch-size", "16", "--json", *gen], log)
-        results[name] = json.loads(txt.strip().splitlines()[-1])
+    def evaluate(model: str) -> dict:
+        return last_json_line(cli("reference_impls.evaluate", ["--model", model, "--env", "calculator", "--n", str(a.n),
+                                                               "--seed", str(a.seed), "--levels", a.levels,
+                                                               "--batch-size", "16", "--json", *gen], log))
 
     def ckpt(run):
         return str(sorted((out / run / "checkpoints").glob("step_*"))[-1])
@@ -72,9 +68,9 @@ def main() -> int:
             continue
         t0 = time.time()
         if stage == "sft":
-            txt = cli("reference_impls.sft", ["--model", a.model, "--out", str(out / "sft"), "--n", str(a.sft_n),
-                                              "--steps", str(a.sft_steps), "--seed", str(a.seed)], log)
-            results[stage] = json.loads(txt.strip().splitlines()[-1])
+            value = last_json_line(cli("reference_impls.sft", ["--model", a.model, "--out", str(out / "sft"), "--n",
+                                                               str(a.sft_n), "--steps", str(a.sft_steps), "--seed",
+                                                               str(a.seed)], log))
         elif stage == "dpo":
             extra = ["--pairs-file", a.pairs_file] if a.pairs_file else []
             cli("reference_impls.train", ["--algo", "dpo", "--out", str(out / "dpo"), *rl, "--steps", str(a.dpo_steps),
@@ -82,26 +78,24 @@ def main() -> int:
                                           "--pairs-per-step", str(a.pairs_per_step), *extra], log)
             rows = [json.loads(x) for x in (out / "dpo" / "metrics.jsonl").read_text().splitlines()]
             stats = json.loads((out / "dpo" / "pairs.jsonl").read_text().splitlines()[0]).get("stats", {})
-            results[stage] = {"pairs": stats, "steps": len(rows),
-                              "reward_accuracy_by_step": [round(r["rewards/accuracies"], 3) for r in rows],
-                              "margin_by_step": [round(r["rewards/margins"], 3) for r in rows],
-                              "step_s_mean": sum(r["step_s"] for r in rows) / len(rows)}
+            value = {"pairs": stats, "steps": len(rows),
+                     "reward_accuracy_by_step": [round(r["rewards/accuracies"], 3) for r in rows],
+                     "margin_by_step": [round(r["rewards/margins"], 3) for r in rows],
+                     "step_s_mean": sum(r["step_s"] for r in rows) / len(rows)}
         elif stage == "grpo":
             cli("reference_impls.train", ["--algo", "grpo", "--out", str(out / "grpo"), *rl, "--steps", str(a.grpo_steps),
                                           "--checkpoint-every", str(a.grpo_steps), "--prompts-per-step",
                                           str(a.prompts_per_step), "--loss-type", "dapo"], log)
             rows = [json.loads(x) for x in (out / "grpo" / "metrics.jsonl").read_text().splitlines()]
-            results[stage] = {"steps": len(rows), "train_accuracy_by_step": [round(r["accuracy"], 3) for r in rows],
-                              "step_s_mean": sum(r["step_s"] for r in rows) / len(rows)}
+            value = {"steps": len(rows), "train_accuracy_by_step": [round(r["accuracy"], 3) for r in rows],
+                     "step_s_mean": sum(r["step_s"] for r in rows) / len(rows)}
         elif stage == "sft-eval":
-            evaluate(stage, str(out / "sft"))
+            value = evaluate(str(out / "sft"))
         elif stage in ("dpo-eval", "grpo-eval"):
-            evaluate(stage, ckpt(stage.split("-")[0]))
+            value = evaluate(ckpt(stage.split("-")[0]))
         else:
             raise SystemExit(f"unknown stage {stage}")
-        results[stage]["stage_s"] = round(time.time() - t0, 1)
-        res_path.write_text(json.dumps(results, indent=2))
-        print(json.dumps({stage: results[stage]})[:600], file=log, flush=True)
+        results.record(stage, value, t0, log)
     return 0
 
 

@@ -19,33 +19,21 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stages import cli, last_json_line  # noqa: E402
 from svgplot import line_chart  # noqa: E402
 
 
-def run(args: list[str], log) -> str:
-    print("$ " + " ".join(args), file=log, flush=True)
-    t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT)))
-    print(proc.stderr[-4000:], file=log, flush=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(args)}\n{proc.stderr[-3000:]}")
-    print(f"({time.time() - t0:.0f} s)", file=log, flush=True)
-    return proc.stdout
-
-
 def evaluate(model: str, a, log) -> dict:
-    out = run(["reference_impls.evaluate", "--model", model, "--n", str(a.n), "--levels", a.levels, "--json",
-               "--batch-size", str(a.eval_batch_size), "--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
-               "--max-completion-tokens", str(a.max_completion_tokens)], log)
-    result = json.loads(out.strip().splitlines()[-1])
+    result = last_json_line(cli("reference_impls.evaluate", [
+        "--model", model, "--n", str(a.n), "--levels", a.levels, "--json", "--batch-size", str(a.eval_batch_size),
+        "--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
+        "--max-completion-tokens", str(a.max_completion_tokens)], log))
     print(json.dumps(result), file=log, flush=True)
     return result
 
@@ -116,20 +104,20 @@ def main() -> int:
         save()
     t0 = time.time()
     sft_dir = out / "sft"
-    run(["reference_impls.sft", "--model", a.model, "--out", str(sft_dir), "--n", str(a.sft_n),
-         "--steps", str(a.sft_steps)], log)
+    cli("reference_impls.sft", ["--model", a.model, "--out", str(sft_dir), "--n", str(a.sft_n),
+                                "--steps", str(a.sft_steps)], log)
     results["sft_train_s"] = round(time.time() - t0, 1)
     results["sft"] = evaluate(str(sft_dir), a, log)
     save()
     grpo_dir = out / "grpo"
     t0 = time.time()
-    run(["reference_impls.train", "--algo", "grpo", "--env", "calculator", "--model", str(sft_dir), "--out", str(grpo_dir),
-         "--steps", "100000", "--max-wall-s", str(a.grpo_minutes * 60), "--levels", a.levels, "--lr", str(a.lr),
-         "--prompts-per-step", str(a.prompts_per_step), "--group-size", str(a.group_size),
-         "--loss-type", a.loss_type, "--micro-batch-size", "8", "--checkpoint-every", "10",
-         "--keep-checkpoints", "1000",
-         "--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
-         "--max-completion-tokens", str(a.max_completion_tokens)], log)
+    cli("reference_impls.train", [
+        "--algo", "grpo", "--env", "calculator", "--model", str(sft_dir), "--out", str(grpo_dir),
+        "--steps", "100000", "--max-wall-s", str(a.grpo_minutes * 60), "--levels", a.levels, "--lr", str(a.lr),
+        "--prompts-per-step", str(a.prompts_per_step), "--group-size", str(a.group_size),
+        "--loss-type", a.loss_type, "--micro-batch-size", "8", "--checkpoint-every", "10", "--keep-checkpoints", "1000",
+        "--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
+        "--max-completion-tokens", str(a.max_completion_tokens)], log)
     results["grpo_train_s"] = round(time.time() - t0, 1)
     rows = [json.loads(x) for x in (grpo_dir / "metrics.jsonl").read_text().splitlines()]
     results["grpo_steps"] = len(rows)

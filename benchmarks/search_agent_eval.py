@@ -13,29 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# importing the search env and the part-2 algorithms registers them, whatever the registries list
-PRELUDE = "import sys, reference_impls.envs.search, reference_impls.ppo, reference_impls.dpo; "
-
-
-def cli(module: str, args: list[str], log) -> str:
-    code = PRELUDE + f"from {module} import main; sys.exit(main(sys.argv[1:]))"
-    print(f"$ python -m {module} " + " ".join(args), file=log, flush=True)
-    t0 = time.time()
-    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT)))
-    print(proc.stderr[-3000:], file=log, flush=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed: {module} {' '.join(args)}\n{proc.stderr[-3000:]}")
-    print(f"({time.time() - t0:.0f} s)", file=log, flush=True)
-    return proc.stdout
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stages import StageResults, cli, last_json_line  # noqa: E402
 
 
 def main() -> int:
@@ -58,19 +41,17 @@ def main() -> int:
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    res_path = out / "results.json"
-    results = json.loads(res_path.read_text()) if res_path.exists() else {}
-    results.setdefault("machine", f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores")
+    results = StageResults(out)
     log = sys.stderr
     gen = ["--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn), "--max-completion-tokens", str(a.max_completion_tokens)]
     rl = ["--env", "search", "--model", str(out / "sft"), "--steps", str(a.rl_steps), "--lr", str(a.lr),
           "--prompts-per-step", str(a.prompts_per_step), "--group-size", str(a.group_size), "--seed", str(a.seed),
           "--checkpoint-every", str(a.rl_steps), "--micro-batch-size", "8", *gen]
 
-    def evaluate(name: str, model: str) -> None:
-        txt = cli("reference_impls.evaluate", ["--model", model, "--env", "search", "--n", str(a.n), "--seed", str(a.seed),
-                                               "--batch-size", "16", "--json", *gen], log)
-        results[name] = json.loads(txt.strip().splitlines()[-1])
+    def evaluate(model: str) -> dict:
+        return last_json_line(cli("reference_impls.evaluate", ["--model", model, "--env", "search", "--n", str(a.n),
+                                                               "--seed", str(a.seed), "--batch-size", "16", "--json",
+                                                               *gen], log))
 
     def ckpt(run: str) -> str:
         return str(sorted((out / run / "checkpoints").glob("step_*"))[-1])
@@ -84,27 +65,25 @@ def main() -> int:
             continue
         t0 = time.time()
         if stage == "base-eval":
-            evaluate(stage, a.model)
+            value = evaluate(a.model)
         elif stage == "sft":
-            txt = cli("reference_impls.sft", ["--model", a.model, "--env", "search", "--out", str(out / "sft"),
-                                              "--n", str(a.sft_n), "--steps", str(a.sft_steps), "--seed", str(a.seed)], log)
-            results[stage] = json.loads(txt.strip().splitlines()[-1])
+            value = last_json_line(cli("reference_impls.sft", ["--model", a.model, "--env", "search", "--out",
+                                                               str(out / "sft"), "--n", str(a.sft_n), "--steps",
+                                                               str(a.sft_steps), "--seed", str(a.seed)], log))
         elif stage == "sft-eval":
-            evaluate(stage, str(out / "sft"))
+            value = evaluate(str(out / "sft"))
         elif stage in ("grpo", "ppo"):
             extra = ["--loss-type", "dapo"] if stage == "grpo" else a.ppo_args.split()
             txt = cli("reference_impls.train", ["--algo", stage, "--out", str(out / key), *rl, *extra], log)
             rows = [json.loads(x) for x in (out / key / "metrics.jsonl").read_text().splitlines()]
-            results[key] = {"cli": txt.strip(), "steps": len(rows), "extra_args": extra,
-                            "step_s_mean": sum(r["step_s"] for r in rows) / max(len(rows), 1),
-                            "train_accuracy_by_step": [round(r["accuracy"], 3) for r in rows]}
+            value = {"cli": txt.strip(), "steps": len(rows), "extra_args": extra,
+                     "step_s_mean": sum(r["step_s"] for r in rows) / max(len(rows), 1),
+                     "train_accuracy_by_step": [round(r["accuracy"], 3) for r in rows]}
         elif stage in ("grpo-eval", "ppo-eval"):
-            evaluate(key, ckpt(algo + suffix))
+            value = evaluate(ckpt(algo + suffix))
         else:
             raise SystemExit(f"unknown stage {stage}")
-        results[key]["stage_s"] = round(time.time() - t0, 1)
-        res_path.write_text(json.dumps(results, indent=2))
-        print(json.dumps({key: results[key]})[:600], file=log, flush=True)
+        results.record(key, value, t0, log)
     return 0
 
 

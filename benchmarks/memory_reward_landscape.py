@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         scores = {op: env.step(op).reward for op in candidate_ops(env)}
         rule = rule_op(env.line, decision.bank().retrieve(env.line, config.k))
         rows.append({"uid": decision.uid, "kind": decision.family, "scores": scores,
-                     "rule": rule, "rule_reward": scores.get(rule, env.step(rule).reward)})
+                     "rule": rule, "rule_reward": scores[rule] if rule in scores else env.step(rule).reward})
     by_kind: dict[str, list] = defaultdict(list)
     for r in rows:
         by_kind[r["kind"]].append(r)

@@ -184,14 +184,16 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.
 
 
 def ppo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, max_completion_length=None,
-             seq_normalizer=None, token_normalizer=None, values=None, old_values=None, returns=None):
-    """``L_pi + vf_coef * L_V`` on (B, T) tensors with per-token ``advantages``; the value term only when
-    ``values`` is given. Same signature as the other algorithms' ``compute_loss`` plus the value tensors."""
+             seq_normalizer=None, token_normalizer=None, values=None, old_values=None, returns=None,
+             policy_coef: float = 1.0):
+    """``policy_coef * L_pi + vf_coef * L_V`` on (B, T) tensors with per-token ``advantages``; the value term
+    only when ``values`` is given; ``policy_coef=0`` during the critic warm-up (the policy term is still
+    measured for the metrics). Same signature as the other algorithms' ``compute_loss`` plus the value tensors."""
     loss, metrics = policy_loss(logps, old_logps, advantages, mask, cfg.epsilon, token_normalizer)
     if values is not None:
         vl, vm = value_loss(values, old_values, returns, mask, cfg.cliprange_value, token_normalizer)
         metrics.update(vm, value_loss=float(vl.detach()), policy_loss=float(loss.detach()))
-        loss = loss + cfg.vf_coef * vl
+        loss = policy_coef * loss + cfg.vf_coef * vl
     return loss, metrics
 
 
@@ -334,10 +336,7 @@ def update(trainer, samples, rewards: torch.Tensor, full: dict, ref_logps: torch
                 m = batch["loss_mask"]
                 loss, metrics = ppo_loss(logps, batch["old_logprobs"], advantages[idx, :K], m, cfg,
                                          token_normalizer=n_tok, values=values, old_values=old_values[idx, :K],
-                                         returns=returns[idx, :K])
-                if warmup:  # critic warm-up: only the value term is optimised
-                    vl, _ = value_loss(values, old_values[idx, :K], returns[idx, :K], m, cfg.cliprange_value, n_tok)
-                    loss = cfg.vf_coef * vl
+                                         returns=returns[idx, :K], policy_coef=0.0 if warmup else 1.0)
                 loss.backward()
                 w = float(m.sum())
                 rows.append((metrics, w, float(loss.detach()) * float(n_tok) / max(w, 1.0)))

@@ -144,6 +144,7 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, task=None, model=None, tokenizer=None, resume: bool = False,
                  stop_event=None):
         self.cfg = cfg
+        self.step = 0  # completed optimisation steps (restored from a checkpoint on resume)
         self.stop_event = stop_event  # a threading.Event set by a signal handler before the trainer exists
         self.rank, self.world = dist_setup()
         self.algo = ALGORITHMS[cfg.algo]
@@ -173,7 +174,6 @@ class Trainer:
                                          env_options=dict(cfg.env_options))
         self.pool = self._train_pool()
         self.extra_modules = self.algo.setup(self) if hasattr(self.algo, "setup") else {}
-        self.step = 0
         self.wall_offset = 0.0
         self.stop_requested = False
         self.callbacks: dict[str, list] = {}
@@ -392,7 +392,7 @@ class Trainer:
     def write_status(self, state: str, **extra) -> None:
         if self.rank == 0:
             (self.out / "status.json").write_text(json.dumps(
-                {"state": state, "step": getattr(self, "step", 0), "steps": self.cfg.steps, "updated": time.time(),
+                {"state": state, "step": self.step, "steps": self.cfg.steps, "updated": time.time(),
                  **extra}))
 
     def run(self) -> str:

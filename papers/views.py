@@ -536,7 +536,11 @@ def graph_view(
         pool = works or [u for u in g if u.startswith("work:") and any(t in vset for t in g.successors(u))]
         algos = sorted({a for w in pool for a in g.successors(w) if a.startswith("algorithm:")})
     vertices += works + algos
-    sub = g.subgraph(vertices).to_undirected()
+    # The layout's random start is drawn per vertex in iteration order, so build the graph in a
+    # fixed order: the catalog graph's own order follows set iteration and so the hash seed.
+    sub = nx.Graph()
+    sub.add_nodes_from(vertices)
+    sub.add_edges_from(sorted(tuple(sorted(e)) for e in g.subgraph(vertices).to_undirected().edges()))
     pos = nx.spring_layout(sub, seed=seed, iterations=80, k=1.6 / math.sqrt(max(len(vertices), 1))) if vertices else {}
     counts = node_counts(catalog)
     index = {v: i for i, v in enumerate(vertices)}

@@ -108,6 +108,23 @@ def test_graph_view_ids_and_edges(catalog):
     json.dumps(graph.spec)
 
 
+def test_graph_layout_does_not_depend_on_the_hash_seed():
+    """Two processes with different PYTHONHASHSEED draw the same picture (a set-ordered layout did not)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json; from papers.catalog import Catalog; from papers import views; "
+            "d = views.graph_view(Catalog.load(), 'capability').spec['series'][0]['data']; "
+            "print(json.dumps([[x['id'], round(x['x'], 3), round(x['y'], 3)] for x in d]))")
+    root = Path(__file__).resolve().parents[1]
+    outs = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}).stdout
+            for seed in ("1", "2")]
+    assert outs[0] == outs[1]
+
+
 def test_first_selected_reads_echarts_state():
     state = {"selection": {"selected": [{"series_index": 0, "data_type": "node", "data_indices": [4]}], "areas": []}}
     assert views.first_selected(state) == 4

@@ -52,8 +52,8 @@ def save(out: Path, results: dict) -> None:
 
 def load_cache(out: Path, agent) -> None:
     """Answers are a pure function of (question, retrieved texts) for the frozen greedy agent, so they are
-    shared across stages and processes through OUT/answer_cache.jsonl."""
-    f = out / "answer_cache.jsonl"
+    shared across stages and processes through OUT/answer_cache_<mode>.jsonl."""
+    f = out / f"answer_cache_{agent.mode}.jsonl"
     if f.exists():
         for line in f.read_text().splitlines():
             row = json.loads(line)
@@ -61,7 +61,7 @@ def load_cache(out: Path, agent) -> None:
 
 
 def save_cache(out: Path, agent) -> None:
-    with open(out / "answer_cache.jsonl", "w") as f:
+    with open(out / f"answer_cache_{agent.mode}.jsonl", "w") as f:
         for (q, texts), (answer, selected) in agent.cache.items():
             f.write(json.dumps({"q": q, "texts": list(texts), "answer": answer, "selected": selected}) + "\n")
 
@@ -89,7 +89,8 @@ def train(algo: str, args, out: Path) -> None:
             "--max-new-tokens-per-turn", str(args.max_new), "--max-completion-tokens", str(args.max_new),
             "--seed", str(args.seed), "--max-wall-s", str(args.max_wall_s),
             "--checkpoint-every", str(args.steps), "--levels", args.levels, "--train-pool", "2048",
-            "--micro-batch-size", "8"] + args.extra.get(algo, [])
+            "--micro-batch-size", "8", "--env-option", f"answer_mode={args.answer_mode}",
+            "--env-option", f"questions={args.questions}"] + args.extra.get(algo, [])
     if (run / "config.json").exists():
         argv = ["--resume", str(run), "--steps", str(args.steps)]
     code = "import sys, reference_impls.envs.memory; from reference_impls.train import main; sys.exit(main(sys.argv[1:]))"
@@ -152,6 +153,9 @@ def main(argv=None) -> int:
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--max-new", type=int, default=8, help="tokens the manager may write per decision")
     p.add_argument("--max-wall-s", type=float, default=0.0, help="training time budget per algorithm (0 = none)")
+    p.add_argument("--answer-mode", default="extract", choices=("extract", "generate"),
+                   help="how the frozen Answer Agent answers (reference_impls/memory/answer.py); training uses the same")
+    p.add_argument("--questions", type=int, default=3, help="questions per training decision (env option)")
     p.add_argument("--ppo-args", default="", help="extra trainer flags for PPO, space-separated")
     p.add_argument("--grpo-args", default="", help="extra trainer flags for GRPO, space-separated")
     args = p.parse_args(argv)
@@ -163,7 +167,7 @@ def main(argv=None) -> int:
     results = load(out)
     results["_setup"] = {"n_dialogues": len(ds), "n_questions": sum(len(d.questions) for d in ds), "levels": levels,
                          "seed": args.seed, "turns_mean": sum(len(d.turns) for d in ds) / len(ds),
-                         "answer_agent": MODEL, "threads": __import__("torch").get_num_threads()}
+                         "answer_agent": MODEL, "answer_mode": args.answer_mode, "threads": __import__("torch").get_num_threads()}
     agent = None
 
     def get_agent():
@@ -171,7 +175,7 @@ def main(argv=None) -> int:
         if agent is None:
             from reference_impls.models import load_policy
 
-            agent = AnswerAgent(*load_policy(MODEL, device="cpu"))
+            agent = AnswerAgent(*load_policy(MODEL, device="cpu"), mode=args.answer_mode)
             load_cache(out, agent)
         return agent
 

@@ -39,11 +39,12 @@ def main(argv=None) -> int:
     p.add_argument("--questions", type=int, default=3, help="questions per decision (env option)")
     p.add_argument("--levels", default="1,2")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--answer-mode", default="extract", choices=("extract", "generate"))
     p.add_argument("--out", default="", help="write the per-decision rows and the summary here (JSON)")
     a = p.parse_args(argv)
     t0 = time.time()
-    agent = get_answer_agent()
-    config = MemoryConfig(questions=a.questions)
+    agent = get_answer_agent(mode=a.answer_mode)
+    config = MemoryConfig(questions=a.questions, answer_mode=a.answer_mode)
     levels = tuple(int(x) for x in a.levels.split(","))
     rows = []
     for decision in problems("train", a.n, a.seed, levels):

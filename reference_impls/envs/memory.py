@@ -39,7 +39,8 @@ demonstrations are uniformly random *valid* operations (:func:`random_operation`
 manager's operation (an optional supervised baseline; no reported RL result uses it).
 
 Env options (``--env-option KEY=VALUE``): ``questions`` (per decision, default 1), ``format_penalty``
-(default 0.1), ``k`` (entries shown to the manager, default 3), ``answer_model``.
+(default 0.1), ``k`` (entries shown to the manager, default 3), ``answer_model``, ``answer_mode``
+(``extract`` or ``generate``, see ``reference_impls.memory.answer``).
 """
 from __future__ import annotations
 
@@ -108,21 +109,25 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
     return [make_decision(split, seed, levels[i % len(levels)], i // len(levels)) for i in range(n)]
 
 
-# ---- the frozen Answer Agent, one per process ----------------------------------------------------
-_AGENTS: dict[str, AnswerAgent] = {}
+# ---- the frozen Answer Agent, one per (model, mode) per process, sharing one frozen model ----------
+_AGENTS: dict[tuple[str, str], AnswerAgent] = {}
 
 
 def set_answer_agent(agent: AnswerAgent, name: str = "smollm2-135m-instruct") -> None:
-    _AGENTS[name] = agent
+    _AGENTS[(name, agent.mode)] = agent
 
 
-def get_answer_agent(name: str = "smollm2-135m-instruct") -> AnswerAgent:
-    if name not in _AGENTS:
-        from ..models import load_policy
+def get_answer_agent(name: str = "smollm2-135m-instruct", mode: str = "extract") -> AnswerAgent:
+    if (name, mode) not in _AGENTS:
+        loaded = next((a for (n, _), a in _AGENTS.items() if n == name), None)
+        if loaded is not None:
+            model, tok = loaded.model, loaded.tokenizer
+        else:
+            from ..models import load_policy
 
-        model, tok = load_policy(name, device="cpu")
-        _AGENTS[name] = AnswerAgent(model, tok)
-    return _AGENTS[name]
+            model, tok = load_policy(name, device="cpu")
+        _AGENTS[(name, mode)] = AnswerAgent(model, tok, mode=mode)
+    return _AGENTS[(name, mode)]
 
 
 @dataclass
@@ -131,6 +136,7 @@ class MemoryConfig:
     format_penalty: float = 0.1
     k: int = 3
     answer_model: str = "smollm2-135m-instruct"
+    answer_mode: str = "extract"
 
 
 class MemoryEnv:
@@ -150,7 +156,7 @@ class MemoryEnv:
     def step(self, model_text: str) -> StepResult:
         bank = self.problem.bank()
         applied = bank.apply(parse_op(model_text), self.line, self.problem.turn)
-        agent = self.agent or get_answer_agent(self.config.answer_model)
+        agent = self.agent or get_answer_agent(self.config.answer_model, self.config.answer_mode)
         qs = self.problem.questions[: self.config.questions]
         answers = agent.answer_many([(q.text, bank.retrieve(q.text, agent.k)) for q in qs]) if qs else []
         ems = [exact_match(a, q.answer) for (a, _), q in zip(answers, qs)]

@@ -7,9 +7,20 @@ Memory distillation, then answer (Memory-R1's Answer Agent), both done by the fr
    ``"Memory: <entry>\\nQuestion: "``, and keeps the best ``select`` entries (default 1). Scoring is one
    batched forward pass; asking a 135M model to *write* the ids of the relevant entries gave
    unusable text on this task (docs/results_memory.md).
-2. *Answer*: a short one-shot chat prompt with the selected entries and the question; greedy
-   decoding of at most ``max_new_tokens`` tokens; the first line, with a leading "Answer:" removed,
-   is the answer.
+2. *Answer*, one of two modes, both from a short one-shot chat prompt with the selected entries and
+   the question:
+
+   - ``extract`` (default): the answer is the span of the selected entries that the LM itself finds
+     most likely as its reply. Candidates are the spans of 1 to ``max_span_words`` words of the
+     selected entries (punctuation stripped, spans that begin or end with a function word dropped);
+     each is scored by ``sum_t log p(span_t | prompt, span_<t) + log p(<|im_end|> | prompt, span)``
+     and the best one is the answer. This is constrained decoding of the prompt's own instruction
+     ("copied from the memory"): the same frozen model, forced to copy. With free generation the 135M
+     model read the right entry and still answered wrongly half of the time (``Lima: Peru``,
+     ``Norway`` for Oslo, ``prussia`` for Prague; docs/results_memory.md), which hid the difference
+     between a clean and a cluttered bank from the manager's reward.
+   - ``generate``: greedy decoding of at most ``max_new_tokens`` tokens; the first line, with a
+     leading "Answer:" removed, is the answer.
 
 The agent has no gradient and never changes (no gradients, evaluation mode). Answers are cached
 on (question, retrieved texts), so episodes whose banks agree on what the question retrieves cost
@@ -63,12 +74,49 @@ def clean_answer(text: str) -> str:
     return line.strip()
 
 
-class AnswerAgent:
-    """Frozen LM reader. ``answer(question, bank)`` -> (answer, selected entries)."""
+# Words an answer span may not begin or end with (pronouns, articles, prepositions, auxiliaries).
+FUNCTION_WORDS = frozenset("""a an the i we my our me us you your he she his her they their it its this that these
+those to of in on at for from with by as and or but not no is are was were be been am have has had do did
+will would can so then there here about after before into instead called named new""".split())
+MODES = ("extract", "generate")
 
-    def __init__(self, model, tokenizer, k: int = 3, select: int = 1, max_new_tokens: int = 6):
+
+def answer_spans(texts, max_words: int = 3) -> list[str]:
+    """Candidate answers: every span of 1..max_words words of ``texts``, in order of first appearance.
+
+    Words are split on whitespace with surrounding punctuation stripped; a span never crosses a sentence
+    mark or the ``Speaker:`` colon, and never begins or ends with a function word."""
+    spans: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        for chunk in re.split(r"[.:;!?,]\s", f"{text} "):
+            words = [w.strip(string.punctuation + "“”‘’") for w in chunk.split()]
+            words = [w for w in words if w]
+            for i in range(len(words)):
+                for j in range(i + 1, min(i + max_words, len(words)) + 1):
+                    if words[i].lower() in FUNCTION_WORDS or words[j - 1].lower() in FUNCTION_WORDS:
+                        continue
+                    span = " ".join(words[i:j])
+                    if span.lower() not in seen:
+                        seen.add(span.lower())
+                        spans.append(span)
+    return spans
+
+
+class AnswerAgent:
+    """Frozen LM reader. ``answer(question, bank)`` -> (answer, selected entries).
+
+    ``mode``: ``"extract"`` (answer = the selected entries' span the LM scores highest) or ``"generate"``
+    (greedy free text); see the module docstring.
+    """
+
+    def __init__(self, model, tokenizer, k: int = 3, select: int = 1, max_new_tokens: int = 6,
+                 mode: str = "extract", max_span_words: int = 3, score_batch: int = 64):
+        if mode not in MODES:
+            raise ValueError(f"AnswerAgent mode must be one of {MODES}, got {mode!r}")
         self.model, self.tokenizer = model.eval().requires_grad_(False), tokenizer
         self.k, self.select, self.max_new_tokens = k, select, max_new_tokens
+        self.mode, self.max_span_words, self.score_batch = mode, max_span_words, score_batch
         self.cache: dict = {}
         self.calls = 0
 
@@ -116,6 +164,40 @@ class AnswerAgent:
         width = enc["input_ids"].shape[1]
         return [tok.decode(o[width:], skip_special_tokens=True) for o in out]
 
+    @torch.no_grad()
+    def extract(self, batch_messages, batch_entries) -> list[str]:
+        """Per item, the span of its entries maximising log p(span, end of turn | prompt); "" if none.
+
+        Candidates are scored as completions of their item's prompt in the trainer's batch layout, so
+        each prompt runs through the model once and its key/value cache serves all of its spans
+        (``common.completion_logprobs(share_prompts=True)``)."""
+        from types import SimpleNamespace
+
+        from ..common import collate, completion_logprobs
+
+        tok = self.tokenizer
+        end = tok.convert_tokens_to_ids("<|im_end|>")
+        rows, owners, spans = [], [], []
+        for i, (msgs, ents) in enumerate(zip(batch_messages, batch_entries)):
+            prompt = tok(tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False),
+                         add_special_tokens=False)["input_ids"]
+            for span in answer_spans([e.text for e in ents], self.max_span_words):
+                answer = tok(span, add_special_tokens=False)["input_ids"] + [end]
+                rows.append(SimpleNamespace(prompt_ids=prompt, completion_ids=answer, loss_mask=[1] * len(answer),
+                                            old_logprobs=[0.0] * len(answer)))
+                owners.append(i)
+                spans.append(span)
+        scores: list[float] = []
+        for b in range(0, len(rows), self.score_batch):
+            batch = collate(rows[b:b + self.score_batch], tok.pad_token_id, self._device())
+            logps, _ = completion_logprobs(self.model, batch, share_prompts=True)
+            scores += (logps.float() * batch["loss_mask"]).sum(-1).tolist()
+        best: dict[int, tuple[float, str]] = {}
+        for i, span, score in zip(owners, spans, scores):
+            if i not in best or score > best[i][0]:
+                best[i] = (score, span)
+        return [best[i][1] if i in best else "" for i in range(len(batch_messages))]
+
     def answer_many(self, items) -> list[tuple[str, list]]:
         """``items``: [(question, entries retrieved for it)] -> [(answer, selected entries)], batched over
         the items not in the cache."""
@@ -126,10 +208,14 @@ class AnswerAgent:
                 todo[key] = (q, ents)
         if todo:
             selected = {key: self.select_entries(q, ents) for key, (q, ents) in todo.items()}
-            outs = self.generate([self._messages(q, selected[key]) for key, (q, _) in todo.items()])
+            messages = [self._messages(q, selected[key]) for key, (q, _) in todo.items()]
+            if self.mode == "extract":
+                outs = self.extract(messages, [selected[key] for key in todo])
+            else:
+                outs = [clean_answer(o) for o in self.generate(messages)]
             self.calls += len(todo)
             for key, out in zip(todo, outs):
-                self.cache[key] = (clean_answer(out), [e.text for e in selected[key]])
+                self.cache[key] = (out, [e.text for e in selected[key]])
         return [self.cache[key] for key in keys]
 
     def answer(self, question: str, bank: MemoryBank) -> tuple[str, list]:

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from reference_impls.envs.memory import Decision, MemoryConfig, MemoryEnv, make, problems, set_answer_agent
-from reference_impls.memory.answer import AnswerAgent, clean_answer, exact_match, f1, normalize, score_answers
+from reference_impls.memory.answer import (AnswerAgent, answer_spans, clean_answer, exact_match, f1, normalize,
+                                           score_answers)
 from reference_impls.memory.bank import Entry
 from reference_impls.memory.dialogue import Dialogue, Question, Turn
 
@@ -96,6 +97,47 @@ def test_lm_answer_agent_end_to_end(tiny):
     calls = agent.calls
     env.step("ADD")  # same bank -> same retrieved texts -> cached
     assert agent.calls == calls
+
+
+def test_answer_spans_by_hand():
+    assert answer_spans(["Hiro: I moved to Lima in January."]) == [
+        "Hiro", "moved", "moved to Lima", "Lima", "Lima in January", "January"]
+    # spans never cross a sentence mark, repeats are dropped (case-insensitively), max_words is honoured
+    assert answer_spans(["Bo: A cat. A cat named Coco!"], max_words=1) == ["Bo", "cat", "Coco"]
+    assert answer_spans([]) == [] and answer_spans(["I am the one."]) == ["one"]
+
+
+def test_extract_mode_picks_the_span_the_lm_scores_highest(tiny):
+    """Batched, right-padded scoring equals one unpadded forward per candidate, summed by hand."""
+    import torch
+
+    from reference_impls.memory.bank import MemoryBank
+
+    model, tok = tiny
+    agent = AnswerAgent(copy.deepcopy(model), tok, select=1, score_batch=4)  # several batches of candidates
+    bank = MemoryBank()
+    bank.add("Alice: I moved to Oslo in May.")
+    question = "Where does Alice live?"
+    answer, selected = agent.answer(question, bank)
+    entry = bank.retrieve(question, 3)
+    prompt = tok(tok.apply_chat_template(agent._messages(question, entry), add_generation_prompt=True, tokenize=False),
+                 add_special_tokens=False)["input_ids"]
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    by_hand = {}
+    with torch.no_grad():
+        for span in answer_spans(["Alice: I moved to Oslo in May."]):
+            a = tok(span, add_special_tokens=False)["input_ids"] + [end]
+            ids = torch.tensor([prompt + a])
+            logp = torch.log_softmax(agent.model(input_ids=ids).logits[0, :-1].float(), -1)
+            by_hand[span] = sum(float(logp[len(prompt) - 1 + t, a[t]]) for t in range(len(a)))
+    assert selected == ["Alice: I moved to Oslo in May."]
+    assert answer == max(by_hand, key=by_hand.get)
+    assert agent.extract([agent._messages(question, [])], [[]]) == [""]  # nothing to copy from
+
+
+def test_answer_agent_rejects_an_unknown_mode(tiny):
+    with pytest.raises(ValueError, match="mode must be one of"):
+        AnswerAgent(copy.deepcopy(tiny[0]), tiny[1], mode="guess")
 
 
 def test_train_cli_one_grpo_step(tiny, tmp_path):

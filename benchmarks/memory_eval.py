@@ -9,6 +9,9 @@ Stages (comma-separated, run in order; results accumulate in OUT/results.json):
     base        the base SmolLM2 as manager (prompted, greedy)
     format      label-free format warm-up: SFT on uniformly random *valid* operations (OUT/format_sft);
                 training then starts from it; ``eval-format`` measures it
+    rule-sft    a supervised reference, NOT an RL result: SFT on the rule manager's operations (labels)
+                (OUT/rule_sft); ``eval-rule`` measures whether the 135M policy can represent a good
+                manager at all
     train-ALGO  train the manager with ``reference_impls.train --algo ALGO --env memory`` (OUT/ALGO)
     eval-ALGO   the trained manager (latest checkpoint of OUT/ALGO) on the same held-out dialogues
     report      markdown tables of everything in OUT/results.json (paired wins/losses against add-only)
@@ -103,7 +106,8 @@ def train(algo: str, args, out: Path) -> None:
 LABELS = {"no_memory": "no memory (last 4 turns)", "add_only": "add-only (Mem0-style)", "rule": "rule-based manager",
           "base_lm": "SmolLM2 prompted, zero-shot", "format_lm": "format warm-up (RL start)",
           "grpo_lm": "GRPO-trained manager", "ppo_lm": "PPO-trained manager",
-          "grpo_lr3e-5_lm": "GRPO-trained manager, first try (lr 3e-5)"}
+          "grpo_lr3e-5_lm": "GRPO-trained manager, first try (lr 3e-5)",
+          "rule_lm": "SFT on the rule manager's operations (labels; reference, not RL)"}
 
 
 def report(out: Path, results: dict) -> str:
@@ -198,6 +202,13 @@ def main(argv=None) -> int:
             subprocess.run([sys.executable, "-c", code, "--env", "memory-format", "--model", MODEL, "--out", str(run),
                             "--n", str(args.format_n), "--steps", str(args.format_steps), "--lr", "5e-5",
                             "--seed", str(args.seed)], cwd=ROOT, check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        elif stage == "rule-sft":  # supervised on the rule manager's operations: labels, a reference only
+            code = ("import sys, reference_impls.envs.memory; from reference_impls.sft import main; "
+                    "sys.exit(main(sys.argv[1:]))")
+            subprocess.run([sys.executable, "-c", code, "--env", "memory", "--model", MODEL, "--out",
+                            str(out / "rule_sft"), "--n", str(args.format_n * 2), "--steps", str(args.format_steps * 2),
+                            "--lr", "5e-5", "--seed", str(args.seed)], cwd=ROOT, check=True,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
         elif stage.startswith("train-"):
             train(stage.split("-", 1)[1], args, out)
         elif stage.startswith("eval-"):
@@ -205,7 +216,7 @@ def main(argv=None) -> int:
             from reference_impls.models import load_policy
             from reference_impls.train import latest_checkpoint
 
-            ckpt = out / "format_sft" if algo == "format" else latest_checkpoint(out / algo)
+            ckpt = out / f"{algo}_sft" if algo in ("format", "rule") else latest_checkpoint(out / algo)
             if ckpt is None or not ckpt.exists():
                 raise SystemExit(f"no checkpoint in {out / algo}")
             t0 = time.time()

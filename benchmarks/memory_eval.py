@@ -107,7 +107,10 @@ LABELS = {"no_memory": "no memory (last 4 turns)", "add_only": "add-only (Mem0-s
           "base_lm": "SmolLM2 prompted, zero-shot", "format_lm": "format warm-up (RL start)",
           "grpo_lm": "GRPO-trained manager", "ppo_lm": "PPO-trained manager",
           "grpo_lr3e-5_lm": "GRPO-trained manager, first try (lr 3e-5)",
-          "rule_lm": "SFT on the rule manager's operations (labels; reference, not RL)"}
+          "rule_lm": "SFT on the rule manager's operations (labels; reference, not RL)",
+          # runs renamed after training so that two reward settings sit in one table
+          "grpo_q3_lm": "GRPO-trained manager (questions=3)", "ppo_q3_lm": "PPO-trained manager (questions=3)",
+          "grpo_q8_lm": "GRPO-trained manager (questions=8)", "ppo_q8_lm": "PPO-trained manager (questions=8)"}
 
 
 def report(out: Path, results: dict) -> str:

@@ -12,8 +12,9 @@ Stages (comma-separated, run in order; results accumulate in OUT/results.json):
     rule-sft    a supervised reference, NOT an RL result: SFT on the rule manager's operations (labels)
                 (OUT/rule_sft); ``eval-rule`` measures whether the 135M policy can represent a good
                 manager at all
-    train-ALGO  train the manager with ``reference_impls.train --algo ALGO --env memory`` (OUT/ALGO)
-    eval-ALGO   the trained manager (latest checkpoint of OUT/ALGO) on the same held-out dialogues
+    train-ALGO  train the manager with ``reference_impls.train --algo ALGO --env memory`` (OUT/ALGO, or
+                OUT/ALGO_TAG with ``--tag TAG``)
+    eval-ALGO   the trained manager (latest checkpoint of that folder) on the same held-out dialogues
     report      markdown tables of everything in OUT/results.json (paired wins/losses against add-only)
 
 The Answer Agent is always the frozen base SmolLM2-135M-Instruct; the held-out dialogues are a pure
@@ -24,14 +25,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from stages import cli  # noqa: E402
 
 from reference_impls.memory.answer import AnswerAgent  # noqa: E402
 from reference_impls.memory.dialogue import dialogues  # noqa: E402
@@ -84,8 +87,18 @@ def record(out, results, name, banks, stats, agent, ds, t0):
     print(f"{name:12s} EM {s['em']:.3f} F1 {s['f1']:.3f} n {s['n']} ops {stats} ({time.time() - t0:.0f}s)", flush=True)
 
 
+def run_dir(algo: str, args, out: Path) -> Path:
+    """OUT/ALGO, or OUT/ALGO_TAG for a variant run (``--tag``), so variants sit side by side."""
+    return out / (f"{algo}_{args.tag}" if args.tag else algo)
+
+
+def sft(env: str, folder: Path, n: int, steps: int, args) -> None:
+    cli("reference_impls.sft", ["--env", env, "--model", MODEL, "--out", str(folder), "--n", str(n),
+                                "--steps", str(steps), "--lr", "5e-5", "--seed", str(args.seed)], sys.stderr)
+
+
 def train(algo: str, args, out: Path) -> None:
-    run = out / algo
+    run = run_dir(algo, args, out)
     start = out / "format_sft" if (out / "format_sft" / "config.json").exists() else MODEL
     argv = ["--algo", algo, "--env", "memory", "--model", str(start), "--out", str(run), "--steps", str(args.steps),
             "--prompts-per-step", str(args.prompts), "--group-size", str(args.group), "--lr", str(args.lr),
@@ -96,10 +109,8 @@ def train(algo: str, args, out: Path) -> None:
             "--env-option", f"questions={args.questions}"] + args.extra.get(algo, [])
     if (run / "config.json").exists():
         argv = ["--resume", str(run), "--steps", str(args.steps)]
-    code = "import sys, reference_impls.envs.memory; from reference_impls.train import main; sys.exit(main(sys.argv[1:]))"
     t0 = time.time()
-    subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, check=True,
-                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    cli("reference_impls.train", argv, sys.stderr)
     print(f"train-{algo}: {time.time() - t0:.0f}s", flush=True)
 
 
@@ -108,7 +119,7 @@ LABELS = {"no_memory": "no memory (last 4 turns)", "add_only": "add-only (Mem0-s
           "grpo_lm": "GRPO-trained manager", "ppo_lm": "PPO-trained manager",
           "grpo_lr3e-5_lm": "GRPO-trained manager, first try (lr 3e-5)",
           "rule_lm": "SFT on the rule manager's operations (labels; reference, not RL)",
-          # runs renamed after training so that two reward settings sit in one table
+          # variant runs (--tag q3 / q8: questions per training decision)
           "grpo_q3_lm": "GRPO-trained manager (questions=3)", "ppo_q3_lm": "PPO-trained manager (questions=3)",
           "grpo_q8_lm": "GRPO-trained manager (questions=8)", "ppo_q8_lm": "PPO-trained manager (questions=8)"}
 
@@ -163,6 +174,7 @@ def main(argv=None) -> int:
     p.add_argument("--answer-mode", default="extract", choices=("extract", "generate"),
                    help="how the frozen Answer Agent answers (reference_impls/memory/answer.py); training uses the same")
     p.add_argument("--questions", type=int, default=3, help="questions per training decision (env option)")
+    p.add_argument("--tag", default="", help="variant run: train/eval use OUT/ALGO_TAG and the row ALGO_TAG_lm")
     p.add_argument("--ppo-args", default="", help="extra trainer flags for PPO, space-separated")
     p.add_argument("--grpo-args", default="", help="extra trainer flags for GRPO, space-separated")
     args = p.parse_args(argv)
@@ -199,19 +211,9 @@ def main(argv=None) -> int:
             banks, stats = run_manager(LMManager(get_agent().model, get_agent().tokenizer), ds)
             record(out, results, "base_lm", banks, stats, get_agent(), ds, t0)
         elif stage == "format":  # label-free format warm-up (random valid operations), see envs/memory.py
-            run = out / "format_sft"
-            code = ("import sys, reference_impls.envs.memory; from reference_impls.sft import main; "
-                    "sys.exit(main(sys.argv[1:]))")
-            subprocess.run([sys.executable, "-c", code, "--env", "memory-format", "--model", MODEL, "--out", str(run),
-                            "--n", str(args.format_n), "--steps", str(args.format_steps), "--lr", "5e-5",
-                            "--seed", str(args.seed)], cwd=ROOT, check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            sft("memory-format", out / "format_sft", args.format_n, args.format_steps, args)
         elif stage == "rule-sft":  # supervised on the rule manager's operations: labels, a reference only
-            code = ("import sys, reference_impls.envs.memory; from reference_impls.sft import main; "
-                    "sys.exit(main(sys.argv[1:]))")
-            subprocess.run([sys.executable, "-c", code, "--env", "memory", "--model", MODEL, "--out",
-                            str(out / "rule_sft"), "--n", str(args.format_n * 2), "--steps", str(args.format_steps * 2),
-                            "--lr", "5e-5", "--seed", str(args.seed)], cwd=ROOT, check=True,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            sft("memory", out / "rule_sft", args.format_n * 2, args.format_steps * 2, args)
         elif stage.startswith("train-"):
             train(stage.split("-", 1)[1], args, out)
         elif stage.startswith("eval-"):
@@ -219,14 +221,16 @@ def main(argv=None) -> int:
             from reference_impls.models import load_policy
             from reference_impls.train import latest_checkpoint
 
-            ckpt = out / f"{algo}_sft" if algo in ("format", "rule") else latest_checkpoint(out / algo)
+            run = out / f"{algo}_sft" if algo in ("format", "rule") else run_dir(algo, args, out)
+            ckpt = run if algo in ("format", "rule") else latest_checkpoint(run)
             if ckpt is None or not ckpt.exists():
-                raise SystemExit(f"no checkpoint in {out / algo}")
+                raise SystemExit(f"no checkpoint in {run}")
             t0 = time.time()
             model, tok = load_policy(str(ckpt), device="cpu")
             banks, stats = run_manager(LMManager(model, tok, max_new_tokens=args.max_new), ds)
-            record(out, results, f"{algo}_lm", banks, stats, get_agent(), ds, t0)
-            results[f"{algo}_lm"]["checkpoint"] = str(ckpt)
+            name = f"{algo}_lm" if algo in ("format", "rule") else f"{run.name}_lm"
+            record(out, results, name, banks, stats, get_agent(), ds, t0)
+            results[name]["checkpoint"] = str(ckpt)
             save(out, results)
         elif stage == "report":
             print(report(out, load(out)))

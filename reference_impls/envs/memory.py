@@ -5,10 +5,12 @@ How a manager decision maps onto the shared rollout / trainer (the design choice
     One Env episode = ONE manager decision on ONE dialogue turn (a one-step episode), as in
     Memory-R1's training tuples. A problem (:class:`Decision`) is a dialogue, a turn index ``t``, the
     memory bank as it stood before turn ``t`` and the questions about the true state right after
-    turn ``t`` (questions about the slot turn ``t`` talks about come first). The prompt shows the turn
-    and the top-``k`` entries it retrieves; the model writes one operation; the env applies it to a
-    copy of the bank, lets the frozen Answer Agent answer the questions from the new bank, and
-    returns ``reward = mean exact match - format_penalty * [unparseable or invalid]``.
+    turn ``t``. The prompt shows the turn and the top-``k`` entries it retrieves; the model writes one
+    operation; the env applies it to a copy of the bank, lets the frozen Answer Agent answer the first
+    ``questions`` questions from the new bank, and returns
+    ``reward = mean exact match - format_penalty * [unparseable or invalid]``. The questions asked
+    first are one about the slot turn ``t`` talks about and one about each fact a shown entry holds,
+    i.e. what the operation can get right or destroy (:func:`asked_questions`).
 
     Why not one episode per dialogue with every turn an observation (env tokens masked)? With 10-30
     turns the transcript grows to 1-2k tokens and every step re-encodes it: on 2 CPU cores a GRPO step
@@ -40,7 +42,8 @@ manager's operation (an optional supervised baseline; no reported RL result uses
 
 Env options (``--env-option KEY=VALUE``): ``questions`` (per decision, default 1), ``format_penalty``
 (default 0.1), ``k`` (entries shown to the manager, default 3), ``answer_model``, ``answer_mode``
-(``extract`` or ``generate``, see ``reference_impls.memory.answer``).
+(``extract`` or ``generate``, see ``reference_impls.memory.answer``), ``focus`` (which questions come
+first: ``shown``, the default, or ``own``; see :func:`asked_questions`).
 """
 from __future__ import annotations
 
@@ -86,12 +89,24 @@ def _reference_bank(dialogue: Dialogue, upto: int, rng: random.Random, noise: fl
 
 
 def make_decision(split: str, seed: int, level: int, index: int, prefix_noise: float = 0.3, k: int = 3,
-                  fact_frac: float = 0.8) -> Decision:
+                  fact_frac: float = 0.8, balance_kinds: bool = True) -> Decision:
+    """One training decision. The turn is a fact turn with probability ``fact_frac`` (else small talk);
+    with ``balance_kinds`` the fact turn's kind (set / change / correct / retract) is drawn uniformly
+    among the kinds the dialogue has, then a turn of that kind. Without it, fact turns are drawn
+    uniformly, and about two thirds of them introduce a new fact (where ADD is already right): the
+    decisions on which the choice between ADD and UPDATE matters would be rare in a batch. This is a
+    choice of *which* turns to train on; the operation itself is never labelled."""
     rng = random.Random(f"memory-decision/{split}/{seed}/{level}/{index}")
     d = make_dialogue(split, seed, level, index)
     facts = [t.index for t in d.turns if t.kind != "filler"]
     fillers = [t.index for t in d.turns if t.kind == "filler"]
-    t = rng.choice(facts if (rng.random() < fact_frac or not fillers) else fillers)
+    if rng.random() < fact_frac or not fillers:
+        if balance_kinds:
+            kind = rng.choice(sorted({d.turns[i].kind for i in facts}))
+            facts = [i for i in facts if d.turns[i].kind == kind]
+        t = rng.choice(facts)
+    else:
+        t = rng.choice(fillers)
     bank = _reference_bank(d, t, rng, prefix_noise, k)
     qs = make_questions(d.turns, d.speakers, random.Random(rng.random()), upto=t + 1, max_per_kind=8)
     turn = d.turns[t]
@@ -137,6 +152,42 @@ class MemoryConfig:
     k: int = 3
     answer_model: str = "smollm2-135m-instruct"
     answer_mode: str = "extract"
+    focus: str = "shown"
+
+    def __post_init__(self):
+        if self.focus not in FOCUS:
+            raise ValueError(f"memory env option focus must be one of {FOCUS}, got {self.focus!r}")
+
+
+FOCUS = ("shown", "own")
+
+
+def asked_questions(problem: Decision, shown, focus: str = "shown") -> list[Question]:
+    """The order in which a decision's questions are asked; the env scores the first ``questions``.
+
+    ``own``: the problem's order, the questions about the turn's own (speaker, slot) first, then the
+    other live facts. ``shown`` (default): one question about the turn's own slot, then one about each
+    fact held by an entry the prompt shows (the (speaker, slot) of the turn that wrote it), then the
+    rest in the problem's order. The shown entries are exactly what UPDATE and DELETE can destroy, so
+    with ``questions=3`` overwriting or deleting a live fact costs reward on the spot; with ``own`` the
+    other questions were random live facts and rarely the ones an overwrite destroyed, and PPO learned
+    to UPDATE almost every turn (docs/results_memory.md)."""
+    qs = list(problem.questions)
+    if focus == "own":
+        return qs
+    turn = problem.dialogue.turns[problem.turn]
+    own = [q for q in qs if (q.speaker, q.slot) == (turn.speaker, turn.slot)]
+    first = own[:1]
+    covered = {(turn.speaker, turn.slot)}
+    for e in shown:
+        src = problem.dialogue.turns[e.turn] if 0 <= e.turn < len(problem.dialogue.turns) else None
+        if src is None or src.slot is None or (src.speaker, src.slot) in covered:
+            continue
+        covered.add((src.speaker, src.slot))
+        hit = next((q for q in qs if (q.speaker, q.slot) == (src.speaker, src.slot)), None)
+        if hit is not None:  # None: that fact was retracted or has no question
+            first.append(hit)
+    return first + [q for q in qs if q not in first]
 
 
 class MemoryEnv:
@@ -157,7 +208,8 @@ class MemoryEnv:
         bank = self.problem.bank()
         applied = bank.apply(parse_op(model_text), self.line, self.problem.turn)
         agent = self.agent or get_answer_agent(self.config.answer_model, self.config.answer_mode)
-        qs = self.problem.questions[: self.config.questions]
+        shown = self.problem.bank().retrieve(self.line, self.config.k)
+        qs = asked_questions(self.problem, shown, self.config.focus)[: self.config.questions]
         answers = agent.answer_many([(q.text, bank.retrieve(q.text, agent.k)) for q in qs]) if qs else []
         ems = [exact_match(a, q.answer) for (a, _), q in zip(answers, qs)]
         em = sum(ems) / len(ems) if ems else 0.0

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from reference_impls.envs.memory import Decision, MemoryConfig, MemoryEnv, make, problems, set_answer_agent
+from reference_impls.envs.memory import (Decision, MemoryConfig, MemoryEnv, asked_questions, make, make_decision,
+                                        problems, set_answer_agent)
 from reference_impls.memory.answer import (AnswerAgent, answer_spans, clean_answer, exact_match, f1, normalize,
                                            score_answers)
 from reference_impls.memory.bank import Entry
@@ -62,6 +63,47 @@ def test_add_on_an_empty_bank_and_the_prompt():
     assert "New message: Alice: I moved to Oslo." in messages[-1]["content"] and "(none)" in messages[-1]["content"]
     assert run(dec, "ADD").reward == 1.0
     assert run(dec, "NOOP").reward == 0.0
+
+
+def three_fact_decision():
+    """Alice lives in Paris, Bob is a chef, Alice has a dog Rex; then Alice moves to Oslo. The problem's own
+    question order asks about Bob (an entry the turn does not retrieve) before Alice's pet (one it does)."""
+    turns = (Turn(0, 0, "Alice", "I live in Paris.", "set", "city", "paris"),
+             Turn(1, 0, "Bob", "I work as a chef.", "set", "job", "chef"),
+             Turn(2, 0, "Alice", "I adopted a dog named Rex.", "set", "pet", "rex"),
+             Turn(3, 0, "Alice", "I moved to Oslo.", "change", "city", "oslo"))
+    d = Dialogue("hand3", "train", 1, ("Alice", "Bob"), turns, ())
+    prefix = (Entry(1, "Alice: I live in Paris.", 0), Entry(2, "Bob: I work as a chef.", 1),
+              Entry(3, "Alice: I adopted a dog named Rex.", 2))
+    qs = (Question("updated", "Where does Alice live?", "oslo", "Alice", "city"),
+          Question("single", "What is Bob's job?", "chef", "Bob", "job"),
+          Question("single", "What is the name of Alice's pet?", "rex", "Alice", "pet"))
+    return Decision(d, 3, prefix, 4, qs, "hand3-t3", "change")
+
+
+def test_shown_focus_asks_about_the_entries_an_operation_can_destroy():
+    dec = three_fact_decision()
+    shown = dec.bank().retrieve(dec.dialogue.turns[3].line, 3)
+    assert [e.id for e in shown] == [1, 3]  # Bob's entry shares no term with the turn
+    assert [q.text for q in asked_questions(dec, shown)] == [
+        "Where does Alice live?", "What is the name of Alice's pet?", "What is Bob's job?"]
+    assert asked_questions(dec, shown, "own") == list(dec.questions)
+    # two questions: with focus=shown overwriting the pet entry costs the pet question; with focus=own the
+    # second question is Bob's, which no operation here can touch, so the overwrite looked free
+    assert run(dec, "UPDATE 1", questions=2).reward == 1.0
+    assert run(dec, "UPDATE 3", questions=2).reward == 0.5
+    assert run(dec, "DELETE 3", questions=2).reward == 0.0
+    assert run(dec, "UPDATE 3", questions=2, focus="own").reward == 1.0
+    with pytest.raises(ValueError, match="focus"):
+        MemoryConfig(focus="everything")
+
+
+def test_kind_balanced_decisions_train_more_on_changed_facts():
+    def share(balance):
+        ds = [make_decision("train", 0, 2, i, balance_kinds=balance) for i in range(120)]
+        return sum(d.family in ("change", "correct") for d in ds) / len(ds)
+
+    assert share(True) > share(False) + 0.1
 
 
 def test_metrics():

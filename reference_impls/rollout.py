@@ -7,7 +7,7 @@ For ``P`` problems and group size ``G`` we run ``P*G`` episodes side by side::
         model.generate(...) on the still-active rows (left padded, KV cache, sampling at temperature T)
             each row stops at EOS or as soon as its text closes a stop tag (``</calc>``, ``</answer>``)
         model tokens  -> completion, loss mask 1, old log-prob = log softmax(logits / T)[token]
-        env.step(text of this turn):
+        env.step(text of this turn)  (all active rows at once through envs.step_all):
             done      -> reward, row leaves the batch
             otherwise -> observation tokens appended to the completion with loss mask 0
     episodes that exceed ``max_completion_tokens`` (model + env tokens) or the env's turn limit end
@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+
+from .envs import step_all
 
 
 @dataclass
@@ -157,8 +159,9 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
         logps_all = torch.stack([
             torch.log_softmax(step_logits.float() / scale, dim=-1).gather(1, new_ids[:, t:t + 1]).squeeze(1)
             for t, step_logits in enumerate(out.logits)], dim=1).cpu()
+        texts, stops = [], []
         for r, i in enumerate(active):
-            s, env = samples[i], envs[i]
+            s = samples[i]
             tokens, stopped = _cut_turn(tokenizer, new_tokens[r], eos_ids, stop_strings)
             tokens = tokens[:budget[r]]
             lp = logps_all[r, :len(tokens)].tolist()
@@ -166,10 +169,13 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
             s.loss_mask += [1] * len(tokens)
             s.old_logprobs += lp
             generated_tokens += len(tokens)
-            text = tokenizer.decode(tokens, skip_special_tokens=True)
+            texts.append(tokenizer.decode(tokens, skip_special_tokens=True))
+            stops.append(stopped)
             s.segments.append({"role": "model", "text": tokenizer.decode(tokens)})
             s.turns += 1
-            result = env.step(text)
+        results = step_all([envs[i] for i in active], texts)  # one call: an env may batch its own model work
+        for i, result, stopped in zip(active, results, stops):
+            s = samples[i]
             room = config.max_completion_tokens - len(s.completion_ids)
             if result.done:
                 s.done, s.reward, s.info = True, float(result.reward), dict(result.info)

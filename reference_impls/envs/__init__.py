@@ -55,6 +55,22 @@ class Env(Protocol):
     def step(self, model_text: str) -> StepResult: ...
 
 
+def step_all(envs, texts) -> list[StepResult]:
+    """``env.step(text)`` for each episode, in order. An env class whose step is dominated by a model
+    call (the memory env's Answer Agent) may define a classmethod ``step_many(envs, texts)``; the
+    episodes of such a class are then stepped in one call so that the model sees one batch."""
+    results: list[StepResult | None] = [None] * len(envs)
+    by_class: dict[type, list[int]] = {}
+    for i, env in enumerate(envs):
+        by_class.setdefault(type(env), []).append(i)
+    for cls, idx in by_class.items():
+        many = getattr(cls, "step_many", None)
+        outs = many([envs[i] for i in idx], [texts[i] for i in idx]) if many else [envs[i].step(texts[i]) for i in idx]
+        for i, out in zip(idx, outs):
+            results[i] = out
+    return results
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """Registry entry: ``problems(split, n, seed)`` lists problems, ``make(problem, **options)`` builds

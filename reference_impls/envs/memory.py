@@ -205,12 +205,30 @@ class MemoryEnv:
         return manager_messages(self.line, self.bank.retrieve(self.line, self.config.k))
 
     def step(self, model_text: str) -> StepResult:
-        bank = self.problem.bank()
-        applied = bank.apply(parse_op(model_text), self.line, self.problem.turn)
-        agent = self.agent or get_answer_agent(self.config.answer_model, self.config.answer_mode)
-        shown = self.problem.bank().retrieve(self.line, self.config.k)
-        qs = asked_questions(self.problem, shown, self.config.focus)[: self.config.questions]
-        answers = agent.answer_many([(q.text, bank.retrieve(q.text, agent.k)) for q in qs]) if qs else []
+        return self.step_many([self], [model_text])[0]
+
+    @classmethod
+    def step_many(cls, envs, texts) -> list[StepResult]:
+        """Step several episodes with one batched Answer Agent call per agent (what ``rollout`` uses;
+        ``step`` is this with one episode). The reward of an episode does not depend on its batch mates:
+        the agent is frozen and greedy, and answers are cached on (question, retrieved texts)."""
+        todo = []  # (env, applied op, questions asked, [(question, retrieved entries)])
+        for env, text in zip(envs, texts):
+            bank = env.problem.bank()
+            applied = bank.apply(parse_op(text), env.line, env.problem.turn)
+            agent = env.agent or get_answer_agent(env.config.answer_model, env.config.answer_mode)
+            shown = env.problem.bank().retrieve(env.line, env.config.k)
+            qs = asked_questions(env.problem, shown, env.config.focus)[: env.config.questions]
+            todo.append((env, agent, applied, qs, [(q.text, bank.retrieve(q.text, agent.k)) for q in qs]))
+        answers: dict[int, list] = {}
+        for agent in {id(a): a for _, a, *_ in todo}.values():
+            mine = [i for i, row in enumerate(todo) if row[1] is agent]
+            flat = agent.answer_many([item for i in mine for item in todo[i][4]])
+            for i in mine:
+                answers[i], flat = flat[:len(todo[i][4])], flat[len(todo[i][4]):]
+        return [env._result(applied, qs, answers[i]) for i, (env, _, applied, qs, _) in enumerate(todo)]
+
+    def _result(self, applied, qs, answers) -> StepResult:
         ems = [exact_match(a, q.answer) for (a, _), q in zip(answers, qs)]
         em = sum(ems) / len(ems) if ems else 0.0
         bad = applied.status != "ok"

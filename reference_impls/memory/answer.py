@@ -123,28 +123,46 @@ class AnswerAgent:
     def _device(self):
         return next(self.model.parameters()).device
 
-    @torch.no_grad()
     def select_entries(self, question: str, entries) -> list:
-        if len(entries) <= self.select:
-            return list(entries)
+        return self.select_many([(question, entries)])[0]
+
+    @torch.no_grad()
+    def select_many(self, items, batch_rows: int = 64) -> list[list]:
+        """Step 1 for many (question, entries) items at once: every (entry, question) pair is one row of a
+        right-padded batch (so each row's positions are those of an unpadded forward), scored by the mean
+        log-probability of the question's tokens; per item the best ``select`` entries, in bank order."""
         tok = self.tokenizer
-        q_ids = tok(" " + question, add_special_tokens=False)["input_ids"]
-        rows = [tok(f"Memory: {e.text}\nQuestion:", add_special_tokens=False)["input_ids"] + q_ids for e in entries]
-        width = max(len(r) for r in rows)
-        pad = tok.pad_token_id
-        ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for i, r in enumerate(rows):  # right padding: the question sits at a known offset per row
-            ids[i, :len(r)] = torch.tensor(r)
-            mask[i, :len(r)] = 1
-        logits = self.model(input_ids=ids.to(self._device()), attention_mask=mask.to(self._device())).logits.float()
-        logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1).to(logits.device)).squeeze(-1)
-        scores = []
-        for i, r in enumerate(rows):
-            start = len(r) - len(q_ids)
-            scores.append(float(logp[i, start - 1:len(r) - 1].mean()))
-        order = sorted(range(len(entries)), key=lambda i: -scores[i])[: self.select]
-        return [entries[i] for i in sorted(order)]
+        rows, owners, q_lens = [], [], []
+        out: list[list] = []
+        for i, (question, entries) in enumerate(items):
+            out.append(list(entries))
+            if len(entries) <= self.select:
+                continue
+            q_ids = tok(" " + question, add_special_tokens=False)["input_ids"]
+            for j, e in enumerate(entries):
+                rows.append(tok(f"Memory: {e.text}\nQuestion:", add_special_tokens=False)["input_ids"] + q_ids)
+                owners.append((i, j))
+                q_lens.append(len(q_ids))
+        scores: dict[int, list[tuple[float, int]]] = {}
+        for b in range(0, len(rows), batch_rows):
+            chunk = rows[b:b + batch_rows]
+            width = max(len(r) for r in chunk)
+            ids = torch.full((len(chunk), width), tok.pad_token_id, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for r, row in enumerate(chunk):
+                ids[r, :len(row)] = torch.tensor(row)
+                mask[r, :len(row)] = 1
+            dev = self._device()
+            logits = self.model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits.float()
+            logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1).to(dev)).squeeze(-1)
+            for r, row in enumerate(chunk):
+                i, j = owners[b + r]
+                start = len(row) - q_lens[b + r]
+                scores.setdefault(i, []).append((float(logp[r, start - 1:len(row) - 1].mean()), j))
+        for i, scored in scores.items():
+            keep = sorted(j for _, j in sorted(scored, key=lambda x: -x[0])[: self.select])
+            out[i] = [out[i][j] for j in keep]
+        return out
 
     def _messages(self, question: str, selected) -> list[dict]:
         mem = "\n".join(f"[{e.id}] {e.text}" for e in selected) if selected else "(no memory)"
@@ -207,7 +225,7 @@ class AnswerAgent:
             if key not in self.cache and key not in todo:
                 todo[key] = (q, ents)
         if todo:
-            selected = {key: self.select_entries(q, ents) for key, (q, ents) in todo.items()}
+            selected = dict(zip(todo, self.select_many(list(todo.values()))))
             messages = [self._messages(q, selected[key]) for key, (q, _) in todo.items()]
             if self.mode == "extract":
                 outs = self.extract(messages, [selected[key] for key in todo])

@@ -208,3 +208,57 @@ def test_smollm2_answer_agent_reads_a_clean_memory():
     bank.add("Bob: I work as a chef.")
     answer, selected = agent.answer("In which month did Alice move to Oslo?", bank)
     assert selected == ["Alice: I moved to Oslo in May."] and exact_match(answer, "may")
+
+
+def test_batched_steps_equal_one_at_a_time(tiny):
+    """``step_many`` (what the rollout calls) gives each episode the reward and info of its own ``step``,
+    with the test reader and with the LM Answer Agent (whose selection is then batched across items)."""
+    from reference_impls.envs import step_all
+
+    decs = problems("train", 6, seed=3)
+    ops = ["ADD", "NOOP", "UPDATE 1", "DELETE 2", "garbage", "ADD"]
+    model, tok = tiny
+    for make_agent in (FirstEntryReader, lambda: AnswerAgent(copy.deepcopy(model), tok)):
+        config = MemoryConfig(questions=3)
+        one = []
+        for d, op in zip(decs, ops):
+            env = MemoryEnv(d, config, agent=make_agent())  # a fresh agent: nothing cached
+            env.reset()
+            one.append(env.step(op))
+        agent = make_agent()
+        envs = [MemoryEnv(d, config, agent=agent) for d in decs]
+        many = step_all(envs, ops)
+        assert [(r.reward, r.info) for r in many] == [(r.reward, r.info) for r in one]
+
+
+def test_select_many_equals_one_item_at_a_time(tiny):
+    from reference_impls.memory.bank import MemoryBank
+
+    model, tok = tiny
+    agent = AnswerAgent(copy.deepcopy(model), tok, select=1)
+    bank = MemoryBank()
+    for text in ("Alice: I live in Paris.", "Alice: I moved to Oslo in May.", "Bob: I work as a chef at the harbour.",
+                 "Bob: My dog is called Rex.", "Alice: I booked a trip to Lima."):
+        bank.add(text)
+    items = [(q, bank.retrieve(q, 3)) for q in ("Where does Alice live?", "What is Bob's job?",
+                                                "What is the name of Bob's dog?", "Where is Alice's trip going?")]
+    assert any(len(ents) > 1 for _, ents in items)
+    batched = agent.select_many(items, batch_rows=5)  # rows of several items share a batch, split over batches
+    assert batched == [agent.select_many([item])[0] for item in items]
+    assert all(len(sel) == 1 and sel[0] in ents for sel, (_, ents) in zip(batched, items))
+
+
+def test_step_all_falls_back_to_step_and_keeps_the_order():
+    from reference_impls.envs import StepResult, step_all
+
+    class Plain:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def step(self, text):
+            return StepResult(None, True, 0.0, {"who": f"{self.tag}:{text}"})
+
+    dec = hand_decision(["Alice: I live in Paris."], "I moved to Oslo.")
+    mem = MemoryEnv(dec, MemoryConfig(), agent=FirstEntryReader())
+    out = step_all([Plain("a"), mem, Plain("b")], ["x", "UPDATE 1", "y"])
+    assert [r.info.get("who") for r in out] == ["a:x", None, "b:y"] and out[1].reward == 1.0

@@ -24,7 +24,12 @@ Memory distillation, then answer (Memory-R1's Answer Agent), both done by the fr
 
 The agent has no gradient and never changes (no gradients, evaluation mode). Answers are cached
 on (question, retrieved texts), so episodes whose banks agree on what the question retrieves cost
-one LM call. Metrics follow SQuAD: lower case, punctuation and articles dropped, whitespace squeezed.
+one LM call. The key leaves out the entry ids, which the answer prompt does show (``[3] ...``): two
+banks holding the same texts under other ids share the answer computed first (an id is a number
+token in a ~100-token prompt; ids never decide which entries are retrieved or selected). Cost, for
+scale: on one CPU thread an answer is ~0.5-1 s of SmolLM2 forward passes (selection rows + the
+prompt + the spans), which makes the Answer Agent most of a memory training step.
+Metrics follow SQuAD: lower case, punctuation and articles dropped, whitespace squeezed.
 """
 from __future__ import annotations
 

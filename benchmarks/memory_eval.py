@@ -106,7 +106,7 @@ def train(algo: str, args, out: Path) -> None:
             "--seed", str(args.seed), "--max-wall-s", str(args.max_wall_s),
             "--checkpoint-every", str(args.steps), "--levels", args.levels, "--train-pool", "2048",
             "--micro-batch-size", "8", "--env-option", f"answer_mode={args.answer_mode}",
-            "--env-option", f"questions={args.questions}"] + args.extra.get(algo, [])
+            "--env-option", f"questions={args.questions}", "--env-option", f"k={args.k}"] + args.extra.get(algo, [])
     if (run / "config.json").exists():
         argv = ["--resume", str(run), "--steps", str(args.steps)]
     t0 = time.time()
@@ -121,7 +121,15 @@ LABELS = {"no_memory": "no memory (last 4 turns)", "add_only": "add-only (Mem0-s
           "rule_lm": "SFT on the rule manager's operations (labels; reference, not RL)",
           # variant runs (--tag q3 / q8: questions per training decision)
           "grpo_q3_lm": "GRPO-trained manager (questions=3)", "ppo_q3_lm": "PPO-trained manager (questions=3)",
-          "grpo_q8_lm": "GRPO-trained manager (questions=8)", "ppo_q8_lm": "PPO-trained manager (questions=8)"}
+          "grpo_q8_lm": "GRPO-trained manager (questions=8)", "ppo_q8_lm": "PPO-trained manager (questions=8)",
+          # --tag shown: questions=3 asked about the turn's slot and the shown entries' facts (focus=shown),
+          # kind-balanced training turns (reference_impls/envs/memory.py)
+          "grpo_shown_lm": "GRPO-trained manager (questions=3, focus=shown)",
+          "ppo_shown_lm": "PPO-trained manager (questions=3, focus=shown)",
+          "grpo_shown_b02_lm": "GRPO-trained manager (questions=3, focus=shown, beta 0.2)",
+          # --tag k1: the manager is shown the one memory its turn retrieves best (--k 1)
+          "grpo_k1_lm": "GRPO-trained manager (k=1, questions=3, focus=shown)",
+          "ppo_k1_lm": "PPO-trained manager (k=1, questions=3, focus=shown)"}
 
 
 def report(out: Path, results: dict) -> str:
@@ -174,6 +182,8 @@ def main(argv=None) -> int:
     p.add_argument("--answer-mode", default="extract", choices=("extract", "generate"),
                    help="how the frozen Answer Agent answers (reference_impls/memory/answer.py); training uses the same")
     p.add_argument("--questions", type=int, default=3, help="questions per training decision (env option)")
+    p.add_argument("--k", type=int, default=3,
+                   help="memories shown to an LM manager per turn, in training (env option) and evaluation alike")
     p.add_argument("--tag", default="", help="variant run: train/eval use OUT/ALGO_TAG and the row ALGO_TAG_lm")
     p.add_argument("--ppo-args", default="", help="extra trainer flags for PPO, space-separated")
     p.add_argument("--grpo-args", default="", help="extra trainer flags for GRPO, space-separated")
@@ -227,7 +237,7 @@ def main(argv=None) -> int:
                 raise SystemExit(f"no checkpoint in {run}")
             t0 = time.time()
             model, tok = load_policy(str(ckpt), device="cpu")
-            banks, stats = run_manager(LMManager(model, tok, max_new_tokens=args.max_new), ds)
+            banks, stats = run_manager(LMManager(model, tok, max_new_tokens=args.max_new), ds, k=args.k)
             name = f"{algo}_lm" if algo in ("format", "rule") else f"{run.name}_lm"
             record(out, results, name, banks, stats, get_agent(), ds, t0)
             results[name]["checkpoint"] = str(ckpt)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -132,6 +133,17 @@ LABELS = {"no_memory": "no memory (last 4 turns)", "add_only": "add-only (Mem0-s
           "ppo_k1_lm": "PPO-trained manager (k=1, questions=3, focus=shown)"}
 
 
+def sign_test_p(better: int, worse: int) -> float:
+    """Two-sided exact sign test on the discordant pairs: P(a split at least this uneven | each question
+    goes either way with probability 1/2). Questions both managers get right or both wrong carry no
+    information about which is better and are left out."""
+    n = better + worse
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(better, worse) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
 def report(out: Path, results: dict) -> str:
     """Markdown tables: overall EM/F1 with paired wins/losses against add-only, and EM by question kind."""
     names = [k for k in results if not k.startswith("_")]
@@ -141,7 +153,8 @@ def report(out: Path, results: dict) -> str:
         return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
 
     base = rows("add_only")
-    lines = ["| manager | EM | F1 | vs add-only (paired, EM): better / worse | ops | entries |", "|---|---|---|---|---|---|"]
+    lines = ["| manager | EM | F1 | vs add-only (paired, EM): better / worse (sign test p) | ops | entries |",
+             "|---|---|---|---|---|---|"]
     for name in names:
         r = results[name]
         s = r["summary"]["all"]
@@ -150,7 +163,7 @@ def report(out: Path, results: dict) -> str:
         if base and mine and name != "add_only":
             better = sum(a["em"] > b["em"] for a, b in zip(mine, base))
             worse = sum(a["em"] < b["em"] for a, b in zip(mine, base))
-            paired = f"{better} / {worse}"
+            paired = f"{better} / {worse} (p={sign_test_p(better, worse):.2g})"
         ops = ", ".join(f"{k} {v}" for k, v in sorted(r.get("ops", {}).items())) or "-"
         lines.append(f"| {LABELS.get(name, name)} | {s['em']:.3f} | {s['f1']:.3f} | {paired} | {ops} | "
                      f"{r.get('entries_mean', 0):.1f} |")

@@ -28,3 +28,23 @@ def test_report_counts_paired_wins_against_add_only(tmp_path):
     rows("rule", [1, 1, 1, 0])
     text = report(tmp_path, {"add_only": {"summary": summary(0.5)}, "rule": {"summary": summary(0.75)}})
     assert "| rule-based manager | 0.750 | 0.750 | 2 / 1 (p=1) |" in text
+
+
+def test_ops_by_turn_kind_tells_a_replaced_stale_value_from_a_destroyed_fact():
+    from memory_ops_by_kind import ops_by_turn_kind
+
+    from reference_impls.memory.dialogue import dialogues
+    from reference_impls.memory.managers import RuleManager
+
+    ds = dialogues("heldout", 6, 0, (1, 2))
+    rule = ops_by_turn_kind(RuleManager(), ds)
+    assert rule[("change", "UPDATE-same")] > 0 and rule[("set", "ADD")] > 0
+    assert not any(tag == "UPDATE-other" for _, tag in rule)
+
+    class OverwriteFirst:  # UPDATE the first shown entry on every turn, ADD when nothing is shown
+        def decide_many(self, items):
+            return [f"UPDATE {shown[0].id}" if shown else "ADD" for _, shown in items]
+
+    greedy = ops_by_turn_kind(OverwriteFirst(), ds)
+    assert greedy[("set", "UPDATE-other")] > 0 and greedy[("filler", "UPDATE-other")] > 0
+    assert sum(greedy.values()) == sum(rule.values()) == sum(len(d.turns) for d in ds)

@@ -217,6 +217,7 @@ class Trainer:
                 kwargs["families"] = tuple(self.cfg.families.split(","))
         elif self.cfg.env == "memory":  # dialogue levels (reference_impls/memory/dialogue.py)
             kwargs["levels"] = tuple(int(x) for x in self.cfg.levels.split(",") if x)
+            kwargs["balance_kinds"] = bool(self.cfg.env_options.get("balance_kinds", True))
         return self.task.problems("train", n=self.cfg.train_pool, seed=self.cfg.seed, **kwargs)
 
     # minGPT-style callbacks

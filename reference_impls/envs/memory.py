@@ -43,7 +43,9 @@ manager's operation (an optional supervised baseline; no reported RL result uses
 Env options (``--env-option KEY=VALUE``): ``questions`` (per decision, default 1), ``format_penalty``
 (default 0.1), ``k`` (entries shown to the manager, default 3), ``answer_model``, ``answer_mode``
 (``extract`` or ``generate``, see ``reference_impls.memory.answer``), ``focus`` (which questions come
-first: ``shown``, the default, or ``own``; see :func:`asked_questions`).
+first: ``shown``, the default, or ``own``; see :func:`asked_questions`), ``balance_kinds`` (default true:
+the trainer draws kind-balanced decisions, see :func:`make_decision`; runs before it existed drew fact
+turns uniformly, ``balance_kinds=false``).
 """
 from __future__ import annotations
 
@@ -118,10 +120,12 @@ def make_decision(split: str, seed: int, level: int, index: int, prefix_noise: f
                     f"{d.uid}-t{t}", turn.kind)
 
 
-def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3), **_) -> list[Decision]:
+def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3), balance_kinds: bool = True,
+             **_) -> list[Decision]:
     """``n`` decisions, one per dialogue, cycling over ``levels``; a pure function of the arguments."""
     levels = tuple(levels)
-    return [make_decision(split, seed, levels[i % len(levels)], i // len(levels)) for i in range(n)]
+    return [make_decision(split, seed, levels[i % len(levels)], i // len(levels), balance_kinds=balance_kinds)
+            for i in range(n)]
 
 
 # ---- the frozen Answer Agent, one per (model, mode) per process, sharing one frozen model ----------
@@ -153,6 +157,7 @@ class MemoryConfig:
     answer_model: str = "smollm2-135m-instruct"
     answer_mode: str = "extract"
     focus: str = "shown"
+    balance_kinds: bool = True  # read by the trainer when it draws the decisions (see make_decision)
 
     def __post_init__(self):
         if self.focus not in FOCUS:

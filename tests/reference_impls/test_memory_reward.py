@@ -104,6 +104,11 @@ def test_kind_balanced_decisions_train_more_on_changed_facts():
         return sum(d.family in ("change", "correct") for d in ds) / len(ds)
 
     assert share(True) > share(False) + 0.1
+    # the switch reaches the decisions through problems() and is a valid env option (the trainer reads it)
+    assert problems("train", 5, balance_kinds=False) == [make_decision("train", 0, lv, 0 if i < 3 else 1,
+                                                                      balance_kinds=False)
+                                                         for i, lv in enumerate((1, 2, 3, 1, 2))]
+    assert make(problems("train", 1)[0], balance_kinds=False, focus="own").config.balance_kinds is False
 
 
 def test_metrics():

@@ -26,7 +26,8 @@ The agent has no gradient and never changes (no gradients, evaluation mode). Ans
 on (question, retrieved texts), so episodes whose banks agree on what the question retrieves cost
 one LM call. The key leaves out the entry ids, which the answer prompt does show (``[3] ...``): two
 banks holding the same texts under other ids share the answer computed first (an id is a number
-token in a ~100-token prompt; ids never decide which entries are retrieved or selected). Cost, for
+token in a ~100-token prompt; ids never decide which entries are retrieved or selected; re-answering
+96 cached items under other ids changed one answer, between two wrong spans of a small-talk entry). Cost, for
 scale: on one CPU thread an answer is ~0.5-1 s of SmolLM2 forward passes (selection rows + the
 prompt + the spans), which makes the Answer Agent most of a memory training step.
 Metrics follow SQuAD: lower case, punctuation and articles dropped, whitespace squeezed.

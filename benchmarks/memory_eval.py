@@ -120,9 +120,12 @@ LABELS = {"no_memory": "no memory (last 4 turns)", "add_only": "add-only (Mem0-s
           "grpo_lm": "GRPO-trained manager", "ppo_lm": "PPO-trained manager",
           "grpo_lr3e-5_lm": "GRPO-trained manager, first try (lr 3e-5)",
           "rule_lm": "SFT on the rule manager's operations (labels; reference, not RL)",
-          # variant runs (--tag q3 / q8: questions per training decision)
-          "grpo_q3_lm": "GRPO-trained manager (questions=3)", "ppo_q3_lm": "PPO-trained manager (questions=3)",
-          "grpo_q8_lm": "GRPO-trained manager (questions=8)", "ppo_q8_lm": "PPO-trained manager (questions=8)",
+          # variant runs (--tag q3 / q8: questions per training decision; env options focus=own and
+          # balance_kinds=false, the defaults when they ran)
+          "grpo_q3_lm": "GRPO-trained manager (questions=3, focus=own)",
+          "ppo_q3_lm": "PPO-trained manager (questions=3, focus=own)",
+          "grpo_q8_lm": "GRPO-trained manager (questions=8, focus=own)",
+          "ppo_q8_lm": "PPO-trained manager (questions=8, focus=own)",
           # --tag shown: questions=3 asked about the turn's slot and the shown entries' facts (focus=shown),
           # kind-balanced training turns (reference_impls/envs/memory.py)
           "grpo_shown_lm": "GRPO-trained manager (questions=3, focus=shown)",

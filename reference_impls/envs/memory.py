@@ -215,9 +215,10 @@ class MemoryEnv:
     @classmethod
     def step_many(cls, envs, texts) -> list[StepResult]:
         """Step several episodes with one batched Answer Agent call per agent (what ``rollout`` uses;
-        ``step`` is this with one episode). The reward of an episode does not depend on its batch mates:
-        the agent is frozen and greedy, and answers are cached on (question, retrieved texts)."""
-        todo = []  # (env, applied op, questions asked, [(question, retrieved entries)])
+        ``step`` is this with one episode). The reward of an episode does not depend on its batch mates
+        (the agent is frozen and greedy), except through the answer cache's key, which leaves out entry
+        ids (``memory/answer.py``)."""
+        todo = []  # (env, agent, applied op, questions asked, [(question, retrieved entries)])
         for env, text in zip(envs, texts):
             bank = env.problem.bank()
             applied = bank.apply(parse_op(text), env.line, env.problem.turn)

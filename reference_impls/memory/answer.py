@@ -129,9 +129,6 @@ class AnswerAgent:
     def _device(self):
         return next(self.model.parameters()).device
 
-    def select_entries(self, question: str, entries) -> list:
-        return self.select_many([(question, entries)])[0]
-
     @torch.no_grad()
     def select_many(self, items, batch_rows: int = 64) -> list[list]:
         """Step 1 for many (question, entries) items at once: every (entry, question) pair is one row of a

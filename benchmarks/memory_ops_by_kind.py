@@ -22,28 +22,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from reference_impls.memory.bank import MemoryBank, parse_op  # noqa: E402
 from reference_impls.memory.dialogue import dialogues  # noqa: E402
-from reference_impls.memory.managers import AddOnlyManager, LMManager, RuleManager, slot_of, speaker_of  # noqa: E402
+from reference_impls.memory.managers import (AddOnlyManager, LMManager, RuleManager, run_manager, slot_of,  # noqa: E402
+                                             speaker_of)
 
 
 def ops_by_turn_kind(manager, ds, k: int = 3) -> Counter:
-    """(turn kind, op tag) counts of ``manager`` run over ``ds`` turn by turn (as ``managers.run_manager``)."""
-    banks = [MemoryBank() for _ in ds]
+    """(turn kind, op tag) counts of ``manager`` run over ``ds`` (through ``managers.run_manager``)."""
     counts: Counter = Counter()
-    for t in range(max(len(d.turns) for d in ds)):
-        live = [i for i, d in enumerate(ds) if t < len(d.turns)]
-        items = [(ds[i].turns[t].line, banks[i].retrieve(ds[i].turns[t].line, k)) for i in live]
-        for i, (line, _), text in zip(live, items, manager.decide_many(items)):
-            op = parse_op(text)
-            applied = banks[i].copy().apply(op, line, t)
-            tag = applied.kind if applied.status == "ok" else applied.status
-            if tag == "UPDATE":
-                old = banks[i].entries[op.id].text
-                same = speaker_of(old) == ds[i].turns[t].speaker and slot_of(old) == slot_of(line) is not None
-                tag = "UPDATE-same" if same else "UPDATE-other"
-            counts[(ds[i].turns[t].kind, tag)] += 1
-            banks[i].apply(op, line, t)
+
+    def observe(turn, bank, op):
+        applied = bank.copy().apply(op, turn.line, turn.index)
+        tag = applied.kind if applied.status == "ok" else applied.status
+        if tag == "UPDATE":
+            old = bank.entries[op.id].text
+            same = speaker_of(old) == turn.speaker and slot_of(old) == slot_of(turn.line) is not None
+            tag = "UPDATE-same" if same else "UPDATE-other"
+        counts[(turn.kind, tag)] += 1
+
+    run_manager(manager, ds, k, observe=observe)
     return counts
 
 

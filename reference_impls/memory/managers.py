@@ -113,8 +113,9 @@ class LMManager:
         return out
 
 
-def run_manager(manager, dialogues, k: int = 3):
-    """Process every dialogue turn by turn; returns (banks, op statistics)."""
+def run_manager(manager, dialogues, k: int = 3, observe=None):
+    """Process every dialogue turn by turn; returns (banks, op statistics). ``observe(turn, bank, op)``,
+    if given, sees each parsed operation with the bank it is about to be applied to."""
     banks = [MemoryBank() for _ in dialogues]
     stats = defaultdict(int)
     for t in range(max(len(d.turns) for d in dialogues)):
@@ -122,7 +123,10 @@ def run_manager(manager, dialogues, k: int = 3):
         items = [(dialogues[i].turns[t].line, banks[i].retrieve(dialogues[i].turns[t].line, k)) for i in live]
         texts = manager.decide_many(items)
         for i, text in zip(live, texts):
-            applied = banks[i].apply(parse_op(text), dialogues[i].turns[t].line, t)
+            op = parse_op(text)
+            if observe is not None:
+                observe(dialogues[i].turns[t], banks[i], op)
+            applied = banks[i].apply(op, dialogues[i].turns[t].line, t)
             stats[applied.kind if applied.status == "ok" else applied.status] += 1
     return banks, dict(stats)
 

@@ -150,7 +150,7 @@ def search_index():
 @st.cache_resource(show_spinner=False)
 def run_manager():
     """The run registry (SQLite under the data dir); training runs are separate processes."""
-    from reference_impls.runs import RunManager
+    from lab.runs import RunManager
 
     return RunManager()
 

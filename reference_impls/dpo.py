@@ -22,10 +22,11 @@ Losses (``Config.loss``), with h = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l
 Implicit rewards r_w = beta (log pi(y_w) - log pi_ref(y_w)), r_l likewise; logged: reward accuracy
 (r_w > r_l), margin (r_w - r_l), chosen/rejected rewards and log-probs (the names TRL logs).
 
-Integration with the trainer: DPO is offline, so instead of the rollout-per-step it exposes the hooks
-``setup(trainer)`` (build or load the pairs, reference log-probs) and ``train_step(trainer)`` (one
-AdamW step on ``pairs_per_step`` pairs, drawn as a function of (seed, step) so resume is exact). The
-run directory, metrics, checkpoints, resume and signals are the trainer's.
+Integration with the trainer (``reference_impls/algorithm.py``): DPO is offline (``online = False``: the
+trainer runs no rollout per step). :class:`DPO` builds or loads the pairs and their reference log-probs
+when the run starts, and ``update(ctx, None)`` is one AdamW step on ``pairs_per_step`` pairs, drawn as a
+function of (seed, step) so resume is exact. The run directory, seeding, step counting, metrics,
+checkpoints, resume and signals are the trainer's.
 """
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .algorithm import Algorithm, Context
 from .common import collate, completion_logprobs, seed_everything
+from .options import ConfigError, option
 from .rollout import RolloutConfig, Sample, rollout
 
 
@@ -47,11 +50,13 @@ from .rollout import RolloutConfig, Sample, rollout
 class Config:
     """DPO switches."""
 
-    beta: float = 0.1  # KL strength (IPO's tau); a reference model is always kept
-    loss: str = "sigmoid"  # sigmoid (DPO) | ipo   (CLI --loss; GRPO's --loss-type is a different switch)
-    pairs_per_step: int = 8  # preference pairs per optimizer step
-    pair_prompts: int = 64  # train prompts rolled out (group_size samples each) to build pairs
-    pairs_file: str = ""  # reuse these pairs (a RUN/pairs.jsonl) instead of sampling new ones
+    beta: float = option(0.1, "KL strength (IPO's tau); a reference model is always kept.", low=1e-6, high=100.0)
+    loss: str = option("sigmoid", "sigmoid (DPO) or ipo (IPO's squared loss on the preference margin).",
+                       choices=("sigmoid", "ipo"), aliases=("loss_type",))
+    pairs_per_step: int = option(8, "Preference pairs per optimizer step.", low=1, high=4096)
+    pair_prompts: int = option(64, "Train prompts rolled out (group_size samples each) to build pairs.", low=1,
+                               high=100000)
+    pairs_file: str = option("", "Reuse these pairs (a RUN/pairs.jsonl) instead of sampling new ones.")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -78,13 +83,6 @@ def dpo_loss(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps,
                    "logps/rejected": float(rejected_logps.detach().mean())}
     return losses.mean(), metrics
 
-
-compute_loss = dpo_loss
-
-
-def prepare_batch(rewards, lengths, group_size, cfg: Config, max_completion_length, seq_kl=None):
-    """Not used (DPO does not learn from per-step rollouts); present for the shared interface."""
-    return rewards.clone(), torch.ones_like(rewards, dtype=torch.bool), rewards.clone()
 
 
 def sequence_logps(model, samples: list[Sample], pad_id: int, device, temperature: float = 1.0) -> torch.Tensor:
@@ -173,95 +171,102 @@ def load_pairs(path: Path) -> list[Pair]:
 
 
 # ----------------------------------------------------------------------------------------------------
-# trainer hooks
+# the algorithm
 
-def setup(trainer) -> dict:
-    """Build (or load) the pairs and the reference log-likelihoods. No extra modules to checkpoint."""
-    cfg: Config = trainer.algo_cfg
-    tcfg = trainer.cfg
-    out = Path(tcfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "pairs.jsonl"
-    if not path.exists():
-        if cfg.pairs_file:
-            shutil.copyfile(cfg.pairs_file, path)
-        else:
-            rcfg = RolloutConfig(group_size=tcfg.group_size, max_new_tokens_per_turn=tcfg.max_new_tokens_per_turn,
-                                 max_completion_tokens=tcfg.max_completion_tokens, temperature=tcfg.temperature,
-                                 env_options=dict(tcfg.env_options))
-            # its own problems (seed + 104729) and random stream, a function of the run's seed only
-            rng = random.Random(tcfg.seed + 104729)
-            problems = [trainer.pool[rng.randrange(len(trainer.pool))] for _ in range(cfg.pair_prompts)]
-            with torch.random.fork_rng(devices=[]):
-                pairs, stats = build_pairs(trainer.policy, trainer.tokenizer, trainer.task, problems, rcfg,
-                                           seed=tcfg.seed + 104729)
-            save_pairs(path, pairs, stats)
-            trainer.pair_stats = stats
-    trainer.pairs = load_pairs(path)
-    if not trainer.pairs:
-        raise RuntimeError(f"no preference pairs in {path}: every prompt's samples were all right or all wrong "
-                           "(raise --pair-prompts or --group-size, or start from another model)")
-    ref = trainer.ref if trainer.ref is not None else trainer.policy
-    pad = trainer.tokenizer.pad_token_id
-    with torch.no_grad():
-        was = ref.training
-        ref.eval()
-        for i in range(0, len(trainer.pairs), max(1, tcfg.micro_batch_size // 2)):
-            chunk = trainer.pairs[i:i + max(1, tcfg.micro_batch_size // 2)]
-            lp = sequence_logps(ref, [p.chosen for p in chunk] + [p.rejected for p in chunk], pad, trainer.device,
-                                tcfg.temperature).cpu()
-            for j, p in enumerate(chunk):
-                p.ref_chosen, p.ref_rejected = float(lp[j]), float(lp[len(chunk) + j])
-        ref.train(was)
-    return {}
+class DPO(Algorithm):
+    Config = Config
+    online = False
+    min_group_size = 2  # pairs need a correct and an incorrect sample of one prompt
 
+    @classmethod
+    def uses_reference(cls, cfg: Config) -> bool:
+        return True
 
-def train_step(trainer):
-    """One optimizer step on ``pairs_per_step`` pairs; returns (metrics, samples to log)."""
-    cfg: Config = trainer.algo_cfg
-    tcfg = trainer.cfg
-    t0 = time.time()
-    step_seed = tcfg.seed * 1_000_003 + trainer.step * 1009
-    seed_everything(step_seed)
-    # epoch-style order: pass e over the pairs is a fixed permutation of (seed, e), so every pair is seen
-    n, k = len(trainer.pairs), cfg.pairs_per_step
-    idx = []
-    for j in range(trainer.step * k, (trainer.step + 1) * k):
-        epoch, pos = divmod(j, n)
-        perm = list(range(n))
-        random.Random(tcfg.seed * 7919 + epoch).shuffle(perm)
-        idx.append(perm[pos])
-    chosen = [trainer.pairs[i] for i in idx]
-    micro = max(1, tcfg.micro_batch_size // 2)
-    pad = trainer.tokenizer.pad_token_id
-    trainer.policy.train()
-    trainer.optimizer.zero_grad(set_to_none=True)
-    rows, total = [], 0.0
-    for start in range(0, len(chosen), micro):
-        part = chosen[start:start + micro]
-        logps = sequence_logps(trainer.model, [p.chosen for p in part] + [p.rejected for p in part], pad,
-                               trainer.device, tcfg.temperature)
-        c, r = logps[:len(part)], logps[len(part):]
-        dev = c.device
-        loss, metrics = dpo_loss(
-            c, r, torch.tensor([p.ref_chosen for p in part], device=dev), torch.tensor([p.ref_rejected for p in part], device=dev),
-            cfg.beta, cfg.loss,
-            torch.tensor([float(sum(p.chosen.loss_mask)) for p in part], device=dev),
-            torch.tensor([float(sum(p.rejected.loss_mask)) for p in part], device=dev))
-        (loss * len(part) / len(chosen)).backward()
-        total += float(loss.detach()) * len(part) / len(chosen)
-        rows.append((metrics, len(part)))
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(trainer.policy.parameters(), tcfg.max_grad_norm))
-    trainer.optimizer.step()
-    trainer.step += 1
-    m = {key: sum(mt[key] * w for mt, w in rows) / len(chosen) for key in rows[0][0]}
-    wall = time.time() - t0
-    metrics = {"step": trainer.step, "loss": total, **m,
-               # the progress bar's columns: for DPO, reward = implicit reward margin, accuracy = reward accuracy
-               "reward_mean": m["rewards/margins"], "accuracy": m["rewards/accuracies"],
-               "grad_norm": grad_norm, "pairs": n, "step_s": wall,
-               "wall_s": trainer.wall_offset + (time.time() - trainer.t_start)}
-    samples = []
-    for p in chosen[:1]:
-        samples += [p.chosen, p.rejected]
-    return metrics, samples
+    @classmethod
+    def check(cls, cfg: Config, train) -> None:
+        super().check(cfg, train)
+        if cfg.pairs_file and not Path(cfg.pairs_file).is_file():
+            raise ConfigError(f"--pairs-file: no such file {cfg.pairs_file!r}")
+
+    def __init__(self, ctx: Context):
+        """Build (or load) the pairs and the reference log-likelihoods."""
+        super().__init__(ctx)
+        cfg, tcfg = self.cfg, ctx.train
+        out = Path(ctx.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "pairs.jsonl"
+        self.pair_stats = None
+        if not path.exists():
+            if cfg.pairs_file:
+                shutil.copyfile(cfg.pairs_file, path)
+            else:
+                rcfg = RolloutConfig(group_size=tcfg.group_size, max_new_tokens_per_turn=tcfg.max_new_tokens_per_turn,
+                                     max_completion_tokens=tcfg.max_completion_tokens, temperature=tcfg.temperature,
+                                     env_options=dict(ctx.env_options))
+                # its own problems (seed + 104729) and random stream, a function of the run's seed only
+                rng = random.Random(tcfg.seed + 104729)
+                problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.pair_prompts)]
+                with torch.random.fork_rng(devices=[]):
+                    pairs, stats = build_pairs(ctx.policy, ctx.tokenizer, ctx.task, problems, rcfg,
+                                               seed=tcfg.seed + 104729)
+                save_pairs(path, pairs, stats)
+                self.pair_stats = stats
+        self.pairs = load_pairs(path)
+        if not self.pairs:
+            raise RuntimeError(f"no preference pairs in {path}: every prompt's samples were all right or all wrong "
+                               "(raise --pair-prompts or --group-size, or start from another model)")
+        ref = ctx.ref if ctx.ref is not None else ctx.policy
+        pad = ctx.tokenizer.pad_token_id
+        chunk_size = max(1, tcfg.micro_batch_size // 2)
+        with torch.no_grad():
+            was = ref.training
+            ref.eval()
+            for i in range(0, len(self.pairs), chunk_size):
+                chunk = self.pairs[i:i + chunk_size]
+                lp = sequence_logps(ref, [p.chosen for p in chunk] + [p.rejected for p in chunk], pad, ctx.device,
+                                    tcfg.temperature).cpu()
+                for j, p in enumerate(chunk):
+                    p.ref_chosen, p.ref_rejected = float(lp[j]), float(lp[len(chunk) + j])
+            ref.train(was)
+
+    def pair_indices(self, seed: int, step: int) -> list[int]:
+        """Epoch-style order: pass e over the pairs is a fixed permutation of (seed, e), so every pair is seen."""
+        n, k = len(self.pairs), self.cfg.pairs_per_step
+        idx = []
+        for j in range(step * k, (step + 1) * k):
+            epoch, pos = divmod(j, n)
+            perm = list(range(n))
+            random.Random(seed * 7919 + epoch).shuffle(perm)
+            idx.append(perm[pos])
+        return idx
+
+    def update(self, ctx: Context, batch=None) -> dict:
+        """One optimizer step on ``pairs_per_step`` pairs. The metrics' ``reward_mean`` and ``accuracy`` (the
+        progress bar's columns) are the implicit reward margin and the reward accuracy."""
+        cfg, tcfg = self.cfg, ctx.train
+        chosen = [self.pairs[i] for i in self.pair_indices(tcfg.seed, ctx.step)]
+        micro = max(1, tcfg.micro_batch_size // 2)
+        pad = ctx.tokenizer.pad_token_id
+        ctx.policy.train()
+        ctx.optimizer.zero_grad(set_to_none=True)
+        rows, total = [], 0.0
+        for start in range(0, len(chosen), micro):
+            part = chosen[start:start + micro]
+            logps = sequence_logps(ctx.model, [p.chosen for p in part] + [p.rejected for p in part], pad,
+                                   ctx.device, tcfg.temperature)
+            c, r = logps[:len(part)], logps[len(part):]
+            dev = c.device
+            loss, metrics = dpo_loss(
+                c, r, torch.tensor([p.ref_chosen for p in part], device=dev),
+                torch.tensor([p.ref_rejected for p in part], device=dev), cfg.beta, cfg.loss,
+                torch.tensor([float(sum(p.chosen.loss_mask)) for p in part], device=dev),
+                torch.tensor([float(sum(p.rejected.loss_mask)) for p in part], device=dev))
+            (loss * len(part) / len(chosen)).backward()
+            total += float(loss.detach()) * len(part) / len(chosen)
+            rows.append((metrics, len(part)))
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(ctx.policy.parameters(), tcfg.max_grad_norm))
+        ctx.optimizer.step()
+        m = {key: sum(mt[key] * w for mt, w in rows) / len(chosen) for key in rows[0][0]}
+        self.last_samples = [s for p in chosen[:1] for s in (p.chosen, p.rejected)]
+        return {"loss": total, **m, "reward_mean": m["rewards/margins"], "accuracy": m["rewards/accuracies"],
+                "grad_norm": grad_norm, "pairs": len(self.pairs)}

@@ -6,8 +6,9 @@ Usage::
     python -m reference_impls.evaluate --run runs/grpo --n 200 --json     # latest checkpoint of a run
 
 Prints ``{"accuracy": ..., "n": ..., "correct": ..., "by_family": {...}}``. The held-out problems are a
-pure function of (n, seed, levels, families), so two models evaluated with the same arguments are
-compared on the very same problems (paired).
+pure function of (n, seed, the environment's options), so two models evaluated with the same arguments
+are compared on the very same problems (paired). With ``--run`` the environment and its options are the
+run's (config.json); flags such as ``--levels 1,2,3`` or ``--env-option KEY=VALUE`` override them.
 """
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ import json
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
-from .envs import get_env
+from .envs import ENVS, get_env, load_env_module
 from .models import load_policy
+from .options import ConfigError, add_flags, given_flags, key_values
 from .rollout import RolloutConfig, rollout
+from .rundir import RunDir, RunDirError
 
 
 def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tokens_per_turn: int = 48,
@@ -45,40 +47,50 @@ def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tok
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    peek = argparse.ArgumentParser(add_help=False)
+    peek.add_argument("--env")
+    peek.add_argument("--run")
+    peek.add_argument("--env-module", action="append", default=[])
+    known, _ = peek.parse_known_args(argv)
     p = argparse.ArgumentParser(prog="python -m reference_impls.evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--model", default=None, help="model name or folder (default: the run's latest checkpoint)")
-    p.add_argument("--run", default=None, help="run directory: evaluates its latest checkpoint")
-    p.add_argument("--env", default="calculator")
+    p.add_argument("--run", default=None, help="run directory: evaluates its latest checkpoint on its environment")
+    p.add_argument("--env", default=None, help="environment (default: the run's, else calculator)")
+    p.add_argument("--env-module", action="append", default=[], help="import a module that registers an env")
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--levels", default="1,2,3")
-    p.add_argument("--families", default="")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-new-tokens-per-turn", type=int, default=48)
     p.add_argument("--max-completion-tokens", type=int, default=160)
+    p.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--json", action="store_true", help="print only the JSON result")
-    args = p.parse_args(argv)
-
-    name = args.model
-    env_options = {}
-    if args.run:
-        from .train import latest_checkpoint
-
-        ckpt = latest_checkpoint(Path(args.run))
-        if ckpt is None and name is None:
-            raise SystemExit(f"no checkpoint in {args.run}")
-        name = str(ckpt) if ckpt is not None else name
-        env_options = json.loads((Path(args.run) / "config.json").read_text()).get("env_options", {})
+    try:
+        for module in known.env_module:
+            load_env_module(module)
+        run_cfg = RunDir(known.run).read_config() if known.run else {}
+        env = known.env or run_cfg.get("env", "calculator")
+        taken = {"model", "run", "env", "env_module", "n", "seed", "batch_size", "max_new_tokens_per_turn",
+                 "max_completion_tokens", "env_option", "json"}
+        if env in ENVS:
+            add_flags(p.add_argument_group(f"options of --env {env}"), ENVS[env].option_specs(), "env", taken)
+        args = p.parse_args(argv)
+        task = get_env(env)
+        # the run's env options apply only when evaluating on the run's own environment
+        base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
+        env_options = {**base, **given_flags(args, "env"), **key_values(args.env_option)}
+        task.options(env_options)  # validate before loading a model
+        name = args.model
+        if args.run:
+            ckpt = RunDir(args.run).latest_checkpoint()
+            if ckpt is None and name is None:
+                raise RunDirError(f"{args.run}: no complete checkpoint to evaluate")
+            name = str(ckpt) if ckpt is not None else name
+    except (ConfigError, RunDirError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     name = name or "smollm2-135m-instruct"
-    task = get_env(args.env)
-    kwargs = {}
-    if args.env == "calculator":
-        kwargs["levels"] = tuple(int(x) for x in args.levels.split(","))
-        if args.families:
-            kwargs["families"] = tuple(args.families.split(","))
-    elif args.env == "memory":  # one-step manager decisions; benchmarks/memory_eval.py runs whole dialogues
-        kwargs["levels"] = tuple(int(x) for x in args.levels.split(","))
-    problems = task.problems("heldout", n=args.n, seed=args.seed, **kwargs)
+    problems = task.problems("heldout", n=args.n, seed=args.seed, **env_options)
     model, tokenizer = load_policy(name)
     t0 = time.time()
     result = evaluate(model, tokenizer, task, problems, args.batch_size, args.max_new_tokens_per_turn,

@@ -31,6 +31,9 @@ Aggregation (``loss_type``)::
     dr_grpo  L = (1/(G * L_max)) sum_i sum_t m l          constant normaliser           (Dr.GRPO)
     dapo     L = (1/sum_i |o_i|) sum_i sum_t m l          token-level mean              (DAPO eq. 8)
 
+A group whose rewards are all equal carries no signal: its advantages are exactly 0 (computed, not left to
+float round-off: with rewards of 2/3 a float32 mean leaves |A| ~ 6e-4 of one sign after std scaling).
+
 Batch-level switches (``prepare_batch``)::
 
     dynamic_sampling: drop groups whose rewards are all equal (A = 0 carries no gradient)  (DAPO eq. 11;
@@ -43,33 +46,53 @@ Batch-level switches (``prepare_batch``)::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
+
+from .algorithm import Algorithm, Context, RolloutBatch
+from .options import ConfigError, option
+from .policy_gradient import policy_gradient_update
 
 
 @dataclass
 class Config:
     """GRPO family switches. Defaults = GRPO as published (with beta = 0, as most recent recipes)."""
 
-    loss_type: str = "grpo"  # grpo | dr_grpo | dapo   (aggregation, see module docstring)
-    scale_rewards: bool = True  # divide advantages by the group std; False = Dr.GRPO
-    epsilon_low: float = 0.2  # clip range below 1
-    epsilon_high: float = 0.2  # clip range above 1; DAPO clip-higher uses 0.28
-    beta: float = 0.0  # k3-KL weight; 0 = no reference model is created at all
-    importance_sampling_level: str = "token"  # token | sequence (GSPO)
-    dynamic_sampling: bool = False  # DAPO: drop zero-variance groups
-    overlong_buffer: int = 0  # DAPO L_cache in tokens; 0 = no overlong shaping
-    overlong_penalty: float = 1.0  # DAPO: the penalty reached at L_max
-    num_iterations: int = 1  # mu: optimisation passes over each rollout batch (ratios != 1 when > 1)
+    loss_type: str = option("grpo", "How token losses are averaged: grpo (per sequence, then mean), dr_grpo "
+                            "(sum / constant), dapo (token mean).", choices=("grpo", "dr_grpo", "dapo"))
+    scale_rewards: bool = option(True, "Divide advantages by the group's reward std (GRPO); off = Dr.GRPO.")
+    epsilon_low: float = option(0.2, "Clip range below 1 for the importance ratio.", low=0.0, high=1.0,
+                                aliases=("epsilon",))
+    epsilon_high: float = option(0.2, "Clip range above 1; DAPO's clip-higher raises it to 0.28.", low=0.0,
+                                 high=10.0)
+    beta: float = option(0.0, "Weight of the k3 KL penalty to the frozen reference; 0 skips the reference model.",
+                         low=0.0, high=10.0)
+    importance_sampling_level: str = option("token", "token ratios (GRPO) or one sequence-level ratio per sample "
+                                            "(GSPO).", choices=("token", "sequence"))
+    dynamic_sampling: bool = option(False, "Drop groups whose rewards are all equal (they carry no gradient): DAPO.")
+    overlong_buffer: int = option(0, "DAPO overlong shaping: tokens before the length limit where a soft penalty "
+                                  "starts (0 = off).", low=0, high=4096)
+    overlong_penalty: float = option(1.0, "DAPO overlong shaping: penalty reached at the length limit.", low=0.0,
+                                     high=100.0)
+    num_iterations: int = option(1, "Optimisation passes over each rollout batch (ratios differ from 1 when > 1).",
+                                 low=1, high=16)
+
+
+def constant_groups(grouped: torch.Tensor) -> torch.Tensor:
+    """(P, 1) bool: True for a group whose rewards are all equal."""
+    return (grouped.max(dim=1, keepdim=True).values == grouped.min(dim=1, keepdim=True).values)
 
 
 def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: bool = True) -> torch.Tensor:
-    """A_i = (r_i - mean_group) [/ (std_group + 1e-4)] for rewards laid out group by group."""
+    """A_i = (r_i - mean_group) [/ (std_group + 1e-4)] for rewards laid out group by group; exactly 0 in a
+    group whose rewards are all equal."""
     grouped = rewards.view(-1, group_size)
     centred = grouped - grouped.mean(dim=1, keepdim=True)
     if scale_rewards:
         std = grouped.std(dim=1, keepdim=True) if group_size > 1 else torch.zeros_like(centred[:, :1])
         centred = centred / (std + 1e-4)
+    centred = torch.where(constant_groups(grouped), torch.zeros_like(centred), centred)
     return centred.reshape(-1)
 
 
@@ -92,9 +115,8 @@ def nonzero_variance_groups(rewards: torch.Tensor, group_size: int) -> torch.Ten
 
 
 def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int, cfg: Config,
-                  max_completion_length: int, seq_kl: torch.Tensor | None = None):
-    """Rewards -> (advantages, keep mask, shaped rewards). ``seq_kl`` is unused here (GRPO puts KL in the
-    loss, not the reward) and accepted so every algorithm has the same signature."""
+                  max_completion_length: int):
+    """Rewards -> (advantages, keep mask, shaped rewards)."""
     shaped = rewards + overlong_reward(lengths, max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
     advantages = group_advantages(shaped, group_size, cfg.scale_rewards)
     keep = nonzero_variance_groups(shaped, group_size) if cfg.dynamic_sampling else torch.ones_like(shaped, dtype=torch.bool)
@@ -146,4 +168,22 @@ def grpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, m
     return loss, metrics
 
 
-compute_loss = grpo_loss
+class GRPO(Algorithm):
+    """GRPO and its one-line variants (Dr.GRPO, DAPO, GSPO) on the shared policy-gradient update."""
+
+    Config = Config
+    min_group_size = 2
+
+    @classmethod
+    def check(cls, cfg: Config, train) -> None:
+        super().check(cfg, train)
+        if cfg.overlong_buffer and cfg.overlong_buffer >= train.max_completion_tokens:
+            raise ConfigError(f"--overlong-buffer: {cfg.overlong_buffer} must be smaller than "
+                              f"--max-completion-tokens ({train.max_completion_tokens})")
+
+    def update(self, ctx: Context, batch: RolloutBatch):
+        cfg = self.cfg
+        advantages, keep, _ = prepare_batch(batch.rewards, batch.lengths, batch.group_size, cfg,
+                                            ctx.train.max_completion_tokens)
+        loss_fn = partial(grpo_loss, cfg=cfg, max_completion_length=ctx.train.max_completion_tokens)
+        return policy_gradient_update(ctx, batch, advantages, keep, loss_fn, cfg.num_iterations)

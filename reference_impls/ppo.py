@@ -44,11 +44,10 @@ The critic
     and values (cheap), but the value gradient flows into the policy's transformer, scaled by
     ``vf_coef``.
 
-Integration with the trainer (``reference_impls/train.py``): besides ``Config``, ``prepare_batch`` and
-``compute_loss``, this module exposes two hooks the trainer calls when an algorithm defines them:
-``setup(trainer)`` (returns the extra modules to optimise and checkpoint: the critic) and
-``update(trainer, samples, rewards, full, ref_logps)`` (the optimisation phase of a step, after the
-shared rollout). Works with any registered env: it only reads rewards and loss masks.
+Integration with the trainer (``reference_impls/algorithm.py``): :class:`PPO` builds the critic when
+the run starts (its parameters join the trainer's optimizer; ``modules()`` hands it to the checkpoints)
+and ``update(ctx, batch)`` is the optimisation phase of a step, after the shared rollout. Works with
+any registered env: it only reads rewards and loss masks.
 """
 from __future__ import annotations
 
@@ -59,30 +58,34 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .algorithm import Algorithm, Context, RolloutBatch
 from .common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
+from .options import option
 
 
 @dataclass
 class Config:
     """PPO switches. Defaults follow common LLM-PPO settings (TRL / OpenRLHF), scaled for small runs."""
 
-    beta: float = 0.05  # KL-in-reward coefficient; 0 = no reference model
-    kl_estimator: str = "k1"  # k1 | k3 (per-token KL in the reward)
-    gamma: float = 1.0  # discount over model tokens
-    lam: float = 0.95  # GAE lambda
-    epsilon: float = 0.2  # policy ratio clip
-    cliprange_value: float = 0.2  # value clip around the rollout's values
-    vf_coef: float = 0.1  # weight of the value loss
-    num_iterations: int = 2  # PPO epochs over each rollout batch
-    num_mini_batches: int = 2  # minibatches per epoch (one optimizer step each)
-    whiten_advantages: bool = True
-    shared_backbone: bool = False  # value head on the policy's transformer instead of a separate critic
-    critic_lr: float = 0.0  # learning rate of the critic's parameters; 0 = the policy's lr
-    # first N steps train the critic only (the policy term is left out): a critic copied from the LM predicts
-    # nothing yet, and whitened advantages built on its values push the policy in random directions
-    # (measured on the search env, docs/results_part2.md). With a shared backbone the value loss still
-    # moves the shared layers.
-    critic_warmup_steps: int = 0
+    beta: float = option(0.05, "KL-in-reward coefficient; 0 skips the reference model.", low=0.0, high=10.0)
+    kl_estimator: str = option("k1", "Per-token KL estimator in the reward: k1 (log ratio) or k3 (unbiased, >= 0).",
+                               choices=("k1", "k3"))
+    gamma: float = option(1.0, "Discount over model tokens.", low=0.0, high=1.0)
+    lam: float = option(0.95, "GAE lambda.", low=0.0, high=1.0)
+    epsilon: float = option(0.2, "Clip range of the policy ratio.", low=0.0, high=10.0)
+    cliprange_value: float = option(0.2, "Clip range of the value around the rollout's values.", low=0.0, high=100.0)
+    vf_coef: float = option(0.1, "Weight of the value loss.", low=0.0, high=100.0)
+    num_iterations: int = option(2, "PPO epochs over each rollout batch.", low=1, high=16)
+    num_mini_batches: int = option(2, "Minibatches per epoch (one optimizer step each).", low=1, high=1024)
+    whiten_advantages: bool = option(True, "Whiten advantages over the model tokens of the batch.")
+    shared_backbone: bool = option(False, "Value head on the policy's transformer instead of a separate critic.")
+    critic_lr: float = option(0.0, "Learning rate of the critic (0 = the policy's).", low=0.0, high=1.0)
+    # the first N steps train the critic only (the policy term is left out): a critic copied from the LM
+    # predicts nothing yet, and whitened advantages built on its values push the policy in random
+    # directions (measured on the search env, docs/results_part2.md). With a shared backbone the value
+    # loss still moves the shared layers.
+    critic_warmup_steps: int = option(0, "The first N steps train only the critic; a cold critic's advantages are "
+                                      "noise and can wreck the policy in the first steps.", low=0, high=10000)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -197,16 +200,6 @@ def ppo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, ma
     return loss, metrics
 
 
-compute_loss = ppo_loss
-
-
-def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int, cfg: Config,
-                  max_completion_length: int, seq_kl: torch.Tensor | None = None):
-    """Sequence-level view for the shared interface: the shaped rewards (KL in the reward). PPO's
-    per-token advantages need the critic, so the real work happens in :func:`update`."""
-    shaped = rewards - cfg.beta * seq_kl if (cfg.beta and seq_kl is not None) else rewards.clone()
-    return shaped, torch.ones_like(shaped, dtype=torch.bool), shaped
-
 
 # ----------------------------------------------------------------------------------------------------
 # the critic
@@ -265,103 +258,110 @@ def forward(policy, critic, batch: dict, cfg: Config, temperature: float = 1.0):
 
 
 # ----------------------------------------------------------------------------------------------------
-# trainer hooks
-
-def setup(trainer) -> dict[str, nn.Module]:
-    """Create the critic and add its parameters to the trainer's optimizer (own lr when ``critic_lr``).
-    Returns ``{"critic": module}``: the trainer checkpoints and restores it with the policy."""
-    if getattr(trainer, "world", 1) > 1:
-        raise NotImplementedError("PPO here is single-process (the critic is not wrapped in DDP)")
-    cfg: Config = trainer.algo_cfg
-    critic = make_critic(trainer.policy, cfg)
-    critic.train()
-    group = {"params": [p for p in critic.parameters() if p.requires_grad]}
-    if cfg.critic_lr:
-        group["lr"] = cfg.critic_lr
-    trainer.optimizer.add_param_group(group)
-    trainer.critic = critic
-    return {"critic": critic}
-
+# the algorithm
 
 def _chunks(idx: list[int], size: int):
     for i in range(0, len(idx), size):
         yield idx[i:i + size]
 
 
-def update(trainer, samples, rewards: torch.Tensor, full: dict, ref_logps: torch.Tensor | None) -> dict:
-    """The optimisation phase of one PPO step on a rollout batch. Returns metrics (``loss`` is the
-    policy loss averaged over minibatches; the rest as named in the module docstring)."""
-    cfg: Config = trainer.algo_cfg
-    tcfg = trainer.cfg
-    policy, critic, device = trainer.policy, trainer.critic, trainer.device
-    mask = full["loss_mask"]
-    old_logps = full["old_logprobs"]
-    B = mask.shape[0]
-    micro = max(1, tcfg.micro_batch_size)
+class PPO(Algorithm):
+    """PPO with a critic (see the module docstring). Single process: the critic is not wrapped in DDP."""
 
-    # 1. values of the rollout (pi_old's critic), per-token rewards, GAE
-    with torch.no_grad():
-        old_values = torch.zeros_like(mask)
-        for idx in _chunks(list(range(B)), micro):
-            batch = collate([samples[i] for i in idx], trainer.tokenizer.pad_token_id, device)
-            _, _, v = forward(policy, critic, batch, cfg, tcfg.temperature)
-            old_values[idx, :v.shape[1]] = v.float()
-        old_values = old_values * mask
-        kl = kl_penalty(old_logps, ref_logps, cfg.kl_estimator) * mask if ref_logps is not None else None
-        r = token_rewards(rewards.to(device), mask, kl, cfg.beta)
-        advantages, returns = gae(r, old_values, mask, cfg.gamma, cfg.lam)
-        ev = explained_variance(old_values, returns, mask)
-        adv_raw_mean = float((advantages * mask).sum() / mask.sum().clamp(min=1.0))
-        if cfg.whiten_advantages:
-            advantages = masked_whiten(advantages, mask)
+    Config = Config
+    distributed_ok = False
 
-    # 2. epochs x minibatches, gradient accumulation over micro-batches inside a minibatch
-    gen = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,)).item()))
-    mb_size = max(1, math.ceil(B / max(1, cfg.num_mini_batches)))
-    policy_params = [p for p in policy.parameters() if p.requires_grad]
-    critic_params = [p for p in critic.parameters() if p.requires_grad]
-    rows, ent, grad_norm = [], [], 0.0
-    warmup = trainer.step < cfg.critic_warmup_steps
-    policy.train()
-    critic.train()
-    for _ in range(max(1, cfg.num_iterations)):
-        order = torch.randperm(B, generator=gen).tolist()
-        for mb in _chunks(order, mb_size):
-            n_tok = mask[mb].sum().clamp(min=1.0)
-            trainer.optimizer.zero_grad(set_to_none=True)
-            for idx in _chunks(mb, micro):
-                batch = collate([samples[i] for i in idx], trainer.tokenizer.pad_token_id, device)
-                K = batch["logits_to_keep"]
-                logps, entropy, values = forward(policy, critic, batch, cfg, tcfg.temperature)
-                m = batch["loss_mask"]
-                loss, metrics = ppo_loss(logps, batch["old_logprobs"], advantages[idx, :K], m, cfg,
-                                         token_normalizer=n_tok, values=values, old_values=old_values[idx, :K],
-                                         returns=returns[idx, :K], policy_coef=0.0 if warmup else 1.0)
-                loss.backward()
-                w = float(m.sum())
-                rows.append((metrics, w, float(loss.detach()) * float(n_tok) / max(w, 1.0)))
-                ent.append((float((entropy * m).sum()), w))
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(policy_params, tcfg.max_grad_norm))
-            torch.nn.utils.clip_grad_norm_(critic_params, tcfg.max_grad_norm)  # clipped apart from the policy
-            trainer.optimizer.step()
+    def __init__(self, ctx: Context):
+        """Create the critic and add its parameters to the trainer's optimizer (own lr when ``critic_lr``)."""
+        super().__init__(ctx)
+        if ctx.world > 1:
+            raise NotImplementedError("PPO here is single-process (the critic is not wrapped in DDP)")
+        self.critic = make_critic(ctx.policy, self.cfg)
+        self.critic.train()
+        group = {"params": [p for p in self.critic.parameters() if p.requires_grad]}
+        if self.cfg.critic_lr:
+            group["lr"] = self.cfg.critic_lr
+        ctx.optimizer.add_param_group(group)
 
-    def weighted(key):
-        tot = sum(w for _, w, _ in rows)
-        return sum(mt[key] * w for mt, w, _ in rows) / tot if tot else 0.0
+    def modules(self) -> dict[str, nn.Module]:
+        return {"critic": self.critic}
 
-    n_mask = float(mask.sum().clamp(min=1.0))
-    return {
-        "loss": weighted("policy_loss"),
-        "value_loss": weighted("value_loss"),
-        "approx_kl": weighted("approx_kl"),
-        "clip_frac": weighted("clip_frac"),
-        "vf_clip_frac": weighted("vf_clip_frac"),
-        "explained_variance": ev,
-        "kl": float(kl.sum() / n_mask) if kl is not None else 0.0,
-        "entropy": sum(e for e, _ in ent) / max(sum(w for _, w in ent), 1.0),
-        "values_mean": float(old_values.sum() / n_mask),
-        "returns_mean": float(returns.sum() / n_mask),
-        "advantages_mean": adv_raw_mean,
-        "grad_norm": grad_norm,
-        "critic_warmup": float(warmup),
-    }
+    def update(self, ctx: Context, batch: RolloutBatch) -> dict:
+        """The optimisation phase of one PPO step on a rollout batch. Returns metrics (``loss`` is the
+        policy loss averaged over minibatches; the rest as named in the module docstring)."""
+        cfg: Config = self.cfg
+        tcfg = ctx.train
+        policy, critic, device = ctx.policy, self.critic, ctx.device
+        samples, rewards, full, ref_logps = batch.samples, batch.rewards, batch.full, batch.ref_logps
+        mask = full["loss_mask"]
+        old_logps = full["old_logprobs"]
+        B = mask.shape[0]
+        micro = max(1, tcfg.micro_batch_size)
+
+        # 1. values of the rollout (pi_old's critic), per-token rewards, GAE
+        with torch.no_grad():
+            old_values = torch.zeros_like(mask)
+            for idx in _chunks(list(range(B)), micro):
+                mb = collate([samples[i] for i in idx], ctx.tokenizer.pad_token_id, device)
+                _, _, v = forward(policy, critic, mb, cfg, tcfg.temperature)
+                old_values[idx, :v.shape[1]] = v.float()
+            old_values = old_values * mask
+            kl = kl_penalty(old_logps, ref_logps, cfg.kl_estimator) * mask if ref_logps is not None else None
+            r = token_rewards(rewards.to(device), mask, kl, cfg.beta)
+            advantages, returns = gae(r, old_values, mask, cfg.gamma, cfg.lam)
+            ev = explained_variance(old_values, returns, mask)
+            adv_raw_mean = float((advantages * mask).sum() / mask.sum().clamp(min=1.0))
+            if cfg.whiten_advantages:
+                advantages = masked_whiten(advantages, mask)
+
+        # 2. epochs x minibatches, gradient accumulation over micro-batches inside a minibatch
+        gen = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,)).item()))
+        mb_size = max(1, math.ceil(B / max(1, cfg.num_mini_batches)))
+        policy_params = [p for p in policy.parameters() if p.requires_grad]
+        critic_params = [p for p in critic.parameters() if p.requires_grad]
+        rows, ent, grad_norm = [], [], 0.0
+        warmup = ctx.step < cfg.critic_warmup_steps
+        policy.train()
+        critic.train()
+        for _ in range(max(1, cfg.num_iterations)):
+            order = torch.randperm(B, generator=gen).tolist()
+            for minibatch in _chunks(order, mb_size):
+                n_tok = mask[minibatch].sum().clamp(min=1.0)
+                ctx.optimizer.zero_grad(set_to_none=True)
+                for idx in _chunks(minibatch, micro):
+                    mb = collate([samples[i] for i in idx], ctx.tokenizer.pad_token_id, device)
+                    K = mb["logits_to_keep"]
+                    logps, entropy, values = forward(policy, critic, mb, cfg, tcfg.temperature)
+                    m = mb["loss_mask"]
+                    loss, metrics = ppo_loss(logps, mb["old_logprobs"], advantages[idx, :K], m, cfg,
+                                             token_normalizer=n_tok, values=values, old_values=old_values[idx, :K],
+                                             returns=returns[idx, :K], policy_coef=0.0 if warmup else 1.0)
+                    loss.backward()
+                    w = float(m.sum())
+                    rows.append((metrics, w))
+                    ent.append((float((entropy * m).sum()), w))
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(policy_params, tcfg.max_grad_norm))
+                torch.nn.utils.clip_grad_norm_(critic_params, tcfg.max_grad_norm)  # clipped apart from the policy
+                ctx.optimizer.step()
+
+        def weighted(key):
+            tot = sum(w for _, w in rows)
+            return sum(mt[key] * w for mt, w in rows) / tot if tot else 0.0
+
+        n_mask = float(mask.sum().clamp(min=1.0))
+        return {
+            "loss": weighted("policy_loss"),
+            "value_loss": weighted("value_loss"),
+            "approx_kl": weighted("approx_kl"),
+            "clip_frac": weighted("clip_frac"),
+            "vf_clip_frac": weighted("vf_clip_frac"),
+            "explained_variance": ev,
+            "kl": float(kl.sum() / n_mask) if kl is not None else 0.0,
+            "entropy": sum(e for e, _ in ent) / max(sum(w for _, w in ent), 1.0),
+            "values_mean": float(old_values.sum() / n_mask),
+            "returns_mean": float(returns.sum() / n_mask),
+            "advantages_mean": adv_raw_mean,
+            "grad_norm": grad_norm,
+            "critic_warmup": float(warmup),
+            "groups_kept_frac": 1.0,
+        }

@@ -20,31 +20,38 @@ that ``num_iterations`` > 1 stays safe (with one pass the ratio is 1 and it is p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
+
+from .algorithm import Algorithm, Context, RolloutBatch
+from .grpo import constant_groups
+from .options import option
+from .policy_gradient import policy_gradient_update
 
 
 @dataclass
 class Config:
     """RLOO switches."""
 
-    epsilon: float = 0.2  # clip range (only active when num_iterations > 1)
-    beta: float = 0.0  # KL-in-reward weight; 0 = no reference model
-    normalize_by_length: bool = False  # per-sequence mean instead of sum
-    num_iterations: int = 1
+    epsilon: float = option(0.2, "Clip range of the importance ratio (only active when num_iterations > 1).",
+                            low=0.0, high=10.0)
+    beta: float = option(0.0, "Weight of the KL-in-reward term; 0 skips the reference model.", low=0.0, high=10.0)
+    normalize_by_length: bool = option(False, "Average token log-probs per sequence instead of summing them.")
+    num_iterations: int = option(1, "Optimisation passes over each rollout batch.", low=1, high=16)
 
 
 def leave_one_out_advantages(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
-    """A_i = r_i - mean of the other G-1 rewards of its group."""
+    """A_i = r_i - mean of the other G-1 rewards of its group; exactly 0 in a group of equal rewards."""
     if group_size < 2:
         raise ValueError("RLOO needs group_size >= 2")
     grouped = rewards.view(-1, group_size)
     baseline = (grouped.sum(dim=1, keepdim=True) - grouped) / (group_size - 1)
-    return (grouped - baseline).reshape(-1)
+    advantages = torch.where(constant_groups(grouped), torch.zeros_like(grouped), grouped - baseline)
+    return advantages.reshape(-1)
 
 
-def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int, cfg: Config,
-                  max_completion_length: int, seq_kl: torch.Tensor | None = None):
+def prepare_batch(rewards: torch.Tensor, group_size: int, cfg: Config, seq_kl: torch.Tensor | None = None):
     """Rewards (minus beta * sequence KL when given) -> (advantages, keep mask, shaped rewards)."""
     shaped = rewards - cfg.beta * seq_kl if (cfg.beta and seq_kl is not None) else rewards.clone()
     return leave_one_out_advantages(shaped, group_size), torch.ones_like(shaped, dtype=torch.bool), shaped
@@ -70,4 +77,16 @@ def rloo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, m
     return loss, metrics
 
 
-compute_loss = rloo_loss
+class RLOO(Algorithm):
+    """REINFORCE with a leave-one-out baseline on the shared policy-gradient update."""
+
+    Config = Config
+    min_group_size = 2
+
+    def update(self, ctx: Context, batch: RolloutBatch):
+        full = batch.full
+        seq_kl = None if batch.ref_logps is None else \
+            ((full["old_logprobs"] - batch.ref_logps) * full["loss_mask"]).sum(-1).cpu()
+        advantages, keep, _ = prepare_batch(batch.rewards, batch.group_size, self.cfg, seq_kl)
+        return policy_gradient_update(ctx, batch, advantages, keep, partial(rloo_loss, cfg=self.cfg),
+                                      self.cfg.num_iterations)

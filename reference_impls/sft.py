@@ -21,8 +21,10 @@ see ``train.Trainer.warm_start``.
 Loss: mean negative log-likelihood over the model tokens of the batch,
 ``L = -(1/sum m) sum_t m_t log pi(x_t | x_<t)``.
 
-By default only ``calculator.SFT_FAMILIES`` are demonstrated (deliberately narrow: the remaining
-families are where RL has headroom). The output folder is a ``save_pretrained`` model + tokenizer that
+The problems demonstrated are the environment's defaults narrowed by its ``demonstration_options``
+(the calculator demonstrates only ``calculator.SFT_FAMILIES``, deliberately narrow: the remaining
+families are where RL has headroom); any environment option given here (``--levels 1,2``,
+``--env-option families=``) overrides them. The output folder is a ``save_pretrained`` model + tokenizer that
 ``load_policy(folder)`` (and so every CLI's ``--model``) accepts.
 """
 from __future__ import annotations
@@ -37,8 +39,9 @@ from pathlib import Path
 import torch
 
 from .common import adamw, collate, completion_logprobs, masked_mean, seed_everything
-from .envs import get_env
+from .envs import ENVS, get_env, load_env_module
 from .models import load_policy
+from .options import ConfigError, add_flags, given_flags, key_values
 from .rollout import Sample, render_prompt
 
 
@@ -56,21 +59,13 @@ def demonstration_sample(tokenizer, task, problem) -> Sample:
     return sample
 
 
-def demonstrations(tokenizer, env: str, n: int, seed: int = 0, families: str = "sft",
-                   levels: tuple[int, ...] = (1, 2, 3)) -> list[Sample]:
+def demonstrations(tokenizer, env: str, n: int, seed: int = 0, options: dict | None = None) -> list[Sample]:
     """``n`` demonstration transcripts of ``env``'s train split, tokenised like rollouts.
 
     Drawn from their own seed stream (``seed + 7919``) so the SFT problems are not the first RL problems.
-    For the calculator, ``families`` is ``'sft'`` (``calculator.SFT_FAMILIES``), ``'all'`` or a comma list."""
+    The problems' options are the env's ``demonstration_options`` overridden by ``options``."""
     task = get_env(env)
-    kwargs = {}
-    if env == "calculator":
-        from .envs.calculator import SFT_FAMILIES
-
-        kwargs["levels"] = tuple(levels)
-        if families != "all":
-            kwargs["families"] = SFT_FAMILIES if families == "sft" else tuple(families.split(","))
-    problems = task.problems("train", n=n, seed=seed + 7919, **kwargs)
+    problems = task.problems("train", n=n, seed=seed + 7919, **{**task.demonstration_options, **(options or {})})
     return [demonstration_sample(tokenizer, task, pr) for pr in problems]
 
 
@@ -103,22 +98,38 @@ def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = 8
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    peek = argparse.ArgumentParser(add_help=False)
+    peek.add_argument("--env", default="calculator")
+    peek.add_argument("--env-module", action="append", default=[])
+    known, _ = peek.parse_known_args(argv)
     p = argparse.ArgumentParser(prog="python -m reference_impls.sft", description=__doc__.split("\n")[0])
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--out", required=True, help="folder for the fine-tuned model + tokenizer")
-    p.add_argument("--env", default="calculator")
+    p.add_argument("--env", default="calculator", help="whose demonstrations")
+    p.add_argument("--env-module", action="append", default=[], help="import a module that registers an env")
     p.add_argument("--n", type=int, default=96, help="number of synthetic transcripts")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--families", default="sft", help="'sft' (calculator.SFT_FAMILIES), 'all', or a comma list")
-    p.add_argument("--levels", default="1,2,3")
-    args = p.parse_args(argv)
+    p.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE")
+    try:
+        for module in known.env_module:
+            load_env_module(module)
+        taken = {"model", "out", "env", "env_module", "n", "steps", "batch_size", "lr", "seed", "env_option"}
+        if known.env in ENVS:
+            add_flags(p.add_argument_group(f"options of --env {known.env} (which problems are demonstrated)"),
+                      ENVS[known.env].option_specs(), "env", taken)
+        args = p.parse_args(argv)
+        options = {**given_flags(args, "env"), **key_values(args.env_option)}
+        get_env(args.env).options({**get_env(args.env).demonstration_options, **options})  # validate early
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     model, tokenizer = load_policy(args.model, seed=args.seed)
-    samples = demonstrations(tokenizer, args.env, args.n, args.seed, args.families,
-                             tuple(int(x) for x in args.levels.split(",")))
+    samples = demonstrations(tokenizer, args.env, args.n, args.seed, options)
     t0 = time.time()
 
     def log(step, loss):
@@ -129,7 +140,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    (out / "sft.json").write_text(json.dumps({**vars(args), "losses": losses, "wall_s": time.time() - t0}, indent=2))
+    (out / "sft.json").write_text(json.dumps({**{k.replace(":", "_"): v for k, v in vars(args).items()},
+                                              "losses": losses, "wall_s": time.time() - t0}, indent=2))
     print(json.dumps({"out": str(out), "final_loss": losses[-1] if losses else None, "wall_s": round(time.time() - t0, 1)}))
     return 0
 

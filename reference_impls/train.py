@@ -4,35 +4,32 @@ Usage::
 
     python -m reference_impls.train --algo grpo --env calculator --model tiny --steps 2 --out runs/x
     python -m reference_impls.train --algo grpo --model DIR_FROM_SFT --steps 60 --out runs/y \\
-        --loss-type dapo --epsilon-high 0.28 --dynamic-sampling --lr 1e-5
+        --loss-type dapo --epsilon-high 0.28 --dynamic-sampling --lr 1e-5 --levels 2,3
+    python -m reference_impls.train --impl calculator-dapo --steps 5 --out runs/z   # a listed implementation
+    python -m reference_impls.train --config recipe.yaml --out runs/w            # options from a file
     python -m reference_impls.train --resume runs/y --steps 80        # continue (and extend) a run
-    python -m reference_impls.train --algo grpo --model smollm2-135m-instruct --sft-steps 12 ...
-                                      # SFT warm start in-process first (same as sft.py), then RL
+    python -m reference_impls.train --list --json                     # every runnable implementation
+    python -m reference_impls.train --env-module my_env.py --env my-env ...   # a user's environment
     torchrun --nproc_per_node=2 -m reference_impls.train ...          # data parallel (DDP, gloo on CPU)
 
-Every algorithm-specific switch (``--loss-type``, ``--beta``, ``--importance-sampling-level`` ...) is
-generated from the algorithm's ``Config`` dataclass, so registering a new algorithm in ``ALGORITHMS``
-(a module with ``Config``, ``prepare_batch`` and ``compute_loss``) or a new env with
-``reference_impls.envs.register_env`` extends the CLI with no change here.
+Every option is a typed field (``TrainConfig`` here, the algorithm's ``Config``, the environment's
+config), declared with ``options.option``: the flags, ``--help``, the Lab's form and validation all come
+from those fields, and a bad value fails before any model is loaded, naming the option, the value and
+what is allowed. TRL's names are accepted as aliases where the meaning is the same
+(``--num-generations``, ``--learning-rate``, ``--max-steps``, ``--output-dir`` ...; docs/ARCHITECTURE.md
+lists them). Precedence: defaults < ``--impl`` < ``--config`` (or the resumed run's config) < flags.
 
 One step, top to bottom (``Trainer.train_step``)::
 
-    problems  <- P prompts drawn from the train split (seeded by (seed, step, rank): resume is exact)
-    samples   <- rollout(P x G episodes)                       reference_impls/rollout.py
-    rewards   -> algo.prepare_batch -> advantages, keep mask  (reward shaping, dynamic sampling)
-    for each of num_iterations passes, for each micro-batch:
-        logps <- policy forward;  loss <- algo.compute_loss(...);  backward
-    clip grad norm, AdamW step;  callbacks (metrics.jsonl, TensorBoard, progress bar);  checkpoint
+    seed (seed, step, rank);  problems <- P prompts drawn from the train pool
+    batch   <- rollout(P x G episodes) + the reference's log-probs     (online algorithms only)
+    metrics <- algo.update(ctx, batch)                                  one optimisation phase
+    reduce metrics by name over ranks;  callbacks (metrics.jsonl, TensorBoard, progress bar);  checkpoint
 
-Run directory::
-
-    config.json  metrics.jsonl  samples.jsonl  status.json  tb/  checkpoints/step_000010/
-    warm_start.jsonl (one line per SFT step when --sft-steps > 0)
-    (model via save_pretrained + tokenizer, optimizer.pt, trainer_state.json, rng_rank*.pt)
-
-Checkpoints are written to a temp folder and renamed, so a crash never leaves a half checkpoint.
-SIGTERM/SIGINT: the current step finishes, a checkpoint is written, status.json says "stopped", exit 0
-(during the warm start: it stops after the current SFT step, with no checkpoint; a resume starts over).
+The run folder's layout is ``rundir.RunDir``'s. Checkpoints are written to a temp folder and renamed, so
+a crash never leaves a half checkpoint. SIGTERM/SIGINT: the current step finishes, a checkpoint is
+written, status.json says "stopped", exit 0 (during the warm start: it stops after the current SFT
+step, with no checkpoint; a resume starts over).
 """
 from __future__ import annotations
 
@@ -40,7 +37,6 @@ import argparse
 import copy
 import dataclasses
 import json
-import math
 import os
 import random
 import shutil
@@ -48,90 +44,182 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
-from . import dpo, grpo, ppo, rloo
+from . import distributed
+from .algorithm import Algorithm, Context, Metrics, RolloutBatch
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, collate, completion_logprobs, seed_everything
-from .envs import ENVS, get_env
+from .dpo import DPO
+from .envs import ENVS, EnvSpec, get_env, load_env_module
+from .grpo import GRPO
+from .implementations import IMPLEMENTATIONS, get_implementation
 from .models import MODEL_NAMES, load_policy
+from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
+                      key_values, option, spec_map, specs)
+from .ppo import PPO
+from .rloo import RLOO
 from .rollout import RolloutConfig, rollout
+from .rundir import RunDir, RunDirError
 
-# optional hooks an algorithm module may define (see ppo.py, dpo.py):
-#   setup(trainer) -> {name: module}   extra modules (PPO's critic), optimised and checkpointed with the policy
-#   update(trainer, samples, rewards, full, ref_logps) -> metrics   its own optimisation phase (PPO)
-#   train_step(trainer) -> (metrics, samples)   an offline step without rollouts (DPO)
-ALGORITHMS = {"grpo": grpo, "rloo": rloo, "ppo": ppo, "dpo": dpo}
+#: every algorithm the trainer can run, by the name ``--algo`` takes
+ALGORITHMS: dict[str, type[Algorithm]] = {"grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO}
 
 
-@dataclasses.dataclass
+@dataclass
 class TrainConfig:
-    """Everything a run needs; saved as config.json. ``algo_config`` holds the algorithm's Config fields."""
+    """Everything a run needs; saved as config.json. ``algo_config`` holds the algorithm's Config fields,
+    ``env_options`` the environment's (both validated against those dataclasses)."""
 
-    algo: str = "grpo"
-    env: str = "calculator"
-    model: str = "tiny"
-    steps: int = 10
-    out: str = "runs/run"
-    seed: int = 0
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    prompts_per_step: int = 4  # P; the rollout batch is P * group_size episodes (per rank)
-    group_size: int = 4  # G
-    micro_batch_size: int = 8  # sequences per forward/backward (gradient accumulation inside a step)
-    max_new_tokens_per_turn: int = 48
-    max_completion_tokens: int = 160
-    temperature: float = 1.0
-    levels: str = "1,2,3"  # calculator levels of the train split
-    families: str = ""  # comma-separated calculator families ("" = all of the chosen levels)
-    env_options: dict = dataclasses.field(default_factory=dict)  # e.g. {"max_turns": 4, "format_reward": 0.1}
-    train_pool: int = 4096  # size of the (balanced) train problem pool steps draw from
-    checkpoint_every: int = 10
-    max_wall_s: float = 0.0  # time budget: stop (checkpointed, state "completed") once exceeded; 0 = none
-    keep_checkpoints: int = 2
-    samples_per_step: int = 2
+    algo: str = option("grpo", "Algorithm: " + ", ".join(ALGORITHMS) + ".", choices=tuple(ALGORITHMS))
+    env: str = option("calculator", "Environment (registered, or added with --env-module).")
+    model: str = option("tiny", f"{' | '.join(MODEL_NAMES)} | a folder saved by sft.py or a checkpoint.")
+    steps: int = option(10, "Optimisation steps; each samples a fresh batch of problems.", low=1, high=1_000_000,
+                        aliases=("max_steps",))
+    out: str = option("", "Run directory (required unless --resume).", aliases=("output_dir",))
+    seed: int = option(0, "Seeds problem sampling, generation and initialisation: same seed, same run.", low=0,
+                       high=2**31 - 1)
+    lr: float = option(1e-5, "AdamW learning rate. 1e-6..2e-5 for SmolLM2; the tiny model tolerates far more.",
+                       low=1e-10, high=1.0, aliases=("learning_rate",))
+    weight_decay: float = option(0.0, "AdamW weight decay.", low=0.0, high=1.0)
+    max_grad_norm: float = option(1.0, "Gradient norm clip.", low=1e-6, high=1e6)
+    prompts_per_step: int = option(4, "P: distinct problems per step (per rank); a step rolls out P x G episodes.",
+                                   low=1, high=4096)
+    group_size: int = option(4, "G: samples per problem; group-relative methods compare within a group.", low=1,
+                             high=1024, aliases=("num_generations",))
+    micro_batch_size: int = option(8, "Sequences per forward/backward; lower it if memory runs short.", low=1,
+                                   high=4096)
+    max_new_tokens_per_turn: int = option(48, "Model tokens per turn before the turn is cut.", low=1, high=32768)
+    max_completion_tokens: int = option(160, "Model + tool tokens per episode; longer episodes are truncated.",
+                                        low=1, high=131072, aliases=("max_completion_length",))
+    temperature: float = option(1.0, "Sampling temperature of rollouts (1.0 = the policy itself).", low=0.01,
+                                high=3.0)
+    train_pool: int = option(4096, "Size of the (balanced) train problem pool steps draw from.", low=1,
+                             high=10_000_000)
+    checkpoint_every: int = option(10, "Steps between checkpoints (a stop also writes one).", low=1,
+                                   high=1_000_000, aliases=("save_steps",))
+    max_wall_s: float = option(0.0, "Time budget in seconds: stop (checkpointed, 'completed') once exceeded; "
+                               "0 = none.", low=0.0, high=1e9)
+    keep_checkpoints: int = option(2, "Checkpoints kept (older ones are deleted).", low=1, high=1000,
+                                   aliases=("save_total_limit",))
+    samples_per_step: int = option(2, "Transcripts written to samples.jsonl per step.", low=0, high=4096)
     # one prompt forward per group in the update (exact, faster; common.completion_logits); PPO's own
     # update does not use it, so benchmarks/ppo_vs_grpo_cost.py turns it off for a like-for-like comparison
-    share_prompts: bool = True
-    # supervised warm start before RL (sft.py), in the same process; 0 = none. SmolLM2 never writes a valid
-    # tool call out of the box, so RL from the base model would see reward 0 on every sample.
-    sft_steps: int = 0
-    sft_examples: int = 96  # demonstration transcripts
-    sft_lr: float = 5e-5
-    sft_env: str = ""  # whose demonstrations ("" = env); the memory env uses "memory-format" (label-free)
+    share_prompts: bool = option(True, "Run a group's shared prompt through the model once in the update (exact).")
+    # supervised warm start before RL (sft.py), in the same process. SmolLM2 never writes a valid tool call
+    # out of the box, so RL from the base model would see reward 0 on every sample.
+    sft_steps: int = option(0, "Supervised warm start on the task's demonstrations before RL (0 = none). SmolLM2 "
+                            "never writes a valid tool call without it, so RL from the base model sees no reward.",
+                            low=0, high=100_000)
+    sft_examples: int = option(96, "Demonstration transcripts of the warm start.", low=1, high=1_000_000)
+    sft_lr: float = option(5e-5, "Learning rate of the warm start.", low=1e-10, high=1.0)
+    sft_env: str = option("", "Whose demonstrations the warm start uses ('' = the run's env); the memory env "
+                          "uses memory-format (label-free).")
+    env_options: dict = dataclasses.field(default_factory=dict)
     algo_config: dict = dataclasses.field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------------------------
-# distributed helpers (single process when not launched by torchrun)
+# resolving and validating a config (no model is loaded here)
 
-def dist_setup() -> tuple[int, int]:
-    if "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    if dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
+@dataclass(frozen=True)
+class Resolved:
+    """A validated run: the config plus the typed objects it names."""
 
-
-def all_reduce(values: list[float], op=None) -> list[float]:
-    if not dist.is_initialized():
-        return list(values)
-    t = torch.tensor(values, dtype=torch.float64)
-    dist.all_reduce(t, op=op if op is not None else dist.ReduceOp.SUM)
-    return t.tolist()
+    cfg: TrainConfig
+    algo_cls: type[Algorithm]
+    algo_cfg: object
+    task: EnvSpec
+    env_cfg: object
 
 
-def _MAX():
-    return dist.ReduceOp.MAX if dist.is_initialized() else None
+def validate_model(name: str) -> None:
+    if name in MODEL_NAMES or (Path(name).is_dir() and (Path(name) / "config.json").is_file()):
+        return
+    raise ConfigError(f"--model: {name!r} is neither one of {', '.join(MODEL_NAMES)} nor a folder saved by "
+                      f"save_pretrained (with config.json){close_matches(name, MODEL_NAMES)}")
 
 
-def barrier() -> None:
-    if dist.is_initialized():
-        dist.barrier()
+def resolve(cfg: TrainConfig, check_model: bool = True, task: EnvSpec | None = None) -> Resolved:
+    """Check every option of ``cfg`` and build the algorithm's and environment's configs. Raises
+    :class:`ConfigError` naming the option, the value and what is allowed. ``task`` replaces the
+    registered environment named by ``cfg.env`` (an environment built in code, as tests do)."""
+    train_specs = spec_map(TrainConfig)
+    for name, spec in train_specs.items():
+        if name in ("algo", "env"):
+            continue
+        setattr(cfg, name, coerce(spec, getattr(cfg, name)))
+    if cfg.algo not in ALGORITHMS:
+        raise ConfigError(f"--algo: {cfg.algo!r} is not an algorithm here; choose one of "
+                          f"{', '.join(ALGORITHMS)}{close_matches(cfg.algo, ALGORITHMS)}")
+    if task is None and cfg.env not in ENVS:
+        raise ConfigError(f"--env: {cfg.env!r} is not a registered environment; choose one of "
+                          f"{', '.join(sorted(ENVS))}{close_matches(cfg.env, ENVS)} (or add yours with --env-module)")
+    if cfg.sft_env and cfg.sft_env not in ENVS:
+        raise ConfigError(f"--sft-env: {cfg.sft_env!r} is not a registered environment; choose one of "
+                          f"{', '.join(sorted(ENVS))}")
+    algo_cls = ALGORITHMS[cfg.algo]
+    algo_cfg = build(algo_cls.Config, cfg.algo_config, f"option of --algo {cfg.algo}")
+    task = task or get_env(cfg.env)
+    env_cfg = task.options(cfg.env_options)
+    # store the canonical names and types (aliases and strings resolved), so config.json is exact
+    cfg.algo_config = {k: v for k, v in as_dict(algo_cfg).items()
+                       if k in {alias_map(algo_cls.Config).get(n, n) for n in cfg.algo_config}}
+    cfg.env_options = {k: v for k, v in as_dict(env_cfg).items()
+                       if k in {alias_map(task.config).get(n, n) for n in cfg.env_options}}
+    if cfg.max_new_tokens_per_turn > cfg.max_completion_tokens:
+        raise ConfigError(f"--max-new-tokens-per-turn: {cfg.max_new_tokens_per_turn} cannot exceed "
+                          f"--max-completion-tokens ({cfg.max_completion_tokens})")
+    algo_cls.check(algo_cfg, cfg)
+    if check_model:
+        validate_model(cfg.model)
+    return Resolved(cfg, algo_cls, algo_cfg, task, env_cfg)
+
+
+def config_from_dict(data: dict) -> TrainConfig:
+    """A TrainConfig from saved or hand-written data (config.json, a --config file, the Lab's form).
+    Unknown keys are errors; TRL's names are accepted; the pre-contract layout (calculator/memory
+    ``levels``/``families`` at the top level) is moved into ``env_options``."""
+    data = dict(data)
+    env_options = dict(data.pop("env_options", {}) or {})
+    algo_config = dict(data.pop("algo_config", {}) or {})
+    aliases = alias_map(TrainConfig)
+    fields = spec_map(TrainConfig)
+    env_name = data.get("env", TrainConfig.env)
+    kwargs = {}
+    for key, value in data.items():
+        name = aliases.get(key, key)
+        if name in fields:
+            kwargs[name] = value
+        elif key in ("levels", "families"):  # saved by runs before environments owned their options
+            env_fields = spec_map(ENVS[env_name].config) if env_name in ENVS else {}
+            if value and key in env_fields:
+                env_options.setdefault(key, value)
+        else:
+            algo_config[key] = value  # an algorithm option at the top level (a flat --config file)
+    return TrainConfig(**kwargs, env_options=env_options, algo_config=algo_config)
+
+
+def load_config_file(path: str) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"--config: no such file {path!r}")
+    text = p.read_text()
+    try:
+        if p.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as err:  # noqa: BLE001 - any parse error is reported as a bad file
+        raise ConfigError(f"--config {path}: cannot parse ({err})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: expected a mapping of option names to values")
+    return data
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -141,56 +229,87 @@ class WarmStartStopped(Exception):
 
 
 class Trainer:
-    def __init__(self, cfg: TrainConfig, task=None, model=None, tokenizer=None, resume: bool = False,
-                 stop_event=None):
+    def __init__(self, cfg: TrainConfig, task: EnvSpec | None = None, model=None, tokenizer=None,
+                 resume: bool = False, stop_event=None):
+        resolved = resolve(cfg, check_model=model is None, task=task)
         self.cfg = cfg
         self.step = 0  # completed optimisation steps (restored from a checkpoint on resume)
         self.stop_event = stop_event  # a threading.Event set by a signal handler before the trainer exists
-        self.rank, self.world = dist_setup()
-        self.algo = ALGORITHMS[cfg.algo]
-        self.algo_cfg = self.algo.Config(**cfg.algo_config)
-        self.task = task or get_env(cfg.env)
-        self.out = Path(cfg.out)
+        self.rank, self.world = distributed.setup()
+        self.algo_cls, self.algo_cfg = resolved.algo_cls, resolved.algo_cfg
+        if self.world > 1 and not self.algo_cls.distributed_ok:
+            raise NotImplementedError(f"{cfg.algo} runs in a single process here (not under torchrun)")
+        self.task = task or resolved.task
+        self.env_options = dict(cfg.env_options)
+        self.run_dir = RunDir(cfg.out)
+        self.out = self.run_dir.path
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
         if model is None:
             model, tokenizer = load_policy(cfg.model, device=self.device, seed=cfg.seed)
         self.policy, self.tokenizer = model, tokenizer
+        self.resume_note = ""
+        self.resume_from = self.run_dir.latest_checkpoint() if resume else None
         # before the reference copy and the algorithm's setup: KL, DPO's pairs and PPO's critic all start
         # from the warm-started model. A resumed run's weights come from its checkpoint instead.
         self.warm_start_losses: list[float] = []
-        if cfg.sft_steps > 0 and not (resume and latest_checkpoint(self.out) is not None):
+        if cfg.sft_steps > 0 and self.resume_from is None:
             self.warm_start()
-        # the reference exists only when a KL term is used (beta = 0 skips it: no memory, no forward)
-        self.ref = None
-        if getattr(self.algo_cfg, "beta", 0.0):
-            self.ref = copy.deepcopy(self.policy).eval().requires_grad_(False)
+        # the reference exists only when the algorithm asks for it (beta = 0: no memory, no forward)
+        ref = None
+        if self.algo_cls.uses_reference(self.algo_cfg):
+            ref = copy.deepcopy(self.policy).eval().requires_grad_(False)
         self.policy.train()
-        self.model = self.policy
+        model_for_forward = self.policy
         if self.world > 1:
-            self.model = torch.nn.parallel.DistributedDataParallel(self.policy)
-        self.optimizer = adamw(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.rollout_cfg = RolloutConfig(group_size=cfg.group_size, max_new_tokens_per_turn=cfg.max_new_tokens_per_turn,
-                                         max_completion_tokens=cfg.max_completion_tokens, temperature=cfg.temperature,
-                                         env_options=dict(cfg.env_options))
-        self.pool = self._train_pool()
-        self.extra_modules = self.algo.setup(self) if hasattr(self.algo, "setup") else {}
+            model_for_forward = torch.nn.parallel.DistributedDataParallel(self.policy)
+        optimizer = adamw(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        rollout_cfg = RolloutConfig(group_size=cfg.group_size, max_new_tokens_per_turn=cfg.max_new_tokens_per_turn,
+                                    max_completion_tokens=cfg.max_completion_tokens, temperature=cfg.temperature,
+                                    env_options=dict(self.env_options))
+        pool = self.task.problems("train", n=cfg.train_pool, seed=cfg.seed, **self.env_options)
+        self.ctx = Context(policy=self.policy, model=model_for_forward, ref=ref, optimizer=optimizer,
+                           tokenizer=self.tokenizer, device=self.device, train=cfg, config=self.algo_cfg,
+                           task=self.task, env_options=self.env_options, pool=list(pool),
+                           rollout_config=rollout_cfg, out=self.out, rank=self.rank, world=self.world)
+        self.algo = self.algo_cls(self.ctx)
         self.wall_offset = 0.0
         self.stop_requested = False
         self.callbacks: dict[str, list] = {}
         self.last_metrics: dict = {}
         self.last_samples: list = []
-        if resume:
-            self._load_latest_checkpoint()
+        if self.resume_from is not None:
+            self._load_checkpoint()
+
+    # read-only views for callbacks and tests
+    @property
+    def policy_optimizer(self):
+        return self.ctx.optimizer
+
+    @property
+    def optimizer(self):
+        return self.ctx.optimizer
+
+    @property
+    def ref(self):
+        return self.ctx.ref
+
+    @property
+    def pool(self):
+        return self.ctx.pool
+
+    @property
+    def extra_modules(self) -> dict:
+        return self.algo.modules()
 
     def warm_start(self) -> None:
         """SFT on the env's demonstrations (``sft.demonstrations``), its own visible phase: one line per step
-        in OUT/warm_start.jsonl and ``phase: warm-start`` in status.json."""
+        in warm_start.jsonl and ``phase: warm-start`` in status.json."""
         from .sft import demonstrations, sft
 
         cfg = self.cfg
         t0 = time.time()
         samples = demonstrations(self.tokenizer, cfg.sft_env or cfg.env, cfg.sft_examples, cfg.seed)
-        path = self.out / "warm_start.jsonl"
+        path = self.run_dir.warm_start_path
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True)
             path.write_text("")
@@ -209,17 +328,6 @@ class Trainer:
         self.warm_start_losses = sft(self.policy, self.tokenizer, samples, cfg.sft_steps, lr=cfg.sft_lr,
                                      seed=cfg.seed, log=log)
 
-    def _train_pool(self):
-        kwargs = {}
-        if self.cfg.env == "calculator":
-            kwargs["levels"] = tuple(int(x) for x in self.cfg.levels.split(",") if x)
-            if self.cfg.families:
-                kwargs["families"] = tuple(self.cfg.families.split(","))
-        elif self.cfg.env == "memory":  # dialogue levels (reference_impls/memory/dialogue.py)
-            kwargs["levels"] = tuple(int(x) for x in self.cfg.levels.split(",") if x)
-            kwargs["balance_kinds"] = bool(self.cfg.env_options.get("balance_kinds", True))
-        return self.task.problems("train", n=self.cfg.train_pool, seed=self.cfg.seed, **kwargs)
-
     # minGPT-style callbacks
     def add_callback(self, event: str, fn) -> None:
         self.callbacks.setdefault(event, []).append(fn)
@@ -229,118 +337,65 @@ class Trainer:
             fn(self)
 
     # ------------------------------------------------------------------------------------------------
-    def train_step(self) -> tuple[dict, list]:
-        if hasattr(self.algo, "train_step"):  # offline algorithms (DPO) own the whole step
-            return self.algo.train_step(self)
-        cfg, algo_cfg = self.cfg, self.algo_cfg
-        t0 = time.time()
-        step_seed = cfg.seed * 1_000_003 + self.step * 1009 + self.rank
-        seed_everything(step_seed)  # every step's randomness is a function of (seed, step, rank)
-        rng = random.Random(step_seed)
-        problems = [self.pool[rng.randrange(len(self.pool))] for _ in range(cfg.prompts_per_step)]
-        samples, rstats = rollout(self.policy, self.tokenizer, self.task, problems, self.rollout_cfg)
-
-        rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
-        lengths = torch.tensor([len(s.completion_ids) for s in samples], dtype=torch.float32)
-        correct = [float(bool(s.info.get("correct", False))) for s in samples]
+    def collect(self) -> tuple[RolloutBatch, dict]:
+        """This step's episodes: P problems drawn from the pool, G samples each, plus the reference's
+        log-probs of the completions when there is a reference."""
+        cfg, ctx = self.cfg, self.ctx
+        rng = random.Random(self.step_seed)
+        problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.prompts_per_step)]
+        samples, rstats = rollout(self.policy, self.tokenizer, self.task, problems, ctx.rollout_config)
         full = collate(samples, self.tokenizer.pad_token_id, self.device)
         ref_logps = None
-        if self.ref is not None:
+        if ctx.ref is not None:
             with torch.no_grad():
-                ref_logps, _ = completion_logprobs(self.ref, full, cfg.temperature, share_prompts=cfg.share_prompts)
-        if hasattr(self.algo, "update"):  # PPO: its own epochs, minibatches and critic (single process)
-            return self._custom_update(samples, rewards, correct, lengths, full, ref_logps, rstats, t0), samples
-        seq_kl = None if ref_logps is None else ((full["old_logprobs"] - ref_logps) * full["loss_mask"]).sum(-1).cpu()
-        advantages, keep, shaped = self.algo.prepare_batch(rewards, lengths, cfg.group_size, algo_cfg,
-                                                           cfg.max_completion_tokens, seq_kl)
-        kept = [i for i in range(len(samples)) if keep[i]]
+                ref_logps, _ = completion_logprobs(ctx.ref, full, cfg.temperature, share_prompts=cfg.share_prompts)
+        batch = RolloutBatch(samples=samples, rewards=torch.tensor([s.reward for s in samples], dtype=torch.float32),
+                             lengths=torch.tensor([len(s.completion_ids) for s in samples], dtype=torch.float32),
+                             full=full, ref_logps=ref_logps, group_size=cfg.group_size)
+        return batch, rstats
 
-        # global normalisers: DDP averages gradients over ranks, so each rank divides by (global count / world)
-        n_tokens_local = float(sum(sum(samples[i].loss_mask) for i in kept))
-        n_seq, n_tok = all_reduce([float(len(kept)), n_tokens_local])
-        # every rank must run the same number of backward passes (DDP all-reduces inside each one)
-        n_micro = int(all_reduce([math.ceil(len(kept) / cfg.micro_batch_size)], op=_MAX())[0])
-        seq_norm, tok_norm = max(n_seq, 1.0) / self.world, max(n_tok, 1.0) / self.world
+    @property
+    def step_seed(self) -> int:
+        return self.cfg.seed * 1_000_003 + self.step * 1009 + self.rank
 
+    def train_step(self) -> tuple[dict, list]:
+        t0 = time.time()
+        seed_everything(self.step_seed)  # every step's randomness is a function of (seed, step, rank)
+        self.ctx.step = self.step
+        metrics = Metrics()
+        generated, rollout_s, samples = 0.0, 0.0, []
+        batch = None
+        if self.algo_cls.online:
+            batch, rstats = self.collect()
+            samples = batch.samples
+            n = float(len(samples))
+            metrics.add("reward_mean", float(batch.rewards.sum()) / max(n, 1.0), n)
+            metrics.add("accuracy", sum(float(bool(s.info.get("correct", False))) for s in samples) / max(n, 1.0), n)
+            metrics.add("turns_mean", sum(s.turns for s in samples) / max(n, 1.0), n)
+            metrics.add("completion_len_mean", float(batch.lengths.sum()) / max(n, 1.0), n)
+            generated, rollout_s = float(rstats["generated_tokens"]), rstats["rollout_s"]
         t_update = time.time()
-        losses, metric_rows, entropies, grad_norm = [], [], [], 0.0
-        if n_seq > 0:
-            for _ in range(getattr(algo_cfg, "num_iterations", 1)):
-                self.optimizer.zero_grad(set_to_none=True)
-                for m in range(n_micro):
-                    idx = kept[m * cfg.micro_batch_size:(m + 1) * cfg.micro_batch_size]
-                    weight = 1.0
-                    if not idx:  # this rank ran out of samples: a zero-weight pass keeps DDP's all-reduce in step
-                        idx, weight = [0], 0.0
-                    batch = collate([samples[i] for i in idx], self.tokenizer.pad_token_id, self.device)
-                    # a group's G samples share one prompt forward (exact; not under DDP: see completion_logits)
-                    logps, entropy = completion_logprobs(self.model, batch, cfg.temperature, with_entropy=True,
-                                                         share_prompts=cfg.share_prompts and self.world == 1)
-                    # completions are right-padded from a common start, so the full-batch reference
-                    # log-probs slice straight into this micro-batch's width
-                    ref = None if ref_logps is None else ref_logps[idx, :batch["logits_to_keep"]]
-                    loss, metrics = self.algo.compute_loss(
-                        logps, batch["old_logprobs"], advantages[idx].to(self.device), batch["loss_mask"], algo_cfg,
-                        ref_logps=ref, max_completion_length=cfg.max_completion_tokens,
-                        seq_normalizer=seq_norm, token_normalizer=tok_norm)
-                    (loss * weight).backward()
-                    if weight:
-                        losses.append(float(loss.detach()))
-                        metric_rows.append((metrics, float(batch["loss_mask"].sum())))
-                        mask = batch["loss_mask"]
-                        entropies.append((float((entropy * mask).sum()), float(mask.sum())))
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm))
-                self.optimizer.step()
+        result = self.algo.update(self.ctx, batch)
         update_s = time.time() - t_update
-
-        def token_weighted(key):
-            tot = sum(w for _, w in metric_rows)
-            return sum(m[key] * w for m, w in metric_rows) / tot if tot else 0.0
-
-        ent_sum, ent_n = sum(e for e, _ in entropies), sum(n for _, n in entropies)
-        n_iter = max(1, getattr(algo_cfg, "num_iterations", 1))
-        local = [float(rewards.sum()), float(sum(correct)), float(len(samples)), sum(losses) / n_iter,
-                 token_weighted("kl") * ent_n, token_weighted("clip_frac") * ent_n, ent_sum, ent_n,
-                 float(rstats["generated_tokens"]), float(sum(s.turns for s in samples)), float(lengths.sum())]
-        g = all_reduce(local)
-        n = max(g[2], 1.0)
+        if not isinstance(result, Metrics):
+            result = Metrics().update(result)
+        reduced = {**metrics.reduce(), **result.reduce()}
+        generated = distributed.all_reduce([generated])[0]
         self.step += 1
         wall = time.time() - t0
-        return {
-            "step": self.step,
-            "reward_mean": g[0] / n,
-            "accuracy": g[1] / n,
-            "loss": g[3] / self.world,  # each rank's loss is already a share of the global mean
-            "kl": g[4] / max(g[7], 1.0),
-            "clip_frac": g[5] / max(g[7], 1.0),
-            "entropy": g[6] / max(g[7], 1.0),
-            "grad_norm": grad_norm,
-            "groups_kept_frac": n_seq / n,
-            "turns_mean": g[9] / n,
-            "completion_len_mean": g[10] / n,
-            "tokens_per_s": g[8] / wall,
-            "rollout_s": rstats["rollout_s"],
-            "update_s": update_s,
-            "step_s": wall,
-            "wall_s": self.wall_offset + (time.time() - self.t_start),
-        }, samples
-
-    def _custom_update(self, samples, rewards, correct, lengths, full, ref_logps, rstats, t0) -> dict:
-        t_update = time.time()
-        metrics = self.algo.update(self, samples, rewards, full, ref_logps)
-        self.step += 1
-        wall = time.time() - t0
-        return {"step": self.step, "reward_mean": float(rewards.mean()), "accuracy": sum(correct) / len(samples),
-                **metrics, "groups_kept_frac": 1.0, "turns_mean": sum(s.turns for s in samples) / len(samples),
-                "completion_len_mean": float(lengths.mean()), "tokens_per_s": rstats["generated_tokens"] / wall,
-                "rollout_s": rstats["rollout_s"], "update_s": time.time() - t_update, "step_s": wall,
-                "wall_s": self.wall_offset + (time.time() - self.t_start)}
+        out = {"step": self.step, **reduced}
+        if self.algo_cls.online:
+            out.update(tokens_per_s=generated / wall, rollout_s=rollout_s)
+        else:
+            samples = getattr(self.algo, "last_samples", [])
+        out.update(update_s=update_s, step_s=wall, wall_s=self.wall_offset + (time.time() - self.t_start))
+        return out, samples
 
     # ------------------------------------------------------------------------------------------------
     def checkpoint(self) -> None:
-        ckpt_root = self.out / "checkpoints"
-        name = f"step_{self.step:06d}"
-        tmp = ckpt_root / f".tmp-{name}"
+        ckpt_root = self.run_dir.checkpoints_dir
+        final = self.run_dir.checkpoint_path(self.step)
+        tmp = ckpt_root / f".tmp-{final.name}"
         if self.rank == 0:
             ckpt_root.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -348,53 +403,69 @@ class Trainer:
             self.policy.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
             torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
-            for key, module in self.extra_modules.items():
+            for key, module in self.algo.modules().items():
                 torch.save(module.state_dict(), tmp / f"{key}.pt")
             (tmp / "trainer_state.json").write_text(json.dumps({"step": self.step, "wall_s": self.last_metrics.get("wall_s", 0.0)}))
-        barrier()
+        distributed.barrier()
         torch.save({"python": random.getstate(), "torch": torch.get_rng_state(),
                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
                    tmp / f"rng_rank{self.rank}.pt")
-        barrier()
+        distributed.barrier()
         if self.rank == 0:
-            final = ckpt_root / name
             shutil.rmtree(final, ignore_errors=True)
             os.replace(tmp, final)  # atomic: a checkpoint folder either is complete or does not exist
-            for old in sorted(p for p in ckpt_root.glob("step_*"))[:-self.cfg.keep_checkpoints]:
+            for old in self.run_dir.checkpoints()[:-self.cfg.keep_checkpoints]:
                 shutil.rmtree(old, ignore_errors=True)
-        barrier()
+        distributed.barrier()
         self.trigger("on_checkpoint")
 
-    def _load_latest_checkpoint(self) -> None:
-        ckpt = latest_checkpoint(self.out)
-        if ckpt is None:
-            return
+    def _load_checkpoint(self) -> None:
+        """Restore the newest checkpoint that loads; a damaged one is named and skipped (an older good
+        one is used, and ``resume_note`` says so)."""
+        from safetensors import SafetensorError
         from safetensors.torch import load_file
 
-        state = load_file(str(ckpt / "model.safetensors"))
-        missing, unexpected = self.policy.load_state_dict(state, strict=False)
-        # tied embeddings are saved once; anything else missing is an error
-        if unexpected or any("lm_head" not in k for k in missing):
-            raise RuntimeError(f"checkpoint mismatch: missing {missing} unexpected {unexpected}")
-        for key, module in self.extra_modules.items():
-            module.load_state_dict(torch.load(ckpt / f"{key}.pt", map_location=self.device))
-        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location=self.device))
-        meta = json.loads((ckpt / "trainer_state.json").read_text())
-        self.step, self.wall_offset = int(meta["step"]), float(meta.get("wall_s", 0.0))
-        rng_file = ckpt / f"rng_rank{self.rank}.pt"
-        if rng_file.exists():
-            rng = torch.load(rng_file, weights_only=False)
-            random.setstate(rng["python"])
-            torch.set_rng_state(rng["torch"])
+        skipped = []
+        for ckpt in reversed(self.run_dir.checkpoints()):
+            problem = RunDir.checkpoint_problem(ckpt)
+            if problem is None:
+                try:
+                    state = load_file(str(ckpt / "model.safetensors"))
+                    optimizer_state = torch.load(ckpt / "optimizer.pt", map_location=self.device)
+                    modules = {k: torch.load(ckpt / f"{k}.pt", map_location=self.device) for k in self.algo.modules()}
+                except (SafetensorError, OSError, RuntimeError, EOFError, ValueError) as err:
+                    problem = f"cannot be read ({type(err).__name__}: {str(err)[:200]})"
+            if problem is not None:
+                skipped.append(f"{ckpt.name}: {problem}")
+                continue
+            missing, unexpected = self.policy.load_state_dict(state, strict=False)
+            # tied embeddings are saved once; anything else missing is an error
+            if unexpected or any("lm_head" not in k for k in missing):
+                raise RunDirError(f"{ckpt}: checkpoint does not fit the model (missing {missing}, unexpected {unexpected})")
+            for key, module in self.algo.modules().items():
+                module.load_state_dict(modules[key])
+            self.optimizer.load_state_dict(optimizer_state)
+            meta = json.loads((ckpt / "trainer_state.json").read_text())
+            self.step, self.wall_offset = int(meta["step"]), float(meta.get("wall_s", 0.0))
+            rng_file = ckpt / f"rng_rank{self.rank}.pt"
+            if rng_file.exists():
+                rng = torch.load(rng_file, weights_only=False)
+                random.setstate(rng["python"])
+                torch.set_rng_state(rng["torch"])
+            if skipped:
+                self.resume_note = f"resumed from {ckpt.name}; skipped damaged " + "; ".join(skipped)
+                print(f"warning: {self.resume_note}", file=sys.stderr, flush=True)
+            return
+        raise RunDirError(f"{self.out}: no usable checkpoint to resume from ({'; '.join(skipped) or 'none written'})")
 
     def request_stop(self, *_):
         self.stop_requested = True
 
     def write_status(self, state: str, **extra) -> None:
         if self.rank == 0:
-            (self.out / "status.json").write_text(json.dumps(
-                {"state": state, "step": self.step, "steps": self.cfg.steps, "updated": time.time(),
-                 **extra}))
+            if self.resume_note and "note" not in extra:
+                extra["note"] = self.resume_note
+            self.run_dir.write_status(state, self.step, self.cfg.steps, **extra)
 
     def run(self) -> str:
         self.t_start = time.time()
@@ -405,8 +476,8 @@ class Trainer:
             self.last_metrics, self.last_samples = self.train_step()
             self.trigger("on_step_end")
             # ranks must agree, or one would wait forever in the next all-reduce
-            flags = all_reduce([float(self.stop_requested), float(0 < self.cfg.max_wall_s <= self.last_metrics["wall_s"])],
-                               op=_MAX())
+            flags = distributed.all_reduce(
+                [float(self.stop_requested), float(0 < self.cfg.max_wall_s <= self.last_metrics["wall_s"])], op="max")
             stop, out_of_time = flags[0] > 0, flags[1] > 0
             if stop or out_of_time or self.step % self.cfg.checkpoint_every == 0 or self.step >= self.cfg.steps:
                 self.checkpoint()
@@ -422,113 +493,156 @@ class Trainer:
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    ckpts = sorted((Path(run_dir) / "checkpoints").glob("step_*"))
-    return ckpts[-1] if ckpts else None
+    """The newest complete checkpoint of a run folder (see ``RunDir.latest_checkpoint``)."""
+    return RunDir(run_dir).latest_checkpoint()
 
 
 # ----------------------------------------------------------------------------------------------------
 # CLI
 
-def _algo_fields() -> dict[str, dataclasses.Field]:
-    fields = {}
-    for module in ALGORITHMS.values():
-        for f in dataclasses.fields(module.Config):
-            fields.setdefault(f.name, f)
-    return fields
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(algo: str = "grpo", env: str = "calculator") -> argparse.ArgumentParser:
+    """The full parser for one algorithm and one environment (their options become flags)."""
     p = argparse.ArgumentParser(prog="python -m reference_impls.train", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--algo", choices=sorted(ALGORITHMS))
-    p.add_argument("--env", choices=sorted(ENVS))
-    p.add_argument("--model", help=f"{' | '.join(MODEL_NAMES)} | a folder saved by sft.py or a checkpoint")
-    p.add_argument("--out", help="run directory")
-    p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its last checkpoint")
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Environment options can also be given as --env-option KEY=VALUE.")
+    p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its last good checkpoint")
+    p.add_argument("--overwrite", action="store_true", help="replace whatever is in --out (a previous run's files)")
+    p.add_argument("--config", metavar="FILE", help="options from a YAML or JSON file (flags override it)")
+    p.add_argument("--impl", metavar="ID", help="start from a listed implementation's options (see --list)")
+    p.add_argument("--env-module", action="append", default=[], metavar="FILE.py|MODULE",
+                   help="import a module that registers an environment (repeatable)")
+    p.add_argument("--list", action="store_true", help="list every runnable implementation and exit")
+    p.add_argument("--json", action="store_true", help="with --list: JSON output")
     p.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="env option, e.g. max_turns=4 or format_reward=0.1 (repeatable)")
-    skip = {"algo", "env", "model", "out", "env_options", "algo_config"}
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in skip:
-            continue
-        if isinstance(f.default, bool):  # --x / --no-x (type=bool would read "False" as True)
-            p.add_argument("--" + f.name.replace("_", "-"), action=argparse.BooleanOptionalAction, default=None,
-                           help=f"(default {f.default})")
-        else:
-            p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None,
-                           help=f"(default {f.default})")
-    group = p.add_argument_group("algorithm switches (see each algorithm's Config docstring)")
-    for name, f in _algo_fields().items():
-        flag = "--" + name.replace("_", "-")
-        if isinstance(f.default, bool):
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
-        else:
-            group.add_argument(flag, type=type(f.default), default=None)
+                   help="an option of the environment (repeatable; see its flags below)")
+    taken = {"resume", "overwrite", "config", "impl", "env_module", "list", "json", "env_option"}
+    add_flags(p.add_argument_group("run options"), specs(TrainConfig), "train", taken)
+    if algo in ALGORITHMS:
+        add_flags(p.add_argument_group(f"options of --algo {algo}"), specs(ALGORITHMS[algo].Config), "algo", taken)
+    if env in ENVS:
+        add_flags(p.add_argument_group(f"options of --env {env} (also --env-option KEY=VALUE)"),
+                  ENVS[env].option_specs(), "env", taken)
     return p
 
 
-def _parse_value(text: str):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(text.lower(), text)
+def _peek(argv: list[str]) -> argparse.Namespace:
+    """The flags that decide which parser to build (algorithm, environment, modules, files)."""
+    p = argparse.ArgumentParser(add_help=False)
+    for flag in ("--algo", "--env", "--config", "--resume", "--impl"):
+        p.add_argument(flag)
+    p.add_argument("--env-module", action="append", default=[])
+    known, _ = p.parse_known_args(argv)
+    return known
 
 
-def config_from_args(args) -> tuple[TrainConfig, bool]:
-    resume = args.resume is not None
-    if resume:
-        saved = json.loads((Path(args.resume) / "config.json").read_text())
-        cfg = TrainConfig(**saved)
-        cfg.out = args.resume
-    else:
-        cfg = TrainConfig()
-    given = {k: v for k, v in vars(args).items() if v is not None}
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in given and f.name not in ("env_options", "algo_config"):
-            setattr(cfg, f.name, given[f.name])
-    if not resume and not args.out:
-        raise SystemExit("--out is required (or --resume DIR)")
-    for item in args.env_option:
-        key, _, value = item.partition("=")
-        cfg.env_options[key] = _parse_value(value)
-    valid = {f.name for f in dataclasses.fields(ALGORITHMS[cfg.algo].Config)}
-    for name in _algo_fields():
-        if name in given:
-            if name not in valid:
-                raise SystemExit(f"--{name.replace('_', '-')} does not apply to --algo {cfg.algo}")
-            cfg.algo_config[name] = given[name]
-    return cfg, resume
+def config_from_args(args: argparse.Namespace, base: dict) -> TrainConfig:
+    """``base`` (defaults, --impl, --config or the resumed config) overridden by the given flags."""
+    data = {**base, **given_flags(args, "train")}
+    data["algo_config"] = {**base.get("algo_config", {}), **given_flags(args, "algo")}
+    data["env_options"] = {**base.get("env_options", {}), **given_flags(args, "env"), **key_values(args.env_option)}
+    return config_from_dict(data)
+
+
+def parse(argv: list[str]) -> tuple[TrainConfig, argparse.Namespace, bool]:
+    """argv -> (validated config, parsed flags, resume?). Raises ConfigError; loads no model."""
+    peek = _peek(argv)
+    for module in peek.env_module:
+        load_env_module(module)
+    base: dict = {}
+    if peek.impl:
+        base = get_implementation(peek.impl).config()
+    if peek.resume:
+        base = RunDir(peek.resume).read_config()
+        base["out"] = peek.resume
+    elif peek.config:
+        base = {**base, **load_config_file(peek.config)}
+    algo = peek.algo or base.get("algo", TrainConfig.algo)
+    env = peek.env or base.get("env", TrainConfig.env)
+    args = build_parser(algo, env).parse_args(argv)
+    if args.list:
+        return TrainConfig(), args, False
+    cfg = config_from_args(args, base)
+    if not cfg.out:
+        raise ConfigError("--out is required (or --resume DIR)")
+    resolve(cfg)
+    return cfg, args, bool(peek.resume)
+
+
+def list_implementations() -> list[dict]:
+    """Every runnable implementation: what ``--list --json`` prints and what the Lab and node pages read."""
+    out = []
+    for impl in IMPLEMENTATIONS:
+        if impl.algo not in ALGORITHMS or impl.env not in ENVS:
+            continue
+        cfg = config_from_dict(impl.config())
+        resolved = resolve(cfg, check_model=False)
+        options = {k: v for k, v in as_dict(cfg).items() if k not in ("algo_config", "env_options", "out")}
+        out.append({"id": impl.id, "title": impl.title, "algorithm": impl.algo, "environment": impl.env,
+                    "nodes": list(impl.nodes), "source": impl.source, "summary": impl.summary,
+                    "options": options, "algo_options": as_dict(resolved.algo_cfg),
+                    "env_options": as_dict(resolved.env_cfg)})
+    return out
+
+
+def _prepare_out(cfg: TrainConfig, overwrite: bool) -> None:
+    """Refuse to write a new run into a folder holding another run's files (unless --overwrite)."""
+    run_dir = RunDir(cfg.out)
+    foreign = run_dir.foreign_content(dataclasses.asdict(cfg))
+    if not foreign:
+        return
+    if not overwrite:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise RunDirError(f"--out {cfg.out}: the folder already holds files of another run ({shown}); use "
+                          f"--resume {cfg.out} to continue it, a new folder, or --overwrite to replace it")
+    for name in foreign:
+        target = run_dir.path / name
+        shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    cfg, resume = config_from_args(args)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cfg, args, resume = parse(argv)
+        if args.list:
+            rows = list_implementations()
+            if args.json:
+                print(json.dumps(rows, indent=1))
+            else:
+                for r in rows:
+                    print(f"{r['id']:<22} {r['algorithm']:<5} {r['environment']:<11} {', '.join(r['nodes'])}")
+            return 0
+        if not resume:
+            _prepare_out(cfg, args.overwrite)
+    except (ConfigError, RunDirError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     # a stop may arrive during the model load or the warm start, before the trainer's own handler exists
     early_stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: early_stop.set())
-    out = Path(cfg.out)
+    run_dir = RunDir(cfg.out)
     try:
         trainer = Trainer(cfg, resume=resume, stop_event=early_stop)
     except WarmStartStopped as stopped:
-        (out / "status.json").write_text(json.dumps({"state": "stopped", "step": 0, "steps": cfg.steps,
-                                                     "updated": time.time(), "note": str(stopped)}))
-        print(json.dumps({"state": "stopped", "step": 0, "out": str(out)}), flush=True)
+        run_dir.write_status("stopped", 0, cfg.steps, note=str(stopped))
+        print(json.dumps({"state": "stopped", "step": 0, "out": str(run_dir.path)}), flush=True)
         return 0
+    except RunDirError as err:
+        print(f"error: {err}", file=sys.stderr)
+        if resume:
+            run_dir.write_status("failed", 0, cfg.steps, note=str(err))
+        return 2
     if trainer.rank == 0:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
+        run_dir.write_config(dataclasses.asdict(cfg))
         # a resumed run drops whatever was logged after its checkpoint, so no line is lost or doubled
-        truncate_jsonl(out / "metrics.jsonl", trainer.step)
-        truncate_jsonl(out / "samples.jsonl", trainer.step)
-        loggers = [JsonlLogger(out, cfg.samples_per_step), TensorBoardLogger(out, purge_step=trainer.step + 1),
-                   ProgressBar(cfg.steps, trainer.step)]
+        truncate_jsonl(run_dir.metrics_path, trainer.step)
+        truncate_jsonl(run_dir.samples_path, trainer.step)
+        loggers = [JsonlLogger(run_dir.path, cfg.samples_per_step),
+                   TensorBoardLogger(run_dir.path, purge_step=trainer.step + 1), ProgressBar(cfg.steps, trainer.step)]
         for logger in loggers:
             trainer.add_callback("on_step_end", logger)
             trainer.add_callback("on_train_end", logger.close)
-    barrier()
+    distributed.barrier()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, trainer.request_stop)
     if early_stop.is_set():
@@ -539,9 +653,8 @@ def main(argv=None) -> int:
         trainer.write_status("failed")
         raise
     if trainer.rank == 0:
-        print(json.dumps({"state": state, "step": trainer.step, "out": str(out)}), flush=True)
-    if dist.is_initialized():
-        dist.destroy_process_group()
+        print(json.dumps({"state": state, "step": trainer.step, "out": str(run_dir.path)}), flush=True)
+    distributed.shutdown()
     return 0
 
 

@@ -28,8 +28,8 @@ def main() -> int:
     a = p.parse_args()
     data = tempfile.mkdtemp(prefix="atlas-shots-")
     os.environ["ATLAS_DATA_DIR"] = data
-    from reference_impls.lab import get, preset_config
-    from reference_impls.runs import RunManager
+    from lab.catalog import get, preset_config
+    from lab.runs import RunManager
 
     manager = RunManager()
     run = manager.submit({**preset_config(get("calculator-grpo"), "quick"), "steps": 8, "sft_steps": 3})

@@ -24,7 +24,7 @@ def lab_app():
         yield f"http://127.0.0.1:{port}", data
     finally:
         stop_app(proc)
-        from reference_impls.runs import RunManager
+        from lab.runs import RunManager
 
         manager = RunManager(os.path.join(data, "runs"))
         for run in manager.list():

@@ -5,7 +5,7 @@ import pytest
 
 from test_app_pages import open_page, texts
 
-from reference_impls.runs import RunManager
+from lab.runs import RunManager
 
 
 @pytest.fixture(autouse=True)

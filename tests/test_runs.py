@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_impls.runs import RunManager, config_to_argv, is_alive, warm_start_progress
+from lab.runs import RunManager, config_to_argv, is_alive, warm_start_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = {"algo": "grpo", "env": "calculator", "model": "tiny", "steps": 2, "prompts_per_step": 2,
@@ -43,8 +43,9 @@ def wait_for(predicate, timeout=120, poll=0.2):
 
 def test_config_to_argv():
     argv = config_to_argv({"algo": "grpo", "steps": 3, "dynamic_sampling": True, "scale_rewards": False,
-                           "env_options": {"max_turns": 2}, "seed": None})
-    assert argv == ["--algo", "grpo", "--steps", "3", "--dynamic-sampling", "--no-scale-rewards", "--env-option=max_turns=2"]
+                           "env_options": {"max_tool_calls": 2, "levels": [2, 3]}, "seed": None})
+    assert argv == ["--algo", "grpo", "--steps", "3", "--dynamic-sampling", "--no-scale-rewards",
+                    "--env-option=max_tool_calls=2", "--env-option=levels=2,3"]
 
 
 def test_run_finishes_and_is_recorded(manager):
@@ -163,7 +164,7 @@ def test_stop_queued_and_delete(manager):
 def test_cli_list_show_and_errors(manager):
     run = manager.submit(QUICK)
     manager.wait(run.id, timeout=180)
-    cli = [sys.executable, "-m", "reference_impls.runs", "--root", str(manager.root)]
+    cli = [sys.executable, "-m", "lab.runs", "--root", str(manager.root)]
     out = subprocess.run(cli + ["list"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 0 and run.id in out.stdout and "finished" in out.stdout
     shown = subprocess.run(cli + ["show", run.id], capture_output=True, text=True, cwd=ROOT, timeout=60)

@@ -6,8 +6,8 @@ import streamlit as st
 
 from app import ui
 from app.state import run_manager
-from reference_impls import lab
-from reference_impls.runs import progress, read_jsonl, warm_start_progress
+from lab import catalog as lab
+from lab.runs import progress, read_jsonl, warm_start_progress
 
 CURVES = ("reward_mean", "accuracy", "kl", "clip_frac", "entropy", "tokens_per_s")
 p = ui.params()
@@ -27,15 +27,16 @@ impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wa
 impl = by_id[impl_id]
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(ui.views.first_param(p, "preset", "quick")) if ui.views.first_param(p, "preset", "quick") in lab.PRESETS else 0)
-st.caption(lab.PRESET_NOTES.get(preset, ""))
+st.caption(lab.PRESETS[preset]["note"])
 st.markdown(impl.summary)
 
 defaults = lab.preset_config(impl, preset)
 errors = st.session_state.get("lab_errors", {}) if st.session_state.get("lab_errors_for") == (impl_id, preset) else {}
 
 
-def field(spec: lab.HParam, value):
-    key = f"hp-{impl_id}-{preset}-{spec.name}"
+def field(spec, value, error_key: str | None = None):
+    """One input, from the option's type, choices and help (its typed config field)."""
+    key = f"hp-{impl_id}-{preset}-{error_key or spec.name}"
     if spec.kind == "bool":
         out = st.checkbox(spec.name, value=bool(value), help=spec.help, key=key)
     elif spec.kind == "choice":
@@ -45,10 +46,15 @@ def field(spec: lab.HParam, value):
         out = st.number_input(spec.name, value=int(value), step=1, help=spec.help, key=key)
     elif spec.kind == "float":
         out = st.number_input(spec.name, value=float(value), format="%g", help=spec.help, key=key)
+    elif spec.kind in ("ints", "texts") and spec.choices:
+        out = st.multiselect(spec.name, list(spec.choices), default=[v for v in value if v in spec.choices],
+                             help=spec.help, key=key)
+    elif spec.kind in ("ints", "texts"):
+        out = st.text_input(spec.name, value=",".join(map(str, value)), help=spec.help, key=key)
     else:
         out = st.text_input(spec.name, value=str(value), help=spec.help, key=key)
-    if spec.name in errors:
-        st.error(errors[spec.name], icon=":material/error:")
+    if (error_key or spec.name) in errors:
+        st.error(errors[error_key or spec.name], icon=":material/error:")
     return out
 
 
@@ -63,12 +69,16 @@ with st.expander("Hyperparameters", expanded=bool(errors)):
     left, right = st.columns(2)
     with left:
         st.markdown("**Training**")
-        for spec in lab.TRAIN_HPARAMS:
+        for spec in lab.train_fields():
             config[spec.name] = field(spec, defaults[spec.name])
     with right:
         st.markdown(f"**{impl.algo.upper()} switches**")
-        for spec in lab.algo_hparams(impl):
+        for spec in lab.algo_fields(impl):
             config[spec.name] = field(spec, defaults.get(spec.name))
+        st.markdown(f"**Environment: {impl.env}**")
+        config["env_options"] = {spec.name: field(spec, defaults["env_options"].get(spec.name, spec.default),
+                                                  f"env_options.{spec.name}")
+                                 for spec in lab.env_fields(impl)}
 
 config.update({k: defaults[k] for k in lab.HIDDEN_KEYS if defaults.get(k)})
 if st.button("Launch", type="primary", icon=":material/play_arrow:"):
@@ -130,7 +140,7 @@ def live_run(run_id: str) -> None:
             st.info("Waiting for the first step ...")
     with code:
         st.markdown("**Loss**")
-        st.latex(shown_impl.equation)
+        st.latex(lab.equation(shown_impl))
         with st.expander(f"Source: reference_impls/{shown_impl.source}", expanded=False):
             st.code(lab.source_path(shown_impl).read_text(), language="python", line_numbers=True)
     st.subheader("Transcripts")

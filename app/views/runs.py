@@ -4,7 +4,7 @@ import streamlit as st
 
 from app import ui
 from app.state import run_manager
-from reference_impls.runs import metrics_csv, read_jsonl
+from lab.runs import metrics_csv, read_jsonl
 
 st.title("Runs")
 manager = run_manager()

@@ -5,7 +5,7 @@ import streamlit as st
 
 from app import state, ui
 from papers import views
-from reference_impls import lab
+from lab import catalog as lab
 
 cat = state.catalog()
 tax = cat.taxonomy

@@ -1,4 +1,4 @@
-"""Environments: the protocol every task implements, and a registry by name.
+"""Environments: the protocol every task implements, its options, and a registry by name.
 
 An environment instance is one episode. The rollout loop (``reference_impls/rollout.py``) drives it:
 
@@ -10,19 +10,33 @@ An environment instance is one episode. The rollout loop (``reference_impls/roll
    otherwise ``result.observation`` (e.g. ``<result>68</result>``) is appended to the assistant turn
    as *environment tokens* (loss mask 0) and the model continues.
 
-A task family registers a :class:`TaskSpec` (how to list problems of a split, how to build an
-episode for one problem, how to write a demonstration for SFT). Later envs (search, memory) plug in by
-calling :func:`register_env`; nothing else in the trainer changes.
+A task registers an :class:`EnvSpec`: its options (a config dataclass whose fields are declared with
+``reference_impls.options.option``: help, choices, range), how to list the problems of a split, how to
+build an episode for one problem, how to write a demonstration for the SFT warm start. The trainer,
+SFT, evaluation and the Lab call ``spec.problems(split, n, seed, **options)`` and
+``spec.make(problem, **options)`` and never branch on an environment's name: the options a problem
+list depends on (levels, families ...) are the environment's own fields. A user's environment plugs in
+without editing the package: ``python -m reference_impls.train --env-module my_env.py`` imports the
+file, whose ``register_env(EnvSpec(...))`` call adds it (:func:`load_env_module`).
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import re
+import sys
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
+
+from ..options import ConfigError, build, specs
 
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """How a tool is called and answered, as tags in the assistant's text."""
+    """How a tool is called and answered, as tags in the assistant's text. The tags are written here
+    once; :meth:`find_call` and :meth:`find_answer` are the parsers every environment uses."""
 
     name: str
     description: str
@@ -32,6 +46,32 @@ class ToolSpec:
     result_close: str
     answer_open: str = "<answer>"
     answer_close: str = "</answer>"
+
+    @cached_property
+    def _call_re(self) -> re.Pattern:
+        return re.compile(re.escape(self.call_open) + r"(.*?)" + re.escape(self.call_close), re.S)
+
+    @cached_property
+    def _answer_re(self) -> re.Pattern:
+        return re.compile(re.escape(self.answer_open) + r"(.*?)" + re.escape(self.answer_close), re.S)
+
+    def find_call(self, text: str) -> re.Match | None:
+        """The first complete tool call in ``text`` (group 1 = its argument)."""
+        return self._call_re.search(text)
+
+    def find_answer(self, text: str) -> re.Match | None:
+        """The first complete final answer in ``text`` (group 1 = the answer)."""
+        return self._answer_re.search(text)
+
+    def result(self, text: str) -> str:
+        return f"{self.result_open}{text}{self.result_close}"
+
+    def first_action(self, text: str) -> tuple[str, re.Match] | None:
+        """``("answer", m)`` or ``("call", m)`` for whichever complete tag comes first, else None."""
+        call, answer = self.find_call(text), self.find_answer(text)
+        if answer is not None and (call is None or answer.start() < call.start()):
+            return "answer", answer
+        return ("call", call) if call is not None else None
 
 
 @dataclass
@@ -46,9 +86,10 @@ class StepResult:
 
 
 class Env(Protocol):
-    tool: ToolSpec
+    """One episode. What the rollout reads: ``stop_strings``, ``reset`` and ``step`` (an env class may
+    add a classmethod ``step_many(envs, texts)``, see :func:`step_all`)."""
+
     stop_strings: tuple[str, ...]
-    max_turns: int
 
     def reset(self) -> list[dict[str, str]]: ...
 
@@ -72,29 +113,79 @@ def step_all(envs, texts) -> list[StepResult]:
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """Registry entry: ``problems(split, n, seed)`` lists problems, ``make(problem, **options)`` builds
-    an :class:`Env` episode, ``demonstration(problem)`` returns ``[(role, text), ...]`` segments of a
-    correct transcript (role ``model`` or ``env``) for SFT."""
+class NoOptions:
+    """The config of an environment that has no options."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Registry entry of one environment.
+
+    ``config``: its options dataclass (fields declared with ``options.option``).
+    ``list_problems(split, n, seed, config)``: a pure function of its arguments (held-out evaluation is
+    paired across models). ``build(problem, config)``: one episode. ``demonstration(problem)``:
+    ``[(role, text), ...]`` segments of a correct transcript (role ``model`` or ``env``) for SFT.
+    ``demonstration_options``: options of the problems the warm start demonstrates (on top of the
+    defaults; the calculator narrows them to its SFT families so that RL has headroom)."""
 
     name: str
-    problems: Callable[..., Sequence[Any]]
-    make: Callable[..., Env]
+    config: type
+    list_problems: Callable[[str, int, int, Any], Sequence[Any]]
+    build: Callable[..., Env]
     demonstration: Callable[[Any], list[tuple[str, str]]]
+    title: str = ""
+    demonstration_options: dict = field(default_factory=dict)
+
+    def options(self, values: dict | None = None):
+        """The env's config from a mapping of option values (validated; raises ConfigError)."""
+        return build(self.config, dict(values or {}), f"option of --env {self.name}")
+
+    def problems(self, split: str = "train", n: int = 100, seed: int = 0, **options) -> Sequence[Any]:
+        return self.list_problems(split, n, seed, self.options(options))
+
+    def make(self, problem, **options) -> Env:
+        return self.build(problem, self.options(options))
+
+    def option_specs(self):
+        return specs(self.config)
 
 
-ENVS: dict[str, TaskSpec] = {}
+ENVS: dict[str, EnvSpec] = {}
 
 
-def register_env(spec: TaskSpec) -> TaskSpec:
+def register_env(spec: EnvSpec) -> EnvSpec:
     ENVS[spec.name] = spec
     return spec
 
 
-def get_env(name: str) -> TaskSpec:
+def get_env(name: str) -> EnvSpec:
     if name not in ENVS:
-        raise ValueError(f"Unknown env {name!r}; registered: {', '.join(sorted(ENVS))}")
+        raise ConfigError(f"--env: unknown environment {name!r}; registered: {', '.join(sorted(ENVS))}")
     return ENVS[name]
+
+
+def load_env_module(path_or_module: str) -> list[str]:
+    """Import a user's environment module (a ``.py`` path or a dotted module name) whose import calls
+    :func:`register_env`; returns the names it registered."""
+    before = dict(ENVS)
+    path = Path(path_or_module)
+    if path.suffix == ".py":
+        if not path.is_file():
+            raise ConfigError(f"--env-module: no such file {str(path)!r}")
+        name = f"atlas_user_env_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path.resolve())
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    else:
+        try:
+            importlib.import_module(path_or_module)
+        except ModuleNotFoundError as err:
+            raise ConfigError(f"--env-module: cannot import {path_or_module!r} ({err})") from None
+    added = sorted(n for n, s in ENVS.items() if before.get(n) is not s)
+    if not added:
+        raise ConfigError(f"--env-module {path_or_module!r} registered no environment (call register_env)")
+    return added
 
 
 from . import calculator as _calculator  # noqa: E402,F401  (registers "calculator")

@@ -29,12 +29,12 @@ Reward
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 
-from . import StepResult, TaskSpec, ToolSpec, register_env
+from ..options import option
+from . import EnvSpec, StepResult, ToolSpec, register_env
 from .arith import CalcError, evaluate, format_number, parse_number
 
 TOOL = ToolSpec(
@@ -45,8 +45,6 @@ TOOL = ToolSpec(
     result_open="<result>",
     result_close="</result>",
 )
-CALL_RE = re.compile(r"<calc>(.*?)</calc>", re.S)
-ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
 
 SYSTEM_PROMPT = (
     "Solve the problem with the calculator. Write <calc>expression</calc> (+ - * / and parentheses); "
@@ -242,8 +240,16 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
 
 @dataclass
 class CalculatorConfig:
-    max_turns: int = 4  # tool calls allowed before the episode is cut off with reward 0
-    format_reward: float = 0.0  # bonus for ending with a parseable <answer>; 0 = off
+    """The calculator's options (``--env-option KEY=VALUE``, the Lab's form)."""
+
+    levels: tuple[int, ...] = option((1, 2, 3), "Difficulty levels of the problems: 1 = one operation, 2 = two, "
+                                     "3 = distractors and several tool calls.", choices=(1, 2, 3))
+    families: tuple[str, ...] = option((), "Problem families (computations) to draw from; empty = every family of "
+                                       "the chosen levels.", choices=tuple(f.name for f in FAMILIES))
+    max_tool_calls: int = option(4, "Tool calls allowed; one more call ends the episode with reward 0.", low=0,
+                                 high=64, aliases=("max_turns",))
+    format_reward: float = option(0.0, "Bonus for ending with a parseable <answer> number, right or wrong "
+                                  "(0 = off; keep it off to measure accuracy).", low=0.0, high=10.0)
 
 
 class CalculatorEnv:
@@ -255,7 +261,6 @@ class CalculatorEnv:
     def __init__(self, problem: Problem, config: CalculatorConfig | None = None):
         self.problem = problem
         self.config = config or CalculatorConfig()
-        self.max_turns = self.config.max_turns
         self.tool_calls = 0
 
     def reset(self) -> list[dict[str, str]]:
@@ -269,14 +274,16 @@ class CalculatorEnv:
         return reward, correct
 
     def step(self, model_text: str) -> StepResult:
-        call, answer = CALL_RE.search(model_text), ANSWER_RE.search(model_text)
-        if answer is not None and (call is None or answer.start() < call.start()):
+        action = TOOL.first_action(model_text)
+        if action is not None and action[0] == "answer":
+            answer = action[1]
             reward, correct = self.score(answer.group(1))
             return StepResult(None, True, reward, {"correct": correct, "answer": answer.group(1).strip(),
                                                    "tool_calls": self.tool_calls})
-        if call is None:  # EOS or length limit without a tag
+        if action is None:  # EOS or length limit without a tag
             return StepResult(None, True, 0.0, {"correct": False, "answer": None, "tool_calls": self.tool_calls})
-        if self.tool_calls >= self.max_turns:
+        call = action[1]
+        if self.tool_calls >= self.config.max_tool_calls:
             return StepResult(None, True, 0.0, {"correct": False, "answer": None, "tool_calls": self.tool_calls,
                                                 "truncated": True})
         self.tool_calls += 1
@@ -284,7 +291,7 @@ class CalculatorEnv:
             result = format_number(evaluate(call.group(1)))
         except CalcError as err:
             result = f"error: {err}"
-        return StepResult(f"{TOOL.result_open}{result}{TOOL.result_close}", False, 0.0,
+        return StepResult(TOOL.result(result), False, 0.0,
                           {"tool_calls": self.tool_calls})
 
 
@@ -299,8 +306,13 @@ def demonstration(problem: Problem) -> list[tuple[str, str]]:
     return segments
 
 
-def make(problem: Problem, **options) -> CalculatorEnv:
-    return CalculatorEnv(problem, CalculatorConfig(**options))
+def _problems(split: str, n: int, seed: int, config: CalculatorConfig) -> list[Problem]:
+    return problems(split, n, seed, levels=config.levels, families=config.families or None)
 
 
-register_env(TaskSpec("calculator", problems, make, demonstration))
+SPEC = register_env(EnvSpec(
+    "calculator", CalculatorConfig, _problems, CalculatorEnv, demonstration, title="calculator tool use",
+    # the warm start demonstrates the narrow SFT families (every level): RL trains on every family, so
+    # the others are where it has something to learn
+    demonstration_options={"families": SFT_FAMILIES}))
+make = SPEC.make

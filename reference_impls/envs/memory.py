@@ -52,8 +52,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from . import StepResult, TaskSpec, ToolSpec, register_env
-from ..memory.answer import AnswerAgent, exact_match, f1
+from ..options import option
+from . import EnvSpec, StepResult, ToolSpec, register_env
+from ..memory.answer import MODES, AnswerAgent, exact_match, f1
 from ..memory.bank import Entry, MemoryBank, parse_op
 from ..memory.dialogue import Dialogue, Question, make_dialogue, make_questions
 from ..memory.managers import manager_messages, rule_op
@@ -149,22 +150,26 @@ def get_answer_agent(name: str = "smollm2-135m-instruct", mode: str = "extract")
     return _AGENTS[(name, mode)]
 
 
+FOCUS = ("shown", "own")
+
+
 @dataclass
 class MemoryConfig:
-    questions: int = 1
-    format_penalty: float = 0.1
-    k: int = 3
-    answer_model: str = "smollm2-135m-instruct"
-    answer_mode: str = "extract"
-    focus: str = "shown"
-    balance_kinds: bool = True  # read by the trainer when it draws the decisions (see make_decision)
+    """The memory env's options (``--env-option KEY=VALUE``, the Lab's form)."""
 
-    def __post_init__(self):
-        if self.focus not in FOCUS:
-            raise ValueError(f"memory env option focus must be one of {FOCUS}, got {self.focus!r}")
-
-
-FOCUS = ("shown", "own")
+    levels: tuple[int, ...] = option((1, 2, 3), "Dialogue levels the decisions come from (more sessions and "
+                                     "changed facts at higher levels).", choices=(1, 2, 3))
+    balance_kinds: bool = option(True, "Draw decisions balanced over turn kinds, so change/correct turns (where "
+                                 "UPDATE matters) are not rare.")
+    questions: int = option(1, "Questions asked per decision; the reward is their mean exact match.", low=1, high=16)
+    format_penalty: float = option(0.1, "Subtracted when the operation does not parse or names a missing entry.",
+                                   low=0.0, high=10.0)
+    k: int = option(3, "Memories shown to the manager (retrieved for the new turn).", low=1, high=16)
+    answer_model: str = option("smollm2-135m-instruct", "The frozen Answer Agent's model.")
+    answer_mode: str = option("extract", "extract: copy the best-scored span; generate: free greedy text.",
+                              choices=MODES)
+    focus: str = option("shown", "Which questions come first: about the turn's slot and the shown memories' facts "
+                        "(shown), or the problem's own order (own).", choices=FOCUS)
 
 
 def asked_questions(problem: Decision, shown, focus: str = "shown") -> list[Question]:
@@ -198,7 +203,6 @@ def asked_questions(problem: Decision, shown, focus: str = "shown") -> list[Ques
 class MemoryEnv:
     tool = TOOL
     stop_strings = ("\n",)
-    max_turns = 1
 
     def __init__(self, problem: Decision, config: MemoryConfig | None = None, agent: AnswerAgent | None = None):
         self.problem, self.config = problem, config or MemoryConfig()
@@ -266,13 +270,16 @@ def random_operation(problem: Decision) -> list[tuple[str, str]]:
     return [("model", rng.choice([c for c in choices if c.startswith(kind)]))]
 
 
-def make(problem: Decision, **options) -> MemoryEnv:
-    return MemoryEnv(problem, MemoryConfig(**options))
+def _problems(split: str, n: int, seed: int, config: MemoryConfig) -> list[Decision]:
+    return problems(split, n, seed, levels=config.levels, balance_kinds=config.balance_kinds)
 
 
-register_env(TaskSpec("memory", problems, make, demonstration))
+SPEC = register_env(EnvSpec("memory", MemoryConfig, _problems, MemoryEnv, demonstration,
+                            title="Memory-R1-style memory manager"))
+make = SPEC.make
 # The same env whose demonstrations are random valid operations: the label-free format warm-up.
 # A 135M model prompted zero-shot never wrote a parseable operation (0/24 samples, docs/results_memory.md),
 # so RL would start with zero reward variance; ``python -m reference_impls.sft --env memory-format``
 # teaches the one-line format without saying which operation is right.
-register_env(TaskSpec("memory-format", problems, make, random_operation))
+register_env(EnvSpec("memory-format", MemoryConfig, _problems, MemoryEnv, random_operation,
+                     title="memory env with label-free format demonstrations"))

@@ -45,13 +45,13 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
-import string
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from . import StepResult, TaskSpec, ToolSpec, register_env
+from ..options import option
+from . import EnvSpec, StepResult, ToolSpec, register_env
+from ..scoring import exact_match, normalize_answer  # noqa: F401  (normalize_answer: part of this env's API)
 
 TOOL = ToolSpec(
     name="search",
@@ -62,8 +62,6 @@ TOOL = ToolSpec(
     result_close="</information>",
 )
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-SEARCH_RE = re.compile(r"<search>(.*?)</search>", re.S)
-ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
 
 SYSTEM_PROMPT = (
     "Answer the question about agentic RL research. Think in <think>...</think>. To look something up, "
@@ -98,24 +96,6 @@ class Problem:
     query: str  # a query that finds it (used by the SFT demonstration)
     split: str
     uid: str
-
-
-# ----------------------------------------------------------------------------------------------------
-# answer normalisation and scoring
-
-def normalize_answer(text: str) -> str:
-    """SQuAD / Search-R1 normalisation: lower case, drop punctuation and articles, collapse spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def exact_match(prediction: str | None, answers) -> bool:
-    if prediction is None:
-        return False
-    pred = normalize_answer(prediction)
-    return bool(pred) and any(pred == normalize_answer(a) for a in answers)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -276,11 +256,17 @@ def information_block(results: list[tuple[str, str]]) -> str:
 
 @dataclass
 class SearchEnvConfig:
-    max_turns: int = 2  # searches allowed; one more search ends the episode with reward 0
-    top_k: int = 3  # entries per <information> block
-    search_mode: str = "lexical"  # lexical (BM25) | hybrid | dense: papers.search modes (see module docstring)
-    max_query_chars: int = 200
-    format_reward: float = 0.0  # bonus for ending with an <answer>, right or wrong; 0 = off
+    """The search env's options (``--env-option KEY=VALUE``, the Lab's form)."""
+
+    families: tuple[str, ...] = option((), "Question families to draw from; empty = all.", choices=FAMILIES)
+    max_tool_calls: int = option(2, "Searches allowed; one more search ends the episode with reward 0.", low=0,
+                                 high=64, aliases=("max_turns",))
+    top_k: int = option(3, "Catalog entries per <information> block.", low=1, high=20)
+    search_mode: str = option("lexical", "Retriever behind the tool: lexical (BM25), hybrid (BM25 + MiniLM) or dense.",
+                              choices=("lexical", "hybrid", "dense"))
+    max_query_chars: int = option(200, "Queries are cut to this many characters.", low=1, high=4096)
+    format_reward: float = option(0.0, "Bonus for ending with an <answer>, right or wrong (0 = off).", low=0.0,
+                                  high=10.0)
 
 
 @dataclass
@@ -295,7 +281,6 @@ class SearchEnv:
     stop_strings = (TOOL.call_close, TOOL.answer_close)
 
     def __post_init__(self):
-        self.max_turns = self.config.max_turns
         self.searches = 0
         self.retrieved: list[str] = []
 
@@ -308,16 +293,17 @@ class SearchEnv:
         return fn(query, self.config.top_k)
 
     def step(self, model_text: str) -> StepResult:
-        call, answer = SEARCH_RE.search(model_text), ANSWER_RE.search(model_text)
+        action = TOOL.first_action(model_text)
         base = {"searches": self.searches, "gold_retrieved": self.problem.key in self.retrieved}
-        if answer is not None and (call is None or answer.start() < call.start()):
-            text = answer.group(1).strip()
+        if action is not None and action[0] == "answer":
+            text = action[1].group(1).strip()
             correct = exact_match(text, self.problem.answers)
             reward = float(correct) + self.config.format_reward
             return StepResult(None, True, reward, {**base, "correct": correct, "answer": text})
-        if call is None:  # EOS or length limit without a tag
+        if action is None:  # EOS or length limit without a tag
             return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None})
-        if self.searches >= self.max_turns:
+        call = action[1]
+        if self.searches >= self.config.max_tool_calls:
             return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None, "truncated": True})
         self.searches += 1
         query = " ".join(call.group(1).split())[: self.config.max_query_chars]
@@ -338,8 +324,14 @@ def demonstration(problem: Problem, search_fn=None, config: SearchEnvConfig | No
     return [("model", call), ("env", obs), ("model", f"{TOOL.answer_open}{problem.answers[0]}{TOOL.answer_close}")]
 
 
+def _problems(split: str, n: int, seed: int, config: SearchEnvConfig) -> list[Problem]:
+    return problems(split, n, seed, families=config.families or None)
+
+
+SPEC = register_env(EnvSpec("search", SearchEnvConfig, _problems, SearchEnv, demonstration,
+                            title="Search-R1-style catalog search"))
+
+
 def make(problem: Problem, search_fn=None, **options) -> SearchEnv:
-    return SearchEnv(problem, SearchEnvConfig(**options), search_fn)
-
-
-register_env(TaskSpec("search", problems, make, demonstration))
+    """An episode; ``search_fn`` replaces the catalog index (tests)."""
+    return SearchEnv(problem, SPEC.options(options), search_fn)

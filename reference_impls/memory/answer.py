@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import re
 import string
-from collections import Counter
 
 import torch
 
+from ..scoring import normalize_answer as normalize
+from ..scoring import token_f1 as f1
 from .bank import MemoryBank
 
 SYSTEM = "Answer the question with one or two words copied from the memory."
@@ -47,30 +48,9 @@ SHOT_MEMORY = "[7] Carol: I drive a red car."
 SHOT_QUESTION = "What color is Carol's car?"
 SHOT_ANSWER = "red"
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def normalize(text: str) -> str:
-    text = (text or "").lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
-
-
 def exact_match(pred: str, gold: str) -> float:
+    """1.0 when the normalised strings are equal (two empty strings count as equal here)."""
     return float(normalize(pred) == normalize(gold))
-
-
-def f1(pred: str, gold: str) -> float:
-    p, g = normalize(pred).split(), normalize(gold).split()
-    common = Counter(p) & Counter(g)
-    same = sum(common.values())
-    if not p or not g:
-        return float(p == g)
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(p), same / len(g)
-    return 2 * precision * recall / (precision + recall)
 
 
 def clean_answer(text: str) -> str:

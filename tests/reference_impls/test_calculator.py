@@ -124,7 +124,7 @@ def test_demonstrations_are_correct():
 
 def test_rewards_and_turn_limit():
     problem = get_env("calculator").problems("train", n=1)[0]
-    env = CalculatorEnv(problem, CalculatorConfig(max_turns=1))
+    env = CalculatorEnv(problem, CalculatorConfig(max_tool_calls=1))
     env.reset()
     assert env.step("<calc>1+1</calc>").observation == "<result>2</result>"
     assert env.step("<calc>__import__('os')</calc>").done  # over the turn limit

@@ -136,7 +136,7 @@ def test_dpo_learns_the_preferences_on_toy_task(tmp_path):
                       max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32, train_pool=8,
                       algo_config={"pair_prompts": 16, "pairs_per_step": 8})
     trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
-    assert (tmp_path / "pairs.jsonl").exists() and len(trainer.pairs) >= 6
+    assert (tmp_path / "pairs.jsonl").exists() and len(trainer.algo.pairs) >= 6
     trainer.t_start = time.time()
     rows = [trainer.train_step()[0] for _ in range(12)]
     assert rows[0]["loss"] == pytest.approx(0.6931, abs=1e-3)  # policy = reference at step 1: -log sigmoid(0)

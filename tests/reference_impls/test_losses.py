@@ -183,12 +183,22 @@ def test_shared_prompt_forward_gives_the_same_logprobs_and_gradients():
                sample(long_prompt, [11, 12, 13, 14, 15, 16], 2), sample(short_prompt, [1, 2, 3]),
                sample(short_prompt, [4]), sample(short_prompt, [7, 8, 9, 10, 11]), sample([400, 401], [3, 4])]
     batch = collate(samples, tok.pad_token_id)
-    results = []
+    results, calls = [], []
+    # the rows each forward pass sees: the shared path must really run the 3 distinct prompts once
+    # (a silent fallback to the plain forward would pass the equality checks below on its own)
+    hook = model.register_forward_pre_hook(lambda mod, args, kwargs: calls[-1].append(kwargs["input_ids"].shape),
+                                           with_kwargs=True)
     for share in (False, True):
+        calls.append([])
         model.zero_grad()
         logps, entropy = completion_logprobs(model, batch, with_entropy=True, share_prompts=share)
         (logps * batch["loss_mask"]).sum().backward()
         results.append((logps.detach(), entropy, [p.grad.clone() for p in model.parameters()]))
+    hook.remove()
+    width = batch["input_ids"].shape[1]
+    K = batch["logits_to_keep"]
+    assert calls[0] == [torch.Size([7, width])]
+    assert calls[1] == [torch.Size([3, width - K]), torch.Size([7, K])]
     (lp0, ent0, g0), (lp1, ent1, g1) = results
     mask = batch["attention_mask"][:, -batch["logits_to_keep"]:].bool()
     torch.testing.assert_close(lp1[mask], lp0[mask], rtol=1e-5, atol=1e-5)

@@ -223,11 +223,11 @@ def test_critic_warmup_trains_only_the_critic(tmp_path):
     trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
     trainer.t_start = time.time()
     policy0 = [p.detach().clone() for p in trainer.policy.parameters()]
-    critic0 = [p.detach().clone() for p in trainer.critic.parameters()]
+    critic0 = [p.detach().clone() for p in trainer.algo.critic.parameters()]
     metrics, _ = trainer.train_step()  # step 1: warm-up
     assert metrics["critic_warmup"] == 1.0
     assert all(torch.equal(a, b) for a, b in zip(policy0, trainer.policy.parameters()))
-    assert not all(torch.equal(a, b) for a, b in zip(critic0, trainer.critic.parameters()))
+    assert not all(torch.equal(a, b) for a, b in zip(critic0, trainer.algo.critic.parameters()))
     metrics, _ = trainer.train_step()  # step 2: both learn
     assert metrics["critic_warmup"] == 0.0
     assert not all(torch.equal(a, b) for a, b in zip(policy0, trainer.policy.parameters()))

@@ -1,5 +1,6 @@
 """The Search-R1-style env: deterministic questions whose gold answers the catalog confirms, the tool,
 the reward, and loss masking of the <information> block (it never receives gradient)."""
+import dataclasses
 import collections
 
 import numpy as np
@@ -105,7 +106,7 @@ def test_episode_search_then_answer(search_fn):
 
 def test_search_budget_and_missing_tags(search_fn):
     p = S.problems("train", n=1, seed=0)[0]
-    env = S.make(p, search_fn=search_fn, max_turns=1)
+    env = S.make(p, search_fn=search_fn, max_tool_calls=1)
     env.reset()
     assert not env.step("<search>a</search>").done
     r = env.step("<search>b</search>")
@@ -131,13 +132,12 @@ def test_information_tokens_get_no_gradient(tiny, search_fn):
     """A rollout on the search env: <information> tokens have loss mask 0, and the loss's gradient
     with respect to their log-probs is exactly 0."""
     from reference_impls.common import collate, completion_logprobs
-    from reference_impls.envs import TaskSpec
     from reference_impls.grpo import Config, grpo_loss
     from reference_impls.sft import demonstration_sample
 
     model, tok = tiny
-    task = TaskSpec("search", S.problems, lambda p, **o: S.make(p, search_fn=search_fn, **o),
-                    lambda p: S.demonstration(p, search_fn=search_fn))
+    task = dataclasses.replace(S.SPEC, build=lambda p, config: S.SearchEnv(p, config, search_fn),
+                               demonstration=lambda p: S.demonstration(p, search_fn=search_fn))
     p = S.problems("train", n=1, seed=0)[0]
     sample = demonstration_sample(tok, task, p)
     text_env = tok.decode([t for t, m in zip(sample.completion_ids, sample.loss_mask) if m == 0])
@@ -154,11 +154,10 @@ def test_information_tokens_get_no_gradient(tiny, search_fn):
 
 
 def test_tiny_model_rollout_on_search_env(tiny, search_fn):
-    from reference_impls.envs import TaskSpec
     from reference_impls.rollout import RolloutConfig, rollout
 
     model, tok = tiny
-    task = TaskSpec("search", S.problems, lambda p, **o: S.make(p, search_fn=search_fn, **o), S.demonstration)
+    task = dataclasses.replace(S.SPEC, build=lambda p, config: S.SearchEnv(p, config, search_fn))
     samples, _ = rollout(model, tok, task, S.problems("train", n=2, seed=0),
                          RolloutConfig(group_size=2, max_new_tokens_per_turn=6, max_completion_tokens=20))
     assert len(samples) == 4 and all(s.done for s in samples)
@@ -167,9 +166,10 @@ def test_tiny_model_rollout_on_search_env(tiny, search_fn):
 
 def test_registered_for_the_cli():
     from reference_impls.envs import ENVS
-    from reference_impls.train import ALGORITHMS, build_parser
+    from reference_impls.train import ALGORITHMS, parse
 
     assert "search" in ENVS and {"ppo", "dpo"} <= set(ALGORITHMS)
-    args = build_parser().parse_args(["--algo", "ppo", "--env", "search", "--out", "x", "--kl-estimator", "k3",
-                                      "--shared-backbone"])
-    assert args.env == "search" and args.kl_estimator == "k3" and args.shared_backbone is True
+    cfg, _, _ = parse(["--algo", "ppo", "--env", "search", "--out", "x", "--kl-estimator", "k3", "--shared-backbone",
+                       "--top-k", "5"])
+    assert cfg.env == "search" and cfg.algo_config == {"kl_estimator": "k3", "shared_backbone": True}
+    assert cfg.env_options == {"top_k": 5}

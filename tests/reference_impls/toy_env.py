@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from reference_impls.envs import StepResult, TaskSpec, ToolSpec
+from reference_impls.envs import EnvSpec, NoOptions, StepResult, ToolSpec
 
 TOOL = ToolSpec("none", "no tool", "<calc>", "</calc>", "<result>", "</result>")
 
@@ -22,7 +22,6 @@ class Prompt:
 class HalfVocabEnv:
     tool = TOOL
     stop_strings = ("</answer>",)
-    max_turns = 1
 
     def __init__(self, problem, tokenizer, good_ids):
         self.problem, self.tokenizer, self.good_ids = problem, tokenizer, good_ids
@@ -36,13 +35,13 @@ class HalfVocabEnv:
         return StepResult(None, True, float(ok), {"correct": ok})
 
 
-def make_task(model, tokenizer, seed: int = 0) -> TaskSpec:
+def make_task(model, tokenizer, seed: int = 0) -> EnvSpec:
     emb = model.get_input_embeddings().weight.detach()
     u = torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(seed))
     good_ids = set(torch.nonzero(emb @ u > 0).flatten().tolist())
 
-    def problems(split="train", n=8, seed=0, **_):
+    def problems(split, n, seed, config):
         return [Prompt(f"Say something #{i % 4}.") for i in range(n)]
 
-    return TaskSpec("half_vocab", problems, lambda p, **o: HalfVocabEnv(p, tokenizer, good_ids),
-                    lambda p: [("model", "a")])
+    return EnvSpec("half_vocab", NoOptions, problems, lambda p, config: HalfVocabEnv(p, tokenizer, good_ids),
+                   lambda p: [("model", "a")])

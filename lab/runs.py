@@ -1,15 +1,20 @@
 """The run manager: training runs as separate processes, tracked in a SQLite registry.
 
-    python -m reference_impls.runs list
-    python -m reference_impls.runs show RUN_ID
-    python -m reference_impls.runs stop RUN_ID      # SIGTERM -> the trainer checkpoints -> exits
-    python -m reference_impls.runs resume RUN_ID    # queued again; continues from its last checkpoint
-    python -m reference_impls.runs delete RUN_ID
+    python -m lab.runs list
+    python -m lab.runs show RUN_ID
+    python -m lab.runs stop RUN_ID      # SIGTERM -> the trainer checkpoints -> exits
+    python -m lab.runs resume RUN_ID    # queued again; continues from its last checkpoint
+    python -m lab.runs delete RUN_ID
 
-Each run is started as ``python -m reference_impls.runs worker RUN_ID`` in a new session. The worker
-starts the trainer (``python -m reference_impls.train ...``) as its child, waits for it, records how
-it ended, and starts the next queued run, so the queue moves even when no UI is open. The app never
-trains in its own process: a crashing run cannot take it down.
+``submit`` validates the config with the trainer's own typed configs (``train.resolve``) and writes
+``RUN/config.json`` once; each run is then started as ``python -m lab.runs worker RUN_ID`` in a new
+session. The worker starts the trainer (``python -m reference_impls.train --config RUN/config.json``)
+as its child, waits for it, records how it ended, and starts the next queued run, so the queue moves
+even when no UI is open. The app never trains in its own process: a crashing run cannot take it down.
+
+Run ids match ``RUN_ID_PATTERN`` and always resolve inside the runs folder, so no command can write or
+delete outside it. Processes are handled through psutil (liveness by pid and creation time, signals,
+process groups), which works on Linux, macOS and Windows.
 
 Statuses: queued -> running -> finished | failed | stopped; stopped and failed runs can be resumed.
 At most ``max_running`` runs train at once (default 1: one CPU run); others wait queued. Scheduling
@@ -19,8 +24,10 @@ exactly one starts. A run whose processes vanished (kill -9, reboot) is marked f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -33,9 +40,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from papers.datadir import data_dir
+from reference_impls.rundir import RunDir, read_jsonl  # noqa: F401  (read_jsonl: part of this module's face)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 STATUSES = ("queued", "running", "finished", "failed", "stopped")
 TRAINER_STATE_TO_STATUS = {"completed": "finished", "stopped": "stopped", "failed": "failed"}
 
@@ -82,16 +93,20 @@ class Run:
     resume: bool = False
 
     @property
+    def files(self) -> RunDir:
+        return RunDir(self.run_dir)
+
+    @property
     def log_path(self) -> Path:
-        return self.run_dir / "log.txt"
+        return self.files.log_path
 
     @property
     def metrics_path(self) -> Path:
-        return self.run_dir / "metrics.jsonl"
+        return self.files.metrics_path
 
     @property
     def samples_path(self) -> Path:
-        return self.run_dir / "samples.jsonl"
+        return self.files.samples_path
 
 
 def _row_to_run(row: sqlite3.Row) -> Run:
@@ -106,21 +121,20 @@ def _row_to_run(row: sqlite3.Row) -> Run:
 
 # -- process identity (a pid alone can be reused by another process) --------------------------------
 def process_start_token(pid: int | None) -> str | None:
-    """The kernel's start time of ``pid`` (None if no such live process). Zombies count as dead."""
+    """The process's creation time as text (None if no such live process). Zombies count as dead."""
     if not pid:
         return None
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            try:  # reap it if it is our child (the worker's parent may be this process)
+                proc.wait(timeout=0)
+            except (psutil.TimeoutExpired, psutil.Error, ChildProcessError):
+                pass
+            return None
+        return repr(proc.create_time())
+    except psutil.Error:
         return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
-        try:  # reap it if it is our child (the worker's parent may be this process)
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        return None
-    return fields[19]  # field 22 of /proc/pid/stat: starttime
 
 
 def is_alive(pid: int | None, token: str | None) -> bool:
@@ -128,14 +142,51 @@ def is_alive(pid: int | None, token: str | None) -> bool:
     return current is not None and (token is None or current == token)
 
 
+def signal_process(pid: int, token: str | None, sig: int = signal.SIGTERM) -> bool:
+    """Send ``sig`` to the process if it is still the one recorded (same creation time)."""
+    if not is_alive(pid, token):
+        return False
+    try:
+        psutil.Process(pid).send_signal(sig)
+        return True
+    except psutil.Error:
+        return False
+
+
+def kill_tree(pid: int, token: str | None) -> None:
+    """Kill a recorded process and every process it started."""
+    if not is_alive(pid, token):
+        return
+    try:
+        proc = psutil.Process(pid)
+        for p in [*proc.children(recursive=True), proc]:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+    except psutil.Error:
+        pass
+
+
+def check_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        raise ValueError(f"invalid run id {run_id!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
+                         "letter or digit")
+    return run_id
+
+
 def config_to_argv(config: dict) -> list[str]:
-    """Turn a run config into ``reference_impls.train`` flags (bools as --x / --no-x)."""
+    """A run config as ``reference_impls.train`` flags (bools as --x / --no-x); for showing a run's command."""
     argv: list[str] = []
     for key, value in config.items():
         if value is None:
             continue
-        if key == "env_options":
-            argv += [f"--env-option={k}={v}" for k, v in value.items()]
+        if key in ("env_options", "algo_config"):
+            if key == "env_options":
+                argv += [f"--env-option={k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+                         for k, v in value.items()]
+            else:
+                argv += config_to_argv(value)
             continue
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
@@ -175,6 +226,7 @@ class RunManager:
 
     # -- queries ---------------------------------------------------------------------------
     def get(self, run_id: str) -> Run:
+        check_run_id(run_id)
         with self._db() as db:
             row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
@@ -187,19 +239,37 @@ class RunManager:
         return [_row_to_run(r) for r in rows]
 
     # -- lifecycle -------------------------------------------------------------------------
+    def run_dir(self, run_id: str) -> Path:
+        """The folder of ``run_id``: always a direct child of the runs folder."""
+        path = (self.root / check_run_id(run_id)).resolve()
+        if path.parent != self.root.resolve():
+            raise ValueError(f"invalid run id {run_id!r}: it would leave the runs folder")
+        return path
+
     def submit(self, config: dict, run_id: str | None = None) -> Run:
-        """Register a run (queued) and start it if a slot is free. ``config`` holds train flags."""
+        """Validate ``config`` (TrainConfig data: run options, algorithm options flat or under
+        ``algo_config``, ``env_options``) with the trainer's typed configs, write ``RUN/config.json``,
+        register the run (queued) and start it if a slot is free. Raises ConfigError before anything is
+        written when an option is invalid."""
+        from reference_impls.train import config_from_dict, resolve
+
         for required in ("algo", "env", "model", "steps"):
             if required not in config:
                 raise ValueError(f"run config needs '{required}'")
         run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        run_dir = self.root / run_id
+        run_dir = self.run_dir(run_id)
+        if run_dir.exists() and any(run_dir.iterdir()):
+            raise ValueError(f"run folder {run_dir} already exists and is not empty")
+        cfg = config_from_dict({**config, "out": str(run_dir)})
+        resolve(cfg)  # ConfigError names the option, the value and what is allowed
+        resolved = dataclasses.asdict(cfg)
         with self._db(write=True) as db:
             db.execute(
                 "INSERT INTO runs (id, implementation, env, model, config, status, created, run_dir) "
                 "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
-                (run_id, config["algo"], config["env"], config["model"], json.dumps(config), time.time(), str(run_dir)),
+                (run_id, cfg.algo, cfg.env, cfg.model, json.dumps(resolved), time.time(), str(run_dir)),
             )
+        RunDir(run_dir).write_config(resolved)
         self.schedule()
         return self.get(run_id)
 
@@ -211,10 +281,9 @@ class RunManager:
             queued = db.execute("SELECT id FROM runs WHERE status = 'queued' ORDER BY created, id").fetchall()
             for row in queued[: max(0, self.max_running - running)]:
                 proc = subprocess.Popen(
-                    [self.python, "-m", "reference_impls.runs", "--root", str(self.root), "worker", row["id"]],
+                    [self.python, "-m", "lab.runs", "--root", str(self.root), "worker", row["id"]],
                     cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL, start_new_session=True,
-                    env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
                 )
                 db.execute(
                     "UPDATE runs SET status='running', worker_pid=?, worker_start=?, pid=NULL, pid_start=NULL, "
@@ -250,8 +319,8 @@ class RunManager:
                 db.execute("UPDATE runs SET stop_requested=1 WHERE id=?", (run_id,))
         if run.status == "running":
             row = self._row(run_id)
-            if row["pid"] and is_alive(row["pid"], row["pid_start"]):
-                os.kill(row["pid"], signal.SIGTERM)
+            if row["pid"]:
+                signal_process(row["pid"], row["pid_start"], signal.SIGTERM)
             # else: the worker sees stop_requested before it starts the trainer
         return self.get(run_id)
 
@@ -259,7 +328,8 @@ class RunManager:
         run = self.get(run_id)
         if run.status not in ("stopped", "failed"):
             raise ValueError(f"run '{run_id}' is {run.status}; only stopped or failed runs can be resumed")
-        resumable = (run.run_dir / "config.json").exists() and any((run.run_dir / "checkpoints").glob("step_*"))
+        files = RunDir(run.run_dir)
+        resumable = files.config_path.exists() and files.latest_checkpoint() is not None
         with self._db(write=True) as db:
             db.execute(
                 "UPDATE runs SET status='queued', resume=?, finished=NULL, error=NULL, created=created WHERE id=?",
@@ -271,15 +341,12 @@ class RunManager:
     def delete(self, run_id: str) -> None:
         """Forget a run: kill its processes if any, remove its folder and its registry row."""
         row = self._row(run_id)
-        for pid, token in ((row["pid"], row["pid_start"]), (row["worker_pid"], row["worker_start"])):
-            if is_alive(pid, token):
-                try:
-                    os.killpg(os.getpgid(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        run_dir = self.run_dir(run_id)  # never a folder outside the runs folder, whatever the row says
+        for pid, token in ((row["worker_pid"], row["worker_start"]), (row["pid"], row["pid_start"])):
+            kill_tree(pid, token)
         with self._db(write=True) as db:
             db.execute("DELETE FROM runs WHERE id=?", (run_id,))
-        shutil.rmtree(row["run_dir"], ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
         self.schedule()
 
     def wait(self, run_id: str, timeout: float = 600, poll: float = 0.5) -> Run:
@@ -295,6 +362,7 @@ class RunManager:
 
     # -- worker side ------------------------------------------------------------------------
     def _row(self, run_id: str) -> sqlite3.Row:
+        check_run_id(run_id)
         with self._db() as db:
             row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
@@ -304,38 +372,29 @@ class RunManager:
     @staticmethod
     def _outcome(run_dir: Path) -> tuple[str, dict]:
         """(status from the trainer's status.json, last metrics line)."""
-        state = "failed"
-        try:
-            state = json.loads((run_dir / "status.json").read_text())["state"]
-        except (OSError, ValueError, KeyError):
-            pass
-        metrics: dict = {}
-        try:
-            for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-                try:
-                    metrics = json.loads(line)
-                except ValueError:
-                    pass  # a torn last line after kill -9
-        except OSError:
-            pass
-        return TRAINER_STATE_TO_STATUS.get(state, state), metrics
+        files = RunDir(run_dir)
+        state = files.read_status().get("state", "failed")
+        rows = files.metrics(last=1)
+        return TRAINER_STATE_TO_STATUS.get(state, state), rows[-1] if rows else {}
 
     def run_worker(self, run_id: str) -> int:
         """Body of ``runs worker RUN_ID``: train in a child process, record the outcome, schedule next."""
         row = self._row(run_id)
-        run_dir = Path(row["run_dir"])
-        run_dir.mkdir(parents=True, exist_ok=True)
+        files = RunDir(self.run_dir(run_id))
+        files.path.mkdir(parents=True, exist_ok=True)
         config = json.loads(row["config"])
         if row["resume"]:
-            argv = ["--resume", str(run_dir), "--steps", str(config["steps"])]
+            argv = ["--resume", str(files.path), "--steps", str(config["steps"])]
         else:
-            argv = config_to_argv(config) + ["--out", str(run_dir)]
-        with open(run_dir / "log.txt", "ab", buffering=0) as log:
+            if not files.config_path.exists():  # registered before config.json was written by submit
+                files.write_config(config)
+            argv = ["--config", str(files.config_path), "--out", str(files.path)]
+        with open(files.log_path, "ab", buffering=0) as log:
             log.write(f"$ python -m reference_impls.train {' '.join(argv)}\n".encode())
             proc = subprocess.Popen(
                 [self.python, "-m", "reference_impls.train", *argv], cwd=PROJECT_ROOT,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
             with self._db(write=True) as db:
                 db.execute("UPDATE runs SET pid=?, pid_start=? WHERE id=?", (proc.pid, process_start_token(proc.pid), run_id))
@@ -360,20 +419,6 @@ class RunManager:
 
 
 # -- reading a run's files (for the Lab and Runs pages; tolerant of a line being written) -----------
-def read_jsonl(path: Path, last: int | None = None) -> list[dict]:
-    rows = []
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return rows
-    for line in lines[-last:] if last else lines:
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            pass  # a line being written, or torn by a crash
-    return rows
-
-
 def progress(run: Run, metrics: list[dict]) -> tuple[int, int, float | None]:
     """(steps done, total steps, ETA in seconds or None) from the metrics written so far."""
     total = int(run.config.get("steps", 0))
@@ -390,7 +435,7 @@ def progress(run: Run, metrics: list[dict]) -> tuple[int, int, float | None]:
 
 def warm_start_progress(run: Run) -> dict | None:
     """The SFT warm start's progress (``--sft-steps``), or None when the run has none (yet)."""
-    rows = read_jsonl(run.run_dir / "warm_start.jsonl")
+    rows = run.files.warm_start()
     if not rows:
         return None
     last = rows[-1]
@@ -418,7 +463,7 @@ def _format_run(run: Run) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reference_impls.runs", description="Manage training runs.")
+    ap = argparse.ArgumentParser(prog="python -m lab.runs", description="Manage training runs.")
     ap.add_argument("--root", type=Path, help="runs folder (default: the data dir's runs/)")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="all runs, newest first")
@@ -449,8 +494,9 @@ def main(argv: list[str] | None = None) -> int:
             manager.delete(args.run_id)
             print(f"deleted {args.run_id}")
         return 0
-    except (KeyError, ValueError) as e:
-        print(f"error: {str(e).strip(chr(39))}", file=sys.stderr)
+    except (KeyError, ValueError) as e:  # ConfigError is a ValueError
+        message = e.args[0] if e.args else str(e)  # KeyError's str() adds quotes around the message
+        print(f"error: {message}", file=sys.stderr)
         return 2
 
 

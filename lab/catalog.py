@@ -1,0 +1,158 @@
+"""What the Lab offers: implementations, their presets, their form fields, and validation.
+
+Plain data + functions, unit-tested without Streamlit; the Lab page renders them. Nothing here is
+written twice: the implementations are ``reference_impls.implementations`` (what ``train --list``
+prints), every form field is an option of the trainer's, the algorithm's or the environment's config
+dataclass (help, choices and range included), presets are the YAML files in ``lab/recipes/``, and a
+config is validated by the trainer's own ``train.resolve`` before any process starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from reference_impls.implementations import IMPLEMENTATIONS, Implementation
+from reference_impls.implementations import for_node as _implementations_for_node
+from reference_impls.options import ConfigError, OptionSpec, coerce, specs
+
+from . import recipes
+
+REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_impls"
+
+#: the LaTeX of each algorithm's loss, shown beside a run's curves (the equations with their notation are
+#: in each algorithm file's docstring)
+EQUATIONS: dict[str, str] = {
+    "grpo": (
+        r"\mathcal{L}=-\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|o_i|}\sum_{t}m_{i,t}\Big[\min\big(w_{i,t}\hat A_i,\;"
+        r"\mathrm{clip}(w_{i,t},1-\varepsilon_{low},1+\varepsilon_{high})\hat A_i\big)-\beta\,\mathbb{D}^{k3}_{i,t}\Big],"
+        r"\quad \hat A_i=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}"),
+    "rloo": r"\mathcal{L}=-\frac{1}{G}\sum_{i}\Big(r_i-\frac{1}{G-1}\sum_{j\ne i}r_j\Big)\sum_t m_{i,t}\log\pi_\theta(o_{i,t}\mid q,o_{i,<t})",
+    "ppo": (
+        r"\mathcal{L}=-\mathbb{E}_t\big[\min(w_t\hat A_t,\mathrm{clip}(w_t,1-\varepsilon,1+\varepsilon)\hat A_t)\big]"
+        r"+c_v\,\mathbb{E}_t\big[\max\big((V_\phi-R_t)^2,(\mathrm{clip}(V_\phi,V_{old}\pm\varepsilon_v)-R_t)^2\big)\big],"
+        r"\quad \hat A_t=\sum_l(\gamma\lambda)^l\delta_{t+l}"),
+    "dpo": (
+        r"\mathcal{L}_{DPO}=-\log\sigma\Big(\beta\Big[\log\frac{\pi_\theta(y_w|x)}{\pi_{ref}(y_w|x)}-"
+        r"\log\frac{\pi_\theta(y_l|x)}{\pi_{ref}(y_l|x)}\Big]\Big),\quad \mathcal{L}_{IPO}=\Big(h-\frac{1}{2\beta}\Big)^2"),
+}
+
+#: the run options the Lab's form shows (the others keep their defaults, or the preset's values)
+FORM_OPTIONS = ("steps", "seed", "lr", "prompts_per_step", "group_size", "micro_batch_size", "max_new_tokens_per_turn",
+                "max_completion_tokens", "temperature", "checkpoint_every", "sft_steps")
+#: preset settings the page does not show as fields; they travel with the submitted config unchanged
+HIDDEN_KEYS = ("sft_env",)
+
+
+def available() -> list[Implementation]:
+    """Implementations whose algorithm and environment are registered in the trainer."""
+    from reference_impls.envs import ENVS
+    from reference_impls.train import ALGORITHMS
+
+    return [i for i in IMPLEMENTATIONS if i.algo in ALGORITHMS and i.env in ENVS]
+
+
+def get(impl_id: str) -> Implementation:
+    for impl in available():
+        if impl.id == impl_id:
+            return impl
+    raise KeyError(f"unknown or unavailable implementation '{impl_id}'")
+
+
+def for_node(node_id: str) -> list[Implementation]:
+    """Implementations linked to a taxonomy node (a lookup in a static list: imports no model code)."""
+    return _implementations_for_node(node_id)
+
+
+def equation(impl: Implementation) -> str:
+    return EQUATIONS.get(impl.algo, "")
+
+
+def source_path(impl: Implementation) -> Path:
+    return REFERENCE_DIR / impl.source
+
+
+# ----------------------------------------------------------------------------------------------------
+# form fields: options of the typed configs
+
+def train_fields() -> list[OptionSpec]:
+    from reference_impls.train import TrainConfig
+
+    by_name = {s.name: s for s in specs(TrainConfig)}
+    return [by_name[n] for n in FORM_OPTIONS]
+
+
+def algo_fields(impl: Implementation) -> list[OptionSpec]:
+    from reference_impls.train import ALGORITHMS
+
+    return specs(ALGORITHMS[impl.algo].Config)
+
+
+def env_fields(impl: Implementation) -> list[OptionSpec]:
+    from reference_impls.envs import get_env
+
+    return get_env(impl.env).option_specs()
+
+
+def default_config(impl: Implementation) -> dict:
+    """The form's starting values: the trainer's defaults, the algorithm's and environment's, the
+    implementation's switches. Algorithm options are flat; environment options sit under ``env_options``."""
+    from reference_impls.train import TrainConfig
+
+    base = dataclasses.asdict(TrainConfig())
+    config = {s.name: base[s.name] for s in train_fields()}
+    config.update({s.name: s.default for s in algo_fields(impl)})
+    config.update(impl.algo_options)
+    config["env_options"] = {**{s.name: _plain(s.default) for s in env_fields(impl)}, **impl.env_options}
+    config.update(algo=impl.algo, env=impl.env, model="tiny")
+    return config
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+PRESETS = recipes.PRESETS
+
+
+def preset_config(impl: Implementation, preset: str) -> dict:
+    """``default_config`` with the preset's options and its environment and algorithm adjustments."""
+    config = default_config(impl)
+    for layer in recipes.layers(preset, impl.env, impl.algo):
+        layer = dict(layer)
+        env_options = layer.pop("env_options", None)
+        config.update(layer)
+        if env_options:
+            config["env_options"] = {**config["env_options"], **env_options}
+    return config
+
+
+def validate(impl: Implementation, config: dict) -> dict[str, str]:
+    """{field: message} for every invalid value (empty = valid), checked with the same typed configs and
+    the same ``train.resolve`` as the command line, before any process starts. A field of an environment
+    option is named ``env_options.NAME``."""
+    from reference_impls.envs import get_env
+    from reference_impls.train import TrainConfig, config_from_dict, resolve
+
+    errors: dict[str, str] = {}
+    groups = [(specs(TrainConfig), config, ""), (algo_fields(impl), config, ""),
+              (get_env(impl.env).option_specs(), config.get("env_options", {}), "env_options.")]
+    for option_specs, values, prefix in groups:
+        for spec in option_specs:
+            if spec.name in values:
+                try:
+                    coerce(spec, values[spec.name], spec.name)
+                except ConfigError as err:
+                    errors[prefix + spec.name] = str(err).split(": ", 1)[-1]
+    if errors:
+        return errors
+    try:
+        cfg = config_from_dict({**config, "out": config.get("out") or "lab-validation"})
+        resolve(cfg)
+    except ConfigError as err:
+        message = str(err)
+        flag = message.split(":", 1)[0].split(" ", 1)[0]
+        name = flag.lstrip("-").replace("-", "_") if flag.startswith("--") else "config"
+        errors[name] = message.split(": ", 1)[-1]
+    except TypeError as err:  # an unknown key in the mapping
+        errors["config"] = str(err)
+    return errors

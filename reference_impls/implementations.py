@@ -1,0 +1,85 @@
+"""Every runnable implementation: an algorithm (with its switches) on an environment, and the taxonomy
+nodes it serves. ``python -m reference_impls.train --list --json`` prints this list with each entry's full
+default options, ``--impl ID`` runs one, and the Lab and the taxonomy's node pages read the same list.
+
+Adding one is a row here; a new algorithm or environment registers itself in ``train.ALGORITHMS`` /
+``envs.register_env`` and appears here with the nodes it serves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .options import ConfigError, close_matches
+
+
+@dataclass(frozen=True)
+class Implementation:
+    id: str
+    title: str
+    algo: str
+    env: str
+    source: str  # the file under reference_impls/ the Lab shows beside the curves
+    summary: str
+    algo_options: dict = field(default_factory=dict)
+    env_options: dict = field(default_factory=dict)
+    nodes: tuple[str, ...] = ()  # taxonomy nodes whose "Run this" opens this implementation
+
+    def config(self) -> dict:
+        """Its options as TrainConfig data (the trainer's defaults fill the rest)."""
+        return {"algo": self.algo, "env": self.env, "algo_config": dict(self.algo_options),
+                "env_options": dict(self.env_options)}
+
+
+CALCULATOR_NODES = ("tool-use", "tool-use-react-style", "tool-use-tool-integrated-rl", "tool-use-long-horizon-tir",
+                    "math", "math-informal")
+SEARCH_NODES = ("search-research", "search-open-source", "search-external-web", "search-internal-knowledge")
+MEMORY_NODES = ("memory", "memory-rag-style", "memory-token-level", "memory-structured")
+
+IMPLEMENTATIONS: tuple[Implementation, ...] = (
+    Implementation("calculator-grpo", "GRPO tool agent (calculator)", "grpo", "calculator", "grpo.py",
+                   "A policy that calls a calculator tool over several turns, trained with group-relative advantages.",
+                   nodes=("rl-algorithms", "alg-grpo-family", "alg-grpo", *CALCULATOR_NODES)),
+    Implementation("calculator-dapo", "DAPO tool agent (calculator)", "grpo", "calculator", "grpo.py",
+                   "GRPO with DAPO's switches: clip-higher, dynamic sampling, token-level loss, overlong shaping.",
+                   {"loss_type": "dapo", "epsilon_high": 0.28, "dynamic_sampling": True, "overlong_buffer": 32},
+                   nodes=("alg-dapo",)),
+    Implementation("calculator-dr-grpo", "Dr.GRPO tool agent (calculator)", "grpo", "calculator", "grpo.py",
+                   "GRPO without length and std normalisation bias: constant normaliser, no std scaling.",
+                   {"loss_type": "dr_grpo", "scale_rewards": False}, nodes=("alg-dr-grpo",)),
+    Implementation("calculator-gspo", "GSPO tool agent (calculator)", "grpo", "calculator", "grpo.py",
+                   "GRPO with a sequence-level importance ratio (GSPO).", {"importance_sampling_level": "sequence"},
+                   nodes=("alg-gspo",)),
+    Implementation("calculator-rloo", "RLOO tool agent (calculator)", "rloo", "calculator", "rloo.py",
+                   "REINFORCE with a leave-one-out baseline over the group.", nodes=("alg-reinforce",)),
+    Implementation("calculator-ppo", "PPO tool agent (calculator)", "ppo", "calculator", "ppo.py",
+                   "PPO with a value head, token-level GAE over model tokens, clipped policy and value losses.",
+                   nodes=("alg-ppo-family", "alg-ppo")),
+    Implementation("calculator-dpo", "DPO on tool-use preference pairs", "dpo", "calculator", "dpo.py",
+                   "Offline preference optimisation on correct vs incorrect rollouts of the same prompt.",
+                   nodes=("alg-dpo-family", "alg-dpo")),
+    Implementation("calculator-ipo", "IPO on tool-use preference pairs", "dpo", "calculator", "dpo.py",
+                   "DPO with IPO's squared loss on the preference margin.", {"loss": "ipo"}, nodes=("alg-ipo",)),
+    Implementation("search-grpo", "Search-R1-style agent (GRPO)", "grpo", "search", "envs/search.py",
+                   "An agent whose tool searches this catalog; rewarded by exact match of its final answer.",
+                   nodes=SEARCH_NODES),
+    Implementation("search-ppo", "Search-R1-style agent (PPO)", "ppo", "search", "envs/search.py",
+                   "The search agent trained with PPO and a critic."),
+    Implementation("memory-grpo", "Memory-R1-style memory manager (GRPO)", "grpo", "memory", "envs/memory.py",
+                   "A memory manager choosing ADD/UPDATE/DELETE/NOOP, rewarded by a frozen answer agent's exact match.",
+                   nodes=MEMORY_NODES),
+    Implementation("memory-ppo", "Memory-R1-style memory manager (PPO)", "ppo", "memory", "envs/memory.py",
+                   "The memory manager trained with PPO and a critic."),
+)
+BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
+
+
+def get_implementation(impl_id: str) -> Implementation:
+    if impl_id not in BY_ID:
+        raise ConfigError(f"--impl: unknown implementation {impl_id!r}{close_matches(impl_id, BY_ID)}; "
+                          f"known: {', '.join(BY_ID)}")
+    return BY_ID[impl_id]
+
+
+def for_node(node_id: str) -> list[Implementation]:
+    """Implementations linked to a taxonomy node (a pure lookup: imports no model code)."""
+    return [impl for impl in IMPLEMENTATIONS if node_id in impl.nodes]

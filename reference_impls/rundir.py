@@ -1,0 +1,181 @@
+"""The layout of a run folder, written once: every reader and writer of a run goes through :class:`RunDir`.
+
+::
+
+    RUN/
+      config.json          the resolved run config (TrainConfig with algo_config and env_options)
+      status.json          {"state": running|completed|stopped|failed, "step", "steps", "updated", ...}
+      metrics.jsonl        one line per optimisation step
+      samples.jsonl        a few transcripts per step
+      warm_start.jsonl     one line per SFT warm-start step (when --sft-steps > 0)
+      pairs.jsonl          DPO's preference pairs
+      log.txt              the trainer's output (runs started by the run manager)
+      tb/                  TensorBoard events
+      checkpoints/step_000010/   model + tokenizer (save_pretrained), optimizer.pt, trainer_state.json,
+                                 rng_rank*.pt, one .pt per extra module (PPO's critic)
+
+A checkpoint is written to ``checkpoints/.tmp-step_N`` and renamed, so a complete one either exists or
+does not; a damaged one (a truncated file, a folder emptied by hand) is skipped with a note and the
+newest good one is used instead.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+CHECKPOINT_FILES = ("model.safetensors", "optimizer.pt", "trainer_state.json")
+
+
+class RunDirError(ValueError):
+    """A run folder that cannot be used as asked (names the folder and what is wrong)."""
+
+
+def read_jsonl(path: Path, last: int | None = None) -> list[dict]:
+    """The JSON lines of ``path`` (tolerant: a line being written or torn by a crash is skipped)."""
+    rows = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return rows
+    for line in lines[-last:] if last else lines:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            pass
+    return rows
+
+
+class RunDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # -- paths ---------------------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def status_path(self) -> Path:
+        return self.path / "status.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def samples_path(self) -> Path:
+        return self.path / "samples.jsonl"
+
+    @property
+    def warm_start_path(self) -> Path:
+        return self.path / "warm_start.jsonl"
+
+    @property
+    def pairs_path(self) -> Path:
+        return self.path / "pairs.jsonl"
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / "log.txt"
+
+    @property
+    def tb_dir(self) -> Path:
+        return self.path / "tb"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    def checkpoint_path(self, step: int) -> Path:
+        return self.checkpoints_dir / f"step_{step:06d}"
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+    def checkpoints(self) -> list[Path]:
+        """Every ``step_*`` folder, oldest first (complete or not)."""
+        return sorted(self.checkpoints_dir.glob("step_*"))
+
+    @staticmethod
+    def checkpoint_problem(ckpt: Path) -> str | None:
+        """Why ``ckpt`` cannot be resumed from, or None when its files are all there and non-empty."""
+        missing = [name for name in CHECKPOINT_FILES if not (ckpt / name).is_file()]
+        if missing:
+            return f"missing {', '.join(missing)}"
+        empty = [name for name in CHECKPOINT_FILES if (ckpt / name).stat().st_size == 0]
+        if empty:
+            return f"empty {', '.join(empty)}"
+        try:
+            json.loads((ckpt / "trainer_state.json").read_text())["step"]
+        except (ValueError, KeyError) as err:
+            return f"unreadable trainer_state.json ({err})"
+        return None
+
+    def latest_checkpoint(self) -> Path | None:
+        """The newest checkpoint whose files are complete (see :meth:`checkpoint_problem`)."""
+        for ckpt in reversed(self.checkpoints()):
+            if self.checkpoint_problem(ckpt) is None:
+                return ckpt
+        return None
+
+    # -- config and status ---------------------------------------------------------------------------
+    def read_config(self) -> dict:
+        if not self.config_path.is_file():
+            raise RunDirError(f"{self.path}: no config.json, so this is not a run folder that can be resumed "
+                              "(start a new run with --out instead)")
+        try:
+            return json.loads(self.config_path.read_text())
+        except ValueError as err:
+            raise RunDirError(f"{self.config_path}: not valid JSON ({err})") from None
+
+    def write_config(self, config: dict) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.config_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(config, indent=2))
+        tmp.replace(self.config_path)
+
+    def read_status(self) -> dict:
+        try:
+            return json.loads(self.status_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def write_status(self, state: str, step: int, steps: int, **extra) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.status_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"state": state, "step": step, "steps": steps, "updated": time.time(), **extra}))
+        tmp.replace(self.status_path)
+
+    # -- readers -------------------------------------------------------------------------------------
+    def metrics(self, last: int | None = None) -> list[dict]:
+        return read_jsonl(self.metrics_path, last)
+
+    def samples(self, last: int | None = None) -> list[dict]:
+        return read_jsonl(self.samples_path, last)
+
+    def warm_start(self) -> list[dict]:
+        return read_jsonl(self.warm_start_path)
+
+    # -- ownership -----------------------------------------------------------------------------------
+    def foreign_content(self, config: dict) -> list[str]:
+        """What in this folder does not belong to a new run with ``config``: every entry except a
+        ``config.json`` equal to ``config`` (what the run manager writes before it starts the trainer)
+        and a ``log.txt``. Empty when the folder is missing or can be used."""
+        if not self.path.exists():
+            return []
+        if not self.path.is_dir():
+            return [str(self.path)]
+        out = []
+        for entry in sorted(self.path.iterdir()):
+            if entry.name == "log.txt":
+                continue
+            if entry.name == "config.json":
+                try:
+                    if json.loads(entry.read_text()) == json.loads(json.dumps(config)):
+                        continue
+                except ValueError:
+                    pass
+            out.append(entry.name)
+        return out

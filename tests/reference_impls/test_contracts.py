@@ -1,0 +1,212 @@
+"""The contracts every algorithm, environment and run option goes through (issue: explicit contracts).
+
+- one typed run config: flags, files (--config), TRL's names and validation all come from option fields,
+  and a bad value fails before any model is loaded;
+- environments own their options, and a user's environment plugs in with --env-module;
+- the run folder is one RunDir: a new run never overwrites another run's files, a damaged checkpoint is
+  skipped for the newest good one;
+- ``train --list --json`` is the list of runnable implementations the Lab and node pages read.
+"""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_train_cli import FAST, ROOT, env, metric_rows, train
+
+USER_ENV = str(Path(__file__).with_name("user_env.py"))
+
+
+# -- typed options -------------------------------------------------------------------------------------
+
+def test_bad_option_fails_before_any_model_is_loaded():
+    r = train("--algo", "grpo", "--loss-type", "foo", "--out", "/tmp/never-written")
+    assert r.returncode == 2
+    assert "--loss-type" in r.stderr and "'foo'" in r.stderr and "grpo, dr_grpo, dapo" in r.stderr
+    assert "Loading weights" not in r.stderr and not Path("/tmp/never-written").exists()
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--steps", "-5"], "--steps: '-5' is not valid (below 1)"),
+    (["--group-size", "0"], "--group-size: '0' is not valid (below 1)"),
+    (["--group-size", "1"], "at least 2 samples per problem"),
+    (["--algo", "ppo", "--kl-estimator", "k9"], "one of k1, k3"),
+    (["--levels", "1,7"], "--levels (option of --env calculator): '1,7' is not valid"),
+    (["--env-option", "nope=1"], "unknown option of --env calculator 'nope'"),
+    (["--algo", "grpoo"], "did you mean grpo"),
+    (["--env", "calculater"], "did you mean calculator"),
+    (["--model", "no-such-model"], "--model: 'no-such-model' is neither one of"),
+    (["--max-new-tokens-per-turn", "99", "--max-completion-tokens", "10"], "cannot exceed"),
+])
+def test_every_bad_value_is_named(args, expected):
+    from reference_impls.options import ConfigError
+    from reference_impls.train import parse
+
+    with pytest.raises(ConfigError) as err:
+        parse([*args, "--out", "/tmp/x"])
+    assert expected in str(err.value)
+
+
+def test_trl_names_train_the_tiny_model(tmp_path):
+    out = tmp_path / "trl-named"
+    r = train("--model", "tiny", "--num-generations", "4", "--max-completion-length", "32", "--learning-rate", "1e-5",
+              "--max-steps", "1", "--output-dir", str(out), "--max-new-tokens-per-turn", "8")
+    assert r.returncode == 0, r.stderr[-3000:]
+    config = json.loads((out / "config.json").read_text())
+    assert (config["group_size"], config["max_completion_tokens"], config["lr"], config["steps"]) == (4, 32, 1e-5, 1)
+    assert [row["step"] for row in metric_rows(out)] == [1]
+
+
+def test_config_file_then_flags(tmp_path):
+    from reference_impls.train import parse
+
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("algo: grpo\nloss_type: dapo\nlearning_rate: 3.0e-5\nenv_options: {levels: [2, 3]}\n")
+    cfg, _, _ = parse(["--config", str(recipe), "--out", "/tmp/x", "--levels", "3"])
+    assert cfg.lr == 3e-5 and cfg.algo_config == {"loss_type": "dapo"} and cfg.env_options == {"levels": [3]}
+    (tmp_path / "bad.json").write_text('{"lr": "fast"}')
+    from reference_impls.options import ConfigError
+
+    with pytest.raises(ConfigError, match=r"--lr: 'fast' is not valid"):
+        parse(["--config", str(tmp_path / "bad.json"), "--out", "/tmp/x"])
+
+
+def test_old_run_configs_still_resolve():
+    # config.json written before environments owned their options (levels at the top level)
+    from reference_impls.train import config_from_dict, resolve
+
+    cfg = config_from_dict({"algo": "grpo", "env": "calculator", "out": "x", "levels": "2,3", "families": "",
+                            "algo_config": {"loss_type": "dapo"}, "env_options": {"max_turns": 2}})
+    resolve(cfg)
+    assert cfg.env_options == {"levels": [2, 3], "max_tool_calls": 2}
+
+
+# -- environments own their options; a user's environment plugs in -------------------------------------
+
+def test_user_environment_trains_and_evaluates_through_the_cli(tmp_path):
+    out = tmp_path / "echo"
+    r = train("--env-module", USER_ENV, "--env", "echo", "--words", "3", "--model", "tiny", "--steps", "2",
+              "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens-per-turn", "6",
+              "--max-completion-tokens", "6", "--sft-steps", "1", "--sft-examples", "4", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [row["step"] for row in metric_rows(out)] == [1, 2]
+    assert json.loads((out / "config.json").read_text())["env_options"] == {"words": 3}
+    sample = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
+    assert re.search(r"Write <answer>(apple|river|stone)</answer>", sample["segments"][0]["text"])
+    ev = subprocess.run([sys.executable, "-m", "reference_impls.evaluate", "--env-module", USER_ENV, "--run", str(out),
+                         "--n", "4", "--json", "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "6"],
+                        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
+    assert ev.returncode == 0, ev.stderr[-3000:]
+    assert json.loads(ev.stdout.strip().splitlines()[-1])["n"] == 4
+    bad = train("--env-module", USER_ENV, "--env", "echo", "--words", "99", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "--words" in bad.stderr
+
+
+def test_no_environment_names_in_generic_code():
+    generic = ["reference_impls/train.py", "reference_impls/sft.py", "reference_impls/evaluate.py",
+               "reference_impls/rollout.py", "lab/catalog.py", "lab/runs.py", "app/views/lab.py"]
+    for path in generic:
+        text = (ROOT / path).read_text()
+        assert not re.search(r"""[=!]=\s*["'](calculator|memory|search)["']|["'](calculator|memory|search)["']\s*[=!]=""",
+                             text), path
+
+
+def test_tool_tags_are_parsed_from_the_tool_spec():
+    from reference_impls.envs.calculator import TOOL
+
+    action = TOOL.first_action("x <calc>2+3</calc> <answer>5</answer>")
+    assert action[0] == "call" and action[1].group(1) == "2+3"
+    assert TOOL.first_action("<answer>5</answer><calc>1</calc>")[0] == "answer"
+    assert TOOL.first_action("no tags") is None
+
+
+# -- the algorithm interface -----------------------------------------------------------------------------
+
+def test_constant_groups_get_exactly_zero_advantages():
+    from reference_impls import grpo, rloo
+
+    rewards = torch.tensor([2 / 3] * 8 + [1.0, 0.0, 1 / 3, 2 / 3, 0.0, 0.0, 1.0, 1 / 3], dtype=torch.float32)
+    for scale in (True, False):
+        adv = grpo.group_advantages(rewards, 8, scale_rewards=scale)
+        assert torch.equal(adv[:8], torch.zeros(8)) and adv[8:].abs().sum() > 0
+    adv = rloo.leave_one_out_advantages(rewards, 8)
+    assert torch.equal(adv[:8], torch.zeros(8)) and adv[8:].abs().sum() > 0
+    # what float32 gave before: |A| ~ 6e-4 of one sign in the constant group
+    grouped = rewards[:8]
+    centred = grouped - grouped.mean()
+    assert float((centred / (grouped.std() + 1e-4)).abs().max()) > 1e-5
+
+
+def test_every_algorithm_implements_the_interface():
+    from reference_impls.algorithm import Algorithm
+    from reference_impls.options import specs
+    from reference_impls.train import ALGORITHMS
+
+    for name, cls in ALGORITHMS.items():
+        assert issubclass(cls, Algorithm) and cls.update is not Algorithm.update, name
+        for spec in specs(cls.Config):  # every option has help text, so --help and the Lab can show it
+            assert spec.help, (name, spec.name)
+
+
+# -- the run folder ---------------------------------------------------------------------------------------
+
+def test_new_run_refuses_a_folder_of_another_run(tmp_path):
+    out = tmp_path / "run"
+    assert train(*FAST, "--steps", "1", "--out", str(out)).returncode == 0
+    (out / "checkpoints" / "step_000001" / "my-notes.txt").write_text("mine")
+    before = (out / "metrics.jsonl").read_text()
+    r = train(*FAST, "--steps", "1", "--out", str(out), "--lr", "1e-3")
+    assert r.returncode == 2 and "already holds files of another run" in r.stderr and "--resume" in r.stderr
+    assert (out / "metrics.jsonl").read_text() == before
+    assert (out / "checkpoints" / "step_000001" / "my-notes.txt").read_text() == "mine"
+    r = train(*FAST, "--steps", "1", "--out", str(out), "--lr", "1e-3", "--overwrite")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads((out / "config.json").read_text())["lr"] == 1e-3
+
+
+def test_resume_skips_a_damaged_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    assert train(*FAST, "--steps", "3", "--keep-checkpoints", "3", "--out", str(out)).returncode == 0
+    newest = out / "checkpoints" / "step_000003" / "model.safetensors"
+    newest.write_bytes(newest.read_bytes()[:1000])  # truncated
+    (out / "checkpoints" / "step_000004").mkdir()  # an empty newer folder
+    r = train("--resume", str(out), "--steps", "4")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "step_000003" in r.stderr and "resumed from step_000002" in r.stderr
+    assert [row["step"] for row in metric_rows(out)] == [1, 2, 3, 4]
+    status = json.loads((out / "status.json").read_text())
+    assert status["state"] == "completed" and "step_000003: cannot be read" in status["note"]
+
+
+def test_resume_without_config_is_a_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    r = train("--resume", str(tmp_path / "empty"))
+    assert r.returncode == 2 and "no config.json" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- the list of implementations --------------------------------------------------------------------------
+
+def test_list_json_is_the_implementations_contract(taxonomy):
+    r = train("--list", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    by_id = {row["id"]: row for row in rows}
+    assert {"calculator-grpo", "calculator-dapo", "calculator-ppo", "calculator-dpo", "search-grpo", "memory-grpo"} <= set(by_id)
+    dapo = by_id["calculator-dapo"]
+    assert dapo["algorithm"] == "grpo" and dapo["algo_options"]["loss_type"] == "dapo"
+    assert dapo["options"]["group_size"] == 4 and dapo["env_options"]["levels"] == [1, 2, 3]
+    for row in rows:
+        assert all(node in taxonomy for node in row["nodes"]), row["id"]
+
+
+def test_impl_runs_a_listed_implementation(tmp_path):
+    out = tmp_path / "dapo"
+    r = train("--impl", "calculator-dapo", "--model", "tiny", "--steps", "1", "--prompts-per-step", "2",
+              "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "40", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    config = json.loads((out / "config.json").read_text())
+    assert config["algo_config"]["loss_type"] == "dapo" and config["algo_config"]["dynamic_sampling"] is True

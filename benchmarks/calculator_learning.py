@@ -66,21 +66,33 @@ def curve(out: Path, results: dict, a, log) -> None:
                "GRPO step", "reward / accuracy", ymin=0.0, ymax=1.0, hlines=hlines)
 
 
+def recipe() -> dict:
+    """The Lab's "smollm2" preset for GRPO on the calculator (lab/recipes/smollm2.yaml): this benchmark and
+    the Lab read the same file, so the numbers the Lab quotes come from the recipe it runs."""
+    from lab import recipes
+
+    merged: dict = {}
+    for layer in recipes.layers("smollm2", "calculator", "grpo"):
+        merged.update(layer)
+    return merged
+
+
 def main() -> int:
+    r = recipe()
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="runs/bench_calc")
-    p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--model", default=r["model"])
     p.add_argument("--n", type=int, default=200)
-    p.add_argument("--levels", default="2,3")
+    p.add_argument("--levels", default=",".join(map(str, r["env_options"]["levels"])))
     p.add_argument("--sft-n", type=int, default=96)
-    p.add_argument("--sft-steps", type=int, default=12)
+    p.add_argument("--sft-steps", type=int, default=r["sft_steps"])
     p.add_argument("--grpo-minutes", type=float, default=20.0)
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--prompts-per-step", type=int, default=4)
-    p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--lr", type=float, default=r["lr"])
+    p.add_argument("--prompts-per-step", type=int, default=r["prompts_per_step"])
+    p.add_argument("--group-size", type=int, default=r["group_size"])
     p.add_argument("--loss-type", default="dapo")
-    p.add_argument("--max-new-tokens-per-turn", type=int, default=24)
-    p.add_argument("--max-completion-tokens", type=int, default=96)
+    p.add_argument("--max-new-tokens-per-turn", type=int, default=r["max_new_tokens_per_turn"])
+    p.add_argument("--max-completion-tokens", type=int, default=r["max_completion_tokens"])
     p.add_argument("--eval-batch-size", type=int, default=25)
     p.add_argument("--skip-base", action="store_true")
     p.add_argument("--curve-only", action="store_true", help="only (re)do the curve of an existing OUT")

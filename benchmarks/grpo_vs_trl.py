@@ -4,7 +4,7 @@
 
 Each side runs in its own subprocess (so peak memory is its own): the same SmolLM2-135M-Instruct,
 the same calculator train prompts (chat messages), ``prompts x group_size`` completions per step,
-single turn (TRL's plain GRPO has no tool loop, so ours runs with ``max_turns=0``: the first tool
+single turn (TRL's plain GRPO has no tool loop, so ours runs with ``max_tool_calls=0``: the first tool
 call or answer ends the episode), the same max completion length, temperature 1, ``loss_type`` and
 beta 0, fp32 on CPU. Reports seconds per step (median over the steps after the first, which is
 warm-up), completion tokens per second (the throughput: the two sides sample different lengths), the
@@ -43,7 +43,7 @@ def run_ours(a) -> dict:
     cfg = TrainConfig(algo="grpo", env="calculator", model=a.model, out="/tmp/grpo_vs_trl_ours", lr=a.lr,
                       prompts_per_step=a.prompts, group_size=a.group_size, micro_batch_size=a.prompts * a.group_size,
                       max_new_tokens_per_turn=a.max_completion_length, max_completion_tokens=a.max_completion_length,
-                      levels="1,2", env_options={"max_turns": 0}, algo_config={"loss_type": a.loss_type, "beta": 0.0})
+                      env_options={"levels": [1, 2], "max_tool_calls": 0}, algo_config={"loss_type": a.loss_type, "beta": 0.0})
     trainer = Trainer(cfg)
     trainer.t_start = time.time()
     times, tokens, rewards = [], [], []

@@ -42,12 +42,12 @@ import torch.nn.functional as F
 
 from .algorithm import Algorithm, Context
 from .common import collate, completion_logprobs, seed_everything
-from .options import ConfigError, option
+from .options import ConfigError, Options, option
 from .rollout import RolloutConfig, Sample, rollout
 
 
 @dataclass
-class Config:
+class Config(Options):
     """DPO switches."""
 
     beta: float = option(0.1, "KL strength (IPO's tau); a reference model is always kept.", low=1e-6, high=100.0)

@@ -51,12 +51,12 @@ from functools import partial
 import torch
 
 from .algorithm import Algorithm, Context, RolloutBatch
-from .options import ConfigError, option
+from .options import ConfigError, Options, option
 from .policy_gradient import policy_gradient_update
 
 
 @dataclass
-class Config:
+class Config(Options):
     """GRPO family switches. Defaults = GRPO as published (with beta = 0, as most recent recipes)."""
 
     loss_type: str = option("grpo", "How token losses are averaged: grpo (per sequence, then mean), dr_grpo "

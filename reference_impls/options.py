@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,8 +86,17 @@ def _kind(annotation: Any, has_choices: bool) -> str | None:
     return None  # dicts and other containers are not options
 
 
+@functools.cache
+def _specs(cls) -> tuple[OptionSpec, ...]:
+    return tuple(_read_specs(cls))
+
+
 def specs(cls) -> list[OptionSpec]:
     """The options of a config dataclass, in declaration order (fields that are not options are skipped)."""
+    return list(_specs(cls))
+
+
+def _read_specs(cls) -> list[OptionSpec]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -98,6 +108,16 @@ def specs(cls) -> list[OptionSpec]:
         out.append(OptionSpec(f.name, kind, default, meta.get("help", ""), meta.get("choices", ()),
                               meta.get("low"), meta.get("high"), meta.get("aliases", ())))
     return out
+
+
+class Options:
+    """Base of the option dataclasses: every value is checked (and converted to its field's type) when the
+    dataclass is built, however it is built."""
+
+    def __post_init__(self):
+        for spec in specs(type(self)):
+            value = coerce(spec, getattr(self, spec.name), f"{type(self).__name__}.{spec.name}")
+            object.__setattr__(self, spec.name, value)
 
 
 def spec_map(cls) -> dict[str, OptionSpec]:

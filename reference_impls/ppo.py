@@ -60,11 +60,11 @@ from torch import nn
 
 from .algorithm import Algorithm, Context, RolloutBatch
 from .common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
-from .options import option
+from .options import Options, option
 
 
 @dataclass
-class Config:
+class Config(Options):
     """PPO switches. Defaults follow common LLM-PPO settings (TRL / OpenRLHF), scaled for small runs."""
 
     beta: float = option(0.05, "KL-in-reward coefficient; 0 skips the reference model.", low=0.0, high=10.0)

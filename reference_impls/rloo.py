@@ -26,12 +26,12 @@ import torch
 
 from .algorithm import Algorithm, Context, RolloutBatch
 from .grpo import constant_groups
-from .options import option
+from .options import Options, option
 from .policy_gradient import policy_gradient_update
 
 
 @dataclass
-class Config:
+class Config(Options):
     """RLOO switches."""
 
     epsilon: float = option(0.2, "Clip range of the importance ratio (only active when num_iterations > 1).",

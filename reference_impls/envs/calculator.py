@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 
-from ..options import option
+from ..options import Options, option
 from . import EnvSpec, StepResult, ToolSpec, register_env
 from .arith import CalcError, evaluate, format_number, parse_number
 
@@ -239,7 +239,7 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
 
 
 @dataclass
-class CalculatorConfig:
+class CalculatorConfig(Options):
     """The calculator's options (``--env-option KEY=VALUE``, the Lab's form)."""
 
     levels: tuple[int, ...] = option((1, 2, 3), "Difficulty levels of the problems: 1 = one operation, 2 = two, "

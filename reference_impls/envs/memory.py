@@ -52,7 +52,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..options import option
+from ..options import Options, option
 from . import EnvSpec, StepResult, ToolSpec, register_env
 from ..memory.answer import MODES, AnswerAgent, exact_match, f1
 from ..memory.bank import Entry, MemoryBank, parse_op
@@ -154,7 +154,7 @@ FOCUS = ("shown", "own")
 
 
 @dataclass
-class MemoryConfig:
+class MemoryConfig(Options):
     """The memory env's options (``--env-option KEY=VALUE``, the Lab's form)."""
 
     levels: tuple[int, ...] = option((1, 2, 3), "Dialogue levels the decisions come from (more sessions and "

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from ..options import option
+from ..options import Options, option
 from . import EnvSpec, StepResult, ToolSpec, register_env
 from ..scoring import exact_match, normalize_answer  # noqa: F401  (normalize_answer: part of this env's API)
 
@@ -255,7 +255,7 @@ def information_block(results: list[tuple[str, str]]) -> str:
 # the environment
 
 @dataclass
-class SearchEnvConfig:
+class SearchEnvConfig(Options):
     """The search env's options (``--env-option KEY=VALUE``, the Lab's form)."""
 
     families: tuple[str, ...] = option((), "Question families to draw from; empty = all.", choices=FAMILIES)

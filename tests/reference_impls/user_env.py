@@ -4,7 +4,7 @@ reply's <answer> holds it. It has options of its own (typed, validated like the 
 from dataclasses import dataclass
 
 from reference_impls.envs import EnvSpec, StepResult, ToolSpec, register_env
-from reference_impls.options import option
+from reference_impls.options import Options, option
 
 TOOL = ToolSpec("none", "no tool", "<call>", "</call>", "<result>", "</result>")
 WORDS = ("apple", "river", "stone", "cloud", "maple", "tiger", "ocean", "amber")
@@ -17,7 +17,7 @@ class Problem:
 
 
 @dataclass
-class EchoConfig:
+class EchoConfig(Options):
     words: int = option(4, "How many distinct words the problems use.", low=1, high=len(WORDS))
     bonus: float = option(0.0, "Added to the reward of a correct answer.", low=0.0, high=1.0)
 

@@ -3,15 +3,13 @@
 The navigation is one list per section. To add a section (the Lab issue adds "Lab" with its
 Lab and Runs pages), append ``"Lab": [st.Page(...), ...]`` to ``SECTIONS``; links between pages
 go through ``app.ui.PAGES``.
+
+Streamlit runs this file as a script; ``import app`` works because the project is installed
+(``pip install -e .``, done by ``make``), not because of its location.
 """
-import sys
-from pathlib import Path
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import streamlit as st  # noqa: E402
-
-from app import ui  # noqa: E402
+from app import ui
 
 st.set_page_config(page_title="Agentic RL Atlas", page_icon=":material/hub:", layout="wide")
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from papers import Catalog, data_dir, to_bibtex, to_csv, views
+from atlas_data import data_dir
+from papers import Catalog, to_bibtex, to_csv, views
 
 ROOT = Path(__file__).resolve().parents[1]
 _log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from papers.datadir import data_dir
+from atlas_data import data_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 STATUSES = ("queued", "running", "finished", "failed", "stopped")

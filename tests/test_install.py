@@ -40,7 +40,7 @@ def test_train_runs_from_another_directory_and_writes_under_it(tmp_path):
 
 
 def test_imports_resolve_to_this_checkout_from_another_directory(tmp_path):
-    modules = ["app.testing", "benchmarks.stages", "papers", "reference_impls", "taxonomy"]
+    modules = ["app.testing", "atlas_data", "benchmarks.stages", "papers", "reference_impls", "taxonomy"]
     code = f"import importlib; print('\\n'.join(importlib.import_module(m).__file__ for m in {modules!r}))"
     r = run(["-c", code], tmp_path)
     assert r.returncode == 0, r.stderr

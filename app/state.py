@@ -15,7 +15,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from papers import Catalog, data_dir, to_bibtex, to_csv, views
+from app import presentation
+from atlas_data import data_dir
+from papers import Catalog, to_bibtex, to_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 _log = logging.getLogger(__name__)
@@ -79,38 +81,38 @@ def user_works_changed() -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def tree_view(dimension: str) -> views.ChartView:
-    return views.dimension_tree(catalog(), dimension)
+def tree_view(dimension: str) -> presentation.ChartView:
+    return presentation.dimension_tree(catalog(), dimension)
 
 
 @st.cache_resource(show_spinner="Laying out the graph ...")
-def graph_view(dimension: str | None, show_works: bool, show_algorithms: bool) -> views.ChartView:
-    return views.graph_view(catalog(), dimension, show_works=show_works, show_algorithms=show_algorithms)
+def graph_view(dimension: str | None, show_works: bool, show_algorithms: bool) -> presentation.ChartView:
+    return presentation.graph_view(catalog(), dimension, show_works=show_works, show_algorithms=show_algorithms)
 
 
 @st.cache_resource(show_spinner=False)
-def heatmap(selected: tuple[str, str] | None = None) -> views.ChartView:
-    return views.heatmap(catalog(), selected)
+def heatmap(selected: tuple[str, str] | None = None) -> presentation.ChartView:
+    return presentation.heatmap(catalog(), selected)
 
 
 @st.cache_resource(show_spinner=False)
-def year_chart() -> views.ChartView:
-    return views.year_chart(views.works_per_year(catalog(), min_year=2018))
+def year_chart() -> presentation.ChartView:
+    return presentation.year_chart(presentation.works_per_year(catalog(), min_year=2018))
 
 
 @st.cache_resource(show_spinner=False)
 def node_options() -> dict[str, str]:
-    return views.node_options(catalog())
+    return presentation.node_options(catalog())
 
 
 @st.cache_resource(show_spinner=False)
 def work_options() -> dict[str, str]:
-    return views.work_options(catalog())
+    return presentation.work_options(catalog())
 
 
 @st.cache_resource(show_spinner=False)
 def algorithm_frame():
-    return views.algorithm_frame(catalog())
+    return presentation.algorithm_frame(catalog())
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -123,8 +125,8 @@ def exports(keys: tuple[str, ...]) -> tuple[str, str]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def comparison(methods: tuple[str, ...]):
     """The side-by-side frame of chosen algorithm variants and the attributes where they differ."""
-    frame = views.compare_algorithms(algorithm_frame(), list(methods))
-    return frame, views.differing_attributes(frame)
+    frame = presentation.compare_algorithms(algorithm_frame(), list(methods))
+    return frame, presentation.differing_attributes(frame)
 
 
 def search_available() -> bool:

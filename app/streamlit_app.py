@@ -1,35 +1,23 @@
 """Entry point: ``streamlit run app/streamlit_app.py`` (what ``make app`` does).
 
-The navigation is one list per section. To add a section (the Lab issue adds "Lab" with its
-Lab and Runs pages), append ``"Lab": [st.Page(...), ...]`` to ``SECTIONS``; links between pages
-go through ``app.ui.PAGES``.
+The navigation is built from ``app.routes.PAGES``, the one definition of every page (URL path,
+script, title, icon, section). To add a page or a section, add a ``Page`` there; links to it go
+through ``app.routes`` as well.
+
+Streamlit runs this file as a script; ``import app`` works because the project is installed
+(``pip install -e .``, done by ``make``), not because of its location.
 """
-import sys
-from pathlib import Path
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import streamlit as st  # noqa: E402
-
-from app import ui  # noqa: E402
+from app import routes, ui
 
 st.set_page_config(page_title="Agentic RL Atlas", page_icon=":material/hub:", layout="wide")
 
-SECTIONS = {
-    "Explore": [
-        st.Page(ui.PAGES["overview"], title="Overview", icon=":material/home:", default=True, url_path="overview"),
-        st.Page(ui.PAGES["taxonomy"], title="Taxonomy", icon=":material/account_tree:", url_path="taxonomy"),
-        st.Page(ui.PAGES["search"], title="Search", icon=":material/search:", url_path="search"),
-        st.Page(ui.PAGES["algorithms"], title="Algorithms", icon=":material/functions:", url_path="algorithms"),
-        st.Page(ui.PAGES["imports"], title="Import", icon=":material/upload:", url_path="imports"),
-        # reached from links (work?key=...); without a key it offers a picker
-        st.Page(ui.PAGES["work"], title="Work", icon=":material/article:", url_path="work", visibility="hidden"),
-    ],
-    "Lab": [
-        st.Page(ui.PAGES["lab"], title="Lab", icon=":material/science:", url_path="lab"),
-        st.Page(ui.PAGES["runs"], title="Runs", icon=":material/monitoring:", url_path="runs"),
-    ],
-}
+SECTIONS: dict[str, list] = {}
+for p in routes.PAGES.values():
+    SECTIONS.setdefault(p.section, []).append(st.Page(
+        p.script, title=p.title, icon=p.icon, url_path=p.path, default=p.default,
+        visibility="hidden" if p.hidden else "visible"))
 
 page = st.navigation(SECTIONS)
 ui.follow_goto()

@@ -1,9 +1,9 @@
 """Streamlit building blocks shared by the pages: links, breadcrumbs, work tables, URL state.
 
-Data shaping lives in ``papers.views``; this module only turns its results into elements.
-Navigation from a click (a chart point, a table row, a picker) goes through ``goto``: the
-callback records the target and ``follow_goto`` (called by the entry script before the page
-runs) switches page, so every view ends up as a URL with query parameters.
+Data shaping lives in ``app.presentation`` and every page's route in ``app.routes``; this module
+only turns their results into elements. Navigation from a click (a chart point, a table row, a
+picker) goes through ``goto``: the callback records the target and ``follow_goto`` (called by the
+entry script before the page runs) switches page, so every view ends up as a URL with query parameters.
 """
 from __future__ import annotations
 
@@ -13,36 +13,24 @@ from typing import Any
 
 import streamlit as st
 
-from papers import views
-
-# page name -> script path (relative to app/streamlit_app.py), the targets of links and goto()
-PAGES = {
-    "overview": "views/overview.py",
-    "taxonomy": "views/taxonomy.py",
-    "search": "views/search.py",
-    "work": "views/work.py",
-    "algorithms": "views/algorithms.py",
-    "imports": "views/imports.py",
-    "lab": "views/lab.py",
-    "runs": "views/runs.py",
-}
+from app import presentation, routes
+from app.routes import Link
 
 _GOTO = "_atlas_goto"
 _NONCE = "_atlas_nonce"
 
 
 # -- navigation --------------------------------------------------------------------------------
-def goto(page: str, **query: str | list[str]) -> None:
+def goto(link: Link) -> None:
     """Ask for a page switch (safe inside widget callbacks); ``follow_goto`` performs it."""
-    st.session_state[_GOTO] = (page, {k: v for k, v in query.items() if v not in (None, "", [])})
+    st.session_state[_GOTO] = link
 
 
 def follow_goto() -> None:
-    target = st.session_state.pop(_GOTO, None)
-    if target:
-        page, query = target
+    link = st.session_state.pop(_GOTO, None)
+    if link:
         st.session_state[_NONCE] = st.session_state.get(_NONCE, 0) + 1
-        st.switch_page(PAGES[page], query_params=query)
+        st.switch_page(link.script, query_params=dict(link.query))
 
 
 def nonce() -> int:
@@ -52,7 +40,7 @@ def nonce() -> int:
 
 def params() -> dict[str, list[str]]:
     """The URL's query parameters as ``{name: [values]}``."""
-    return views.params_dict(st.query_params)
+    return presentation.params_dict(st.query_params)
 
 
 def set_params(new: Mapping[str, str | list[str]]) -> None:
@@ -84,22 +72,26 @@ def publish(scope: str, widget_state: Mapping[str, Any], new_params: Mapping[str
 
 
 # -- links -------------------------------------------------------------------------------------
+def page_link(link: Link, label: str, icon: str | None = None, help: str | None = None) -> None:
+    st.page_link(link.script, label=label, icon=icon, query_params=dict(link.query), help=help)
+
+
 def node_link(node_id: str, label: str, icon: str | None = None, help: str | None = None) -> None:
-    st.page_link(PAGES["taxonomy"], label=label, icon=icon, query_params={"node": node_id}, help=help)
+    page_link(routes.node(node_id), label, icon, help)
 
 
 def work_link(key: str, label: str, icon: str | None = None, help: str | None = None) -> None:
-    st.page_link(PAGES["work"], label=label, icon=icon, query_params={"key": key}, help=help)
+    page_link(routes.work(key), label, icon, help)
 
 
 def search_link(label: str, icon: str | None = ":material/search:", **query: str | list[str]) -> None:
-    st.page_link(PAGES["search"], label=label, icon=icon, query_params=query)
+    page_link(routes.search(**query), label, icon)
 
 
 def breadcrumb(path: Sequence[tuple[str, str]], current: bool = True) -> None:
     """Root-to-node links on one line; the last one is the current node when ``current``."""
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
-        st.page_link(PAGES["taxonomy"], label="Taxonomy", icon=":material/account_tree:")
+        page_link(routes.page("taxonomy"), "Taxonomy", icon=":material/account_tree:")
         for i, (nid, name) in enumerate(path):
             st.markdown("›", width="content")
             if current and i == len(path) - 1:
@@ -108,16 +100,16 @@ def breadcrumb(path: Sequence[tuple[str, str]], current: bool = True) -> None:
                 node_link(nid, name)
 
 
-def chips(items: Iterable[tuple[str, str, dict]], empty: str | None = None) -> None:
-    """Links on one wrapping line: ``(label, page, query_params)``."""
+def chips(items: Iterable[tuple[str, Link]], empty: str | None = None) -> None:
+    """Links on one wrapping line: ``(label, link)``."""
     items = list(items)
     if not items:
         if empty:
             st.caption(empty)
         return
     with st.container(horizontal=True, gap="small", wrap=True):
-        for label, page, query in items:
-            st.page_link(PAGES[page], label=label, query_params=query)
+        for label, link in items:
+            page_link(link, label)
 
 
 # -- tables of works -----------------------------------------------------------------------------
@@ -139,11 +131,11 @@ def _open_selected_row(table_key: str, keys: list[str]) -> None:
     state = st.session_state.get(table_key)
     rows = list(getattr(getattr(state, "selection", None), "rows", []) or [])
     if rows and 0 <= rows[0] < len(keys):
-        goto("work", key=keys[rows[0]])
+        goto(routes.work(keys[rows[0]]))
 
 
 def works_table(frame, key: str, height: int | str | None = None, columns: Sequence[str] | None = None) -> None:
-    """A table of works (``papers.views.works_frame``); selecting a row opens the work's page."""
+    """A table of works (``presentation.works_frame``); selecting a row opens the work's page."""
     if frame.empty:
         st.caption("No works.")
         return
@@ -169,7 +161,7 @@ def survey_tables(tables: Sequence[tuple[str, Any]], key: str) -> None:
             st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=f"{key}-{i}")
 
 
-def not_found(what: str, value: str, suggestions: Sequence[tuple[str, str, dict]], search_query: str | None = None) -> None:
+def not_found(what: str, value: str, suggestions: Sequence[tuple[str, Link]], search_query: str | None = None) -> None:
     """A friendly "not found" with close matches and a search link, never a traceback."""
     st.warning(f"No {what} called **{value or '(empty)'}** in the Atlas.", icon=":material/search_off:")
     if suggestions:
@@ -179,7 +171,7 @@ def not_found(what: str, value: str, suggestions: Sequence[tuple[str, str, dict]
         search_link(f"Search the catalog for “{search_query}”", q=search_query)
 
 
-def echarts(view: views.ChartView, key: str, on_pick: Callable[[int | None], None] | None = None,
+def echarts(view: presentation.ChartView, key: str, on_pick: Callable[[int | None], None] | None = None,
             alt: str | None = None, series_index: int | None = 0):
     """An ECharts chart; with ``on_pick``, a click calls ``on_pick(data index)`` (None: deselected).
 
@@ -189,6 +181,6 @@ def echarts(view: views.ChartView, key: str, on_pick: Callable[[int | None], Non
         return st.echarts_chart(view.spec, key=key, height=view.height, alt=alt, renderer="svg")
 
     def _changed() -> None:
-        on_pick(views.first_selected(st.session_state.get(key), series_index))
+        on_pick(presentation.first_selected(st.session_state.get(key), series_index))
 
     return st.echarts_chart(view.spec, key=key, height=view.height, on_select=_changed, alt=alt, renderer="svg")

@@ -25,10 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from apphelpers import free_port, launch_chromium, start_app, stop_app, wait_healthy  # noqa: E402
+from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
 
 # what "this page is on screen" means: a CSS selector and a text it must contain
 READY = {

@@ -16,8 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stages import StageResults, cli, last_json_line  # noqa: E402
+from benchmarks.stages import StageResults, cli, last_json_line
 
 
 def main() -> int:

@@ -24,9 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stages import cli, last_json_line  # noqa: E402
-from svgplot import line_chart  # noqa: E402
+from benchmarks.stages import cli, last_json_line
+from benchmarks.svgplot import line_chart
 
 
 def evaluate(model: str, a, log) -> dict:
@@ -135,7 +134,7 @@ def main() -> int:
     results["grpo_steps"] = len(rows)
     results["grpo_train_reward_first10"] = sum(r["reward_mean"] for r in rows[:10]) / max(1, len(rows[:10]))
     results["grpo_train_reward_last10"] = sum(r["reward_mean"] for r in rows[-10:]) / max(1, len(rows[-10:]))
-    from reference_impls.train import latest_checkpoint  # noqa: E402  (only for the path)
+    from reference_impls.train import latest_checkpoint  # (only for the path)
 
     results["sft_grpo"] = evaluate(str(latest_checkpoint(grpo_dir)), a, log)
     if "base" in results:
@@ -151,5 +150,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main())

@@ -126,11 +126,11 @@ def main() -> int:
         return 0
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "args": vars(a)}
     for which in ("ours", "trl"):
-        argv = [sys.executable, __file__, "--child", which] + [x for k, v in vars(a).items()
+        argv = [sys.executable, "-m", "benchmarks.grpo_vs_trl", "--child", which] + [x for k, v in vars(a).items()
                                                               if k not in ("child", "json") and v is not None
                                                               for x in (f"--{k.replace('_', '-')}", str(v))]
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
-                              env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT)))
+                              env=dict(os.environ, HF_HUB_OFFLINE="1"))
         line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode != 0 or not line:
             raise SystemExit(f"{which} failed:\n{proc.stderr[-4000:]}")
@@ -153,5 +153,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main())

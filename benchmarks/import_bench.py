@@ -19,11 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from papers import Catalog  # noqa: E402
-from papers.ingest import import_file  # noqa: E402
-from papers.userstore import UserStore  # noqa: E402
+from papers import Catalog
+from papers.ingest import import_file
+from papers.userstore import UserStore
 
 TOPICS = ["web search agent", "code repair", "theorem proving", "GUI navigation", "memory management",
           "multi-agent debate", "tool calling", "video reasoning", "robot manipulation", "text-to-SQL"]

@@ -31,11 +31,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from stages import cli  # noqa: E402
+from benchmarks.stages import cli  # noqa: E402
 
 from reference_impls.memory.answer import AnswerAgent  # noqa: E402
 from reference_impls.memory.dialogue import dialogues  # noqa: E402

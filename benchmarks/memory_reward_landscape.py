@@ -21,7 +21,6 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from reference_impls.envs.memory import MemoryConfig, MemoryEnv, get_answer_agent, problems  # noqa: E402

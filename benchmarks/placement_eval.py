@@ -22,10 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from papers import Catalog  # noqa: E402
-from papers.placement import PlacementConfig, Placer, default_encoder  # noqa: E402
+from papers import Catalog
+from papers.placement import PlacementConfig, Placer, default_encoder
 
 
 def group_of(taxonomy, node_id: str, level: str) -> str:

@@ -71,7 +71,7 @@ def main() -> int:
         print("$ python -m reference_impls.train " + " ".join(args), file=sys.stderr, flush=True)
         t0 = time.time()
         proc = subprocess.run([sys.executable, "-c", CODE, *args], cwd=ROOT, capture_output=True, text=True,
-                              env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT)))
+                              env=dict(os.environ, HF_HUB_OFFLINE="1"))
         if proc.returncode != 0:
             raise SystemExit(proc.stderr[-3000:])
         peak = json.loads(proc.stdout.strip().splitlines()[-1])["peak_rss_mib"]

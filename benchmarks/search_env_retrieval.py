@@ -13,11 +13,8 @@ import collections
 import json
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from reference_impls.envs import search as S  # noqa: E402
+from reference_impls.envs import search as S
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ def cli(module: str, args: list[str], log) -> str:
     print(f"$ python -m {module} " + " ".join(args), file=log, flush=True)
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT)))
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
     print(proc.stderr[-3000:], file=log, flush=True)
     if proc.returncode != 0:
         raise SystemExit(f"failed: {module} {' '.join(args)}\n{proc.stderr[-3000:]}")

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import psutil
 
-from papers.datadir import data_dir
+from atlas_data import data_dir
 from reference_impls.rundir import RunDir, read_jsonl  # noqa: F401  (read_jsonl: part of this module's face)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

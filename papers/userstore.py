@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from papers.datadir import data_dir
+from atlas_data import data_dir
 from papers.schema import LIST_FIELDS, Work
 
 SCHEMA = """

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from papers.datadir import data_dir
+from atlas_data import data_dir
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 MODEL_NAMES = ("smollm2-135m-instruct", "tiny")

@@ -6,12 +6,9 @@ Uses only the hashes shipped in papers/data/survey_shingles.txt (the survey text
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from papers.catalog import Catalog  # noqa: E402
-from papers.overlap import overlap_report  # noqa: E402
+from papers.catalog import Catalog
+from papers.overlap import overlap_report
 
 
 def main() -> int:

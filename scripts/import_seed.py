@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from papers.titlecase import restore_title_case  # noqa: E402
 from papers.overlap import shingle_hashes  # noqa: E402

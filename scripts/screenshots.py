@@ -16,10 +16,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from app_bench import take_screenshots  # noqa: E402
-from apphelpers import free_port, launch_chromium, start_app, stop_app, wait_healthy  # noqa: E402
+from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
+from benchmarks.app_bench import take_screenshots
 
 
 def main() -> int:

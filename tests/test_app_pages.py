@@ -4,18 +4,19 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app import routes
 from papers import parse_bibtex
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
 
 
 def open_page(view: str | None = None, /, **params) -> AppTest:
-    """Open ``view`` (a script in app/views, None: the default page) with URL query parameters."""
+    """Open page ``view`` (a name in app.routes.PAGES, None: the default page) with URL query parameters."""
     at = AppTest.from_file(APP, default_timeout=180)
     for k, v in params.items():
         at.query_params[k] = v
     if view:
-        at.switch_page(f"views/{view}.py")
+        at.switch_page(routes.PAGES[view].script)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

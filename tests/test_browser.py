@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from apphelpers import chromium_path, free_port, launch_chromium, start_app, stop_app, wait_healthy
+from app.testing import chromium_path, free_port, launch_chromium, start_app, stop_app, wait_healthy
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000  # the first search loads the embedding model on a shared 2-core machine

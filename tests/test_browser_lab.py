@@ -5,7 +5,7 @@ import tempfile
 
 import pytest
 
-from apphelpers import chromium_path, free_port, launch_chromium, start_app, stop_app, wait_healthy
+from app.testing import chromium_path, free_port, launch_chromium, start_app, stop_app, wait_healthy
 
 pytestmark = pytest.mark.browser
 

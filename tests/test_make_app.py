@@ -2,7 +2,7 @@
 import socket
 import urllib.request
 
-from apphelpers import free_port, start_app, stop_app, wait_healthy
+from app.testing import free_port, start_app, stop_app, wait_healthy
 
 
 def test_make_app_serves_on_loopback():

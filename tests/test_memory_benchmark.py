@@ -1,13 +1,9 @@
 """The memory benchmark's report: the paired sign test, by hand."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-from memory_eval import report, sign_test_p  # noqa: E402
+from benchmarks.memory_eval import report, sign_test_p
 
 
 def test_sign_test_by_hand():
@@ -31,7 +27,7 @@ def test_report_counts_paired_wins_against_add_only(tmp_path):
 
 
 def test_ops_by_turn_kind_tells_a_replaced_stale_value_from_a_destroyed_fact():
-    from memory_ops_by_kind import ops_by_turn_kind
+    from benchmarks.memory_ops_by_kind import ops_by_turn_kind
 
     from reference_impls.memory.dialogue import dialogues
     from reference_impls.memory.managers import RuleManager

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from papers import Catalog, UnknownKeyError, Work
 from papers.search import SearchConfig, SearchFilters, SearchHit, SearchIndex, SearchResults, UnknownFilterValueError, build_corpus
 from papers.search.embed import EmbeddingCache, MiniLMEmbedder, text_hash
 from papers.search.synthetic import HashEmbedder, synthetic_corpus
+from papers.search.text import clean, query_terms
 from taxonomy import Taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -329,12 +331,27 @@ def test_building_from_cache_never_imports_sentence_transformers(warm_data_dir):
     "\ud800 lone surrogate", "((((", "a", "*" * 300,
 ])
 def test_bad_queries_never_crash(hidx, query):
+    text = clean(query or "")
+    words = set(query_terms(text).values())
     for mode in ("hybrid", "lexical", "dense"):
         res = hidx.search(query, k=5, mode=mode)
-        assert isinstance(res, SearchResults) and len(res.hits) <= 5 and res.total >= len(res.hits)
-        assert all(isinstance(h.key, str) for h in res.hits)
-    if not (query or "").strip():
-        assert res.browse and res.total == len(hidx)
+        keys = [h.key for h in res.hits]
+        assert res.mode == mode and res.browse == (not text)  # only a query with nothing left in it browses
+        assert len(keys) == min(5, res.total)  # a full page whenever there are enough matches
+        assert len(set(keys)) == len(keys) and all(k in hidx for k in keys)  # real works, each once
+        if not text:
+            assert res.total == len(hidx)
+            continue
+        # the query is searched as cleaned: no control or format characters left, spaces collapsed
+        assert res.query == text and not any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in res.query)
+        scores = [h.score for h in res.hits]
+        assert scores == sorted(scores, reverse=True)
+        assert all(set(h.matched_terms) <= words for h in res.hits)  # only words the user typed are "matched"
+        if mode == "lexical":
+            # a lexical hit contains a query word; a query without one (stop words, symbols) matches nothing
+            assert all(h.lexical_score > 0 and h.matched_terms for h in res.hits)
+            if not words:
+                assert res.total == 0
 
 
 def test_control_characters_are_removed(hidx):
@@ -347,8 +364,19 @@ def test_long_unicode_queries_with_the_real_model(real_index):
     assert len(long_q) == 10_000
     res = real_index.search(long_q, k=5)
     assert res.hits and res.hits[0].key in {"search-r1", "r1-searcher", "re-search", "deepresearcher", "zerosearch"}
-    for q in ("🤖🔍", "定理証明 Lean 🧮", "\x00\x01\x02", "ümlaut façade naïve"):
-        assert isinstance(real_index.search(q, k=3), SearchResults)
+    # symbols only: no word, nothing close in meaning; not an empty query either (that would browse)
+    symbols = real_index.search("🤖🔍", k=3)
+    assert not symbols.browse and symbols.total == 0 and symbols.hits == []
+    # the one known word still finds the Lean provers; the CJK and emoji around it change nothing
+    mixed = real_index.search("定理証明 Lean 🧮", k=3)
+    assert {h.key for h in mixed.hits} == {"kimina-prover", "minif2f", "deepseek-prover-v2"}
+    assert all(h.matched_terms == ["Lean"] for h in mixed.hits)
+    # control characters only: cleaned to an empty query, which browses every work
+    control = real_index.search("\x00\x01\x02", k=3)
+    assert control.browse and control.total == len(real_index) and len(control.hits) == 3
+    # accented words survive normalisation intact (and no work contains them)
+    accented = real_index.search("ümlaut façade naïve", k=3, mode="lexical")
+    assert accented.query == "ümlaut façade naïve" and accented.total == 0
 
 
 def test_k_and_offset_edges(hidx):

@@ -1,12 +1,9 @@
 """The SVG chart the benchmark write-ups use: valid XML, one marker per point, reference lines drawn."""
-import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from svgplot import line_chart  # noqa: E402
+from benchmarks.svgplot import line_chart
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -1,18 +1,20 @@
-"""papers.views: the data behind every page, checked without Streamlit."""
+"""app.presentation: the data behind every page, checked without Streamlit."""
+import ast
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from papers import views
+from app import presentation, routes
 
 
 def test_table1_markdown_renders_every_row_with_math(catalog):
-    md = views.table1_markdown(catalog)
+    md = presentation.table1_markdown(catalog)
     lines = md.splitlines()
     assert lines[0].startswith("| Concept | Traditional PBRFT")
     rows = lines[2:]
-    assert len(rows) == len(catalog.tables[views.TABLE1].frame) == 5
+    assert len(rows) == len(catalog.tables[presentation.TABLE1].frame) == 5
     for row in rows:
         assert row.count("|") - row.count(r"\|") == 4  # three cells, no stray pipes
         assert row.count("$") % 2 == 0                  # math opens and closes in every row
@@ -22,52 +24,52 @@ def test_table1_markdown_renders_every_row_with_math(catalog):
 
 
 def test_formulas_are_balanced_latex():
-    for tex in views.FORMULAS.values():
+    for tex in presentation.FORMULAS.values():
         assert tex.count("{") == tex.count("}")
         assert tex.count(r"\langle") == tex.count(r"\rangle")
-    assert "T = 1" in views.FORMULAS["pbrft_mdp"]
-    assert r"\gamma" in views.FORMULAS["agentic_pomdp"] and r"\mathcal{O}" in views.FORMULAS["agentic_pomdp"]
+    assert "T = 1" in presentation.FORMULAS["pbrft_mdp"]
+    assert r"\gamma" in presentation.FORMULAS["agentic_pomdp"] and r"\mathcal{O}" in presentation.FORMULAS["agentic_pomdp"]
 
 
 def test_heatmap_cells_match_cooccurrence_and_cell_works(catalog):
-    heat = views.heatmap(catalog)
+    heat = presentation.heatmap(catalog)
     counts = catalog.graph.cooccurrence("capability", "task")
     assert len(heat.ids) == counts.size
     data = heat.spec["series"][0]["data"]
     for (cap, task), item in zip(heat.ids, data):
         n = int(counts.loc[cap, task])
         assert item["value"][2] == (n if n else "-")
-        assert len(views.cell_works(catalog, cap, task)) == n
-    works = views.cell_works(catalog, "perception", "vision")
+        assert len(presentation.cell_works(catalog, cap, task)) == n
+    works = presentation.cell_works(catalog, "perception", "vision")
     assert works and all({"perception", "vision"} <= set(catalog.placements(w.key, expand=True)) for w in works)
     json.dumps(heat.spec)  # JSON-compatible, as st.echarts_chart requires
 
 
 def test_heatmap_marks_the_selected_cell(catalog):
-    heat = views.heatmap(catalog, selected=("tool-use", "search-research"))
+    heat = presentation.heatmap(catalog, selected=("tool-use", "search-research"))
     marked = [i for i, item in enumerate(heat.spec["series"][0]["data"]) if "itemStyle" in item]
     assert [heat.ids[i] for i in marked] == [("tool-use", "search-research")]
 
 
 def test_works_per_year_counts_each_dimension(catalog):
-    table = views.works_per_year(catalog, min_year=2018)
+    table = presentation.works_per_year(catalog, min_year=2018)
     assert table.index[0] == "before 2018" and "2025" in table.index
-    assert list(table.columns) == [d for d in views.DIMENSIONS if d in table.columns]
-    n2025_cap = sum(1 for w in catalog if w.year == 2025 and "capability" in views.work_dimensions(catalog, w))
+    assert list(table.columns) == [d for d in presentation.DIMENSIONS if d in table.columns]
+    n2025_cap = sum(1 for w in catalog if w.year == 2025 and "capability" in presentation.work_dimensions(catalog, w))
     assert table.loc["2025", "capability"] == n2025_cap
-    chart = views.year_chart(table)
+    chart = presentation.year_chart(table)
     assert len(chart.spec["series"]) == len(table.columns)
     json.dumps(chart.spec)
 
 
-@pytest.mark.parametrize("dim", views.DIMENSIONS)
+@pytest.mark.parametrize("dim", presentation.DIMENSIONS)
 def test_dimension_tree_indices_map_to_nodes(catalog, dim):
-    tree = views.dimension_tree(catalog, dim)
+    tree = presentation.dimension_tree(catalog, dim)
     data = tree.spec["series"][0]["data"]
     assert len(data) == len(tree.ids)
     real = [i for i in tree.ids if i is not None]
-    assert sorted(real) == sorted(r.node for r in views.tree_rows(catalog, dim))
-    roots = set(views.dimension_roots(catalog, dim))
+    assert sorted(real) == sorted(r.node for r in presentation.tree_rows(catalog, dim))
+    roots = set(presentation.dimension_roots(catalog, dim))
     for nid, item in zip(tree.ids, data):
         assert item["name"].endswith(f"({item['value']})")
         if nid is not None and not (nid in roots and len(roots) == 1):  # a lone root shows the dimension's name
@@ -77,23 +79,23 @@ def test_dimension_tree_indices_map_to_nodes(catalog, dim):
         parent, child = tree.ids[link["source"]], tree.ids[link["target"]]
         assert child is not None and catalog.taxonomy[child].parent == parent or parent is None
     xs = [item["x"] for item in data]
-    leaves = [item for item, nid in zip(data, tree.ids) if nid is not None and not views.dimension_children(catalog, nid)]
+    leaves = [item for item, nid in zip(data, tree.ids) if nid is not None and not presentation.dimension_children(catalog, nid)]
     assert all(item["x"] == max(xs) for item in leaves)
     json.dumps(tree.spec)
 
 
 def test_tree_rows_are_depth_first_with_counts(catalog):
-    rows = views.tree_rows(catalog, "capability")
+    rows = presentation.tree_rows(catalog, "capability")
     assert rows[0].node == "capabilities" and rows[0].depth == 0
     assert [r.node for r in rows[1:4]] == ["planning", "planning-external-guide", "planning-internal-driver"]
     memory = next(r for r in rows if r.node == "memory")
     assert memory.works == len(catalog.works_in("memory")) and memory.direct == 1
-    frame = views.tree_frame(catalog, "capability")
+    frame = presentation.tree_frame(catalog, "capability")
     assert frame.loc[0, "open"] == "taxonomy?node=capabilities"
 
 
 def test_graph_view_ids_and_edges(catalog):
-    graph = views.graph_view(catalog, "capability")
+    graph = presentation.graph_view(catalog, "capability")
     series = graph.spec["series"][0]
     assert len(series["data"]) == len(graph.ids)
     kinds = {i.split(":", 1)[0] for i in graph.ids}
@@ -101,9 +103,9 @@ def test_graph_view_ids_and_edges(catalog):
     assert "node:memory" in graph.ids and "work:memory-r1" in graph.ids
     edges = {(graph.ids[link["source"]], graph.ids[link["target"]]) for link in series["links"]}
     assert ("work:memory-r1", "node:memory-rag-style") in edges or ("node:memory-rag-style", "work:memory-r1") in edges
-    again = views.graph_view(catalog, "capability")
+    again = presentation.graph_view(catalog, "capability")
     assert [d["x"] for d in again.spec["series"][0]["data"]] == [d["x"] for d in series["data"]]  # seeded layout
-    everything = views.graph_view(catalog, None)
+    everything = presentation.graph_view(catalog, None)
     assert not any(i.startswith("work:") for i in everything.ids)  # all dimensions: no works
     json.dumps(graph.spec)
 
@@ -115,39 +117,39 @@ def test_graph_layout_does_not_depend_on_the_hash_seed():
     import sys
     from pathlib import Path
 
-    code = ("import json; from papers.catalog import Catalog; from papers import views; "
-            "d = views.graph_view(Catalog.load(), 'capability').spec['series'][0]['data']; "
+    code = ("import json; from papers.catalog import Catalog; from app import presentation; "
+            "d = presentation.graph_view(Catalog.load(), 'capability').spec['series'][0]['data']; "
             "print(json.dumps([[x['id'], round(x['x'], 3), round(x['y'], 3)] for x in d]))")
     root = Path(__file__).resolve().parents[1]
     outs = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}).stdout
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout
             for seed in ("1", "2")]
     assert outs[0] == outs[1]
 
 
 def test_first_selected_reads_echarts_state():
     state = {"selection": {"selected": [{"series_index": 0, "data_type": "node", "data_indices": [4]}], "areas": []}}
-    assert views.first_selected(state) == 4
-    assert views.first_selected({"selection": {"selected": []}}) is None
-    assert views.first_selected(None) is None
+    assert presentation.first_selected(state) == 4
+    assert presentation.first_selected({"selection": {"selected": []}}) is None
+    assert presentation.first_selected(None) is None
     edge = {"selection": {"selected": [{"series_index": 0, "data_type": "edge", "data_indices": [1]}]}}
-    assert views.first_selected(edge) is None
+    assert presentation.first_selected(edge) is None
 
 
 def test_node_page_with_and_without_descendants(catalog):
-    page = views.node_page(catalog, "memory")
+    page = presentation.node_page(catalog, "memory")
     assert [p for p, _ in page.path] == ["capabilities", "memory"]
     assert {c for c, _, _ in page.children} == {"memory-rag-style", "memory-token-level", "memory-structured"}
     assert len(page.works) == len(catalog.works_in("memory")) == page.all_works
     assert any(title.startswith("Table 3") for title, _ in page.tables)
-    direct = views.node_page(catalog, "memory", include_descendants=False)
+    direct = presentation.node_page(catalog, "memory", include_descendants=False)
     assert len(direct.works) == direct.direct_works < len(page.works)
     years = [w.year or 0 for w in page.works]
     assert years == sorted(years, reverse=True)
 
 
 def test_work_page_facts_and_rows(catalog):
-    page = views.work_page(catalog, "search-r1")
+    page = presentation.work_page(catalog, "search-r1")
     facts = dict(page.facts)
     assert facts["arXiv"] == "2503.09516" and facts["Year"] == "2025"
     assert ("Code", "https://github.com/PeterGriffinJin/Search-R1") in page.links
@@ -156,55 +158,55 @@ def test_work_page_facts_and_rows(catalog):
     frame = page.tables[0][1]
     assert "Base LLM" in frame.columns and frame.loc[0, "open"] == "work?key=search-r1"
     assert page.related and all(n >= 1 for _, n in page.related)
-    md = views.facts_markdown([("a|b", "x|y")])
+    md = presentation.facts_markdown([("a|b", "x|y")])
     assert r"a\|b" in md and r"x\|y" in md
 
 
 def test_lookups_give_suggestions(catalog):
-    assert views.lookup_node(catalog, "Memory").found == "memory"
-    miss = views.lookup_node(catalog, "memroy")
+    assert presentation.lookup_node(catalog, "Memory").found == "memory"
+    miss = presentation.lookup_node(catalog, "memroy")
     assert miss.found is None and "memory" in miss.suggestions
-    assert views.lookup_work(catalog, "2503.09516").found == "search-r1"
-    assert views.lookup_work(catalog, "Search-R1").found == "search-r1"
-    miss = views.lookup_work(catalog, "serch-r1")
+    assert presentation.lookup_work(catalog, "2503.09516").found == "search-r1"
+    assert presentation.lookup_work(catalog, "Search-R1").found == "search-r1"
+    miss = presentation.lookup_work(catalog, "serch-r1")
     assert miss.found is None and "search-r1" in miss.suggestions
-    assert views.lookup_work(catalog, "").found is None
+    assert presentation.lookup_work(catalog, "").found is None
 
 
 def test_algorithm_frame_filter_and_compare(catalog):
-    frame = views.algorithm_frame(catalog)
-    assert len(frame) == len(catalog.tables[views.TABLE2].frame)
+    frame = presentation.algorithm_frame(catalog)
+    assert len(frame) == len(catalog.tables[presentation.TABLE2].frame)
     grpo = frame[frame["method"] == "GRPO"].iloc[0]
     assert grpo["node"] == "alg-grpo" and grpo["works_using"] >= 20
-    only_dpo = views.AlgorithmFilter(families=("DPO family",)).apply(frame)
+    only_dpo = presentation.AlgorithmFilter(families=("DPO family",)).apply(frame)
     assert set(only_dpo["family"]) == {"DPO family"}
-    no_clip = views.AlgorithmFilter(clip="No").apply(frame)
+    no_clip = presentation.AlgorithmFilter(clip="No").apply(frame)
     assert set(no_clip["clip"]) == {"No"}
-    text = views.AlgorithmFilter(text="sequence").apply(frame)
+    text = presentation.AlgorithmFilter(text="sequence").apply(frame)
     assert "GSPO" in set(text["method"])
-    cmp = views.compare_algorithms(frame, ["PPO", "GRPO", "nonexistent"])
+    cmp = presentation.compare_algorithms(frame, ["PPO", "GRPO", "nonexistent"])
     assert list(cmp.columns) == ["PPO", "GRPO"]
     assert cmp.loc["Clip", "PPO"] == "Yes" and cmp.loc["KL penalty", "PPO"] == "No"
-    assert "KL penalty" in views.differing_attributes(cmp) and "Clip" not in views.differing_attributes(cmp)
+    assert "KL penalty" in presentation.differing_attributes(cmp) and "Clip" not in presentation.differing_attributes(cmp)
 
 
 def test_search_state_round_trips_and_reports_bad_values(catalog):
     params = {"q": ["memory  agents"], "node": ["memory", "Tool use"], "dim": ["capability"], "from": ["2024"],
               "to": ["2025"], "kind": ["method"], "algo": ["grpo"], "code": ["yes"], "xnode": ["code"],
               "xkind": ["survey"], "page": ["3"], "mode": ["lexical"]}
-    state, problems = views.SearchState.from_params(params, catalog)
+    state, problems = presentation.SearchState.from_params(params, catalog)
     assert problems == []
     assert state.q == "memory agents" and state.nodes == ("memory", "tool-use") and state.algorithms == ("GRPO",)
     assert state.has_code is True and state.page == 3 and state.mode == "lexical"
-    again, _ = views.SearchState.from_params({k: v if isinstance(v, list) else [v] for k, v in state.to_params().items()},
+    again, _ = presentation.SearchState.from_params({k: v if isinstance(v, list) else [v] for k, v in state.to_params().items()},
                                              catalog)
     assert again == state
-    assert views.SearchState().to_params() == {}
-    bad, problems = views.SearchState.from_params(
+    assert presentation.SearchState().to_params() == {}
+    bad, problems = presentation.SearchState.from_params(
         {"node": ["memroy"], "kind": ["paper"], "from": ["20x5"], "code": ["maybe"], "page": ["-2"]}, catalog)
-    assert bad == views.SearchState()
+    assert bad == presentation.SearchState()
     assert any("memroy" in p and "memory" in p for p in problems) and len(problems) == 4
-    backwards, problems = views.SearchState.from_params({"from": ["2025"], "to": ["2020"]}, catalog)
+    backwards, problems = presentation.SearchState.from_params({"from": ["2025"], "to": ["2020"]}, catalog)
     assert (backwards.year_from, backwards.year_to) == (2020, 2025) and "backwards" in problems[0]
     kwargs = state.filter_kwargs()
     assert kwargs["nodes"] == ["memory", "tool-use"] and kwargs["has_code"] is True
@@ -215,15 +217,67 @@ def test_why_matched_prefers_specific_nodes(catalog):
         key, score, dense_score = "memory-r1", 0.5, 0.4
         matched_nodes = ["memory-rag-style", "memory", "capabilities"]
         matched_terms = ["memory"]
-    why = views.why_matched(catalog, Hit())
+    why = presentation.why_matched(catalog, Hit())
     assert why.startswith("in RL in RAG-style memory, Memory") and "terms: memory" in why
     assert "capability perspective" not in why
-    frame = views.results_frame(catalog, [Hit()])
+    frame = presentation.results_frame(catalog, [Hit()])
     assert list(frame["key"]) == ["memory-r1"] and frame.loc[0, "why"] == why
 
 
 def test_options_cover_every_node_and_work(catalog):
-    assert set(views.node_options(catalog)) == set(catalog.taxonomy.nodes)
-    opts = views.work_options(catalog)
+    assert set(presentation.node_options(catalog)) == set(catalog.taxonomy.nodes)
+    opts = presentation.work_options(catalog)
     assert set(opts) == set(catalog.works)
     assert re.match(r"Search-R1 \(2025\) — ", opts["search-r1"])
+
+
+# -- routes: every page defined once ---------------------------------------------------------------
+APP_DIR = Path(__file__).resolve().parents[1] / "app"
+
+
+def test_links_spell_each_route_once():
+    assert routes.work("search-r1").url == "work?key=search-r1"
+    assert routes.node("memory").url == "taxonomy?node=memory"
+    assert routes.search(q="web agents", kind=["method", "benchmark"], node="").url == \
+        "search?q=web+agents&kind=method&kind=benchmark"  # lists repeat, empty values are left out
+    assert routes.work("a&b=c").url == "work?key=a%26b%3Dc"  # a key is a value, never more parameters
+    assert routes.page("overview").url == "overview" and routes.lab(run="r1").script == "views/lab.py"
+    with pytest.raises(KeyError, match="no page 'nowhere'"):
+        routes.page("nowhere")
+    for page in routes.PAGES.values():
+        assert (APP_DIR / page.script).is_file(), page
+    assert [p.path for p in routes.PAGES.values() if p.default] == ["overview"]
+
+
+def _code_strings(path: Path) -> list[str]:
+    """The string literals of a module's code, docstrings left out (they may quote a URL)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+
+
+def test_no_page_route_is_spelled_outside_app_routes():
+    """Pages, ui and presentation link through app.routes: no hand-written "work?key=" or script path."""
+    offenders = []
+    for path in sorted(APP_DIR.rglob("*.py")):
+        if path.name == "routes.py":
+            continue
+        for text in _code_strings(path):
+            if re.search(r"\b(" + "|".join(routes.PAGES) + r")\?\w+=", text) or re.search(r"views/\w+\.py", text):
+                offenders.append(f"{path.relative_to(APP_DIR)}: {text!r}")
+        source = path.read_text(encoding="utf-8")
+        if path.name != "ui.py" and re.search(r"st\.(page_link|switch_page)\(", source):
+            offenders.append(f"{path.relative_to(APP_DIR)}: calls st.page_link/switch_page (use ui.page_link/goto)")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_presentation_and_routes_import_without_streamlit():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", "import sys, app.presentation, app.routes; print('streamlit' in sys.modules)"],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import state, ui
-from papers import data_dir
+from atlas_data import data_dir
 from papers.ingest import AUTO_TAG, accept_placement, import_file
 from papers.userstore import UserStore
 

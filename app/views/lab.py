@@ -4,7 +4,7 @@ import html
 import pandas as pd
 import streamlit as st
 
-from app import ui
+from app import presentation, ui
 from app.state import run_manager
 from lab import catalog as lab
 from lab.runs import progress, read_jsonl, warm_start_progress
@@ -18,7 +18,7 @@ st.title("Lab")
 st.caption("Train a reference implementation on this machine's CPU. Runs are separate processes: "
            "closing the page does not stop them, and a crashing run cannot take the app down.")
 
-wanted = ui.views.first_param(p, "impl", impls[0].id)
+wanted = presentation.first_param(p, "impl", impls[0].id)
 if wanted not in by_id:
     st.warning(f"No runnable implementation '{wanted}'.")
     wanted = impls[0].id
@@ -26,7 +26,7 @@ impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wa
                        format_func=lambda i: by_id[i].title)
 impl = by_id[impl_id]
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
-                  index=list(lab.PRESETS).index(ui.views.first_param(p, "preset", "quick")) if ui.views.first_param(p, "preset", "quick") in lab.PRESETS else 0)
+                  index=list(lab.PRESETS).index(presentation.first_param(p, "preset", "quick")) if presentation.first_param(p, "preset", "quick") in lab.PRESETS else 0)
 st.caption(lab.PRESETS[preset]["note"])
 st.markdown(impl.summary)
 
@@ -93,7 +93,7 @@ if errors:
     st.error(f"Fix {len(errors)} hyperparameter{'s' if len(errors) > 1 else ''} before launching: "
              + ", ".join(errors), icon=":material/error:")
 
-run_id = ui.views.first_param(p, "run", "")
+run_id = presentation.first_param(p, "run", "")
 
 
 @st.fragment(run_every=2.0)

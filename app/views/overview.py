@@ -1,8 +1,7 @@
 """Overview: what agentic RL is, the counts, the capability x task map and the field over time."""
 import streamlit as st
 
-from app import state, ui
-from papers import views
+from app import presentation, routes, state, ui
 
 cat = state.catalog()
 p = ui.params()
@@ -14,7 +13,7 @@ st.markdown(
     "placed in its taxonomy of capabilities, tasks, algorithms, environments and frameworks."
 )
 
-counts = views.overview_counts(cat)
+counts = presentation.overview_counts(cat)
 with st.container(horizontal=True, gap="medium"):
     st.metric("Works", counts["works"], border=True)
     st.metric("Methods", counts["methods"], border=True)
@@ -34,26 +33,26 @@ st.markdown(
 left, right = st.columns(2, gap="large")
 with left, st.container(border=True):
     st.markdown("**LLM RL (PBRFT): a degenerate, one-step MDP**")
-    st.latex(views.FORMULAS["pbrft_mdp"])
-    st.latex(views.FORMULAS["pbrft_objective"])
+    st.latex(presentation.FORMULAS["pbrft_mdp"])
+    st.latex(presentation.FORMULAS["pbrft_objective"])
     st.caption("One prompt $s_0$, one answer $a$, one scalar reward; the episode ends at once.")
 with right, st.container(border=True):
     st.markdown("**Agentic RL: a POMDP over many turns**")
-    st.latex(views.FORMULAS["agentic_pomdp"])
-    st.latex(views.FORMULAS["agentic_observation"])
-    st.latex(views.FORMULAS["agentic_actions"])
-    st.latex(views.FORMULAS["agentic_objective"])
+    st.latex(presentation.FORMULAS["agentic_pomdp"])
+    st.latex(presentation.FORMULAS["agentic_observation"])
+    st.latex(presentation.FORMULAS["agentic_actions"])
+    st.latex(presentation.FORMULAS["agentic_objective"])
     st.caption("The agent sees observations $o_t$ of a hidden state, acts in text and in the world, "
                "and is rewarded over a horizon $T > 1$.")
-st.markdown(f"**{cat.tables[views.TABLE1].title}**")
-st.markdown(views.table1_markdown(cat))
+st.markdown(f"**{cat.tables[presentation.TABLE1].title}**")
+st.markdown(presentation.table1_markdown(cat))
 
 st.header("Capabilities × tasks", divider="gray")
 st.caption(
     "Works placed under both a capability and a task (most works sit under one of the two). "
     "Click a cell to list its works."
 )
-cap, task = views.first_param(p, "cap"), views.first_param(p, "task")
+cap, task = presentation.first_param(p, "cap"), presentation.first_param(p, "task")
 cell = (cap, task) if cap in cat.taxonomy and task in cat.taxonomy else None
 heat = state.heatmap(cell)
 
@@ -71,14 +70,14 @@ ui.echarts(heat, key=f"heatmap-{ui.nonce()}", on_pick=_pick_cell,
 if cap or task:
     if cell is None:
         bad = cap if cap not in cat.taxonomy else task
-        ui.not_found("node", bad, [(cat.taxonomy[s].name, "taxonomy", {"node": s}) for s in cat.taxonomy.suggest(bad)]
+        ui.not_found("node", bad, [(cat.taxonomy[s].name, routes.node(s)) for s in cat.taxonomy.suggest(bad)]
                      if bad else [])
     else:
-        works = views.cell_works(cat, *cell)
+        works = presentation.cell_works(cat, *cell)
         st.subheader(f"{cat.taxonomy[cell[0]].name} × {cat.taxonomy[cell[1]].name}: {len(works)} work{'s' if len(works) != 1 else ''}")
-        ui.chips([(cat.taxonomy[cell[0]].name, "taxonomy", {"node": cell[0]}),
-                  (cat.taxonomy[cell[1]].name, "taxonomy", {"node": cell[1]})])
-        ui.works_table(views.works_frame(works, cat), key=f"cell-works-{ui.nonce()}")
+        ui.chips([(cat.taxonomy[cell[0]].name, routes.node(cell[0])),
+                  (cat.taxonomy[cell[1]].name, routes.node(cell[1]))])
+        ui.works_table(presentation.works_frame(works, cat), key=f"cell-works-{ui.nonce()}")
 
 st.header("Works per year, by dimension", divider="gray")
 st.caption("A work placed in two dimensions counts in both. Click a legend entry to hide a dimension.")
@@ -86,7 +85,7 @@ ui.echarts(state.year_chart(), key="years", alt="Stacked bar chart of works per 
 
 st.header("Where to go next", divider="gray")
 ui.chips([
-    ("Browse the taxonomy", "taxonomy", {}),
-    ("Search the catalog", "search", {}),
-    ("Compare RL algorithms", "algorithms", {}),
+    ("Browse the taxonomy", routes.page("taxonomy")),
+    ("Search the catalog", routes.page("search")),
+    ("Compare RL algorithms", routes.page("algorithms")),
 ])

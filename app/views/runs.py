@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from app import ui
+from app import routes, ui
 from app.state import run_manager
 from lab.runs import metrics_csv, read_jsonl
 
@@ -43,4 +43,4 @@ if victim:
         manager.delete(victim)
         st.rerun()
 st.subheader("Open a run in the Lab")
-ui.chips([(f"{r.id} · {r.status}", "lab", {"run": r.id}) for r in runs[:20]])
+ui.chips([(f"{r.id} · {r.status}", routes.lab(run=r.id)) for r in runs[:20]])

@@ -1,29 +1,28 @@
 """Search: a query box, facets in the sidebar, results that say why they matched, export, similar works.
 
 Every search is a URL: ``search?q=memory+agents&kind=method&from=2025&code=yes&page=2``
-(see ``papers.views.SearchState`` for the parameters). ``search?like=<key>`` lists works similar
+(see ``app.presentation.SearchState`` for the parameters). ``search?like=<key>`` lists works similar
 to one work.
 """
 import zlib
 
 import streamlit as st
 
-from app import state, ui
-from papers import views
+from app import presentation, routes, state, ui
 
 cat = state.catalog()
 p = ui.params()
-url, problems = views.SearchState.from_params(p, cat)
-likes = [views.lookup_work(cat, raw) for raw in views.all_params(p, "like")] if "like" in p else None
+url, problems = presentation.SearchState.from_params(p, cat)
+likes = [presentation.lookup_work(cat, raw) for raw in presentation.all_params(p, "like")] if "like" in p else None
 
 node_opts = state.node_options()
-algo_names = views.algorithm_names(cat)
+algo_names = presentation.algorithm_names(cat)
 years = [w.year for w in cat if w.year]
 ymin, ymax = min(years), max(years)
 SCOPE = "search"
 
 
-def widget_state(s: views.SearchState) -> dict:
+def widget_state(s: presentation.SearchState) -> dict:
     return {
         "s_q": s.q, "s_nodes": list(s.nodes), "s_dims": list(s.dimensions),
         "s_years": (max(ymin, s.year_from or ymin), min(ymax, s.year_to or ymax)),
@@ -40,7 +39,7 @@ st.session_state["_s_page_url"] = url.page
 
 
 def _clear_filters() -> None:
-    for k, v in widget_state(views.SearchState(q=st.session_state.get("s_q", ""))).items():
+    for k, v in widget_state(presentation.SearchState(q=st.session_state.get("s_q", ""))).items():
         st.session_state[k] = v
 
 
@@ -49,17 +48,17 @@ with st.sidebar:
     st.subheader("Filters")
     st.multiselect("Taxonomy nodes", list(node_opts), key="s_nodes", format_func=node_opts.get,
                    placeholder="any node", help="Works placed in any of these nodes or below them.")
-    st.multiselect("Dimensions", list(views.DIMENSIONS), key="s_dims", format_func=views.DIMENSION_LABELS.get,
+    st.multiselect("Dimensions", list(presentation.DIMENSIONS), key="s_dims", format_func=presentation.DIMENSION_LABELS.get,
                    placeholder="any dimension")
     st.slider("Years", ymin, ymax, key="s_years")
-    st.multiselect("Kind", list(views.KINDS), key="s_kinds", placeholder="any kind")
+    st.multiselect("Kind", list(presentation.KINDS), key="s_kinds", placeholder="any kind")
     st.multiselect("Algorithm", algo_names, key="s_algos", placeholder="any algorithm")
     st.segmented_control("Code released", ["any", "yes", "no"], key="s_code", required=True)
     with st.expander("Exclude", expanded=bool(url.exclude_nodes or url.exclude_kinds)):
         st.multiselect("Nodes", list(node_opts), key="s_xnodes", format_func=node_opts.get, placeholder="none")
-        st.multiselect("Kinds", list(views.KINDS), key="s_xkinds", placeholder="none")
+        st.multiselect("Kinds", list(presentation.KINDS), key="s_xkinds", placeholder="none")
     with st.expander("Ranking", expanded=url.mode != "hybrid"):
-        st.segmented_control("Mode", list(views.SearchState.MODES), key="s_mode", required=True,
+        st.segmented_control("Mode", list(presentation.SearchState.MODES), key="s_mode", required=True,
                              help="hybrid: words and meaning fused; lexical: words only (BM25); dense: meaning only")
     st.button("Clear filters", on_click=_clear_filters, icon=":material/filter_alt_off:")
 
@@ -70,7 +69,7 @@ st.text_input("Search the catalog", key="s_q", placeholder="e.g. agents that lea
 
 y0, y1 = st.session_state["s_years"]
 ss = st.session_state
-current = views.SearchState(
+current = presentation.SearchState(
     q=" ".join((ss["s_q"] or "").split()), nodes=tuple(ss["s_nodes"]), dimensions=tuple(ss["s_dims"]),
     year_from=y0 if y0 > ymin else None, year_to=y1 if y1 < ymax else None, kinds=tuple(ss["s_kinds"]),
     algorithms=tuple(ss["s_algos"]), has_code={"any": None, "yes": True, "no": False}[ss["s_code"] or "any"],
@@ -93,14 +92,14 @@ if likes is not None:
     # works similar to one or several works: search?like=<key>[,<key> ...]
     missing = [lk for lk in likes if lk.found is None]
     if missing or not likes:
-        bad = missing[0] if missing else views.Lookup("", None)
-        ui.not_found("work", bad.value, [(s, "search", {"like": s}) for s in bad.suggestions])
+        bad = missing[0] if missing else presentation.Lookup("", None)
+        ui.not_found("work", bad.value, [(s, routes.search(like=s)) for s in bad.suggestions])
         st.stop()
     like_keys = list(dict.fromkeys(lk.found for lk in likes))
-    names = ", ".join(views.work_label(cat.works[k]) for k in like_keys[:3]) + (" ..." if len(like_keys) > 3 else "")
+    names = ", ".join(presentation.work_label(cat.works[k]) for k in like_keys[:3]) + (" ..." if len(like_keys) > 3 else "")
     st.subheader(f"Works similar to {names}")
-    ui.chips([*((f"Open {views.work_label(cat.works[k])}", "work", {"key": k}) for k in like_keys[:3]),
-              ("Back to a plain search", "search", current.to_params())])
+    ui.chips([*((f"Open {presentation.work_label(cat.works[k])}", routes.work(k)) for k in like_keys[:3]),
+              ("Back to a plain search", routes.search(**current.to_params()))])
     if len(like_keys) == 1:
         hits = index.similar(key=like_keys[0], k=30, filters=current.filter_kwargs())
     else:
@@ -114,17 +113,17 @@ else:
     try:
         filters = SearchFilters(**current.filter_kwargs())
         page_no = current.page
-        res = index.search(current.q, k=views.PAGE_SIZE, offset=(page_no - 1) * views.PAGE_SIZE, filters=filters,
+        res = index.search(current.q, k=presentation.PAGE_SIZE, offset=(page_no - 1) * presentation.PAGE_SIZE, filters=filters,
                            mode=current.mode)
     except (KeyError, ValueError) as e:  # a filter value the index does not know: say so, no traceback
         st.warning(f"This search cannot run: {e}", icon=":material/filter_alt_off:")
         st.stop()
-    pages = max(1, -(-res.total // views.PAGE_SIZE))
+    pages = max(1, -(-res.total // presentation.PAGE_SIZE))
     if page_no > pages:  # a link to a page past the end: show the last one
         page_no = pages
         current = current.with_page(pages)
         ss["s_page"] = pages
-        res = index.search(current.q, k=views.PAGE_SIZE, offset=(page_no - 1) * views.PAGE_SIZE, filters=filters,
+        res = index.search(current.q, k=presentation.PAGE_SIZE, offset=(page_no - 1) * presentation.PAGE_SIZE, filters=filters,
                            mode=current.mode)
     total, page_hits = res.total, res.hits
     all_keys = None  # computed below, only for the downloads
@@ -134,7 +133,7 @@ else:
 # -- results -------------------------------------------------------------------------------------
 if likes is None and not current.q and not current.has_filters:
     st.caption("Type a question or a few words; the facets on the left narrow the results. Or try:")
-    ui.chips([(q, "search", {"q": q}) for q in (
+    ui.chips([(q, routes.search(q=q)) for q in (
         "memory agents that learn what to store", "RL for tool calling with code execution",
         "web search agents trained with outcome rewards", "GUI agents in interactive environments",
         "multi-agent debate with reinforcement learning",
@@ -159,27 +158,26 @@ with st.container(horizontal=True, gap="small"):
     st.download_button(f"CSV ({len(all_keys)})", data=csv_text, file_name="atlas-search.csv",
                        mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     if likes is None and len(page_hits) > 1:
-        st.page_link(ui.PAGES["search"], label="More like the top 3", icon=":material/auto_awesome:",
-                     query_params={"like": ",".join(h.key for h in page_hits[:3])})
+        ui.page_link(routes.search(like=",".join(h.key for h in page_hits[:3])), "More like the top 3",
+                     icon=":material/auto_awesome:")
 
-start = (current.page - 1) * views.PAGE_SIZE if likes is None else 0
+start = (current.page - 1) * presentation.PAGE_SIZE if likes is None else 0
 for rank, hit in enumerate(page_hits, start=start + 1):
     w = cat.works[hit.key]
     with st.container(border=True, key=f"hit-{rank}"):
         head, side = st.columns([5, 1], vertical_alignment="top")
         with head:
-            ui.work_link(w.key, f"**{rank}. {views.work_label(w, 90)}**")
+            ui.work_link(w.key, f"**{rank}. {presentation.work_label(w, 90)}**")
             meta = [str(w.year or "n.d."), w.kind] + ([f"[code]({w.code_url})"] if w.code_url else []) \
                 + ([f"[arXiv]({w.arxiv_url})"] if w.arxiv_url else [])
             st.caption(" · ".join(meta) + (f" · {w.title}" if w.name else ""))
             if w.summary:
                 st.markdown(w.summary + (" *(low-confidence summary)*" if w.summary_confidence == "low" else ""))
-            why = views.why_matched(cat, hit)
+            why = presentation.why_matched(cat, hit)
             if why:
                 st.markdown(f":blue-badge[:material/lightbulb: why] {why}")
         with side:
-            st.page_link(ui.PAGES["search"], label="Similar", icon=":material/auto_awesome:",
-                         query_params={"like": w.key})
+            ui.page_link(routes.search(like=w.key), "Similar", icon=":material/auto_awesome:")
 
 
 
@@ -187,8 +185,8 @@ def _turn_page(widget_key: str) -> None:
     st.session_state["s_page"] = int(st.session_state[widget_key])
 
 
-if likes is None and total > views.PAGE_SIZE:
+if likes is None and total > presentation.PAGE_SIZE:
     # keyed on the search and the page, so the widget always starts from the URL's page
     pager_key = f"s_pager-{zlib.crc32(repr(current).encode())}"
-    st.pagination(max(1, -(-total // views.PAGE_SIZE)), default=current.page, key=pager_key,
+    st.pagination(max(1, -(-total // presentation.PAGE_SIZE)), default=current.page, key=pager_key,
                   on_change=_turn_page, args=(pager_key,))

@@ -3,15 +3,15 @@ from functools import partial
 
 import streamlit as st
 
-from app import state, ui
-from papers import views
+from app import presentation, routes, state, ui
 from lab import catalog as lab
 
 cat = state.catalog()
 tax = cat.taxonomy
 p = ui.params()
-node_param = views.first_param(p, "node") if "node" in p else None
-looked = views.lookup_node(cat, node_param) if node_param is not None else None
+NODE = routes.PAGES["taxonomy"].param
+node_param = presentation.first_param(p, NODE) if NODE in p else None
+looked = presentation.lookup_node(cat, node_param) if node_param is not None else None
 
 # -- sidebar: jump to any node -------------------------------------------------------------------
 options = state.node_options()
@@ -21,7 +21,7 @@ ui.seed_widgets("taxonomy-picker", {"node_picker": looked.found if looked and lo
 def _jump() -> None:
     chosen = st.session_state.get("node_picker")
     if chosen:
-        ui.goto("taxonomy", node=chosen)
+        ui.goto(routes.node(chosen))
 
 
 st.sidebar.selectbox("Jump to a node", list(options), format_func=options.get, key="node_picker",
@@ -30,15 +30,15 @@ st.sidebar.selectbox("Jump to a node", list(options), format_func=options.get, k
 
 def node_page(node_id: str) -> None:
     desc_default = True
-    ui.seed_widgets("taxonomy-node", {"with_descendants": views.first_param(p, "desc", "1") != "0"})
+    ui.seed_widgets("taxonomy-node", {"with_descendants": presentation.first_param(p, "desc", "1") != "0"})
     has_children = bool(tax.children.get(node_id))
     include = st.session_state["with_descendants"] if has_children else desc_default
-    page = views.node_page(cat, node_id, include_descendants=include)
+    page = presentation.node_page(cat, node_id, include_descendants=include)
 
     ui.breadcrumb(page.path)
     st.title(page.name)
     st.caption(
-        f"{views.DIMENSION_LABELS[page.dimension]} · survey section §{page.section} · "
+        f"{presentation.DIMENSION_LABELS[page.dimension]} · survey section §{page.section} · "
         f"{page.all_works} work{'s' if page.all_works != 1 else ''}"
         + (f" ({page.direct_works} placed here directly)" if has_children else "")
     )
@@ -46,31 +46,30 @@ def node_page(node_id: str) -> None:
     for impl in lab.for_node(node_id):
         with st.container(border=True):
             st.markdown(f"**Reference implementation:** {impl.title}. {impl.summary}")
-            st.page_link(ui.PAGES["lab"], label="Run this", icon=":material/play_arrow:",
-                         query_params={"impl": impl.id, "preset": "quick"})
+            ui.page_link(routes.lab(impl=impl.id, preset="quick"), "Run this", icon=":material/play_arrow:")
 
     if page.children:
         st.subheader("Sub-nodes")
-        ui.chips([(f"{name} · {n}", "taxonomy", {"node": cid}) for cid, name, n in page.children])
+        ui.chips([(f"{name} · {n}", routes.node(cid)) for cid, name, n in page.children])
 
     head, toggle = st.columns([3, 2], vertical_alignment="bottom")
     head.subheader(f"Works ({len(page.works)})")
     if has_children:
         toggle.toggle("Include works of sub-nodes", key="with_descendants")
         new = st.session_state["with_descendants"]
-        ui.publish("taxonomy-node", {"with_descendants": new}, {"node": node_id, **({} if new else {"desc": "0"})})
+        ui.publish("taxonomy-node", {"with_descendants": new}, {NODE: node_id, **({} if new else {"desc": "0"})})
     if page.works:
         st.caption("Select a row to open the work.")
-    ui.works_table(views.works_frame(page.works, cat), key=f"node-works-{node_id}-{include}-{ui.nonce()}")
+    ui.works_table(presentation.works_frame(page.works, cat), key=f"node-works-{node_id}-{include}-{ui.nonce()}")
     ui.search_link(f"Search within {page.name}", node=node_id)
 
     st.subheader("In the survey's tables")
     ui.survey_tables(page.tables, key=f"node-tables-{node_id}")
 
     st.subheader("Related nodes")
-    related = [(f"{name} · {n} shared", "taxonomy", {"node": rid}) for rid, name, n in page.related]
+    related = [(f"{name} · {n} shared", routes.node(rid)) for rid, name, n in page.related]
     parent = tax[node_id].parent
-    siblings = [(tax[s].name, "taxonomy", {"node": s}) for s in tax.children.get(parent, []) if s != node_id] if parent else []
+    siblings = [(tax[s].name, routes.node(s)) for s in tax.children.get(parent, []) if s != node_id] if parent else []
     if related:
         st.caption("Nodes whose works overlap this node's works the most.")
         ui.chips(related)
@@ -82,10 +81,10 @@ def node_page(node_id: str) -> None:
 
     if page.algorithms:
         st.subheader("Algorithms its works use")
-        algo_nodes = views.algorithm_nodes(cat)
+        algo_nodes = presentation.algorithm_nodes(cat)
         ui.chips([
-            (f"{a} · {n}", "taxonomy", {"node": algo_nodes[a.lower()]}) if a.lower() in algo_nodes
-            else (f"{a} · {n}", "search", {"algo": a})
+            (f"{a} · {n}", routes.node(algo_nodes[a.lower()])) if a.lower() in algo_nodes
+            else (f"{a} · {n}", routes.search(algo=a))
             for a, n in page.algorithms
         ])
 
@@ -93,7 +92,7 @@ def node_page(node_id: str) -> None:
 def _open_row(key: str, nodes: list[str]) -> None:
     rows = st.session_state[key].selection.rows
     if rows:
-        ui.goto("taxonomy", node=nodes[rows[0]])
+        ui.goto(routes.node(nodes[rows[0]]))
 
 
 def browser() -> None:
@@ -102,21 +101,21 @@ def browser() -> None:
         "The survey's map in six dimensions. Click a node in the tree or the graph to open it; "
         "hover for its description."
     )
-    dims = [*views.DIMENSIONS, "all"]
-    dim_param = views.first_param(p, "dim", "capability").lower()
-    view_param = views.first_param(p, "view", "tree").lower()
+    dims = [*presentation.DIMENSIONS, "all"]
+    dim_param = presentation.first_param(p, "dim", "capability").lower()
+    view_param = presentation.first_param(p, "view", "tree").lower()
     ui.seed_widgets("taxonomy-browser", {
         "tax_dim": dim_param if dim_param in dims else "capability",
         "tax_view": view_param if view_param in ("tree", "graph", "list") else "tree",
     })
     controls = st.container(horizontal=True, wrap=True, gap="medium", vertical_alignment="bottom")
     dim = controls.segmented_control("Dimension", dims, key="tax_dim", required=True,
-                               format_func=lambda d: "All" if d == "all" else views.DIMENSION_SHORT[d])
+                               format_func=lambda d: "All" if d == "all" else presentation.DIMENSION_SHORT[d])
     view = controls.segmented_control("View", ["tree", "graph", "list"], key="tax_view", required=True,
                                 format_func={"tree": "Tree", "graph": "Graph", "list": "List"}.get)
     ui.publish("taxonomy-browser", {"tax_dim": dim, "tax_view": view},
                {k: v for k, v in (("dim", dim), ("view", view)) if v != {"dim": "capability", "view": "tree"}[k]})
-    chosen = list(views.DIMENSIONS) if dim == "all" else [dim]
+    chosen = list(presentation.DIMENSIONS) if dim == "all" else [dim]
 
     if view == "graph":
         g1, g2, _ = st.columns([1, 1, 3])
@@ -131,12 +130,12 @@ def browser() -> None:
             target = graph.ids[index]
             kind, _, value = target.partition(":")
             if kind == "node":
-                ui.goto("taxonomy", node=value)
+                ui.goto(routes.node(value))
             elif kind == "work":
-                ui.goto("work", key=value)
+                ui.goto(routes.work(value))
             else:
-                algo_node = views.algorithm_nodes(cat).get(value.lower())
-                ui.goto("taxonomy", node=algo_node) if algo_node else ui.goto("search", algo=value)
+                algo_node = presentation.algorithm_nodes(cat).get(value.lower())
+                ui.goto(routes.node(algo_node)) if algo_node else ui.goto(routes.search(algo=value))
 
         st.caption("Scroll to zoom, drag to pan, hover for details, click to open. Circles sized by works are "
                    "taxonomy nodes (coloured by dimension); small teal dots are works; yellow diamonds are algorithms.")
@@ -146,18 +145,18 @@ def browser() -> None:
 
     for d in chosen:
         if len(chosen) > 1:
-            st.subheader(views.DIMENSION_LABELS[d])
+            st.subheader(presentation.DIMENSION_LABELS[d])
         if view == "tree":
             tree = state.tree_view(d)
 
             def _pick(index: int | None, tree=tree) -> None:
                 if index is not None and index < len(tree.ids) and tree.ids[index]:
-                    ui.goto("taxonomy", node=tree.ids[index])
+                    ui.goto(routes.node(tree.ids[index]))
 
             ui.echarts(tree, key=f"tree-{d}-{ui.nonce()}", on_pick=_pick,
-                       alt=f"Tree of the {views.DIMENSION_LABELS[d]} dimension")
+                       alt=f"Tree of the {presentation.DIMENSION_LABELS[d]} dimension")
         else:
-            frame = views.tree_frame(cat, d)
+            frame = presentation.tree_frame(cat, d)
             key = f"tree-list-{d}-{ui.nonce()}"
             st.dataframe(
                 frame.drop(columns=["node"]), key=key, hide_index=True, width="stretch",
@@ -178,10 +177,10 @@ if looked is None:
 elif looked.found is None:
     st.title("Taxonomy")
     ui.not_found("taxonomy node", looked.value,
-                 [(f"{tax[s].name} ({s})", "taxonomy", {"node": s}) for s in looked.suggestions],
+                 [(f"{tax[s].name} ({s})", routes.node(s)) for s in looked.suggestions],
                  search_query=looked.value or None)
-    ui.chips([("Browse the whole taxonomy", "taxonomy", {})])
+    ui.chips([("Browse the whole taxonomy", routes.page("taxonomy"))])
 else:
     if looked.found != node_param:  # a name or odd case: show the canonical link
-        ui.set_params({"node": looked.found})
+        ui.set_params(dict(routes.node(looked.found).query))
     node_page(looked.found)

@@ -1,22 +1,21 @@
 """Work page (``work?key=<key>``, or an arXiv id / name): every fact, links, placements, tables, similar works."""
 import streamlit as st
 
-from app import state, ui
-from papers import views
+from app import presentation, routes, state, ui
 
 cat = state.catalog()
 p = ui.params()
-raw = views.first_param(p, "key")
+raw = presentation.first_param(p, routes.PAGES["work"].param)
 options = state.work_options()
 
 
 def _jump() -> None:
     chosen = st.session_state.get("work_picker")
     if chosen:
-        ui.goto("work", key=chosen)
+        ui.goto(routes.work(chosen))
 
 
-looked = views.lookup_work(cat, raw) if raw else None
+looked = presentation.lookup_work(cat, raw) if raw else None
 ui.seed_widgets("work-picker", {"work_picker": looked.found if looked and looked.found else None})
 st.sidebar.selectbox("Jump to a work", list(options), format_func=options.get, key="work_picker", index=None,
                      placeholder="Type a work's name ...", on_change=_jump)
@@ -29,12 +28,12 @@ if looked is None:
 if looked.found is None:
     st.title("Works")
     ui.not_found("work", looked.value,
-                 [(options.get(s, s), "work", {"key": s}) for s in looked.suggestions], search_query=looked.value)
+                 [(options.get(s, s), routes.work(s)) for s in looked.suggestions], search_query=looked.value)
     st.stop()
 if looked.found != raw:  # an arXiv id or a name: show the canonical link
-    ui.set_params({"key": looked.found})
+    ui.set_params(dict(routes.work(looked.found).query))
 
-page = views.work_page(cat, looked.found)
+page = presentation.work_page(cat, looked.found)
 w = page.work
 st.caption(f"{w.kind.capitalize()} · {w.year or 'n.d.'}" + (f" · {w.venue}" if w.venue else ""))
 st.title(w.name or w.title)
@@ -65,10 +64,10 @@ with left:
         ui.breadcrumb(path, current=False)
     if page.algorithms:
         st.subheader("Algorithms")
-        ui.chips([(a, "taxonomy", {"node": nid}) if nid else (a, "search", {"algo": a}) for a, nid in page.algorithms])
+        ui.chips([(a, routes.node(nid)) if nid else (a, routes.search(algo=a)) for a, nid in page.algorithms])
 with right:
     st.subheader("Facts")
-    st.markdown(views.facts_markdown(page.facts))
+    st.markdown(presentation.facts_markdown(page.facts))
 
 st.subheader("In the survey's tables")
 ui.survey_tables(page.tables, key=f"work-tables-{w.key}")
@@ -77,7 +76,7 @@ st.subheader("Similar works")
 tab_meaning, tab_place = st.tabs(["Similar in content", "Sharing its taxonomy nodes"])
 with tab_place:
     if page.related:
-        frame = views.works_frame([r for r, _ in page.related], cat)
+        frame = presentation.works_frame([r for r, _ in page.related], cat)
         frame.insert(2, "why", [f"{n} shared node{'s' if n != 1 else ''}" for _, n in page.related])
         ui.works_table(frame, key=f"related-{w.key}-{ui.nonce()}", columns=["open", "name", "title", "year", "why"])
     else:
@@ -86,7 +85,7 @@ with tab_meaning:
     index = state.search_index() if state.search_available() else None
     if index is not None and w.key in index:
         hits = index.similar(key=w.key, k=8)
-        frame = views.results_frame(cat, hits)
+        frame = presentation.results_frame(cat, hits)
         frame["why"] = [f"similarity {h.score:.2f}" for h in hits]
         ui.works_table(frame, key=f"similar-{w.key}-{ui.nonce()}", columns=["open", "name", "title", "year", "why"])
         ui.search_link("More works like this one", like=w.key)

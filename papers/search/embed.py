@@ -176,7 +176,7 @@ class EmbeddingCache:
     @classmethod
     def default_path(cls, model_id: str, root: Path | None = None) -> Path:
         if root is None:
-            from papers.datadir import data_dir
+            from atlas_data import data_dir
 
             root = data_dir()
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)

@@ -15,7 +15,7 @@ FAST = ["--algo", "grpo", "--env", "calculator", "--model", "tiny", "--prompts-p
 
 
 def env():
-    e = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    e = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     return e
 
 

@@ -1,9 +1,10 @@
-"""Data shaping for the explorer: everything a page shows, computed without Streamlit.
+"""The explorer's presentation: everything a page shows, computed without Streamlit.
 
 The app's pages stay thin: they read URL parameters, call these functions and hand the results
-to Streamlit. Chart specs are plain ECharts option dicts (JSON-compatible), each returned with an
-``ids`` list that maps the chart's data index back to a node id, work key or cell, so a click in
-the browser can be turned into a page.
+to Streamlit. Colours, chart specs and page data shaping live here, in the app (the ``papers``
+package holds the catalog, not its looks); links come from ``app.routes``. Chart specs are plain
+ECharts option dicts (JSON-compatible), each returned with an ``ids`` list that maps the chart's
+data index back to a node id, work key or cell, so a click in the browser can be turned into a page.
 
     tree = dimension_tree(cat, "capability")       # a left-to-right tree + index -> node id
     graph = graph_view(cat, "task")                # ECharts graph (nodes, works, algorithms)
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from app import routes
 from papers.catalog import Catalog
 from papers.schema import KINDS, Work
 from papers.tables import SurveyTable
@@ -82,15 +84,6 @@ def _tip(*lines: str) -> str:
 
 def work_label(work: Work, n: int = 60) -> str:
     return work.name or _short(work.title, n)
-
-
-def work_url(key: str) -> str:
-    """A relative deep link to a work (relative, so it also works under a base URL path)."""
-    return f"work?key={key}"
-
-
-def node_url(node_id: str) -> str:
-    return f"taxonomy?node={node_id}"
 
 
 def first_selected(state: Mapping | None, series_index: int | None = 0) -> int | None:
@@ -338,7 +331,7 @@ def works_frame(works: Iterable[Work], catalog: Catalog | None = None) -> pd.Dat
     for w in works:
         rows.append({
             "key": w.key,
-            "open": work_url(w.key),
+            "open": routes.work(w.key).url,
             "name": w.name or "",
             "title": w.title,
             "year": w.year,
@@ -406,7 +399,7 @@ def tree_frame(catalog: Catalog, dimension: str) -> pd.DataFrame:
     rows = tree_rows(catalog, dimension)
     return pd.DataFrame({
         "node": [r.node for r in rows],
-        "open": [node_url(r.node) for r in rows],
+        "open": [routes.node(r.node).url for r in rows],
         "name": ["\u2003" * r.depth + ("└ " if r.depth else "") + r.name for r in rows],
         "works": [r.works for r in rows],
         "placed here": [r.direct for r in rows],
@@ -656,7 +649,7 @@ def table_display(table: SurveyTable, rows: pd.DataFrame | None = None) -> pd.Da
     """Survey-table rows for display: readable headers, a work link column, no bookkeeping columns."""
     frame = (table.frame if rows is None else rows).copy()
     if "work_key" in frame.columns:
-        frame.insert(0, "open", frame["work_key"].map(lambda v: work_url(v.split(";")[0].strip()) if v else None))
+        frame.insert(0, "open", frame["work_key"].map(lambda v: routes.work(v.split(";")[0].strip()).url if v else None))
     frame = frame.drop(columns=[c for c in ("source",) if c in frame.columns])
     frame = frame.rename(columns={c: column_title(c) for c in frame.columns if c not in ("open", "work_key")})
     return frame.reset_index(drop=True)
@@ -760,7 +753,7 @@ def algorithm_frame(catalog: Catalog) -> pd.DataFrame:
     t["node"] = t["method"].map(lambda m: algo_nodes.get(m.lower()))
     t["works_using"] = t["method"].map(lambda m: len(g.works_using(m)))
     t["work"] = t["work_key"].map(lambda k: work_label(catalog.works[k]) if k in catalog.works else "")
-    t["open"] = t["work_key"].map(lambda k: work_url(k) if k else None)
+    t["open"] = t["work_key"].map(lambda k: routes.work(k).url if k else None)
     cols = ["family", "method", "year", "objective_type", "clip", "kl_penalty", "key_mechanism", "signal",
             "works_using", "work", "open", "node", "work_key", "survey_ref", "source"]
     return t[cols].reset_index(drop=True)

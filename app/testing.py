@@ -1,4 +1,10 @@
-"""Start and stop the explorer the way the README says (``make app PORT=...``), for tests and benchmarks."""
+"""Start and stop the explorer the way the README says (``make app PORT=...``) and drive it with Chromium.
+
+Shared by the browser tests, ``benchmarks/app_bench.py`` and ``scripts/screenshots.py``. It lives in the
+app package (it knows how the app is served) so that all three import it the same way, as
+``app.testing``; the tests folder is not a package and benchmarks must not depend on it. It imports no
+Streamlit and needs a source checkout (it runs ``make`` in it).
+"""
 from __future__ import annotations
 
 import os

@@ -4,8 +4,9 @@ For ``P`` problems and group size ``G`` we run ``P*G`` episodes side by side::
 
     prompt  = chat_template(env.reset()) + assistant header           (loss mask 0, not in completion)
     repeat until every episode is done:
-        model.generate(...) on the still-active rows (left padded, KV cache, sampling at temperature T)
-            each row stops at EOS or as soon as its text closes a stop tag (``</calc>``, ``</answer>``)
+        the engine writes one turn for the still-active rows (sampling at temperature T); a row's turn
+            ends at EOS, as soon as its text closes a stop tag (``</calc>``, ``</answer>``), or after
+            min(max_new_tokens_per_turn, the episode's remaining budget) tokens
         model tokens  -> completion, loss mask 1, old log-prob = log softmax(logits / T)[token]
         env.step(text of this turn)  (all active rows at once through envs.step_all):
             done      -> reward, row leaves the batch
@@ -13,9 +14,16 @@ For ``P`` problems and group size ``G`` we run ``P*G`` episodes side by side::
     episodes that exceed ``max_completion_tokens`` (model + env tokens) or the env's turn limit end
     with the env's verdict on what was written (0 if no final answer).
 
-Old log-probs come from the sampling pass itself (``output_logits``), so no extra forward is needed;
-they equal a fresh forward pass up to float round-off (the scorer in ``common.py`` uses the same
-padding-aware position ids as ``generate``).
+Engines (``RolloutConfig.engine``): ``"cached"`` (default, ``engine.CachedEngine``) prefills each
+distinct prompt once and keeps every row's key/value cache across turns, so a turn only runs the model
+over the row's new tokens (its last model token and the env observation) before decoding.
+``"generate"`` calls ``model.generate`` on the whole conversation of every active row each turn (left
+padded), re-prefilling prompt and earlier turns; it is kept as the reference the engine is tested
+against (same tokens greedily, and the same samples for the same seed).
+
+Old log-probs come from the sampling pass itself (the logits each token was drawn from), so no extra
+forward is needed; they equal a fresh forward pass up to float round-off (the scorer in ``common.py``
+uses the same padding-aware positions).
 
 Environment tokens are tokenised separately and appended as ids, and model tokens are kept as sampled
 ids (never re-tokenised), so what the trainer scores is exactly what was sampled.

@@ -4,8 +4,9 @@ For ``P`` problems and group size ``G`` we run ``P*G`` episodes side by side::
 
     prompt  = chat_template(env.reset()) + assistant header           (loss mask 0, not in completion)
     repeat until every episode is done:
-        model.generate(...) on the still-active rows (left padded, KV cache, sampling at temperature T)
-            each row stops at EOS or as soon as its text closes a stop tag (``</calc>``, ``</answer>``)
+        the engine writes one turn for the still-active rows (sampling at temperature T); a row's turn
+            ends at EOS, as soon as its text closes a stop tag (``</calc>``, ``</answer>``), or after
+            min(max_new_tokens_per_turn, the episode's remaining budget) tokens
         model tokens  -> completion, loss mask 1, old log-prob = log softmax(logits / T)[token]
         env.step(text of this turn)  (all active rows at once through envs.step_all):
             done      -> reward, row leaves the batch
@@ -13,9 +14,16 @@ For ``P`` problems and group size ``G`` we run ``P*G`` episodes side by side::
     episodes that exceed ``max_completion_tokens`` (model + env tokens) or the env's turn limit end
     with the env's verdict on what was written (0 if no final answer).
 
-Old log-probs come from the sampling pass itself (``output_logits``), so no extra forward is needed;
-they equal a fresh forward pass up to float round-off (the scorer in ``common.py`` uses the same
-padding-aware position ids as ``generate``).
+Engines (``RolloutConfig.engine``): ``"cached"`` (default, ``engine.CachedEngine``) prefills each
+distinct prompt once and keeps every row's key/value cache across turns, so a turn only runs the model
+over the row's new tokens (its last model token and the env observation) before decoding.
+``"generate"`` calls ``model.generate`` on the whole conversation of every active row each turn (left
+padded), re-prefilling prompt and earlier turns; it is kept as the reference the engine is tested
+against (same tokens greedily, and the same samples for the same seed).
+
+Old log-probs come from the sampling pass itself (the logits each token was drawn from), so no extra
+forward is needed; they equal a fresh forward pass up to float round-off (the scorer in ``common.py``
+uses the same padding-aware positions).
 
 Environment tokens are tokenised separately and appended as ids, and model tokens are kept as sampled
 ids (never re-tokenised), so what the trainer scores is exactly what was sampled.
@@ -40,6 +48,10 @@ class RolloutConfig:
     temperature: float = 1.0
     greedy: bool = False  # evaluation: argmax decoding
     env_options: dict = field(default_factory=dict)  # passed to the env factory (e.g. max_turns)
+    # "cached": prefill each distinct prompt once and keep every row's key/value cache across turns
+    # (reference_impls/engine.py); "generate": model.generate on the whole conversation every turn (the
+    # reference the engine is tested against)
+    engine: str = "cached"
 
 
 @dataclass
@@ -108,14 +120,19 @@ def _cut_turn(tokenizer, new_ids: list[int], eos_ids: set[int], stop_strings) ->
     return new_ids, False
 
 
+ENGINES = ("cached", "generate")
+
+
 @torch.no_grad()
 def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[list[Sample], dict]:
     """Run ``len(problems) * group_size`` episodes; returns samples (grouped: rows ``g*G .. g*G+G-1``
-    answer ``problems[g]``) and stats (generation time, tokens)."""
+    answer ``problems[g]``) and stats (generation time, tokens; the cached engine adds its prefill and
+    decode seconds)."""
+    if config.engine not in ENGINES:
+        raise ValueError(f"RolloutConfig.engine must be one of {ENGINES}, got {config.engine!r}")
     t0 = time.time()
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
     G = 1 if config.greedy else config.group_size
     envs, samples = [], []
     for g, problem in enumerate(problems):
@@ -127,74 +144,115 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
                                   segments=[{"role": "prompt", "text": tokenizer.decode(ids)}]))
     stop_strings = envs[0].stop_strings
     eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
-    pad_id = tokenizer.pad_token_id
-    gen_cfg = GenerationConfig(
-        do_sample=not config.greedy, temperature=config.temperature if not config.greedy else None,
-        top_k=0 if not config.greedy else None, top_p=1.0 if not config.greedy else None,
-        pad_token_id=pad_id, eos_token_id=sorted(eos_ids), return_dict_in_generate=True, output_logits=True,
-    )
+    if config.engine == "cached":
+        from .engine import CachedEngine
+
+        engine = CachedEngine(model, tokenizer, stop_strings, eos_ids, greedy=config.greedy,
+                              temperature=config.temperature)
+        next_turn = engine.turn
+    else:
+        engine = None
+        next_turn = _GenerateTurns(model, tokenizer, stop_strings, eos_ids, config)
     generated_tokens = 0
-    while True:
-        active = [i for i, s in enumerate(samples) if not s.done]
-        if not active:
-            break
+    env_s = 0.0
+    try:
+        while True:
+            active = [i for i, s in enumerate(samples) if not s.done]
+            if not active:
+                break
+            # per row: the episode's remaining room, and at most max_new_tokens_per_turn of it in this turn
+            budget = [config.max_completion_tokens - len(samples[i].completion_ids) for i in active]
+            limits = [min(config.max_new_tokens_per_turn, b) for b in budget]
+            outs = next_turn(samples, active, limits)
+            texts, stops = [], []
+            for i, out in zip(active, outs):
+                s = samples[i]
+                s.completion_ids += out.tokens
+                s.loss_mask += [1] * len(out.tokens)
+                s.old_logprobs += out.logprobs
+                generated_tokens += len(out.tokens)
+                texts.append(tokenizer.decode(out.tokens, skip_special_tokens=True))
+                stops.append(out.stopped)
+                s.segments.append({"role": "model", "text": tokenizer.decode(out.tokens)})
+                s.turns += 1
+            t_env = time.time()
+            results = step_all([envs[i] for i in active], texts)  # one call: an env may batch its own model work
+            env_s += time.time() - t_env
+            for i, result, stopped in zip(active, results, stops):
+                s = samples[i]
+                room = config.max_completion_tokens - len(s.completion_ids)
+                if result.done:
+                    s.done, s.reward, s.info = True, float(result.reward), dict(result.info)
+                    continue
+                if not stopped or room <= 0:  # ran out of tokens mid-turn: the episode is cut off
+                    s.done, s.truncated, s.reward, s.info = True, True, 0.0, {"correct": False, "truncated": True}
+                    continue
+                obs_ids = tokenizer(result.observation, add_special_tokens=False)["input_ids"][:room]
+                s.completion_ids += obs_ids
+                s.loss_mask += [0] * len(obs_ids)
+                s.old_logprobs += [0.0] * len(obs_ids)
+                s.segments.append({"role": "env", "text": tokenizer.decode(obs_ids)})
+                if len(obs_ids) >= room:
+                    s.done, s.truncated, s.reward, s.info = True, True, 0.0, {"correct": False, "truncated": True}
+    finally:
+        if was_training:
+            model.train()
+    stats = {"rollout_s": time.time() - t0, "generated_tokens": generated_tokens,
+             "completion_tokens": sum(len(s.completion_ids) for s in samples), "env_s": env_s,
+             "engine": config.engine}
+    if engine is not None:
+        stats.update({k: round(v, 4) if isinstance(v, float) else v for k, v in engine.timing.items()})
+    return samples, stats
+
+
+class _GenerateTurns:
+    """The reference engine (``engine="generate"``): each turn, ``model.generate`` over the whole
+    conversation of every active row, left padded; rows stop on EOS or a stop string (``StopOnStrings``)
+    and are cut by ``_cut_turn``. Re-prefills every prompt and every earlier turn, every turn."""
+
+    def __init__(self, model, tokenizer, stop_strings, eos_ids, config: RolloutConfig):
+        from .engine import TurnOutput
+
+        self.TurnOutput = TurnOutput
+        self.model, self.tokenizer, self.stop_strings, self.eos_ids = model, tokenizer, stop_strings, eos_ids
+        self.device = next(model.parameters()).device
+        self.pad_id = tokenizer.pad_token_id
+        self.scale = 1.0 if config.greedy else config.temperature
+        self.max_new_tokens_per_turn = config.max_new_tokens_per_turn
+        self.gen_cfg = GenerationConfig(
+            do_sample=not config.greedy, temperature=config.temperature if not config.greedy else None,
+            top_k=0 if not config.greedy else None, top_p=1.0 if not config.greedy else None,
+            pad_token_id=self.pad_id, eos_token_id=sorted(eos_ids), return_dict_in_generate=True,
+            output_logits=True,
+        )
+
+    def __call__(self, samples, active, limits):
         seqs = [samples[i].token_ids for i in active]
         width = max(len(s) for s in seqs)
-        input_ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+        input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
         attention_mask = torch.zeros_like(input_ids)
         for r, s in enumerate(seqs):  # left padding so every row's next token is at the same column
             input_ids[r, width - len(s):] = torch.tensor(s)
             attention_mask[r, width - len(s):] = 1
-        budget = [config.max_completion_tokens - len(samples[i].completion_ids) for i in active]
-        max_new = max(1, min(config.max_new_tokens_per_turn, max(budget)))
-        out = model.generate(
-            input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-            generation_config=_with_max_new(gen_cfg, max_new), stopping_criteria=StoppingCriteriaList([StopOnStrings(tokenizer, stop_strings, width)]),
+        max_new = max(1, max(limits))  # = min(tokens per turn, the largest remaining budget)
+        out = self.model.generate(
+            input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device),
+            generation_config=_with_max_new(self.gen_cfg, max_new),
+            stopping_criteria=StoppingCriteriaList([StopOnStrings(self.tokenizer, self.stop_strings, width)]),
         )
         new_ids = out.sequences[:, width:]
         new_tokens = new_ids.tolist()
         # log pi_old(token) from the very logits it was sampled from (temperature applied as in sampling);
         # one step at a time so we never hold a (rows, steps, vocab) log-softmax
-        scale = 1.0 if config.greedy else config.temperature
         logps_all = torch.stack([
-            torch.log_softmax(step_logits.float() / scale, dim=-1).gather(1, new_ids[:, t:t + 1]).squeeze(1)
+            torch.log_softmax(step_logits.float() / self.scale, dim=-1).gather(1, new_ids[:, t:t + 1]).squeeze(1)
             for t, step_logits in enumerate(out.logits)], dim=1).cpu()
-        texts, stops = [], []
-        for r, i in enumerate(active):
-            s = samples[i]
-            tokens, stopped = _cut_turn(tokenizer, new_tokens[r], eos_ids, stop_strings)
-            tokens = tokens[:budget[r]]
-            lp = logps_all[r, :len(tokens)].tolist()
-            s.completion_ids += tokens
-            s.loss_mask += [1] * len(tokens)
-            s.old_logprobs += lp
-            generated_tokens += len(tokens)
-            texts.append(tokenizer.decode(tokens, skip_special_tokens=True))
-            stops.append(stopped)
-            s.segments.append({"role": "model", "text": tokenizer.decode(tokens)})
-            s.turns += 1
-        results = step_all([envs[i] for i in active], texts)  # one call: an env may batch its own model work
-        for i, result, stopped in zip(active, results, stops):
-            s = samples[i]
-            room = config.max_completion_tokens - len(s.completion_ids)
-            if result.done:
-                s.done, s.reward, s.info = True, float(result.reward), dict(result.info)
-                continue
-            if not stopped or room <= 0:  # ran out of tokens mid-turn: the episode is cut off
-                s.done, s.truncated, s.reward, s.info = True, True, 0.0, {"correct": False, "truncated": True}
-                continue
-            obs_ids = tokenizer(result.observation, add_special_tokens=False)["input_ids"][:room]
-            s.completion_ids += obs_ids
-            s.loss_mask += [0] * len(obs_ids)
-            s.old_logprobs += [0.0] * len(obs_ids)
-            s.segments.append({"role": "env", "text": tokenizer.decode(obs_ids)})
-            if len(obs_ids) >= room:
-                s.done, s.truncated, s.reward, s.info = True, True, 0.0, {"correct": False, "truncated": True}
-    if was_training:
-        model.train()
-    stats = {"rollout_s": time.time() - t0, "generated_tokens": generated_tokens,
-             "completion_tokens": sum(len(s.completion_ids) for s in samples)}
-    return samples, stats
+        outs = []
+        for r, limit in enumerate(limits):
+            tokens, stopped = _cut_turn(self.tokenizer, new_tokens[r], self.eos_ids, self.stop_strings)
+            tokens = tokens[:limit]  # a row never writes past its own budget
+            outs.append(self.TurnOutput(tokens, logps_all[r, :len(tokens)].tolist(), stopped))
+        return outs
 
 
 def _with_max_new(cfg: GenerationConfig, max_new: int) -> GenerationConfig:

@@ -33,7 +33,8 @@ def test_multi_turn_masks_and_transcript():
     task = get_env("calculator")
     problem = task.problems("train", n=1)[0]
     model = ScriptedModel(tok, ["<calc>2+3</calc>", f"<answer>{problem.answer}</answer>"])
-    samples, stats = rollout(model, tok, task, [problem], RolloutConfig(group_size=2))
+    # the scripted double only implements generate(): the reference engine
+    samples, stats = rollout(model, tok, task, [problem], RolloutConfig(group_size=2, engine="generate"))
     assert len(samples) == 2 and stats["generated_tokens"] > 0
     s = samples[0]
     assert s.reward == 1.0 and s.info["correct"] and s.turns == 2

@@ -1,0 +1,267 @@
+"""The cached rollout engine: each prompt is prefilled once, each row keeps its key/value cache across turns.
+
+``rollout.rollout`` asks an engine for one *turn* of the still-active episodes at a time and does the
+bookkeeping (env steps, masks, truncation) itself. The reference engine (``engine="generate"``) calls
+``model.generate`` on the whole conversation so far, every turn. This one keeps one key/value cache for
+the batch and only ever runs the model over tokens it has not seen::
+
+    turn 1   prefill the U distinct prompts (U = P, not P*G), index their cache out to the P*G rows
+    turn t   forward [last model token + env observation] of each row (a few dozen tokens), then decode
+    decode   one token per step for the rows still writing; a row leaves the step when it closes a stop
+             string, emits EOS or reaches its own length limit (min(tokens per turn, episode budget))
+    between  rows whose episode ended are dropped from the cache; columns no row needs are cut off
+
+Layout. All rows share the cache's columns, so a row has *holes*: left padding of its prompt, the steps
+it sat out while other rows were still writing, and the left padding of its block of env tokens. The
+2D attention mask is 0 on holes, and position ids are passed explicitly (the row's own token count), so
+every row sees exactly its own tokens at its own positions: the same computation as a fresh forward over
+the row alone, up to float summation order. Holes are fed the pad token, so their keys/values are finite
+and masked.
+
+Sampling. Greedy takes the argmax of the logits (what ``generate`` does without sampling). Sampling at
+temperature T draws the next token exactly as ``torch.multinomial(softmax(logits / T), 1)`` does (its
+one-sample path: ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn as one ``(rows, vocab)`` tensor), with one
+draw per step over all rows of the turn, stopped ones included: the random stream is consumed as
+``generate`` consumes it, so with the same seed the same episodes come out (up to float round-off at
+near-ties), unless a row is cut by its episode budget in a turn where another row runs longer (the old
+loop keeps drawing for it until the longest row stops). Old log-probs are ``log_softmax(logits / T)``
+of the very logits the token was drawn from.
+
+Stop strings. A row's turn ends after token ``j`` when the text of its last nine turn tokens contains a
+stop string (the old loop's ``_cut_turn`` test). That text is decoded only when token ``j`` can end a
+stop string (its own text contains one or begins with one's suffix, see :class:`StopMatcher`); the
+verdict per token id is memoised, so most steps decode nothing.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+#: tokens before the newest one whose text is searched for a stop string (as ``rollout._cut_turn``)
+STOP_WINDOW = 8
+
+
+@dataclass
+class TurnOutput:
+    """What one row wrote in one turn: the sampled ids, their log-probs under the sampling logits, and
+    whether the turn ended on a stop string or EOS (False: it reached its length limit)."""
+
+    tokens: list[int]
+    logprobs: list[float]
+    stopped: bool
+
+
+class StopMatcher:
+    """Stop-string and EOS test on the tokens of the current turn, decoding only where it can matter.
+
+    ``ends_turn(tokens)`` is true when ``tokens[-1]`` is EOS, or when the text of ``tokens[-9:]`` holds a
+    stop string (what ``rollout._cut_turn`` tests). Called after every new token, it can skip the decode
+    whenever the newest token cannot complete a stop string: an occurrence that was not in the previous
+    window overlaps the newest token and ends inside it, so the newest token's text either contains the
+    stop string or begins with one of its suffixes (``>`` or ``c>`` for ``</calc>``; ``calc`` or a digit
+    begins with none). The verdict per token id is computed once, from the token decoded alone; a token
+    decoded alone into U+FFFD (a piece of a multi-byte character) or, for stop strings that contain
+    whitespace, one that may carry a leading space the lone decode drops, is always decoded in context."""
+
+    def __init__(self, tokenizer, stop_strings, eos_ids):
+        self.tokenizer, self.stop_strings = tokenizer, tuple(stop_strings)
+        self.eos_ids = set(eos_ids)
+        self._space = any(c.isspace() for s in self.stop_strings for c in s)
+        self._ascii = all(s.isascii() for s in self.stop_strings)
+        self._candidate: dict[int, bool] = {}
+        self.decodes = 0  # how many windows were decoded (the cost the filter saves)
+
+    def _may_end_in(self, text: str) -> bool:
+        return any(s in text or any(s.endswith(text[:k]) for k in range(1, min(len(s), len(text)) + 1))
+                   for s in self.stop_strings)
+
+    def can_complete(self, token: int) -> bool:
+        known = self._candidate.get(token)
+        if known is None:
+            text = self.tokenizer.decode([token])
+            known = self._may_end_in(text) or (not self._ascii and "\ufffd" in text)
+            if self._space and not known:  # sentencepiece drops a leading space when a token is decoded alone
+                known = not text or self._may_end_in(" " + text)
+            self._candidate[token] = known
+        return known
+
+    def ends_turn(self, tokens: list[int]) -> bool:
+        last = tokens[-1]
+        if last in self.eos_ids:
+            return True
+        if not self.stop_strings or not self.can_complete(last):
+            return False
+        self.decodes += 1
+        text = self.tokenizer.decode(tokens[-(STOP_WINDOW + 1):])
+        return any(s in text for s in self.stop_strings)
+
+
+def cache_is_supported(cache) -> bool:
+    """The engine cuts and indexes cache layers by column: only plain full-attention layers allow that
+    (a sliding-window layer counts columns, holes included, as its window)."""
+    from transformers.cache_utils import DynamicLayer
+
+    return all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None]))
+
+
+class UnsupportedCache(RuntimeError):
+    """The model's cache has layers the engine cannot index by column (e.g. sliding-window attention)."""
+
+
+class CachedEngine:
+    """One rollout's worth of state: the key/value cache of the episodes still running.
+
+    ``turn(samples, active, limits)``: ``active`` are indices into ``samples`` (ascending, a subset of the
+    previous call's), ``limits[k]`` the most tokens row ``active[k]`` may write in this turn. Everything a
+    row has in ``samples[i].token_ids`` beyond what the cache holds (the last model token of the previous
+    turn and the env observation) is run through the model first. ``timing`` accumulates seconds and
+    counts of the prefill forwards (prompts and env tokens) and of the decoding steps."""
+
+    def __init__(self, model, tokenizer, stop_strings, eos_ids, greedy: bool, temperature: float):
+        self.model, self.tokenizer = model, tokenizer
+        self.device = next(model.parameters()).device
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos_ids)
+        self.stop = StopMatcher(tokenizer, stop_strings, eos_ids)
+        self.greedy, self.temperature = greedy, float(temperature)
+        self.cache = None
+        self.rows: list[int] = []  # sample index of each cache row
+        self.mask: torch.Tensor | None = None  # (rows, columns) bool: 1 where the column holds the row's token
+        self.fed: dict[int, int] = {}  # sample index -> how many of its token_ids the cache holds
+        self.timing = {"prefill_s": 0.0, "decode_s": 0.0, "prefill_tokens": 0, "prefill_forwards": 0,
+                       "decode_steps": 0, "distinct_prompts": 0}
+
+    # ---- the model calls ------------------------------------------------------------------------------
+    def _forward(self, input_ids, new_mask, positions):
+        self.mask = new_mask if self.mask is None else torch.cat([self.mask, new_mask], dim=1)
+        out = self.model(input_ids=input_ids, attention_mask=self.mask, position_ids=positions, cache=self.cache,
+                         use_cache=True, logits_to_keep=1)
+        self.cache = getattr(out, "cache", None) or out.past_key_values
+        return out.logits[:, -1, :].float()
+
+    def _block(self, seqs: list[list[int]], starts: list[int]):
+        """Left-padded ids, mask and explicit positions (``starts[r]`` onwards) of one block of tokens."""
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.bool)
+        positions = torch.zeros((len(seqs), width), dtype=torch.long)
+        for r, (s, start) in enumerate(zip(seqs, starts)):
+            ids[r, width - len(s):] = torch.tensor(s, dtype=torch.long)
+            mask[r, width - len(s):] = True
+            positions[r, :] = start  # holes: any finite position (masked)
+            positions[r, width - len(s):] = torch.arange(start, start + len(s))
+        return ids.to(self.device), mask.to(self.device), positions.to(self.device)
+
+    def _prefill_prompts(self, samples, active: list[int]) -> torch.Tensor:
+        """One forward over the distinct prompts; their cache rows are indexed out to the episodes."""
+        from transformers import DynamicCache
+
+        t0 = time.perf_counter()
+        distinct: dict[tuple[int, ...], int] = {}
+        inverse = [distinct.setdefault(tuple(samples[i].prompt_ids), len(distinct)) for i in active]
+        prompts = [list(p) for p in distinct]
+        ids, mask, positions = self._block(prompts, [0] * len(prompts))
+        self.cache = DynamicCache(config=self.model.config)
+        logits = self._forward(ids, mask, positions)
+        if not cache_is_supported(self.cache):
+            raise UnsupportedCache("the cached rollout engine needs plain full-attention cache layers; "
+                                   "use RolloutConfig(engine='generate') for this model")
+        index = torch.tensor(inverse, device=self.device)
+        if len(prompts) != len(active):
+            self.cache.batch_select_indices(index)
+            self.mask = self.mask[index]
+        self.rows = list(active)
+        self.fed = {i: len(samples[i].prompt_ids) for i in active}
+        self.timing["prefill_s"] += time.perf_counter() - t0
+        self.timing["prefill_tokens"] += sum(len(p) for p in prompts)
+        self.timing["prefill_forwards"] += 1
+        self.timing["distinct_prompts"] += len(prompts)
+        return logits[index]
+
+    def _keep_rows(self, active: list[int]) -> None:
+        """Drop the cache rows of finished episodes and the leading columns no remaining row uses."""
+        if active == self.rows:
+            return
+        where = {i: r for r, i in enumerate(self.rows)}
+        missing = [i for i in active if i not in where]
+        if missing:
+            raise ValueError(f"rows {missing} are not in the engine's cache (active rows may only shrink)")
+        index = torch.tensor([where[i] for i in active], device=self.device)
+        self.cache.batch_select_indices(index)
+        self.mask = self.mask[index]
+        self.rows = list(active)
+        used = self.mask.any(dim=0)
+        first = int(used.to(torch.uint8).argmax()) if bool(used.any()) else 0
+        if first > 0:
+            for layer in self.cache.layers:
+                layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+            self.mask = self.mask[:, first:]
+
+    def _feed_pending(self, samples) -> torch.Tensor:
+        """Run each row's not-yet-seen tokens (its stop token and the env observation) through the model."""
+        t0 = time.perf_counter()
+        pending = [samples[i].token_ids[self.fed[i]:] for i in self.rows]
+        if min(len(p) for p in pending) == 0:
+            raise RuntimeError("a continuing row has no new token; its next-token logits are unknown")
+        ids, mask, positions = self._block(pending, [self.fed[i] for i in self.rows])
+        logits = self._forward(ids, mask, positions)
+        for i, p in zip(self.rows, pending):
+            self.fed[i] += len(p)
+        self.timing["prefill_s"] += time.perf_counter() - t0
+        self.timing["prefill_tokens"] += sum(len(p) for p in pending)
+        self.timing["prefill_forwards"] += 1
+        return logits
+
+    # ---- one turn -------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def turn(self, samples, active: list[int], limits: list[int]) -> list[TurnOutput]:
+        if len(active) != len(limits) or not active:
+            raise ValueError("turn needs one limit per active row and at least one row")
+        if min(limits) < 1:
+            raise ValueError(f"every active row needs room for a token, got limits {limits}")
+        if self.cache is None:
+            logits = self._prefill_prompts(samples, active)
+        else:
+            self._keep_rows(active)
+            logits = self._feed_pending(samples)
+        return self._decode(logits, limits)
+
+    def _decode(self, logits: torch.Tensor, limits: list[int]) -> list[TurnOutput]:
+        t0 = time.perf_counter()
+        R = len(self.rows)
+        outs = [TurnOutput([], [], False) for _ in range(R)]
+        writing = [True] * R
+        scale = 1.0 if self.greedy else self.temperature
+        while True:
+            scaled = logits / scale
+            if self.greedy:
+                nxt = logits.argmax(dim=-1)
+            else:  # torch.multinomial(probs, 1)'s own algorithm, so the random stream is used the same way
+                probs = torch.softmax(scaled, dim=-1)
+                nxt = (probs / torch.empty_like(probs).exponential_(1)).argmax(dim=-1)
+            logp = torch.log_softmax(scaled, dim=-1).gather(1, nxt[:, None])[:, 0]
+            tokens, logps = nxt.tolist(), logp.tolist()
+            for r in range(R):
+                if not writing[r]:
+                    continue
+                out = outs[r]
+                out.tokens.append(tokens[r])
+                out.logprobs.append(logps[r])
+                if self.stop.ends_turn(out.tokens):
+                    out.stopped, writing[r] = True, False
+                elif len(out.tokens) >= limits[r]:
+                    writing[r] = False
+            self.timing["decode_steps"] += 1
+            if not any(writing):
+                break
+            # rows that stopped sit the step out: their last token joins the next turn's block
+            feed = torch.tensor([t if w else self.pad_id for t, w in zip(tokens, writing)], device=self.device)
+            col = torch.tensor(writing, device=self.device)
+            positions = torch.tensor([self.fed[i] for i in self.rows], device=self.device)
+            logits = self._forward(feed[:, None], col[:, None], positions[:, None])
+            for r, i in enumerate(self.rows):
+                if writing[r]:
+                    self.fed[i] += 1
+        self.timing["decode_s"] += time.perf_counter() - t0
+        return outs

@@ -13,7 +13,7 @@ import streamlit as st  # noqa: E402
 
 from app import ui  # noqa: E402
 
-st.set_page_config(page_title="Agentic RL Atlas", page_icon=":material/hub:", layout="wide")
+st.set_page_config(page_title="Agentic RL Atlas", page_icon=ui.PAGE_ICON, layout="wide")
 
 SECTIONS = {
     "Explore": [

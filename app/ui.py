@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -26,6 +27,13 @@ PAGES = {
     "lab": "views/lab.py",
     "runs": "views/runs.py",
 }
+
+# the page icon ships with the app (Streamlit inlines an SVG as a data: URI); a ":material/...:"
+# icon would make the browser fetch it from a font CDN, and the explorer must work offline
+PAGE_ICON = Path(__file__).resolve().parent / "assets" / "atlas-icon.svg"
+
+# text from a URL, an imported work or a run goes through this before it reaches Markdown
+md = views.md_escape
 
 _GOTO = "_atlas_goto"
 _NONCE = "_atlas_nonce"
@@ -103,7 +111,7 @@ def breadcrumb(path: Sequence[tuple[str, str]], current: bool = True) -> None:
         for i, (nid, name) in enumerate(path):
             st.markdown("›", width="content")
             if current and i == len(path) - 1:
-                st.markdown(f"**{name}**", width="content")
+                st.markdown(f"**{md(name)}**", width="content")
             else:
                 node_link(nid, name)
 
@@ -117,7 +125,7 @@ def chips(items: Iterable[tuple[str, str, dict]], empty: str | None = None) -> N
         return
     with st.container(horizontal=True, gap="small", wrap=True):
         for label, page, query in items:
-            st.page_link(PAGES[page], label=label, query_params=query)
+            st.page_link(PAGES[page], label=md(label), query_params=query)
 
 
 # -- tables of works -----------------------------------------------------------------------------
@@ -170,13 +178,17 @@ def survey_tables(tables: Sequence[tuple[str, Any]], key: str) -> None:
 
 
 def not_found(what: str, value: str, suggestions: Sequence[tuple[str, str, dict]], search_query: str | None = None) -> None:
-    """A friendly "not found" with close matches and a search link, never a traceback."""
-    st.warning(f"No {what} called **{value or '(empty)'}** in the Atlas.", icon=":material/search_off:")
+    """A friendly "not found" with close matches and a search link, never a traceback.
+
+    ``value`` comes from the URL: it is shown as literal text (a shared link cannot inject markup).
+    """
+    shown = md(value[:200] + ("…" if len(value) > 200 else "")) if value else "(empty)"
+    st.warning(f"No {what} called **{shown}** in the Atlas.", icon=":material/search_off:")
     if suggestions:
         st.markdown("Did you mean:")
         chips(suggestions)
     if search_query:
-        search_link(f"Search the catalog for “{search_query}”", q=search_query)
+        search_link(f"Search the catalog for “{md(search_query[:200])}”", q=search_query)
 
 
 def echarts(view: views.ChartView, key: str, on_pick: Callable[[int | None], None] | None = None,

@@ -188,7 +188,8 @@ def test_md_escape_leaves_no_markdown():
     out = views.md_escape(HOSTILE_TEXT)
     for raw in ("[phish](", "![img](", "<b>", ":red[", "**", "$x$", "www.evil"):
         assert raw not in out
-    assert views.md_escape("Search-R1: plain words") == r"Search\-R1\: plain words"
+    assert views.md_escape("Search-R1: a 2025 method (v2.1)") == r"Search-R1: a 2025 method \(v2.1\)"
+    assert views.md_escape("- item") == r"\- item" and views.md_escape("12. item") == r"12\. item"
     assert views.md_escape("a\nb\n# c") == "a b \\# c"  # one line: no headings, no lists
 
 

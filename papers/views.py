@@ -81,20 +81,24 @@ def _tip(*lines: str) -> str:
 
 
 # characters that start Markdown (or Streamlit's :directive[...] / :icon: / $math$) syntax anywhere
-_MD_ALWAYS = re.compile(r"([\\`*_{}\[\]()<>#|!$~@])")
-# ':' before a non-space (https://, :icon:), '.' after www (autolinks), a leading list/number marker
-_MD_CONTEXT = re.compile(r"(:)(?=\S)|(?<=www)(\.)|^([-+=])|^(\d+)([.)])(?=\s|$)", re.IGNORECASE)
+_MD_ALWAYS = re.compile(r"([\\`*_{}\[\]()<>#|!$~])")
+# ':' before a non-space (:icon:, :color[), a leading list/number marker
+_MD_CONTEXT = re.compile(r"(:)(?=\S)|^([-+=])|^(\d+)([.)])(?=\s|$)")
+# GFM turns bare URLs, www. names and e-mail addresses into links after escapes are resolved, so a
+# backslash cannot stop it: an invisible WORD JOINER (U+2060) breaks the pattern instead
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)(?=[\w-])", re.IGNORECASE)
 
 
 def md_escape(text: object) -> str:
     """User- or URL-supplied text as literal Markdown, on one line.
 
     No link, image (a remote fetch), HTML, heading, list, emphasis, table, ``:color[...]``
-    directive, ``:icon:``, ``$math$`` or bare ``www.`` / ``https://`` autolink survives, and plain
-    text ("Search-R1: a 2025 method") is left as it is.
+    directive, ``:icon:``, ``$math$`` or bare ``www.`` / ``https://`` / e-mail autolink survives,
+    and plain text ("Search-R1: a 2025 method") is left as it is.
     """
     out = _MD_ALWAYS.sub(r"\\\1", " ".join(str(text).split()))
-    return _MD_CONTEXT.sub(lambda m: "".join(("\\" + g if g and not g.isdigit() else (g or "")) for g in m.groups()), out)
+    out = _MD_CONTEXT.sub(lambda m: "".join(("\\" + g if g and not g.isdigit() else (g or "")) for g in m.groups()), out)
+    return _AUTOLINK.sub("\u2060", out)
 
 
 def safe_url(url: str) -> str:

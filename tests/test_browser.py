@@ -35,17 +35,25 @@ def base_url():
 
 
 @pytest.fixture(scope="module")
-def page(base_url):
+def browser():
+    """One Chromium for the module (Playwright's sync API allows one running instance per thread)."""
     from playwright.sync_api import sync_playwright
 
+    _need_chromium()
     with sync_playwright() as pw:
-        browser = launch_chromium(pw)
+        chromium = launch_chromium(pw)
         try:
-            pg = browser.new_page(viewport={"width": 1280, "height": 800})
-            pg.set_default_timeout(TIMEOUT_MS)
-            yield pg
+            yield chromium
         finally:
-            browser.close()
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(base_url, browser):
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    pg.set_default_timeout(TIMEOUT_MS)
+    yield pg
+    pg.close()
 
 
 def click_chart(page, locator, url_part: str, attempts: int = 3) -> None:
@@ -169,38 +177,34 @@ def hostile_url(tmp_path_factory):
         stop_app(proc)
 
 
-def test_hostile_urls_and_work_render_no_markup_and_fetch_nothing_remote(hostile_url):
+def test_hostile_urls_and_work_render_no_markup_and_fetch_nothing_remote(hostile_url, browser):
     from urllib.parse import urlparse
 
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            pg = browser.new_page(viewport={"width": 1280, "height": 800})
-            pg.set_default_timeout(240_000)  # the first /work or /search loads the embedding model
-            requests: list[str] = []
-            pg.on("request", lambda r: requests.append(r.url))
-            for path, marker in HOSTILE_URLS:
-                pg.goto(hostile_url + path)
-                pg.get_by_text(marker).first.wait_for()
-                pg.wait_for_timeout(1500)  # let late elements (images, favicon) request what they would
-                assert not pg.get_by_text("Traceback").count(), path
-                for selector in ('img[src*="evil"]', 'iframe', '[data-testid="stMarkdownContainer"] b',
-                                 '[data-testid="stMarkdownContainer"] img'):
-                    assert pg.locator(selector).count() == 0, (path, selector)
-                # links: a search link may carry the hostile text in its query string, but none may lead off to it
-                hrefs = pg.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-                bad = [h for h in hrefs if "evil" in (urlparse(h).hostname or "") or urlparse(h).scheme in ("javascript", "data")]
-                assert bad == [], (path, bad)
-                body = pg.locator("body").inner_text().replace("\u2060", "")  # the word joiner that breaks autolinks
-                if "phish" in path or path.endswith("hostile"):
-                    assert "evil.example" in body, f"{path}: the text is shown literally, not dropped"
-            shown = pg.locator("body").inner_text().replace("\u2060", "")
-            assert "[phish](https://evil.example/t)" in shown and "![s](https://evil.example/s.png)" in shown  # literally
-            remote = [u for u in requests if urlparse(u).scheme not in ("data", "blob")
-                      and urlparse(u).hostname not in ("127.0.0.1", "localhost")]
-            assert remote == [], remote
-            assert any(urlparse(u).hostname == "127.0.0.1" for u in requests)  # the recording works
-        finally:
-            browser.close()
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.set_default_timeout(240_000)  # the first /work or /search loads the embedding model
+        requests: list[str] = []
+        pg.on("request", lambda r: requests.append(r.url))
+        for path, marker in HOSTILE_URLS:
+            pg.goto(hostile_url + path)
+            pg.get_by_text(marker).first.wait_for()
+            pg.wait_for_timeout(1500)  # let late elements (images, favicon) request what they would
+            assert not pg.get_by_text("Traceback").count(), path
+            for selector in ('img[src*="evil"]', 'iframe', '[data-testid="stMarkdownContainer"] b',
+                             '[data-testid="stMarkdownContainer"] img'):
+                assert pg.locator(selector).count() == 0, (path, selector)
+            # links: a search link may carry the hostile text in its query string, but none may lead off to it
+            hrefs = pg.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+            bad = [h for h in hrefs if "evil" in (urlparse(h).hostname or "") or urlparse(h).scheme in ("javascript", "data")]
+            assert bad == [], (path, bad)
+            body = pg.locator("body").inner_text().replace("\u2060", "")  # the word joiner that breaks autolinks
+            if "phish" in path or path.endswith("hostile"):
+                assert "evil.example" in body, f"{path}: the text is shown literally, not dropped"
+        shown = pg.locator("body").inner_text().replace("\u2060", "")
+        assert "[phish](https://evil.example/t)" in shown and "![s](https://evil.example/s.png)" in shown  # literally
+        remote = [u for u in requests if urlparse(u).scheme not in ("data", "blob")
+                  and urlparse(u).hostname not in ("127.0.0.1", "localhost")]
+        assert remote == [], remote
+        assert any(urlparse(u).hostname == "127.0.0.1" for u in requests)  # the recording works
+    finally:
+        pg.close()

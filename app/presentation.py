@@ -82,6 +82,41 @@ def _tip(*lines: str) -> str:
     return "<br/>".join([f"<b>{html.escape(first)}</b>", *(html.escape(x) for x in rest if x)])
 
 
+# characters that start Markdown (or Streamlit's :directive[...] / :icon: / $math$) syntax anywhere
+_MD_ALWAYS = re.compile(r"([\\`*_{}\[\]()<>#|!$~])")
+# ':' before a non-space (:icon:, :color[), a leading list/number marker
+_MD_CONTEXT = re.compile(r"(:)(?=\S)|^([-+=])|^(\d+)([.)])(?=\s|$)")
+# GFM turns bare URLs, www. names and e-mail addresses into links after escapes are resolved, so a
+# backslash cannot stop it: an invisible WORD JOINER (U+2060) breaks the pattern instead
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)(?=[\w-])", re.IGNORECASE)
+
+
+def md_escape(text: object) -> str:
+    """User- or URL-supplied text as literal Markdown, on one line.
+
+    No link, image (a remote fetch), HTML, heading, list, emphasis, table, ``:color[...]``
+    directive, ``:icon:``, ``$math$`` or bare ``www.`` / ``https://`` / e-mail autolink survives,
+    and plain text ("Search-R1: a 2025 method") is left as it is.
+    """
+    out = _MD_ALWAYS.sub(r"\\\1", " ".join(str(text).split()))
+    out = _MD_CONTEXT.sub(lambda m: "".join(("\\" + g if g and not g.isdigit() else (g or "")) for g in m.groups()), out)
+    return _AUTOLINK.sub("\u2060", out)
+
+
+def safe_url(url: str) -> str:
+    """``url`` when it is an absolute http(s) link, else '' (no javascript:, data: or relative links)."""
+    url = (url or "").strip()
+    return url if re.match(r"https?://[^\s/?#]+", url, re.IGNORECASE) and not re.search(r"\s", url) else ""
+
+
+def md_link(label: str, url: str) -> str:
+    """A Markdown link to a web URL (brackets and parentheses percent-encoded), or '' if not a web URL."""
+    from urllib.parse import quote
+
+    url = safe_url(url)
+    return f"[{md_escape(label)}]({quote(url, safe=':/?#@$&*+,;=%-._~')})" if url else ""
+
+
 def work_label(work: Work, n: int = 60) -> str:
     return work.name or _short(work.title, n)
 
@@ -336,8 +371,8 @@ def works_frame(works: Iterable[Work], catalog: Catalog | None = None) -> pd.Dat
             "title": w.title,
             "year": w.year,
             "kind": w.kind,
-            "code": w.code_url,
-            "arxiv": w.arxiv_url,
+            "code": safe_url(w.code_url),
+            "arxiv": safe_url(w.arxiv_url),
             "nodes": ", ".join(catalog.taxonomy[n].name for n in w.nodes) if catalog else "; ".join(w.nodes),
         })
     frame = pd.DataFrame(rows, columns=["key", "open", "name", "title", "year", "kind", "code", "arxiv", "nodes"])
@@ -691,9 +726,9 @@ def work_page(catalog: Catalog, key: str) -> WorkPage:
         ("Origin", "added by you" if w.origin == "user" else "the survey"),
         ("Key", w.key),
     ]
-    links = [(label, url) for label, url in (
+    links = [(label, safe_url(url)) for label, url in (
         ("arXiv", w.arxiv_url), ("Paper", w.url if w.url != w.arxiv_url else ""), ("Code", w.code_url),
-    ) if url]
+    ) if safe_url(url)]
     algo_nodes = algorithm_nodes(catalog)
     return WorkPage(
         work=w,
@@ -708,11 +743,9 @@ def work_page(catalog: Catalog, key: str) -> WorkPage:
 
 
 def facts_markdown(facts: Sequence[tuple[str, str]]) -> str:
-    """Label/value pairs as a two-column Markdown table (pipes escaped, no header text)."""
-    def esc(text: str) -> str:
-        return " ".join(str(text).split()).replace("|", r"\|").replace("$", r"\$")
+    """Label/value pairs as a two-column Markdown table (values are literal text: see ``md_escape``)."""
     lines = ["| Field | Value |", "|---|---|"]
-    lines += [f"| **{esc(k)}** | {esc(v)} |" for k, v in facts]
+    lines += [f"| **{md_escape(k)}** | {md_escape(v)} |" for k, v in facts]
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from app import routes, ui
 
-st.set_page_config(page_title="Agentic RL Atlas", page_icon=":material/hub:", layout="wide")
+st.set_page_config(page_title="Agentic RL Atlas", page_icon=ui.PAGE_ICON, layout="wide")
 
 SECTIONS: dict[str, list] = {}
 for p in routes.PAGES.values():

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from app import presentation, routes
 from app.routes import Link
+
+# the page icon ships with the app (Streamlit inlines an SVG as a data: URI); a ":material/...:"
+# icon would make the browser fetch it from a font CDN, and the explorer must work offline
+PAGE_ICON = Path(__file__).resolve().parent / "assets" / "atlas-icon.svg"
+
+# text from a URL, an imported work or a run goes through this before it reaches Markdown
+md = presentation.md_escape
 
 _GOTO = "_atlas_goto"
 _NONCE = "_atlas_nonce"
@@ -95,7 +103,7 @@ def breadcrumb(path: Sequence[tuple[str, str]], current: bool = True) -> None:
         for i, (nid, name) in enumerate(path):
             st.markdown("›", width="content")
             if current and i == len(path) - 1:
-                st.markdown(f"**{name}**", width="content")
+                st.markdown(f"**{md(name)}**", width="content")
             else:
                 node_link(nid, name)
 
@@ -109,7 +117,7 @@ def chips(items: Iterable[tuple[str, Link]], empty: str | None = None) -> None:
         return
     with st.container(horizontal=True, gap="small", wrap=True):
         for label, link in items:
-            page_link(link, label)
+            page_link(link, md(label))
 
 
 # -- tables of works -----------------------------------------------------------------------------
@@ -162,13 +170,17 @@ def survey_tables(tables: Sequence[tuple[str, Any]], key: str) -> None:
 
 
 def not_found(what: str, value: str, suggestions: Sequence[tuple[str, Link]], search_query: str | None = None) -> None:
-    """A friendly "not found" with close matches and a search link, never a traceback."""
-    st.warning(f"No {what} called **{value or '(empty)'}** in the Atlas.", icon=":material/search_off:")
+    """A friendly "not found" with close matches and a search link, never a traceback.
+
+    ``value`` comes from the URL: it is shown as literal text (a shared link cannot inject markup).
+    """
+    shown = md(value[:200] + ("…" if len(value) > 200 else "")) if value else "(empty)"
+    st.warning(f"No {what} called **{shown}** in the Atlas.", icon=":material/search_off:")
     if suggestions:
         st.markdown("Did you mean:")
         chips(suggestions)
     if search_query:
-        search_link(f"Search the catalog for “{search_query}”", q=search_query)
+        search_link(f"Search the catalog for “{md(search_query[:200])}”", q=search_query)
 
 
 def echarts(view: presentation.ChartView, key: str, on_pick: Callable[[int | None], None] | None = None,

@@ -24,13 +24,20 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 SUMMARY_WORDS = (8, 45)  # bounds enforced at load; the style target is 15-35 words
 
 
+def printable(value: str, limit: int = 80) -> str:
+    """``value`` safe to echo in a message: control characters spelled out (no terminal escapes),
+    cut to ``limit`` characters."""
+    text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(value)[: limit + 1])
+    return text if len(text) <= limit and len(str(value)) <= limit else text[:limit] + f"... ({len(str(value))} characters)"
+
+
 class UnknownKeyError(KeyError):
     """An unknown work key or node id; carries close matches for a 'did you mean' message."""
 
     def __init__(self, what: str, value: str, suggestions: list[str]):
         self.what, self.value, self.suggestions = what, value, suggestions
         hint = f" (did you mean: {', '.join(suggestions)}?)" if suggestions else ""
-        super().__init__(f"unknown {what} '{value}'{hint}")
+        super().__init__(f"unknown {what} '{printable(value)}'{hint}")
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return self.args[0]
@@ -106,10 +113,13 @@ def load_summaries(path: Path, works: dict[str, Work]) -> dict[str, dict]:
 class Catalog:
     """Works + taxonomy + survey tables. Immutable after load; user works are merged in by ``with_works``."""
 
-    def __init__(self, works: dict[str, Work], taxonomy: Taxonomy, tables: dict[str, SurveyTable]):
+    def __init__(self, works: dict[str, Work], taxonomy: Taxonomy, tables: dict[str, SurveyTable],
+                 attention: dict[str, str] | None = None):
         self.works = works
         self.taxonomy = taxonomy
         self.tables = tables
+        # user works that need the user's attention: key -> what is wrong (see with_works)
+        self.attention: dict[str, str] = dict(attention or {})
 
     @classmethod
     def load(cls, data_dir: Path | None = None, taxonomy: Taxonomy | None = None) -> "Catalog":
@@ -127,14 +137,29 @@ class Catalog:
                             raise DataError(data_dir / "tables" / f"{t.name}.csv", f"unknown work '{key}'", row=line, field="work_key")
         return cls(works, taxonomy, tables)
 
-    def with_works(self, extra: Iterable[Work]) -> "Catalog":
-        """A new catalog with ``extra`` works added (user works); keys must not collide."""
+    def with_works(self, extra: Iterable[Work], strict: bool = False) -> "Catalog":
+        """A new catalog with ``extra`` works added (user works).
+
+        A stored work must never break the explorer: one placed in a node the taxonomy lacks is
+        kept with its known nodes only, and one whose key the catalog already has is left out;
+        both are listed in ``attention`` (key -> what is wrong). ``strict`` raises instead.
+        """
         works = dict(self.works)
+        attention = dict(self.attention)
         for w in extra:
             if w.key in works:
-                raise ValueError(f"work key '{w.key}' already exists")
+                if strict:
+                    raise ValueError(f"work key '{w.key}' already exists")
+                attention[w.key] = f"its key '{w.key}' is also a survey work's key; it is left out"
+                continue
+            unknown = [n for n in w.nodes if n not in self.taxonomy]
+            if unknown:
+                if strict:
+                    raise UnknownKeyError("node", unknown[0], self.taxonomy.suggest(unknown[0]))
+                attention[w.key] = "placed in unknown node " + ", ".join(f"'{n}'" for n in unknown) + "; place it again"
+                w = w.model_copy(update={"nodes": tuple(n for n in w.nodes if n in self.taxonomy)})
             works[w.key] = w
-        return Catalog(works, self.taxonomy, self.tables)
+        return Catalog(works, self.taxonomy, self.tables, attention)
 
     # -- lookups ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -183,6 +208,8 @@ class Catalog:
         raise UnknownKeyError("work key", ref, self.suggest(ref))
 
     def suggest(self, text: str, n: int = 3) -> list[str]:
+        if len(text) > 200:  # nothing is that long; difflib on 100 KB would take seconds
+            return []
         keys = difflib.get_close_matches(text.lower(), list(self.works), n=n, cutoff=0.6)
         alias = difflib.get_close_matches(text.lower(), list(self._alias_index), n=n, cutoff=0.6)
         return list(dict.fromkeys(keys + [self._alias_index[a] for a in alias]))[:n]

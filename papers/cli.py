@@ -49,6 +49,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     print(w.title)
     print("=" * min(len(w.title), 100))
+    if w.key in cat.attention:
+        print(f"needs attention: {cat.attention[w.key]}")
     if w.summary:
         print(w.summary + ("  [low confidence]" if w.summary_confidence == "low" else ""))
     print()
@@ -78,7 +80,13 @@ def add_filter_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--year-to", type=int)
 
 
+def _check_years(args: argparse.Namespace) -> None:
+    if args.year_from is not None and args.year_to is not None and args.year_from > args.year_to:
+        raise ValueError(f"--year-from {args.year_from} is after --year-to {args.year_to}")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    _check_years(args)
     cat = _catalog()
     for node in args.node or []:
         cat.node(node)
@@ -117,6 +125,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.queries_file is not None and (args.query or args.similar):
         print("error: give either QUERY, --similar or --queries-file", file=sys.stderr)
+        return EXIT_USAGE
+    if args.query and args.similar:
+        print("error: give either QUERY or --similar, not both", file=sys.stderr)
         return EXIT_USAGE
     cat = _catalog()
     index = SearchIndex.load_or_build(cat)
@@ -159,9 +170,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from papers.ingest import import_file
+    from papers.importers import detect_format
+    from papers.ingest import check_input_file, import_file
     from papers.userstore import UserStore
 
+    if args.format is None:
+        detect_format(args.file)
+    check_input_file(args.file, args.encoding)
     catalog = Catalog.load()
     placer = None
     if not args.no_place:
@@ -173,7 +188,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"\rline {p['lines_done']}: {p['added']} added, {p['skipped']} skipped", end="", file=sys.stderr, flush=True)
 
     report = import_file(args.file, catalog, UserStore(), placer=placer, fmt=args.format,
-                         batch_size=args.batch_size, progress=progress)
+                         batch_size=args.batch_size, progress=progress, encoding=args.encoding)
     print(file=sys.stderr)
     print(report.summary())
     for line, reason in report.skipped[: args.show_skipped]:
@@ -193,9 +208,13 @@ def cmd_user(args: argparse.Namespace) -> int:
     if args.action == "place" and not args.nodes:
         raise ValueError("'user place KEY' needs at least one node id")
     if args.action == "list":
+        attention = Catalog.load().with_works(store.works()).attention
         for w in store.works():
             sugg = ", ".join(f"{n} ({c:.2f})" for n, c in store.suggestions(w.key))
-            print(f"{w.key:<40} {w.year or '':<5} {';'.join(w.nodes):<28} {w.title[:70]}" + (f"  [suggested: {sugg}]" if sugg else ""))
+            print(f"{w.key:<40} {w.year or '':<5} {';'.join(w.nodes):<28} {w.title[:70]}" + (f"  [suggested: {sugg}]" if sugg else "")
+                  + (f"  [needs attention: {attention[w.key]}]" if w.key in attention else ""))
+        for key, problem in store.unreadable():
+            print(f"{key:<40} [needs attention: {problem}; delete it with 'user delete {key}']")
     elif args.action == "delete":
         store.delete(args.key)
         print(f"deleted {args.key}")
@@ -217,7 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_show)
     p = sub.add_parser("list", help="list works, filtered, as a table or an export format")
     add_filter_args(p)
-    p.add_argument("--format", choices=["table", "json", "csv", "bibtex"], default="table")
+    p.add_argument("--format", choices=["table", "json", "csv", "bibtex"], default="table",
+                   help="csv is for spreadsheets: a cell that starts with = + - @ (or a tab/CR) is written with a "
+                        "leading ' so a spreadsheet shows it as text and never runs it as a formula (plain "
+                        "numbers such as -0.5 stay numbers); json and bibtex are exact")
     p.set_defaults(fn=cmd_list)
     p = sub.add_parser("import", help="import your own works (.bib, arXiv metadata .jsonl, or .csv) into the local store")
     p.add_argument("file", type=Path)
@@ -225,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-place", action="store_true", help="skip automatic placement (no embedding)")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--show-skipped", type=int, default=20, help="how many skipped entries to list")
+    p.add_argument("--encoding", default="utf-8",
+                   help="the file's text encoding (default utf-8, with or without a byte-order mark); "
+                        "a file that is not in it is refused with the line of the first bad byte")
     p.set_defaults(fn=cmd_import)
     p = sub.add_parser("user", help="your imported works: list, delete KEY, place KEY NODE [NODE ...]")
     p.add_argument("action", choices=["list", "delete", "place"])
@@ -260,8 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except (KeyError, ValueError, FileNotFoundError) as e:
-        print(f"error: {str(e).strip(chr(39))}", file=sys.stderr)
+    except KeyError as e:  # str() of a KeyError is its repr: print the message itself
+        print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return 0

@@ -126,12 +126,34 @@ def _flat(work: Work) -> dict[str, str]:
     return {f: "; ".join(d[f]) if f in LIST_FIELDS else ("" if d[f] is None else str(d[f])) for f in EXPORT_FIELDS}
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_safe(value: object) -> str:
+    """A CSV cell a spreadsheet shows as text and never evaluates (OWASP's CSV-injection advice).
+
+    A cell starting with = + - @, a tab or a carriage return gets a leading single quote
+    (spreadsheets hide it and treat the rest as text). A plain number (-0.25, +7, -3e-4) is
+    left as it is: a spreadsheet reads it as a number, never as a formula, and quoting it would
+    turn a numeric column into text. Our CSV importer drops the quote again on the way back.
+    """
+    text = "" if value is None else str(value)
+    if text.startswith(_FORMULA_START) and not _NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
 def to_csv(works: Iterable[Work]) -> str:
+    """Works as CSV for spreadsheets: every cell through ``csv_safe`` (JSON and BibTeX stay exact).
+
+    Rows end in CRLF (RFC 4180), so a cell holding a lone CR is quoted rather than split.
+    """
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS, lineterminator="\r\n")
     writer.writeheader()
     for w in works:
-        writer.writerow(_flat(w))
+        writer.writerow({k: csv_safe(v) for k, v in _flat(w).items()})
     return buf.getvalue()
 
 

@@ -6,7 +6,9 @@ never stops an import and a 100,000-line file is read in constant memory.
 """
 from __future__ import annotations
 
+import codecs
 import csv
+import datetime
 import json
 import re
 from collections.abc import Iterator
@@ -19,8 +21,12 @@ from papers.csvio import iter_split
 from papers.schema import KINDS, LIST_FIELDS, Work
 
 FORMATS = ("bibtex", "arxiv-jsonl", "csv")
-_ARXIV_NEW = re.compile(r"(\d{4}\.\d{4,5})(v\d+)?")
-_ARXIV_OLD = re.compile(r"([a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?")
+_ARXIV_NEW = re.compile(r"(?<![\d.])((\d{2})(\d{2})\.(\d{4,5}))(v\d+)?(?!\d)")
+_ARXIV_OLD = re.compile(r"([a-z\-]+(\.[A-Z]{2})?/(\d{2})(\d{2})\d{3})(v\d+)?(?!\d)")
+# C0/C1 control characters (tab and newline aside): an imported title must not drive a terminal
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# a CSV cell our own export neutralised for spreadsheets ('=..., '+..., see papers.export.csv_safe)
+_NEUTRALISED = re.compile(r"^'(?=[=+\-@\t\r])")
 
 
 @dataclass
@@ -41,11 +47,34 @@ def detect_format(path: Path) -> str:
     raise ValueError(f"{path}: cannot tell the format from the extension '{suffix}' (use .bib, .jsonl or .csv, or pass a format)")
 
 
+def _plausible_new_id(yy: str, mm: str, number: str) -> bool:
+    """New-style ids began in April 2007 (YYMM.NNNN), five digits from January 2015 (YYMM.NNNNN)."""
+    year, month = 2000 + int(yy), int(mm)
+    if not 1 <= month <= 12 or (year, month) < (2007, 4) or year > datetime.date.today().year + 1:
+        return False
+    return len(number) == (5 if (year, month) >= (2015, 1) else 4)
+
+
+def _plausible_old_id(yy: str, mm: str) -> bool:
+    """Old-style ids (archive/YYMMNNN) ran from August 1991 to March 2007."""
+    year = 1900 + int(yy) if int(yy) >= 91 else 2000 + int(yy)
+    return 1 <= int(mm) <= 12 and (1991, 8) <= (year, int(mm)) <= (2007, 3)
+
+
 def normalise_arxiv_id(text: str) -> str:
-    """'arXiv:2503.09516v2' / 'https://arxiv.org/abs/2503.09516' -> '2503.09516' ('' if none)."""
+    """'arXiv:2503.09516v2' / 'https://arxiv.org/abs/2503.09516' -> '2503.09516' ('' if none).
+
+    An id whose date part cannot exist (month 13, 1999 in the new scheme, the wrong number of
+    digits for its month) is no id: '' rather than a work dated 2099.
+    """
     text = (text or "").strip()
-    m = _ARXIV_NEW.search(text) or _ARXIV_OLD.search(text)
-    return m.group(1) if m else ""
+    m = _ARXIV_NEW.search(text)
+    if m and _plausible_new_id(m.group(2), m.group(3), m.group(4)):
+        return m.group(1)
+    m = _ARXIV_OLD.search(text)
+    if m and _plausible_old_id(m.group(3), m.group(4)):
+        return m.group(1)
+    return ""
 
 
 def normalise_title(title: str) -> str:
@@ -60,12 +89,55 @@ def slug(text: str, max_len: int = 60) -> str:
 
 
 def _year_from_arxiv(arxiv_id: str) -> int | None:
-    m = re.match(r"(\d{2})(\d{2})\.", arxiv_id)
-    return 2000 + int(m.group(1)) if m else None
+    m = re.match(r"(\d{2})\d{2}\.", arxiv_id)
+    if m:
+        return 2000 + int(m.group(1))
+    m = re.search(r"/(\d{2})\d{5}$", arxiv_id)
+    if m:
+        return (1900 if int(m.group(1)) >= 91 else 2000) + int(m.group(1))
+    return None
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return type(value).__name__
+
+
+def _text_fields(rec: dict, names: tuple[str, ...]) -> tuple[dict[str, str], str | None]:
+    """The named JSON fields as text (absent or null: ''), or the first one that is not text."""
+    out = {}
+    for name in names:
+        value = rec.get(name)
+        if value is None:
+            out[name] = ""
+        elif isinstance(value, str):
+            out[name] = value
+        else:
+            return out, f"field '{name}' must be text, not {_type_name(value)}"
+    return out, None
+
+
+def _clean_text(value: object) -> object:
+    if isinstance(value, str):
+        return _CONTROL.sub("", value)
+    if isinstance(value, tuple):
+        return tuple(_CONTROL.sub("", v) if isinstance(v, str) else v for v in value)
+    return value
 
 
 def _make_work(line: int, data: dict) -> ImportRecord:
-    title = " ".join(str(data.get("title", "")).split())
+    data = {k: _clean_text(v) for k, v in data.items()}
+    title = data.get("title")
+    if title is not None and not isinstance(title, str):
+        return ImportRecord(line, error=f"field 'title' must be text, not {_type_name(title)}")
+    title = " ".join((title or "").split())
     if not title:
         return ImportRecord(line, error="missing title")
     year = data.get("year")
@@ -78,7 +150,9 @@ def _make_work(line: int, data: dict) -> ImportRecord:
     data = {**data, "title": title, "year": int(year) if year is not None else None, "origin": "user"}
     data.setdefault("title_original", title)
     if not data.get("key"):
-        data["key"] = f"arxiv-{data['arxiv_id']}" if data.get("arxiv_id") else f"{slug(title)}-{data['year'] or 'nd'}"
+        # an old-style id (math.GT/0309136) has a '/', which a key may not: arxiv-math.GT-0309136
+        data["key"] = (f"arxiv-{data['arxiv_id'].replace('/', '-')}" if data.get("arxiv_id")
+                       else f"{slug(title)}-{data['year'] or 'nd'}")
     try:
         return ImportRecord(line, work=Work(**data))
     except ValidationError as e:
@@ -87,10 +161,21 @@ def _make_work(line: int, data: dict) -> ImportRecord:
         return ImportRecord(line, error=f"{err['msg']} (field '{field}')")
 
 
-def read_bibtex(path: Path) -> Iterator[ImportRecord]:
+def text_encoding(encoding: str = "utf-8") -> str:
+    """The codec to read with: UTF-8 accepts (and drops) the byte-order mark spreadsheets write."""
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise ValueError(f"unknown encoding '{encoding}' (e.g. utf-8, latin-1, cp1252)") from None
+    return "utf-8-sig" if name in ("utf-8", "utf-8-sig") else name
+
+
+def read_bibtex(path: Path, encoding: str = "utf-8") -> Iterator[ImportRecord]:
     from papers.export import parse_bibtex_blocks
 
-    for line, entry, error in parse_bibtex_blocks(Path(path).read_text(encoding="utf-8", errors="replace")):
+    with open(path, encoding=text_encoding(encoding)) as f:
+        text = f.read()
+    for line, entry, error in parse_bibtex_blocks(text):
         if error:
             yield ImportRecord(line, error=error)
             continue
@@ -107,9 +192,9 @@ def read_bibtex(path: Path) -> Iterator[ImportRecord]:
         })
 
 
-def read_arxiv_jsonl(path: Path) -> Iterator[ImportRecord]:
+def read_arxiv_jsonl(path: Path, encoding: str = "utf-8") -> Iterator[ImportRecord]:
     """The public arXiv metadata snapshot's format: id, title, abstract, authors, categories, update_date."""
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding=text_encoding(encoding), newline="\n") as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -118,28 +203,44 @@ def read_arxiv_jsonl(path: Path) -> Iterator[ImportRecord]:
             except json.JSONDecodeError as e:
                 yield ImportRecord(line_no, error=f"invalid JSON ({e.msg} at column {e.colno})")
                 continue
+            except RecursionError:  # json's C parser refuses nesting deeper than the recursion limit
+                yield ImportRecord(line_no, error="invalid JSON (nested too deeply)")
+                continue
+            except ValueError as e:  # e.g. a number too long to convert
+                yield ImportRecord(line_no, error=f"invalid JSON ({str(e)[:120]})")
+                continue
             if not isinstance(rec, dict):
                 yield ImportRecord(line_no, error="expected a JSON object")
                 continue
-            arxiv_id = normalise_arxiv_id(str(rec.get("id", "")))
-            if not arxiv_id:
-                yield ImportRecord(line_no, error=f"missing or malformed arXiv id (field 'id': {str(rec.get('id'))[:40]!r})")
+            if "title" in rec and rec["title"] is not None and not isinstance(rec["title"], str):
+                yield ImportRecord(line_no, error=f"field 'title' must be text, not {_type_name(rec['title'])}")
                 continue
-            date = str(rec.get("update_date", ""))
+            text, problem = _text_fields(rec, ("id", "abstract", "authors", "categories", "update_date"))
+            if problem:
+                yield ImportRecord(line_no, error=problem)
+                continue
+            arxiv_id = normalise_arxiv_id(text["id"])
+            if not arxiv_id:
+                yield ImportRecord(line_no, error=f"missing or malformed arXiv id (field 'id': {text['id'][:40]!r})")
+                continue
+            date = text["update_date"]
             year = _year_from_arxiv(arxiv_id) or (int(date[:4]) if re.match(r"\d{4}", date) else None)
             yield _make_work(line_no, {
-                "arxiv_id": arxiv_id, "title": rec.get("title", ""), "year": str(year) if year else "",
+                "arxiv_id": arxiv_id, "title": rec.get("title") or "", "year": str(year) if year else "",
                 "venue": "arXiv", "url": f"https://arxiv.org/abs/{arxiv_id}",
-                "abstract": " ".join(str(rec.get("abstract", "")).split()),
-                "authors": str(rec.get("authors", ""))[:2000],
-                "tags": tuple(f"arxiv:{c}" for c in str(rec.get("categories", "")).split())[:8],
+                "abstract": " ".join(text["abstract"].split()),
+                "authors": text["authors"][:2000],
+                "tags": tuple(f"arxiv:{c}" for c in text["categories"].split())[:8],
             })
 
 
-def read_csv_works(path: Path) -> Iterator[ImportRecord]:
-    """A CSV with the catalog's columns (``title`` required; ``key``, ``nodes`` ... optional)."""
+def read_csv_works(path: Path, encoding: str = "utf-8") -> Iterator[ImportRecord]:
+    """A CSV with the catalog's columns (``title`` required; ``key``, ``nodes`` ... optional).
+
+    A cell that our CSV export neutralised for spreadsheets (``'=...``) is read back as it was.
+    """
     allowed = set(Work.model_fields) - {"origin", "summary_confidence"}
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+    with open(path, encoding=text_encoding(encoding), newline="") as f:
         reader = csv.reader(f, strict=True)
         try:
             header = [h.strip() for h in next(reader)]
@@ -164,7 +265,7 @@ def read_csv_works(path: Path) -> Iterator[ImportRecord]:
             if len(values) != len(header):
                 yield ImportRecord(start, error=f"expected {len(header)} fields, found {len(values)}")
                 continue
-            data: dict = dict(zip(header, (v.strip() for v in values)))
+            data: dict = dict(zip(header, (_NEUTRALISED.sub("", v.strip()) for v in values)))
             for fld in LIST_FIELDS:
                 if fld in data:
                     data[fld] = tuple(iter_split(data[fld]))
@@ -181,8 +282,8 @@ def read_csv_works(path: Path) -> Iterator[ImportRecord]:
 READERS = {"bibtex": read_bibtex, "arxiv-jsonl": read_arxiv_jsonl, "csv": read_csv_works}
 
 
-def read_records(path: Path, fmt: str | None = None) -> Iterator[ImportRecord]:
+def read_records(path: Path, fmt: str | None = None, encoding: str = "utf-8") -> Iterator[ImportRecord]:
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise ValueError(f"unknown import format '{fmt}' (choose from {', '.join(FORMATS)})")
-    return READERS[fmt](Path(path))
+    return READERS[fmt](Path(path), encoding)

@@ -4,10 +4,15 @@ Tables: ``works`` (one row per user work, list fields as JSON), ``placements`` (
 suggested nodes with confidence, and whether the user accepted them), ``imports`` (one row per
 imported file: how far it got, so an interrupted import resumes where it stopped), ``embeddings``
 (one vector per user work, so search never re-embeds them).
+
+Reading never fails on one bad row: a row that no longer reads as a work (hand-edited JSON, a
+field an older version allowed) is left out of ``works()`` and listed by ``unreadable()``, so the
+explorer keeps working and the Import page can show it as needing attention.
 """
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -15,9 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from pydantic import ValidationError
 
 from atlas_data import data_dir
 from papers.schema import LIST_FIELDS, Work
+
+_log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS works (
@@ -74,6 +82,24 @@ def _work_from_json(text: str) -> Work:
     return Work(**data)
 
 
+def _row_problem(text: str) -> str | None:
+    """Why a stored row does not read as a work, or None."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return "stored data is not valid JSON"
+    if not isinstance(data, dict):
+        return "stored data is not a JSON object"
+    try:
+        _work_from_json(text)
+    except ValidationError as e:
+        err = e.errors()[0]
+        return f"{err['msg']} (field '{'.'.join(str(x) for x in err['loc'])}')"
+    except (TypeError, ValueError) as e:
+        return f"unreadable stored work ({e})"
+    return None
+
+
 def default_store_path() -> Path:
     return data_dir() / "user_works.sqlite"
 
@@ -86,27 +112,53 @@ class UserStore:
             db.executescript(SCHEMA)
 
     @contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
+    def connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction: committed on success, rolled back on any error.
+
+        ``immediate`` takes SQLite's write lock at the start (BEGIN IMMEDIATE) instead of at the
+        first write, so what is read inside (a duplicate check) still holds at the insert: a second
+        writer waits (up to 30 s) rather than slipping in between.
+        """
         db = sqlite3.connect(self.path, timeout=30)
         db.row_factory = sqlite3.Row
         db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA journal_mode=WAL")
         try:
-            with db:  # one transaction: committed on success, rolled back on any error
+            with db:
+                if immediate:
+                    db.execute("BEGIN IMMEDIATE")
                 yield db
         finally:
             db.close()
 
     # -- works -----------------------------------------------------------------------------
     def works(self) -> list[Work]:
+        """Every readable user work (see ``unreadable`` for the rest)."""
         with self.connect() as db:
-            rows = db.execute("SELECT data FROM works ORDER BY created, key").fetchall()
-        return [_work_from_json(r["data"]) for r in rows]
+            rows = db.execute("SELECT key, data FROM works ORDER BY created, key").fetchall()
+        out = []
+        for r in rows:
+            try:
+                out.append(_work_from_json(r["data"]))
+            except Exception as e:  # noqa: BLE001  one bad row must not hide the others
+                _log.warning("user work %r is unreadable: %s", r["key"], e)
+        return out
+
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(key, what is wrong) for every stored row that does not read as a work."""
+        with self.connect() as db:
+            rows = db.execute("SELECT key, data FROM works ORDER BY created, key").fetchall()
+        return [(r["key"], problem) for r in rows if (problem := _row_problem(r["data"]))]
 
     def get(self, key: str) -> Work | None:
         with self.connect() as db:
             row = db.execute("SELECT data FROM works WHERE key=?", (key,)).fetchone()
-        return _work_from_json(row["data"]) if row else None
+        if not row:
+            return None
+        try:
+            return _work_from_json(row["data"])
+        except Exception:  # noqa: BLE001  reported by unreadable(); delete still works on it
+            return None
 
     def count(self) -> int:
         with self.connect() as db:

@@ -35,17 +35,25 @@ def base_url():
 
 
 @pytest.fixture(scope="module")
-def page(base_url):
+def browser():
+    """One Chromium for the module (Playwright's sync API allows one running instance per thread)."""
     from playwright.sync_api import sync_playwright
 
+    _need_chromium()
     with sync_playwright() as pw:
-        browser = launch_chromium(pw)
+        chromium = launch_chromium(pw)
         try:
-            pg = browser.new_page(viewport={"width": 1280, "height": 800})
-            pg.set_default_timeout(TIMEOUT_MS)
-            yield pg
+            yield chromium
         finally:
-            browser.close()
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(base_url, browser):
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    pg.set_default_timeout(TIMEOUT_MS)
+    yield pg
+    pg.close()
 
 
 def click_chart(page, locator, url_part: str, attempts: int = 3) -> None:
@@ -119,3 +127,84 @@ def test_deep_links_reopen_the_same_view(page, base_url):
     page.get_by_text("No taxonomy node called").first.wait_for()
     page.get_by_text("Did you mean:").first.wait_for()
     assert not page.get_by_text("Traceback").count()
+
+
+# -- hostile input (issue 25): URL parameters and an imported work must not inject markup or fetch anything --
+HOSTILE_WORK_CSV = (
+    "key,title,name,summary,venue,keywords,code_url,url,year,nodes\n"
+    '"hostile","Agents [phish](https://evil.example/t) ![t](https://evil.example/t.png) <b>bold-tag</b> www.evil.example",'
+    '"![n](https://evil.example/n.png) :red[Hostile]",'
+    '"A summary with ![s](https://evil.example/s.png) and [data](data:text/html,hi) and :material/home: text.",'
+    '"[venue](https://evil.example/v)","x] :red[boom; [k](https://evil.example/k)","javascript:alert(1)",'
+    '"data:text/html,<b>hi</b>",2026,memory\n'
+)
+HOSTILE_URLS = [
+    ("/work?key=[phish](https://evil.example/w)", "No work called"),
+    ("/search?q=[phish](https://evil.example/q) ![q](https://evil.example/q.png)", re.compile(r"\d+ works? for")),
+    ("/taxonomy?node=![x](https://evil.example/n.png) [phish](https://evil.example/n)", "No taxonomy node called"),
+    ("/overview?cap=[phish](https://evil.example/c)&task=code", "No node called"),
+    ("/algorithms?compare=[phish](https://evil.example/a)", "Unknown algorithm"),
+    ("/lab?run=![r](https://evil.example/r.png)", "No run"),
+    ("/work?key=hostile", "Where the survey places it"),
+    ("/search?q=phish agents", re.compile(r"\d+ works? for")),
+]
+
+
+@pytest.fixture(scope="module")
+def hostile_url(tmp_path_factory):
+    """The app on its own data folder, holding one hostile imported work (through the real importer)."""
+    import shutil
+
+    from papers import Catalog, data_dir
+    from papers.ingest import import_file
+    from papers.userstore import UserStore
+
+    _need_chromium()
+    data = tmp_path_factory.mktemp("hostile-data")
+    cache = data_dir() / "search"
+    if cache.is_dir():  # the shipped works' embeddings, when this machine has them: saves minutes of CPU
+        shutil.copytree(cache, data / "search")
+    src = data / "hostile.csv"
+    src.write_text(HOSTILE_WORK_CSV)
+    report = import_file(src, Catalog.load(), UserStore(data / "user_works.sqlite"))
+    assert report.added == 1, report.skipped
+    port = free_port()
+    proc = start_app(port, env={"ATLAS_DATA_DIR": str(data)})
+    try:
+        wait_healthy(port, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_app(proc)
+
+
+def test_hostile_urls_and_work_render_no_markup_and_fetch_nothing_remote(hostile_url, browser):
+    from urllib.parse import urlparse
+
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.set_default_timeout(240_000)  # the first /work or /search loads the embedding model
+        requests: list[str] = []
+        pg.on("request", lambda r: requests.append(r.url))
+        for path, marker in HOSTILE_URLS:
+            pg.goto(hostile_url + path)
+            pg.get_by_text(marker).first.wait_for()
+            pg.wait_for_timeout(1500)  # let late elements (images, favicon) request what they would
+            assert not pg.get_by_text("Traceback").count(), path
+            for selector in ('img[src*="evil"]', 'iframe', '[data-testid="stMarkdownContainer"] b',
+                             '[data-testid="stMarkdownContainer"] img'):
+                assert pg.locator(selector).count() == 0, (path, selector)
+            # links: a search link may carry the hostile text in its query string, but none may lead off to it
+            hrefs = pg.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+            bad = [h for h in hrefs if "evil" in (urlparse(h).hostname or "") or urlparse(h).scheme in ("javascript", "data")]
+            assert bad == [], (path, bad)
+            body = pg.locator("body").inner_text().replace("\u2060", "")  # the word joiner that breaks autolinks
+            if "phish" in path or path.endswith("hostile"):
+                assert "evil.example" in body, f"{path}: the text is shown literally, not dropped"
+        shown = pg.locator("body").inner_text().replace("\u2060", "")
+        assert "[phish](https://evil.example/t)" in shown and "![s](https://evil.example/s.png)" in shown  # literally
+        remote = [u for u in requests if urlparse(u).scheme not in ("data", "blob")
+                  and urlparse(u).hostname not in ("127.0.0.1", "localhost")]
+        assert remote == [], remote
+        assert any(urlparse(u).hostname == "127.0.0.1" for u in requests)  # the recording works
+    finally:
+        pg.close()

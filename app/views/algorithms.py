@@ -66,7 +66,7 @@ st.dataframe(
 
 st.header("Side by side", divider="gray")
 if unknown:
-    st.warning("Unknown algorithm" + ("s" if len(unknown) > 1 else "") + ": " + ", ".join(unknown), icon=":material/search_off:")
+    st.warning("Unknown algorithm" + ("s" if len(unknown) > 1 else "") + ": " + ui.md(", ".join(unknown)), icon=":material/search_off:")
 chosen = st.multiselect("Variants to compare", methods, key="algo_compare", placeholder="Choose variants ...")
 new_params = {
     "family": fam or [], "clip": (clip or "").lower(), "kl": kl or [], "q": (text or "").strip(),

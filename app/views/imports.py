@@ -1,6 +1,7 @@
 """Import: add your own works (file upload or a form), see where they were placed, accept or correct."""
 import csv
 import io
+import re
 import time
 
 import pandas as pd
@@ -8,7 +9,7 @@ import streamlit as st
 
 from app import state, ui
 from atlas_data import data_dir
-from papers.ingest import AUTO_TAG, accept_placement, import_file
+from papers.ingest import AUTO_TAG, ImportInputError, accept_placement, import_file
 from papers.userstore import UserStore
 
 st.title("Import your works")
@@ -27,9 +28,15 @@ def run_import(path, label: str) -> None:
     def progress(p):
         bar.progress(min(1.0, p["lines_done"] / total), text=f"line {p['lines_done']}: {p['added']} added, {p['skipped']} skipped")
 
-    report = import_file(path, cat, store, placer=state.placer(), progress=progress)
-    bar.progress(1.0, text=report.summary())
-    st.session_state["import_report"] = (report.summary(), report.skipped)
+    try:
+        report = import_file(path, cat, store, placer=state.placer(), progress=progress)
+    except (ImportInputError, ValueError) as e:  # a file that cannot be imported at all: say why, keep the page
+        bar.empty()
+        st.error(ui.md(str(e).replace(str(path), label)), icon=":material/error:")
+        return
+    summary = report.summary().replace(str(path), label)
+    bar.progress(1.0, text=ui.md(summary))
+    st.session_state["import_report"] = (summary, report.skipped)
     state.user_works_changed()
     st.rerun()
 
@@ -39,7 +46,8 @@ with upload_tab:
     file = st.file_uploader("BibTeX (.bib), arXiv metadata JSON lines (.jsonl) or CSV with the catalog's columns (.csv)",
                             type=["bib", "bibtex", "jsonl", "json", "csv"])
     if file is not None and st.button("Import file", type="primary"):
-        path = uploads / f"{int(time.time())}-{file.name}"
+        safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", file.name).lstrip(".") or "upload"  # never a path
+        path = uploads / f"{int(time.time())}-{safe_name}"
         path.write_bytes(file.getvalue())
         run_import(path, file.name)
 with form_tab:
@@ -63,32 +71,50 @@ with form_tab:
             writer.writerow(["title", "year", "arxiv_id", "url", "code_url", "abstract"])
             writer.writerow([title, year, arxiv_id, url, code_url, abstract])
             path = uploads / f"{int(time.time())}-form.csv"
-            path.write_text(buf.getvalue())
+            path.write_text(buf.getvalue(), encoding="utf-8")
             run_import(path, "the form")
 
 if "import_report" in st.session_state:
     summary, skipped = st.session_state["import_report"]
-    st.success(summary)
+    st.success(ui.md(summary))
     if skipped:
         st.dataframe(pd.DataFrame(skipped, columns=["line", "reason"]), hide_index=True, width="stretch")
 
 st.subheader("Your works")
 works = store.works()
+unreadable = store.unreadable()
+if unreadable:  # rows that no longer read as works: say so, and offer to delete them
+    st.warning("Needs attention: " + "; ".join(f"**{ui.md(k)}**: {ui.md(why)}" for k, why in unreadable)
+               + ". These rows are left out of the explorer.", icon=":material/warning:")
+    bad_key = st.selectbox("Unreadable row", [k for k, _ in unreadable], key="unreadable_row")
+    if st.button("Delete this row", key="delete_unreadable"):
+        store.delete(bad_key)
+        state.user_works_changed()
+        st.rerun()
 if not works:
     st.info("None yet.")
     st.stop()
+attention = cat.attention
 st.dataframe(pd.DataFrame([{
     "key": w.key, "title": w.title, "year": w.year, "placed in": "; ".join(w.nodes),
-    "placement": "suggested" if AUTO_TAG in w.tags else "accepted",
+    "placement": ("needs attention: " + attention[w.key]) if w.key in attention
+    else "suggested" if AUTO_TAG in w.tags else "accepted",
 } for w in works]), hide_index=True, width="stretch")
 
-key = st.selectbox("Review a work", [w.key for w in works], format_func=lambda k: f"{k}: {store.get(k).title[:80]}")
-work = store.get(key)
+by_key = {w.key: w for w in works}
+first_bad = next((k for k in by_key if k in attention), None)
+key = st.selectbox("Review a work", list(by_key), index=list(by_key).index(first_bad) if first_bad else 0,
+                   format_func=lambda k: f"{k}: {by_key[k].title[:80]}")
+work = by_key[key]
+if key in attention:
+    st.warning(f"**{ui.md(key)}** needs attention: {ui.md(attention[key])}. Choose its nodes below and save.",
+               icon=":material/warning:")
 suggestions = store.suggestions(key)
 if suggestions:
     st.caption("Suggested: " + " · ".join(f"{cat.taxonomy[n].name} ({c:.0%})" for n, c in suggestions if n in cat.taxonomy))
 names = {n.id: " > ".join(cat.taxonomy[p].name for p in cat.taxonomy.path(n.id)) for n in cat.taxonomy}
-chosen = st.multiselect("Nodes", list(names), default=list(work.nodes), format_func=names.get)
+# a stored node the taxonomy lacks cannot be a default (Streamlit would refuse the whole widget)
+chosen = st.multiselect("Nodes", list(names), default=[n for n in work.nodes if n in names], format_func=names.get)
 c1, c2, c3 = st.columns(3)
 if c1.button("Save placement", type="primary", disabled=not chosen):
     accept_placement(store, cat, key, chosen)

@@ -20,7 +20,7 @@ st.caption("Train a reference implementation on this machine's CPU. Runs are sep
 
 wanted = presentation.first_param(p, "impl", impls[0].id)
 if wanted not in by_id:
-    st.warning(f"No runnable implementation '{wanted}'.")
+    st.warning(f"No runnable implementation '{ui.md(wanted[:200])}'.")
     wanted = impls[0].id
 impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wanted),
                        format_func=lambda i: by_id[i].title)
@@ -102,16 +102,16 @@ def live_run(run_id: str) -> None:
     manager.refresh()
     try:
         run = manager.get(run_id)
-    except KeyError:
-        st.warning(f"No run '{run_id}'.")
+    except (KeyError, ValueError):  # unknown, or not a valid run id at all
+        st.warning(f"No run '{ui.md(run_id[:200])}'.")
         return
     metrics = read_jsonl(run.metrics_path)
     done, total, eta = progress(run, metrics)
     shown_impl = impl if (impl.algo, impl.env) == (run.implementation, run.env) else next(
         (i for i in impls if (i.algo, i.env) == (run.implementation, run.env)), impl)
-    st.subheader(f"Run {run.id}")
-    st.caption(f"{run.implementation} on {run.env} · {run.model} · status **{run.status}**"
-               + (f" · {run.error}" if run.error else ""))
+    st.subheader(f"Run {ui.md(run.id)}")
+    st.caption(f"{ui.md(run.implementation)} on {ui.md(run.env)} · {ui.md(run.model)} · status **{ui.md(run.status)}**"
+               + (f" · {ui.md(run.error)}" if run.error else ""))
     eta_text = f" · about {eta / 60:.1f} min left" if eta and run.status == "running" else ""
     warm = warm_start_progress(run)
     if warm and not metrics:
@@ -155,7 +155,7 @@ def live_run(run_id: str) -> None:
                 parts.append(f"<span>{text}</span>")
             elif seg.get("role") == "env":
                 parts.append(f"<span style='background:#fde68a' title='environment tokens: masked from the loss'>{text}</span>")
-        st.markdown(f"step {s.get('step')} · reward **{s.get('reward')}** · turns {s.get('turns')}")
+        st.markdown(f"step {ui.md(s.get('step'))} · reward **{ui.md(s.get('reward'))}** · turns {ui.md(s.get('turns'))}")
         st.markdown("<pre style='white-space:pre-wrap'>" + "".join(parts) + "</pre>", unsafe_allow_html=True)
     st.caption("Yellow: tool/environment tokens (loss mask 0). Plain: tokens the model wrote (trained on).")
     with st.expander("Log"):

@@ -38,7 +38,7 @@ if chosen:
 st.subheader("Delete a run")
 victim = st.selectbox("Run", [r.id for r in runs], index=None, placeholder="Choose a run ...")
 if victim:
-    sure = st.checkbox(f"Yes, delete {victim} and its files")
+    sure = st.checkbox(f"Yes, delete {ui.md(victim)} and its files")
     if st.button("Delete", disabled=not sure, type="primary"):
         manager.delete(victim)
         st.rerun()

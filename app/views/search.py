@@ -81,7 +81,7 @@ if current.with_page(1) != url.with_page(1):  # a new query or filter starts at 
     ss["s_page"] = 1
 
 for problem in problems:
-    st.warning(f"Ignored from the link: {problem}.", icon=":material/link_off:")
+    st.warning(f"Ignored from the link: {ui.md(problem)}.", icon=":material/link_off:")
 
 if not state.search_available():
     st.error("The search index is not installed in this checkout (papers.search is missing).")
@@ -97,7 +97,7 @@ if likes is not None:
         st.stop()
     like_keys = list(dict.fromkeys(lk.found for lk in likes))
     names = ", ".join(presentation.work_label(cat.works[k]) for k in like_keys[:3]) + (" ..." if len(like_keys) > 3 else "")
-    st.subheader(f"Works similar to {names}")
+    st.subheader(f"Works similar to {ui.md(names)}")
     ui.chips([*((f"Open {presentation.work_label(cat.works[k])}", routes.work(k)) for k in like_keys[:3]),
               ("Back to a plain search", routes.search(**current.to_params()))])
     if len(like_keys) == 1:
@@ -116,7 +116,7 @@ else:
         res = index.search(current.q, k=presentation.PAGE_SIZE, offset=(page_no - 1) * presentation.PAGE_SIZE, filters=filters,
                            mode=current.mode)
     except (KeyError, ValueError) as e:  # a filter value the index does not know: say so, no traceback
-        st.warning(f"This search cannot run: {e}", icon=":material/filter_alt_off:")
+        st.warning(f"This search cannot run: {ui.md(e.args[0] if e.args else e)}", icon=":material/filter_alt_off:")
         st.stop()
     pages = max(1, -(-res.total // presentation.PAGE_SIZE))
     if page_no > pages:  # a link to a page past the end: show the last one
@@ -141,7 +141,7 @@ if likes is None and not current.q and not current.has_filters:
     st.caption(f"Browsing all {total} works, newest first.")
 else:
     what = "works" if total != 1 else "work"
-    st.markdown(f"**{total} {what}**" + (f" for “{current.q}”" if current.q and likes is None else "")
+    st.markdown(f"**{total} {what}**" + (f" for “{ui.md(current.q)}”" if current.q and likes is None else "")
                 + (" (filtered)" if current.has_filters else ""))
 
 if not page_hits:
@@ -167,15 +167,15 @@ for rank, hit in enumerate(page_hits, start=start + 1):
     with st.container(border=True, key=f"hit-{rank}"):
         head, side = st.columns([5, 1], vertical_alignment="top")
         with head:
-            ui.work_link(w.key, f"**{rank}. {presentation.work_label(w, 90)}**")
-            meta = [str(w.year or "n.d."), w.kind] + ([f"[code]({w.code_url})"] if w.code_url else []) \
-                + ([f"[arXiv]({w.arxiv_url})"] if w.arxiv_url else [])
-            st.caption(" · ".join(meta) + (f" · {w.title}" if w.name else ""))
+            ui.work_link(w.key, f"**{rank}. {ui.md(presentation.work_label(w, 90))}**")
+            meta = [str(w.year or "n.d."), w.kind] + [link for link in (presentation.md_link("code", w.code_url),
+                                                                         presentation.md_link("arXiv", w.arxiv_url)) if link]
+            st.caption(" · ".join(meta) + (f" · {ui.md(w.title)}" if w.name else ""))
             if w.summary:
-                st.markdown(w.summary + (" *(low-confidence summary)*" if w.summary_confidence == "low" else ""))
+                st.markdown(ui.md(w.summary) + (" *(low-confidence summary)*" if w.summary_confidence == "low" else ""))
             why = presentation.why_matched(cat, hit)
             if why:
-                st.markdown(f":blue-badge[:material/lightbulb: why] {why}")
+                st.markdown(f":blue-badge[:material/lightbulb: why] {ui.md(why)}")
         with side:
             ui.page_link(routes.search(like=w.key), "Similar", icon=":material/auto_awesome:")
 

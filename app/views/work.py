@@ -35,10 +35,13 @@ if looked.found != raw:  # an arXiv id or a name: show the canonical link
 
 page = presentation.work_page(cat, looked.found)
 w = page.work
-st.caption(f"{w.kind.capitalize()} · {w.year or 'n.d.'}" + (f" · {w.venue}" if w.venue else ""))
-st.title(w.name or w.title)
+md = ui.md  # a work's text may be the user's own import: shown literally, never as markup
+st.caption(f"{w.kind.capitalize()} · {w.year or 'n.d.'}" + (f" · {md(w.venue)}" if w.venue else ""))
+st.title(md(w.name or w.title))
 if w.name:
-    st.markdown(f"##### {w.title}")
+    st.markdown(f"##### {md(w.title)}")
+if w.key in cat.attention:
+    st.warning(f"This work needs attention: {md(cat.attention[w.key])} (on the Import page).", icon=":material/warning:")
 if page.links:
     with st.container(horizontal=True, gap="small"):
         for label, url in page.links:
@@ -47,14 +50,14 @@ if page.links:
 
 if w.summary:
     with st.container(border=True):
-        st.markdown(w.summary)
+        st.markdown(md(w.summary))
         if w.summary_confidence == "low":
             st.caption(":material/warning: Low-confidence summary: written from the title and the survey's context "
                        "only; check the paper.")
         else:
             st.caption("Summary in the Atlas's own words.")
 if w.keywords:
-    st.markdown(" ".join(f":gray-badge[{k}]" for k in w.keywords))
+    st.markdown(" ".join(f":gray-badge[{md(k)}]" for k in w.keywords))
 
 left, right = st.columns([3, 2], gap="large")
 with left:

@@ -696,7 +696,7 @@ class SearchIndex:
             raise ValueError("add_works needs an index built from a catalog")
         before = self.embedded
         old_ann, old_n = self.ann, len(self)
-        self.catalog = self.catalog.with_works(works)
+        self.catalog = self.catalog.with_works(works, strict=True)  # a clash here is the caller's error
         corpus = build_corpus(self.catalog, self.include_summaries, self.config.ancestor_decay)
         self._embed_corpus(corpus)
         if old_ann is not None:  # keep the HNSW graph and add only the new rows

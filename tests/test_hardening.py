@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from papers import views
+from app import presentation as views
 from papers.export import to_bibtex, to_csv, to_json
 from papers.importers import normalise_arxiv_id, read_records
 from papers import ingest

@@ -173,3 +173,29 @@ def test_cli_list_show_and_errors(manager):
     assert bad.returncode == 2 and "only stopped or failed" in bad.stderr
     missing = subprocess.run(cli + ["stop", "nope"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert missing.returncode == 2 and "unknown run 'nope'" in missing.stderr
+
+
+@pytest.mark.parametrize("bad", ["../../x", "../escape", "a/b", "", ".hidden", "x" * 65, "run id"])
+def test_run_ids_never_leave_the_runs_folder(manager, tmp_path, bad):
+    outside = tmp_path / "x"
+    outside.mkdir(exist_ok=True)
+    (outside / "keep.txt").write_text("user file")
+    with pytest.raises(ValueError, match="invalid run id"):
+        manager.submit(QUICK, run_id=bad)
+    for command in (manager.get, manager.stop, manager.resume, manager.delete):
+        with pytest.raises(ValueError, match="invalid run id"):
+            command(bad)
+    assert (outside / "keep.txt").read_text() == "user file"
+    assert manager.list() == []
+
+
+def test_cli_errors_keep_their_quotes_and_bad_configs_start_nothing(manager):
+    r = subprocess.run([sys.executable, "-m", "lab.runs", "--root", str(manager.root), "show", "nope"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == "error: unknown run 'nope'"
+    from reference_impls.options import ConfigError
+
+    for bad in ({"steps": -5}, {"group_size": 0}, {"kl_estimator": "k9", "algo": "ppo"}):
+        with pytest.raises(ConfigError):
+            manager.submit({**QUICK, **bad})
+    assert manager.list() == [] and not any(p.is_dir() for p in manager.root.iterdir())

@@ -12,7 +12,7 @@ import torch
 
 from reference_impls.common import collate, completion_logprobs
 from reference_impls.engine import StopMatcher
-from reference_impls.envs import StepResult, TaskSpec, ToolSpec, get_env
+from reference_impls.envs import EnvSpec, NoOptions, StepResult, ToolSpec, get_env
 from reference_impls.rollout import RolloutConfig, _cut_turn, rollout
 from scripted_policies import nudged_tiny
 
@@ -138,12 +138,12 @@ class LineEnv:
 
 
 def line_task():
-    def problems(split="train", n=4, seed=0, **_):
+    def problems(split, n, seed, config):
         rng = random.Random(seed)
         return [{"question": "Write a line." + " Then another one, please." * rng.randint(0, 4),
                  "obs_len": [rng.choice([1, 3, 40, 120]) for _ in range(3)]} for _ in range(n)]
 
-    return TaskSpec("lines", problems, lambda p, **o: LineEnv(p, **o), lambda p: [("model", "a\n")])
+    return EnvSpec("lines", NoOptions, problems, lambda p, config: LineEnv(p), lambda p: [("model", "a\n")])
 
 
 @pytest.mark.parametrize("group_size", [1, 4])

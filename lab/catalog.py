@@ -143,16 +143,18 @@ def validate(impl: Implementation, config: dict) -> dict[str, str]:
                     coerce(spec, values[spec.name], spec.name)
                 except ConfigError as err:
                     errors[prefix + spec.name] = str(err).split(": ", 1)[-1]
-    if errors:
-        return errors
+    # cross-option checks on the values that are valid (an invalid field falls back to its default)
+    checked = {k: v for k, v in config.items() if k not in errors}
+    checked["env_options"] = {k: v for k, v in config.get("env_options", {}).items()
+                              if f"env_options.{k}" not in errors}
     try:
-        cfg = config_from_dict({**config, "out": config.get("out") or "lab-validation"})
+        cfg = config_from_dict({**checked, "out": config.get("out") or "lab-validation"})
         resolve(cfg)
     except ConfigError as err:
         message = str(err)
         flag = message.split(":", 1)[0].split(" ", 1)[0]
         name = flag.lstrip("-").replace("-", "_") if flag.startswith("--") else "config"
-        errors[name] = message.split(": ", 1)[-1]
+        errors.setdefault(name, message.split(": ", 1)[-1])
     except TypeError as err:  # an unknown key in the mapping
         errors["config"] = str(err)
     return errors

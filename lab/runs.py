@@ -121,16 +121,27 @@ def _row_to_run(row: sqlite3.Row) -> Run:
 
 # -- process identity (a pid alone can be reused by another process) --------------------------------
 def process_start_token(pid: int | None) -> str | None:
-    """The process's creation time as text (None if no such live process). Zombies count as dead."""
+    """The kernel's start time of ``pid`` (None if no such live process). Zombies count as dead.
+    Read from /proc where it exists (Linux); elsewhere (macOS) from psutil's creation time."""
     if not pid:
         return None
+    stat_file = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self/stat").exists():
+        try:
+            stat = stat_file.read_text()
+        except OSError:
+            return None
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] == "Z":
+            try:  # reap it if it is our child (the worker's parent may be this process)
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            return None
+        return fields[19]  # field 22 of /proc/pid/stat: starttime
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
-            try:  # reap it if it is our child (the worker's parent may be this process)
-                proc.wait(timeout=0)
-            except (psutil.TimeoutExpired, psutil.Error, ChildProcessError):
-                pass
             return None
         return repr(proc.create_time())
     except psutil.Error:
@@ -404,7 +415,7 @@ class RunManager:
             # a stop arriving while we wait goes straight to the trainer (it holds the pid)
             signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
             rc = proc.wait()
-        status, metrics = self._outcome(run_dir)
+        status, metrics = self._outcome(files.path)
         error = None
         if rc != 0 or status not in ("finished", "stopped"):
             status = "failed"

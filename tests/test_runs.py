@@ -143,8 +143,11 @@ def test_vanished_processes_marked_failed_on_next_look(manager):
     assert manager.get(run.id).status == "failed"
 
 
-def test_crashing_trainer_is_failed_not_fatal(manager):
-    run = manager.submit({**QUICK, "model": "no-such-model"})
+def test_crashing_trainer_is_failed_not_fatal(manager, tmp_path):
+    broken = tmp_path / "no-such-model"  # passes validation (a folder with config.json), fails to load
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    run = manager.submit({**QUICK, "model": str(broken)})
     done = manager.wait(run.id, timeout=120)
     assert done.status == "failed" and "exited with code" in done.error
     assert "no-such-model" in done.log_path.read_text()
@@ -175,7 +178,7 @@ def test_cli_list_show_and_errors(manager):
     assert missing.returncode == 2 and "unknown run 'nope'" in missing.stderr
 
 
-@pytest.mark.parametrize("bad", ["../../x", "../escape", "a/b", "", ".hidden", "x" * 65, "run id"])
+@pytest.mark.parametrize("bad", ["../../x", "../escape", "a/b", ".hidden", "x" * 65, "run id"])
 def test_run_ids_never_leave_the_runs_folder(manager, tmp_path, bad):
     outside = tmp_path / "x"
     outside.mkdir(exist_ok=True)

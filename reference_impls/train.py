@@ -621,6 +621,7 @@ def main(argv=None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: early_stop.set())
     run_dir = RunDir(cfg.out)
+    print(f"run {run_dir.path}: {cfg.algo} on {cfg.env}, model {cfg.model}", file=sys.stderr, flush=True)
     try:
         trainer = Trainer(cfg, resume=resume, stop_event=early_stop)
     except WarmStartStopped as stopped:

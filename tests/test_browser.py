@@ -155,7 +155,8 @@ def hostile_url(tmp_path_factory):
     """The app on its own data folder, holding one hostile imported work (through the real importer)."""
     import shutil
 
-    from papers import Catalog, data_dir
+    from atlas_data import data_dir
+    from papers import Catalog
     from papers.ingest import import_file
     from papers.userstore import UserStore
 

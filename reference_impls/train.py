@@ -282,10 +282,6 @@ class Trainer:
 
     # read-only views for callbacks and tests
     @property
-    def policy_optimizer(self):
-        return self.ctx.optimizer
-
-    @property
     def optimizer(self):
         return self.ctx.optimizer
 

@@ -15,9 +15,9 @@ surrounding quotes removed and is cut at 300 characters. Both are applied as NOO
 ``format_penalty`` from the reward (``reference_impls/envs/memory.py``).
 
 Retrieval: BM25 (k1 = 1.2, b = 0.75) over the entries' terms, computed directly (a bank holds a few
-dozen entries, so an index library would cost more than it saves). Terms come from
-``papers.search.text.terms`` (the project's search tokenizer: case folding, stop words, light
-stemming), plus a small fixed table of slot synonyms (``job`` <-> work, ``live`` <-> moved, ``pet`` <->
+dozen entries, so an index library would cost more than it saves). Terms come from the memory
+env's own tokenizer, ``reference_impls.memory.text.terms`` (case folding, stop words, light stemming;
+independent of the catalog search, so tuning search never moves memory rewards), plus a small fixed table of slot synonyms (``job`` <-> work, ``live`` <-> moved, ``pet`` <->
 dog/cat/adopted ...) applied to the query, so "Where does Alice live?" reaches "Alice: I moved to Oslo".
 Ties are broken by recency (the newer entry first).
 """
@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from papers.search.text import terms
+from reference_impls.memory.text import terms
 
 OPS = ("ADD", "UPDATE", "DELETE", "NOOP")
 
@@ -98,7 +98,7 @@ class Entry:
     turn: int = -1  # index of the dialogue turn that wrote it last (recency)
 
 
-SYNONYMS = {  # query term -> extra terms (stemmed forms of papers.search.text.terms)
+SYNONYMS = {  # query term -> extra terms (stemmed forms, see memory/text.py)
     "job": ("work", "job", "start", "quit"),
     "work": ("work", "job", "start"),
     "live": ("live", "moved", "left"),

@@ -777,6 +777,43 @@ COMPARE_FIELDS = [
 ]
 
 
+def lab_link(node_id: str) -> routes.Link | None:
+    """The Lab page of the node's first reference implementation (quick preset), or None."""
+    from lab.catalog import for_node
+
+    impls = for_node(node_id)
+    return routes.lab(impl=impls[0].id, preset="quick") if impls else None
+
+
+def family_base(catalog: Catalog, node_id: str):
+    """For a node without its own implementation whose child has one (a family header): the first such
+    child's first implementation (the family's base, listed first in the taxonomy); else None."""
+    from lab.catalog import for_node
+
+    for child in catalog.taxonomy.children.get(node_id, []):
+        impls = for_node(child)
+        if impls:
+            return impls[0]
+    return None
+
+
+def algorithm_node_runs(catalog: Catalog) -> dict[str, tuple[str, str | None]]:
+    """For every node of the algorithms dimension: ("run", impl id) when it has its own implementation,
+    ("family", impl id) when it is a family header whose family's base runs, ("none", None) otherwise."""
+    from lab.catalog import for_node
+
+    tax = catalog.taxonomy
+    out: dict[str, tuple[str, str | None]] = {}
+    for node_id in tax.by_dimension(tax["rl-algorithms"].dimension):
+        own = for_node(node_id)
+        if own:
+            out[node_id] = ("run", own[0].id)
+            continue
+        base = family_base(catalog, node_id)
+        out[node_id] = ("family", base.id) if base else ("none", None)
+    return out
+
+
 def algorithm_frame(catalog: Catalog) -> pd.DataFrame:
     """The survey's Table 2 with the catalog's links: one row per algorithm variant."""
     t = catalog.tables[TABLE2].frame.copy()
@@ -787,8 +824,10 @@ def algorithm_frame(catalog: Catalog) -> pd.DataFrame:
     t["works_using"] = t["method"].map(lambda m: len(g.works_using(m)))
     t["work"] = t["work_key"].map(lambda k: work_label(catalog.works[k]) if k in catalog.works else "")
     t["open"] = t["work_key"].map(lambda k: routes.work(k).url if k else None)
+    t["lab"] = t["node"].map(lambda n: lab_link(n).url if n and lab_link(n) else None)
+    t["runnable"] = t["lab"].notna()
     cols = ["family", "method", "year", "objective_type", "clip", "kl_penalty", "key_mechanism", "signal",
-            "works_using", "work", "open", "node", "work_key", "survey_ref", "source"]
+            "works_using", "work", "open", "runnable", "lab", "node", "work_key", "survey_ref", "source"]
     return t[cols].reset_index(drop=True)
 
 

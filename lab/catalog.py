@@ -64,7 +64,8 @@ def for_node(node_id: str) -> list[Implementation]:
 
 
 def equation(impl: Implementation) -> str:
-    return EQUATIONS.get(impl.algo, "")
+    """The implementation's own objective when it states one (a variant), else its algorithm's."""
+    return impl.equation or EQUATIONS.get(impl.algo, "")
 
 
 def source_path(impl: Implementation) -> Path:

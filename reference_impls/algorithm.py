@@ -15,6 +15,18 @@ critic, DPO's pairs); ``algo.modules()`` (extra modules checkpointed beside the 
 step ``algo.update(ctx, batch)`` with ``batch`` a :class:`RolloutBatch` (``None`` for an offline
 algorithm, ``online = False``, which draws its own data). Algorithms never write the trainer's state:
 ``ctx.step`` is the number of completed steps, set by the trainer.
+
+Two optional hooks shape the data of an online step (the defaults are plain GRPO/PPO sampling)::
+
+    problems = algo.draw(ctx, rng)           # which problems this step rolls out (filtering, resampling,
+                                             # hints: SRPO, GRESO, GHPO); default P uniform draws
+    batch, stats = algo.collect(ctx, problems)   # how they are rolled out (extra samples, branches,
+                                             # off-policy demonstrations: DARS, TreePO, LUFFY); default
+                                             # collect_batch(ctx, problems): G samples each
+
+State an algorithm keeps across steps (a reward history, a buffer) goes in ``state_dict`` /
+``load_state_dict`` (JSON-serialisable), which the trainer saves with every checkpoint so that a resumed
+run continues exactly; tensors that are modules go in ``modules()``.
 """
 from __future__ import annotations
 
@@ -118,5 +130,52 @@ class Algorithm:
         """Extra modules optimised and checkpointed with the policy (PPO's critic)."""
         return {}
 
+    def draw(self, ctx: Context, rng) -> list:
+        """This step's problems: ``prompts_per_step`` uniform draws from the train pool (``rng`` is the
+        step's own ``random.Random``, so a resumed run draws the same)."""
+        return [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(ctx.train.prompts_per_step)]
+
+    def collect(self, ctx: Context, problems: list) -> tuple["RolloutBatch", dict]:
+        """Roll out ``problems`` into a batch (default: ``group_size`` samples each)."""
+        return collect_batch(ctx, problems)
+
+    def state_dict(self) -> dict:
+        """JSON-serialisable state kept across steps (saved in every checkpoint)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what ``state_dict`` returned (on resume)."""
+
     def update(self, ctx: Context, batch: RolloutBatch | None) -> dict | Metrics:
         raise NotImplementedError
+
+
+def collect_batch(ctx: Context, problems: list, group_size: int | None = None, rollout_config=None
+                  ) -> tuple[RolloutBatch, dict]:
+    """The standard rollout of a step: ``group_size`` samples of each problem (the run's G unless given),
+    collated, with the reference's log-probs of the completions when there is a reference. Returns the
+    batch and the rollout's statistics (``generated_tokens``, ``rollout_s``, ...)."""
+    import dataclasses
+
+    from .rollout import rollout
+
+    cfg = rollout_config or ctx.rollout_config
+    if group_size is not None and group_size != cfg.group_size:
+        cfg = dataclasses.replace(cfg, group_size=group_size)
+    samples, stats = rollout(ctx.policy, ctx.tokenizer, ctx.task, problems, cfg)
+    return batch_from_samples(ctx, samples, cfg.group_size), stats
+
+
+def batch_from_samples(ctx: Context, samples: list, group_size: int) -> RolloutBatch:
+    """A :class:`RolloutBatch` of already generated samples (laid out group by group)."""
+    from .common import collate, completion_logprobs
+
+    full = collate(samples, ctx.tokenizer.pad_token_id, ctx.device)
+    ref_logps = None
+    if ctx.ref is not None:
+        with torch.no_grad():
+            ref_logps, _ = completion_logprobs(ctx.ref, full, ctx.train.temperature,
+                                               share_prompts=ctx.train.share_prompts)
+    return RolloutBatch(samples=samples, rewards=torch.tensor([s.reward for s in samples], dtype=torch.float32),
+                        lengths=torch.tensor([len(s.completion_ids) for s in samples], dtype=torch.float32),
+                        full=full, ref_logps=ref_logps, group_size=group_size)

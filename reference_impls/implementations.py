@@ -23,6 +23,13 @@ class Implementation:
     algo_options: dict = field(default_factory=dict)
     env_options: dict = field(default_factory=dict)
     nodes: tuple[str, ...] = ()  # taxonomy nodes whose "Run this" opens this implementation
+    # shown on the node page, in the project's own words: what the variant changes relative to its family's
+    # base and why; the paper it implements (arXiv id or citation); where the survey's Table 2 cell and the
+    # paper disagree, what each says; LaTeX of its objective (else the algorithm's, lab.catalog.EQUATIONS)
+    changes: str = ""
+    paper: str = ""
+    survey_vs_paper: str = ""
+    equation: str = ""
 
     def config(self) -> dict:
         """Its options as TrainConfig data (the trainer's defaults fill the rest)."""
@@ -69,6 +76,14 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    nodes=MEMORY_NODES),
     Implementation("memory-ppo", "Memory-R1-style memory manager (PPO)", "ppo", "memory", "envs/memory.py",
                    "The memory manager trained with PPO and a critic."),
+    # -- DPO family variants (issue 18) --------------------------------------------------------------
+
+    # -- PPO family variants (issue 18) --------------------------------------------------------------
+
+    # -- GRPO family variants, part a (issue 19) -----------------------------------------------------
+
+    # -- GRPO family variants, part b (issue 19) -----------------------------------------------------
+
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 

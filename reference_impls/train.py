@@ -21,8 +21,8 @@ lists them). Precedence: defaults < ``--impl`` < ``--config`` (or the resumed ru
 
 One step, top to bottom (``Trainer.train_step``)::
 
-    seed (seed, step, rank);  problems <- P prompts drawn from the train pool
-    batch   <- rollout(P x G episodes) + the reference's log-probs     (online algorithms only)
+    seed (seed, step, rank);  problems <- algo.draw(ctx, rng)          (default: P prompts from the pool)
+    batch   <- algo.collect(ctx, problems)   (default: P x G episodes + the reference's log-probs; online only)
     metrics <- algo.update(ctx, batch)                                  one optimisation phase
     reduce metrics by name over ranks;  callbacks (metrics.jsonl, TensorBoard, progress bar);  checkpoint
 
@@ -52,7 +52,7 @@ import torch
 from . import distributed
 from .algorithm import Algorithm, Context, Metrics, RolloutBatch
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
-from .common import adamw, collate, completion_logprobs, seed_everything
+from .common import adamw, seed_everything
 from .dpo import DPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .grpo import GRPO
@@ -62,11 +62,21 @@ from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_m
                       key_values, option, spec_map, specs)
 from .ppo import PPO
 from .rloo import RLOO
-from .rollout import RolloutConfig, rollout
+from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes
-ALGORITHMS: dict[str, type[Algorithm]] = {"grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO}
+ALGORITHMS: dict[str, type[Algorithm]] = {
+    "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
+    # DPO family variants (issue 18)
+
+    # PPO family variants (issue 18)
+
+    # GRPO family variants, part a (issue 19)
+
+    # GRPO family variants, part b (issue 19)
+
+}
 
 
 @dataclass
@@ -334,21 +344,11 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------------
     def collect(self) -> tuple[RolloutBatch, dict]:
-        """This step's episodes: P problems drawn from the pool, G samples each, plus the reference's
-        log-probs of the completions when there is a reference."""
-        cfg, ctx = self.cfg, self.ctx
+        """This step's episodes: the algorithm's ``draw`` (default P uniform draws from the pool) rolled out
+        by its ``collect`` (default G samples each, with the reference's log-probs when there is one)."""
         rng = random.Random(self.step_seed)
-        problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.prompts_per_step)]
-        samples, rstats = rollout(self.policy, self.tokenizer, self.task, problems, ctx.rollout_config)
-        full = collate(samples, self.tokenizer.pad_token_id, self.device)
-        ref_logps = None
-        if ctx.ref is not None:
-            with torch.no_grad():
-                ref_logps, _ = completion_logprobs(ctx.ref, full, cfg.temperature, share_prompts=cfg.share_prompts)
-        batch = RolloutBatch(samples=samples, rewards=torch.tensor([s.reward for s in samples], dtype=torch.float32),
-                             lengths=torch.tensor([len(s.completion_ids) for s in samples], dtype=torch.float32),
-                             full=full, ref_logps=ref_logps, group_size=cfg.group_size)
-        return batch, rstats
+        problems = self.algo.draw(self.ctx, rng)
+        return self.algo.collect(self.ctx, problems)
 
     @property
     def step_seed(self) -> int:
@@ -401,7 +401,8 @@ class Trainer:
             torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
             for key, module in self.algo.modules().items():
                 torch.save(module.state_dict(), tmp / f"{key}.pt")
-            (tmp / "trainer_state.json").write_text(json.dumps({"step": self.step, "wall_s": self.last_metrics.get("wall_s", 0.0)}))
+            (tmp / "trainer_state.json").write_text(json.dumps({"step": self.step, "wall_s": self.last_metrics.get("wall_s", 0.0),
+                                                                "algorithm_state": self.algo.state_dict()}))
         distributed.barrier()
         torch.save({"python": random.getstate(), "torch": torch.get_rng_state(),
                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
@@ -443,6 +444,7 @@ class Trainer:
             self.optimizer.load_state_dict(optimizer_state)
             meta = json.loads((ckpt / "trainer_state.json").read_text())
             self.step, self.wall_offset = int(meta["step"]), float(meta.get("wall_s", 0.0))
+            self.algo.load_state_dict(meta.get("algorithm_state", {}))
             rng_file = ckpt / f"rng_rank{self.rank}.pt"
             if rng_file.exists():
                 rng = torch.load(rng_file, weights_only=False)
@@ -575,6 +577,7 @@ def list_implementations() -> list[dict]:
         options = {k: v for k, v in as_dict(cfg).items() if k not in ("algo_config", "env_options", "out")}
         out.append({"id": impl.id, "title": impl.title, "algorithm": impl.algo, "environment": impl.env,
                     "nodes": list(impl.nodes), "source": impl.source, "summary": impl.summary,
+                    "paper": impl.paper,
                     "options": options, "algo_options": as_dict(resolved.algo_cfg),
                     "env_options": as_dict(resolved.env_cfg)})
     return out

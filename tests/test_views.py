@@ -281,3 +281,35 @@ def test_presentation_and_routes_import_without_streamlit():
     r = subprocess.run([sys.executable, "-c", "import sys, app.presentation, app.routes; print('streamlit' in sys.modules)"],
                        capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+def test_algorithm_rows_say_whether_they_run_and_link_to_the_lab(catalog):
+    from lab.catalog import for_node
+
+    frame = presentation.algorithm_frame(catalog)
+    for _, row in frame.iterrows():
+        impls = for_node(row["node"]) if row["node"] else []
+        assert row["runnable"] == bool(impls), row["method"]
+        if impls:
+            assert row["lab"] == routes.lab(impl=impls[0].id, preset="quick").url
+    assert frame.set_index("method").loc["GRPO", "runnable"]
+
+
+def test_family_headers_link_to_their_base(catalog):
+    runs = presentation.algorithm_node_runs(catalog)
+    assert set(runs) == set(catalog.taxonomy.by_dimension(catalog.taxonomy["alg-grpo"].dimension))
+    assert runs["alg-grpo"] == ("run", "calculator-grpo")
+    # a node with its own implementation is "run", even when it is also a family header
+    assert runs["alg-grpo-family"][0] == "run"
+    # a header without its own implementation links to its first child that runs
+    from reference_impls import implementations
+
+    import dataclasses
+
+    stripped = tuple(dataclasses.replace(i, nodes=tuple(n for n in i.nodes if n != "alg-ppo-family"))
+                     for i in implementations.IMPLEMENTATIONS)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(implementations, "IMPLEMENTATIONS", stripped)
+        assert presentation.algorithm_node_runs(catalog)["alg-ppo-family"] == ("family", "calculator-ppo")
+        assert presentation.family_base(catalog, "alg-ppo-family").id == "calculator-ppo"

@@ -61,6 +61,10 @@ st.dataframe(
         "works_using": st.column_config.NumberColumn("Used by", help="Works in the catalog that use it", width=70),
         "work": st.column_config.TextColumn("Paper", width="small"),
         "open": st.column_config.LinkColumn("", display_text="open", width=50),
+        "runnable": st.column_config.CheckboxColumn("Runnable", help="Has a reference implementation in the Lab",
+                                                    width=70),
+        "lab": st.column_config.LinkColumn("Lab", display_text="run", width=50,
+                                           help="Open its reference implementation in the Lab"),
     },
 )
 

@@ -43,10 +43,26 @@ def node_page(node_id: str) -> None:
         + (f" ({page.direct_works} placed here directly)" if has_children else "")
     )
     st.markdown(page.description)
-    for impl in lab.for_node(node_id):
+    impls = lab.for_node(node_id)
+    for impl in impls:
         with st.container(border=True):
-            st.markdown(f"**Reference implementation:** {impl.title}. {impl.summary}")
+            st.markdown(f"**Reference implementation:** {ui.md(impl.title)}. {ui.md(impl.summary)}")
+            if impl.changes:
+                st.markdown(f"**What it changes and why.** {ui.md(impl.changes)}")
+            if impl.survey_vs_paper:
+                st.markdown(f"**Survey vs paper.** {ui.md(impl.survey_vs_paper)}")
+            if lab.equation(impl):
+                st.latex(lab.equation(impl))
+            if impl.paper:
+                st.caption(f"Implemented from: {ui.md(impl.paper)}")
             ui.page_link(routes.lab(impl=impl.id, preset="quick"), "Run this", icon=":material/play_arrow:")
+    family = presentation.family_base(cat, node_id) if not impls else None
+    if family is not None:
+        with st.container(border=True):
+            st.markdown(f"**A family of algorithms.** Its base implementation is {ui.md(family.title)}; each "
+                        "variant below with a reference implementation has its own *Run this*.")
+            ui.page_link(routes.lab(impl=family.id, preset="quick"), "Run the family's base",
+                         icon=":material/play_arrow:")
 
     if page.children:
         st.subheader("Sub-nodes")

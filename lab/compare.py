@@ -1,0 +1,571 @@
+"""The comparison grid: algorithms under one model, one warm start, one budget and several seeds.
+
+    python -m lab.compare run    GRID [--dir DIR] [--max-cells N]   # resumable: finished cells are kept
+    python -m lab.compare status GRID [--dir DIR]
+    python -m lab.compare report GRID [--dir DIR] [--json]
+    python -m lab.compare passk  GRID --env ENV [--dir DIR] [--samples 64] [--problems 50]
+    python -m lab.compare export GRID [--dir DIR] --to FOLDER      # the small result files, to ship
+
+GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one. A grid names a recipe (the run
+options of every cell, ``lab/recipes/NAME.yaml`` with its per-environment and per-algorithm layers), the
+budget overrides (``options``: steps, prompts, group size, lengths, and ``max_wall_s``, the wall-clock
+cap of each cell), the implementations (``train --list`` ids), the seeds and the held-out evaluation.
+
+Budget: every cell of an environment starts from the *same* warm-start checkpoint (SFT once per
+environment, seed ``warm_seed``) and trains for the same number of optimiser steps on the same number of
+rollouts per step (P x G), under the same wall-clock cap; held-out success is measured greedily on the
+same problems for every cell (paired).
+
+Layout of DIR (default: the data dir's ``compare/<grid name>``)::
+
+    grid.yaml                    the grid as run (a different grid refuses to reuse the folder)
+    warm/<env>/                  the environment's warm-start model + done.json
+    cells/<impl>-s<seed>/run/    the trainer's run folder (checkpoints: a killed cell resumes)
+    cells/<impl>-s<seed>/result.json   config, curve, held-out per problem, time, tokens, peak memory
+    cells/<impl>-s<seed>/error.txt     why the cell failed (it is retried on the next run)
+    passk/<env>.json             pass@k curves of the base, warm-start and best RL models
+
+Stages run one at a time, each in its own process (a crash or OOM costs one cell, and the peak memory
+is the cell's own). The module sits in ``lab`` rather than ``reference_impls`` because it reads the
+Lab's recipes; imports run app -> lab -> reference_impls.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from atlas_data import data_dir
+from reference_impls.options import ConfigError
+from reference_impls.rundir import RunDir, read_jsonl
+from reference_impls.stats import bootstrap_interval, paired_difference
+
+from . import recipes
+
+GRIDS = Path(__file__).resolve().parent / "recipes" / "grids"
+RESULTS = Path(__file__).resolve().parent / "results"  # shipped results, one folder per grid
+
+
+# ----------------------------------------------------------------------------------------------------
+# the grid file
+
+@dataclass(frozen=True)
+class Grid:
+    name: str
+    recipe: str
+    implementations: tuple[str, ...]
+    seeds: tuple[int, ...]
+    options: dict = field(default_factory=dict)  # budget overrides on top of the recipe
+    eval_n: int = 100
+    eval_seed: int = 4242
+    warm_seed: int = 0
+    label: str = ""
+    baseline: str = "grpo"  # the algorithm every other one is compared with, per environment
+
+    @classmethod
+    def load(cls, name_or_path: str) -> "Grid":
+        path = Path(name_or_path)
+        if not path.suffix:
+            path = GRIDS / f"{name_or_path}.yaml"
+        if not path.is_file():
+            known = ", ".join(sorted(p.stem for p in GRIDS.glob("*.yaml")))
+            raise ConfigError(f"grid {name_or_path!r}: no such file or grid name (known grids: {known})")
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path}: not valid YAML ({err})") from None
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "grid") -> "Grid":
+        from lab.catalog import available
+
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: a grid is a mapping")
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)} - {"eval"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        for key in ("name", "recipe", "implementations", "seeds"):
+            if key not in data:
+                raise ConfigError(f"{where}: missing field '{key}'")
+        known = {i.id for i in available()}
+        bad = [i for i in data["implementations"] if i not in known]
+        if bad:
+            raise ConfigError(f"{where}: field 'implementations': unknown {', '.join(map(str, bad))} "
+                              f"(see python -m reference_impls.train --list)")
+        if not data["seeds"] or not all(isinstance(s, int) and s >= 0 for s in data["seeds"]):
+            raise ConfigError(f"{where}: field 'seeds' must be a non-empty list of integers >= 0")
+        try:
+            recipes.load(data["recipe"])
+        except KeyError as err:
+            raise ConfigError(f"{where}: field 'recipe': {err.args[0]}") from None
+        ev = data.get("eval", {}) or {}
+        return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
+                   seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
+                   eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
+                   warm_seed=int(data.get("warm_seed", 0)), label=str(data.get("label", "")),
+                   baseline=str(data.get("baseline", "grpo")))
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["implementations"], d["seeds"] = list(self.implementations), list(self.seeds)
+        d["eval"] = {"n": d.pop("eval_n"), "seed": d.pop("eval_seed")}
+        return d
+
+    def cells(self) -> list[tuple[str, int]]:
+        """(implementation, seed), seed-major: every algorithm gets seed 0 before any gets seed 1, so a
+        grid stopped early still compares all algorithms."""
+        return [(impl, seed) for seed in self.seeds for impl in self.implementations]
+
+    def envs(self) -> list[str]:
+        from lab.catalog import get
+
+        return list(dict.fromkeys(get(i).env for i in self.implementations))
+
+
+def cell_id(impl: str, seed: int) -> str:
+    return f"{impl}-s{seed}"
+
+
+def cell_config(grid: Grid, impl_id: str, seed: int, warm_model: str) -> dict:
+    """The cell's TrainConfig data: the implementation's switches, the recipe's layers, the grid's budget;
+    the model is the environment's shared warm start (so no warm start of its own)."""
+    from lab.catalog import get, preset_config
+    from reference_impls.train import config_from_dict
+
+    impl = get(impl_id)
+    config = preset_config(impl, grid.recipe)
+    overrides = dict(grid.options)
+    env_options = overrides.pop("env_options", None)
+    config.update(overrides)
+    if env_options:
+        config["env_options"] = {**config["env_options"], **env_options}
+    config.update(seed=seed, model=warm_model, sft_steps=0, out="cell")
+    return dataclasses.asdict(config_from_dict(config))
+
+
+def warm_settings(grid: Grid, env: str) -> dict:
+    """The warm start of an environment: the recipe's SFT settings (model, steps, examples, lr, sft_env)."""
+    from lab.catalog import available, preset_config
+
+    impl = next(i for i in available() if i.env == env and i.id in grid.implementations)
+    config = {**preset_config(impl, grid.recipe), **{k: v for k, v in grid.options.items() if k.startswith("sft")}}
+    return {"model": grid.options.get("model", config["model"]), "sft_env": config.get("sft_env") or env,
+            "sft_steps": config.get("sft_steps", 0), "sft_examples": config.get("sft_examples", 96),
+            "sft_lr": config.get("sft_lr", 5e-5), "seed": grid.warm_seed}
+
+
+# ----------------------------------------------------------------------------------------------------
+# the grid folder
+
+class GridDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    @classmethod
+    def default(cls, grid: Grid) -> "GridDir":
+        return cls(data_dir() / "compare" / grid.name)
+
+    def warm(self, env: str) -> Path:
+        return self.path / "warm" / env
+
+    def cell(self, impl: str, seed: int) -> Path:
+        return self.path / "cells" / cell_id(impl, seed)
+
+    def result(self, impl: str, seed: int) -> dict | None:
+        path = self.cell(impl, seed) / "result.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def bind(self, grid: Grid) -> None:
+        """Record the grid (first run) or refuse a folder that holds a different grid's cells."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        spec = self.path / "grid.yaml"
+        if spec.exists():
+            old = yaml.safe_load(spec.read_text()) or {}
+            changed = [k for k in ("recipe", "options", "eval", "warm_seed") if old.get(k) != grid.as_dict().get(k)]
+            if changed:
+                raise ConfigError(f"{self.path}: holds a grid with different {', '.join(changed)}; its cells would "
+                                  f"not be comparable. Use another --dir, or delete the folder")
+        spec.write_text(yaml.safe_dump(grid.as_dict(), sort_keys=False))
+
+
+def _atomic_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform != "darwin" else peak / 2**20  # KiB on Linux, bytes on macOS
+
+
+# ----------------------------------------------------------------------------------------------------
+# stages (each runs in its own process: python -m lab.compare _warm / _cell / _passk)
+
+def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
+    from reference_impls.models import load_policy
+    from reference_impls.sft import demonstrations, sft
+
+    out = gdir.warm(env)
+    settings = warm_settings(grid, env)
+    t0 = time.time()
+    model, tokenizer = load_policy(settings["model"], seed=settings["seed"])
+    losses = []
+    if settings["sft_steps"] > 0:
+        samples = demonstrations(tokenizer, settings["sft_env"], settings["sft_examples"], settings["seed"])
+        losses = sft(model, tokenizer, samples, settings["sft_steps"], lr=settings["sft_lr"], seed=settings["seed"])
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    _atomic_json(tmp / "done.json", {**settings, "losses": losses, "wall_s": time.time() - t0})
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+
+
+def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed: int,
+                     max_new_tokens_per_turn: int, max_completion_tokens: int) -> list[int]:
+    """Greedy held-out success, one 0/1 per problem (the same problems for every cell of the grid)."""
+    from reference_impls.envs import get_env
+    from reference_impls.evaluate import evaluate
+    from reference_impls.models import load_policy
+
+    task = get_env(env)
+    problems = task.problems("heldout", n=n, seed=seed, **env_options)
+    model, tokenizer = load_policy(model_name)
+    _, samples = evaluate(model, tokenizer, task, problems, max_new_tokens_per_turn=max_new_tokens_per_turn,
+                          max_completion_tokens=max_completion_tokens, env_options=env_options, return_samples=True)
+    correct = [0] * len(problems)
+    for s in samples:
+        correct[s.group] = int(bool(s.info.get("correct")))
+    return correct
+
+
+def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
+    from lab.catalog import get
+    from reference_impls.train import main as train_main
+
+    folder = gdir.cell(impl, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    run = RunDir(folder / "run")
+    env = get(impl).env
+    config = cell_config(grid, impl, seed, str(gdir.warm(env)))
+    config["out"] = str(run.path)
+    t0 = time.time()
+    resumed_from = None
+    if run.latest_checkpoint() is not None:  # a killed cell continues from its checkpoint
+        resumed_from = json.loads((run.latest_checkpoint() / "trainer_state.json").read_text())["step"]
+        rc = train_main(["--resume", str(run.path)])
+    else:
+        cfg_file = folder / "config.json"
+        cfg_file.write_text(json.dumps(config, indent=1))
+        rc = train_main(["--config", str(cfg_file), "--out", str(run.path), "--overwrite"])
+    if rc != 0:
+        raise RuntimeError(f"the trainer exited with {rc}")
+    train_s = time.time() - t0
+    ckpt = run.latest_checkpoint()
+    if ckpt is None:
+        raise RuntimeError(f"{run.path}: no checkpoint after training")
+    metrics = read_jsonl(run.metrics_path)
+    t1 = time.time()
+    heldout = evaluate_heldout(str(ckpt), env, config["env_options"], grid.eval_n, grid.eval_seed,
+                               config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    interval = bootstrap_interval([heldout])
+    _atomic_json(folder / "result.json", {
+        "cell": cell_id(impl, seed), "implementation": impl, "algo": config["algo"], "env": env, "seed": seed,
+        "config": config, "steps_done": metrics[-1]["step"] if metrics else 0, "resumed_from_step": resumed_from,
+        "stopped_by_wall_cap": bool(metrics) and metrics[-1]["step"] < config["steps"],
+        "curve": [{"step": m["step"], "reward_mean": m.get("reward_mean"), "accuracy": m.get("accuracy")}
+                  for m in metrics],
+        "tokens": round(sum(m.get("tokens_per_s", 0.0) * m.get("step_s", 0.0) for m in metrics)),
+        "train_s": round(metrics[-1]["wall_s"], 1) if metrics else round(train_s, 1),
+        "eval_s": round(time.time() - t1, 1), "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "heldout": interval.mean, "heldout_interval": [interval.low, interval.high], "heldout_by_problem": heldout,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    })
+    (folder / "error.txt").unlink(missing_ok=True)
+
+
+def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: int) -> None:
+    """pass@k for k = 1..samples of the base model, the warm start and the best RL cell of ``env``."""
+    import dataclasses as dc
+
+    from reference_impls.envs import get_env
+    from reference_impls.models import load_policy
+    from reference_impls.rollout import RolloutConfig, rollout
+    from reference_impls.stats import pass_at_k_curve
+
+    done = [r for r in results(grid, gdir) if r["env"] == env]
+    if not done:
+        raise ConfigError(f"passk --env {env}: no finished cell of this environment yet")
+    best = max(done, key=lambda r: r["heldout"])
+    config = best["config"]
+    models = {"base": warm_settings(grid, env)["model"], "warm start": str(gdir.warm(env)),
+              f"RL ({best['implementation']}, seed {best['seed']})": str(RunDir(gdir.cell(best["implementation"],
+                                                                                            best["seed"]) / "run").latest_checkpoint())}
+    task = get_env(env)
+    problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, **config["env_options"])
+    rcfg = RolloutConfig(group_size=samples, max_new_tokens_per_turn=config["max_new_tokens_per_turn"],
+                         max_completion_tokens=config["max_completion_tokens"], temperature=1.0,
+                         env_options=dict(config["env_options"]))
+    out = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "curves": {}}
+    for label, name in models.items():
+        model, tokenizer = load_policy(name, seed=grid.eval_seed)
+        counts = []
+        for p in problems:  # one problem at a time: its G = samples rows share one prefill
+            rows, _ = rollout(model, tokenizer, task, [p], dc.replace(rcfg))
+            counts.append(sum(int(bool(s.info.get("correct"))) for s in rows))
+        out["curves"][label] = {"model": name, "correct_counts": counts,
+                                "pass_at_k": {str(k): v for k, v in pass_at_k_curve(counts, samples).items()}}
+    (gdir.path / "passk").mkdir(exist_ok=True)
+    _atomic_json(gdir.path / "passk" / f"{env}.json", out)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the driver
+
+def validate(grid: Grid, gdir: GridDir) -> None:
+    """Every cell's config passes the trainer's own checks before anything runs (ConfigError names the cell)."""
+    from reference_impls.train import config_from_dict, resolve
+
+    for impl, seed in grid.cells():
+        try:
+            from lab.catalog import get
+
+            config = cell_config(grid, impl, seed, str(gdir.warm(get(impl).env)))
+            resolve(config_from_dict(config), check_model=False)
+        except (ConfigError, TypeError, ValueError) as err:
+            raise ConfigError(f"grid {grid.name}, cell {cell_id(impl, seed)}: {err}") from None
+
+
+def _child(args: list[str], log: Path) -> int:
+    with open(log, "a") as f:
+        proc = subprocess.run([sys.executable, "-m", "lab.compare", *args], stdout=f, stderr=subprocess.STDOUT,
+                              env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    return proc.returncode
+
+
+def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout, grid_arg: str | None = None) -> int:
+    """Run every missing stage in order; returns the number of failed stages."""
+    validate(grid, gdir)
+    gdir.bind(grid)
+    grid_arg = grid_arg or str(gdir.path / "grid.yaml")
+    failures = 0
+    for env in grid.envs():
+        if not (gdir.warm(env) / "done.json").exists():
+            print(f"warm start of {env} ...", file=out, flush=True)
+            gdir.warm(env).parent.mkdir(parents=True, exist_ok=True)
+            if _child(["_warm", grid_arg, "--dir", str(gdir.path), "--env", env], gdir.path / f"warm-{env}.log"):
+                print(f"  failed: see {gdir.path / f'warm-{env}.log'}", file=out, flush=True)
+                return failures + 1
+    todo = [c for c in grid.cells() if gdir.result(*c) is None]
+    if max_cells is not None:
+        todo = todo[:max_cells]
+    durations = []
+    total = len(grid.cells())
+    for i, (impl, seed) in enumerate(todo):
+        done = total - len(todo) + i
+        eta = f", ETA {_duration(sum(durations) / len(durations) * (len(todo) - i))}" if durations else ""
+        print(f"[{done + 1}/{total}] {cell_id(impl, seed)}{eta}", file=out, flush=True)
+        folder = gdir.cell(impl, seed)
+        folder.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        rc = _child(["_cell", grid_arg, "--dir", str(gdir.path), "--impl", impl, "--seed", str(seed)],
+                    folder / "log.txt")
+        durations.append(time.time() - t0)
+        if rc != 0 or gdir.result(impl, seed) is None:
+            failures += 1
+            tail = (folder / "log.txt").read_text(errors="replace")[-2000:]
+            (folder / "error.txt").write_text(f"exit code {rc}\n{tail}")
+            print(f"  failed (exit {rc}): {folder / 'error.txt'}", file=out, flush=True)
+        else:
+            r = gdir.result(impl, seed)
+            print(f"  held-out {r['heldout']:.3f} in {_duration(durations[-1])}", file=out, flush=True)
+    return failures
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def status(grid: Grid, gdir: GridDir) -> list[dict]:
+    rows = []
+    for impl, seed in grid.cells():
+        folder = gdir.cell(impl, seed)
+        result = gdir.result(impl, seed)
+        if result is not None:
+            state = "done"
+        elif (folder / "error.txt").exists():
+            state = "failed"
+        elif RunDir(folder / "run").latest_checkpoint() is not None:
+            state = "partial"
+        else:
+            state = "pending"
+        rows.append({"cell": cell_id(impl, seed), "state": state,
+                     "heldout": None if result is None else result["heldout"]})
+    return rows
+
+
+def results(grid: Grid | None, gdir: GridDir) -> list[dict]:
+    """Every finished cell's result (of the grid's cells; all cells in the folder when grid is None)."""
+    if grid is not None:
+        return [r for c in grid.cells() if (r := gdir.result(*c)) is not None]
+    found = []  # a grid folder has cells/<id>/result.json; an exported one cells/<id>.json
+    for path in sorted([*(gdir.path / "cells").glob("*/result.json"), *(gdir.path / "cells").glob("*.json")]):
+        try:
+            found.append(json.loads(path.read_text()))
+        except ValueError:
+            continue
+    return found
+
+
+def leaderboard(cells: list[dict], baseline: str = "grpo") -> dict[str, list[dict]]:
+    """Per environment, one row per implementation: held-out success over seeds and problems with its
+    95% interval, the paired difference to the baseline algorithm's implementation, a verdict, and cost."""
+    by_env: dict[str, dict[str, list[dict]]] = {}
+    for c in cells:
+        by_env.setdefault(c["env"], {}).setdefault(c["implementation"], []).append(c)
+    board = {}
+    for env, impls in by_env.items():
+        base = next((rs for impl, rs in impls.items() if _is_plain(impl, baseline)), None)
+        rows = []
+        for impl, rs in impls.items():
+            matrix = [r["heldout_by_problem"] for r in sorted(rs, key=lambda r: r["seed"])]
+            iv = bootstrap_interval(matrix)
+            row = {"implementation": impl, "algo": rs[0]["algo"], "env": env, "seeds": len(rs),
+                   "heldout": iv.mean, "low": iv.low, "high": iv.high,
+                   "train_s": sum(r["train_s"] for r in rs) / len(rs), "tokens": sum(r["tokens"] for r in rs) / len(rs),
+                   "peak_rss_mb": max(r["peak_rss_mb"] for r in rs), "vs_baseline": None, "verdict": ""}
+            if base is not None and rs is not base:
+                paired = paired_difference(matrix, [r["heldout_by_problem"] for r in base])
+                row["vs_baseline"] = paired.difference.as_dict()
+                relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict,
+                                                                                "no significant difference from")
+                row["verdict"] = f"{relation} {base[0]['implementation']} (p = {paired.p_value:.2f})"
+            elif rs is base:
+                row["verdict"] = "baseline"
+            rows.append(row)
+        board[env] = sorted(rows, key=lambda r: -r["heldout"])
+    return board
+
+
+def _is_plain(impl_id: str, algo: str) -> bool:
+    """Whether the implementation is ``algo`` itself (no variant switches), e.g. calculator-grpo for grpo."""
+    from reference_impls.implementations import BY_ID
+
+    impl = BY_ID.get(impl_id)
+    return impl is not None and impl.algo == algo and not impl.algo_options
+
+
+def report_text(board: dict[str, list[dict]]) -> str:
+    lines = []
+    for env, rows in board.items():
+        lines.append(f"## {env}")
+        lines.append(f"{'implementation':<24} {'seeds':>5} {'held-out':>9} {'95% interval':>16} {'time':>8} "
+                     f"{'tokens':>9} {'peak MB':>8}  verdict")
+        for r in rows:
+            interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
+            lines.append(f"{r['implementation']:<24} {r['seeds']:>5} {r['heldout']:>9.3f} "
+                         f"{interval:>16} {_duration(r['train_s']):>8} "
+                         f"{r['tokens']:>9.0f} {r['peak_rss_mb']:>8.0f}  {r['verdict']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
+    """Copy the small files (grid.yaml, results, pass@k) to ``dest``; returns the number of cells."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(gdir.path / "grid.yaml", dest / "grid.yaml")
+    n = 0
+    for r in results(grid, gdir):
+        (dest / "cells").mkdir(exist_ok=True)
+        _atomic_json(dest / "cells" / f"{r['cell']}.json", r)
+        n += 1
+    for p in sorted((gdir.path / "passk").glob("*.json")):
+        (dest / "passk").mkdir(exist_ok=True)
+        shutil.copy(p, dest / "passk" / p.name)
+    return n
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in ("run", "status", "report", "passk", "export", "_warm", "_cell", "_passk"):
+        s = sub.add_parser(name)
+        s.add_argument("grid", help="grid name in lab/recipes/grids/ or a path to a grid file")
+        s.add_argument("--dir", default=None, help="grid folder (default: the data dir's compare/<name>)")
+        if name == "run":
+            s.add_argument("--max-cells", type=int, default=None, help="stop after this many cells")
+        if name == "report":
+            s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
+        if name in ("passk", "_passk", "_warm"):
+            s.add_argument("--env", required=True)
+        if name in ("passk", "_passk"):
+            s.add_argument("--samples", type=int, default=64, help="samples per problem (k = 1..samples)")
+            s.add_argument("--problems", type=int, default=50, help="held-out problems")
+        if name == "export":
+            s.add_argument("--to", required=True, help="destination folder (e.g. lab/results/<grid>)")
+        if name == "_cell":
+            s.add_argument("--impl", required=True)
+            s.add_argument("--seed", type=int, required=True)
+    args = p.parse_args(argv)
+    try:
+        grid = Grid.load(args.grid)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    gdir = GridDir(args.dir) if args.dir else GridDir.default(grid)
+    if args.command == "_warm":
+        warm_stage(grid, gdir, args.env)
+    elif args.command == "_cell":
+        cell_stage(grid, gdir, args.impl, args.seed)
+    elif args.command == "_passk":
+        passk_stage(grid, gdir, args.env, args.samples, args.problems)
+    elif args.command == "run":
+        try:
+            return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid) else 0
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    elif args.command == "status":
+        rows = status(grid, gdir)
+        for r in rows:
+            shown = "" if r["heldout"] is None else "{:.3f}".format(r["heldout"])
+            print(f"{r['cell']:<30} {r['state']:<8} {shown}")
+        counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "partial", "failed", "pending")}
+        print(" ".join(f"{k} {v}" for k, v in counts.items()))
+    elif args.command == "report":
+        cells = results(grid, gdir)
+        if args.json:
+            for r in cells:
+                print(json.dumps({k: r[k] for k in ("cell", "implementation", "algo", "env", "seed", "heldout",
+                                                    "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
+                                                    "steps_done")}))
+        else:
+            print(report_text(leaderboard(cells, grid.baseline)))
+    elif args.command == "passk":
+        return _child(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
+                       str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")
+    elif args.command == "export":
+        print(f"{export(grid, gdir, Path(args.to))} cells exported to {args.to}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

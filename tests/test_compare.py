@@ -1,0 +1,175 @@
+"""The comparison grid: statistics against hand values, grid validation, the leaderboard, and the runner on
+the tiny model (two algorithms x one environment x two seeds), including a resume after a kill."""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from lab import compare
+from reference_impls.options import ConfigError
+from reference_impls.stats import bootstrap_interval, paired_difference, pass_at_k, pass_at_k_curve
+
+
+# -- statistics ----------------------------------------------------------------------------------------
+
+def test_pass_at_k_by_hand():
+    assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)  # 1 - C(3,2)/C(5,2)
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)  # k = 1: the fraction correct
+    assert pass_at_k(4, 0, 3) == 0.0 and pass_at_k(4, 4, 1) == 1.0
+    assert pass_at_k(6, 4, 3) == 1.0  # fewer than k wrong samples: every k-subset holds a correct one
+    for n in range(1, 9):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                exact = 1 - math.comb(n - c, k) / math.comb(n, k)
+                assert pass_at_k(n, c, k) == pytest.approx(exact, abs=1e-12)
+    with pytest.raises(ValueError):
+        pass_at_k(4, 5, 1)
+
+
+def test_pass_at_k_curve_averages_problems():
+    curve = pass_at_k_curve([0, 2, 4], n=4, ks=[1, 2])
+    assert curve[1] == pytest.approx((0 + 0.5 + 1) / 3)
+    assert curve[2] == pytest.approx((0 + (1 - 1 / 6) + 1) / 3)  # C(2,2)/C(4,2) = 1/6
+
+
+def test_bootstrap_interval_by_hand():
+    flat = bootstrap_interval([[1, 1, 1], [1, 1, 1]])
+    assert (flat.mean, flat.low, flat.high) == (1.0, 1.0, 1.0)
+    # one seed, problems [0, 1]: a resample's mean is 0, 0.5 or 1 with probability 1/4, 1/2, 1/4, so the
+    # 2.5 % and 97.5 % quantiles are 0 and 1
+    two = bootstrap_interval([[0, 1]], draws=4000)
+    assert two.mean == 0.5 and two.low == 0.0 and two.high == 1.0
+    wide = bootstrap_interval([[1] * 10 + [0] * 10])
+    assert 0.25 < wide.low < 0.5 < wide.high < 0.75
+    with pytest.raises(ValueError):
+        bootstrap_interval([])
+
+
+def test_paired_difference_verdicts():
+    ones, zeros = [[1] * 30, [1] * 30], [[0] * 30]
+    better = paired_difference(ones, zeros)
+    assert better.verdict == "better" and better.difference.mean == 1.0 and better.p_value == 0.0
+    assert paired_difference(zeros, ones).verdict == "worse"
+    same = paired_difference([[1, 0] * 15], [[1, 0] * 15])
+    assert same.verdict == "no significant difference" and same.difference.mean == 0.0
+    with pytest.raises(ValueError, match="same problems"):
+        paired_difference([[1, 0]], [[1, 0, 1]])
+
+
+# -- grid files ----------------------------------------------------------------------------------------
+
+def _grid(tmp_path, **changes):
+    data = yaml.safe_load((compare.GRIDS / "tiny.yaml").read_text())
+    data.update(changes)
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_shipped_grids_load_and_validate(tmp_path):
+    for path in compare.GRIDS.glob("*.yaml"):
+        grid = compare.Grid.load(str(path))
+        compare.validate(grid, compare.GridDir(tmp_path / grid.name))
+
+
+def test_bad_grids_name_the_problem(tmp_path):
+    with pytest.raises(ConfigError, match="implementations.*calculator-nope"):
+        compare.Grid.load(str(_grid(tmp_path, implementations=["calculator-nope"])))
+    with pytest.raises(ConfigError, match="seeds"):
+        compare.Grid.load(str(_grid(tmp_path, seeds=[])))
+    with pytest.raises(ConfigError, match="recipe"):
+        compare.Grid.load(str(_grid(tmp_path, recipe="nope")))
+    with pytest.raises(ConfigError, match="unknown field"):
+        compare.Grid.load(str(_grid(tmp_path, budget=3)))
+    grid = compare.Grid.load(str(_grid(tmp_path, options={"steps": -1})))
+    with pytest.raises(ConfigError, match="cell calculator-grpo-s0.*steps"):
+        compare.validate(grid, compare.GridDir(tmp_path / "g"))
+
+
+def test_a_folder_keeps_its_grid(tmp_path):
+    gdir = compare.GridDir(tmp_path / "g")
+    compare.GridDir.bind(gdir, compare.Grid.load(str(_grid(tmp_path))))
+    other = compare.Grid.load(str(_grid(tmp_path, options={"model": "tiny", "steps": 3})))
+    with pytest.raises(ConfigError, match="different options"):
+        gdir.bind(other)
+
+
+def _cell(impl, algo, seed, heldout, train_s=10.0):
+    return {"cell": f"{impl}-s{seed}", "implementation": impl, "algo": algo, "env": "calculator", "seed": seed,
+            "heldout_by_problem": heldout, "train_s": train_s, "tokens": 100, "peak_rss_mb": 500.0, "config": {}}
+
+
+def test_leaderboard_ranks_and_compares_with_the_baseline():
+    good = [1] * 40
+    poor = [1] * 10 + [0] * 30
+    cells = [_cell("calculator-grpo", "grpo", 0, poor), _cell("calculator-grpo", "grpo", 1, poor),
+             _cell("calculator-ppo", "ppo", 0, good), _cell("calculator-ppo", "ppo", 1, good),
+             _cell("calculator-dapo", "grpo", 0, poor)]
+    board = compare.leaderboard(cells)["calculator"]
+    assert [r["implementation"] for r in board][0] == "calculator-ppo"
+    rows = {r["implementation"]: r for r in board}
+    assert rows["calculator-grpo"]["verdict"] == "baseline"  # dapo shares the algo but has switches
+    assert rows["calculator-ppo"]["verdict"].startswith("better than calculator-grpo")
+    assert rows["calculator-dapo"]["verdict"].startswith("no significant difference from calculator-grpo")
+    assert rows["calculator-ppo"]["seeds"] == 2 and rows["calculator-ppo"]["heldout"] == 1.0
+
+
+# -- the runner on the tiny model ------------------------------------------------------------------------
+
+@pytest.fixture
+def tiny_grid(tmp_path):
+    return _grid(tmp_path, options={"model": "tiny", "steps": 4, "prompts_per_step": 2, "group_size": 2,
+                                    "max_new_tokens_per_turn": 8, "max_completion_tokens": 24,
+                                    "checkpoint_every": 1, "sft_steps": 0}, eval={"n": 4, "seed": 7})
+
+
+def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
+    grid = compare.Grid.load(str(tiny_grid))
+    gdir = compare.GridDir(tmp_path / "run")
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, "-m", "lab.compare", "run", str(tiny_grid), "--dir", str(gdir.path)]
+    assert subprocess.run(cmd + ["--max-cells", "1"], env=env, capture_output=True).returncode == 0
+    first = gdir.cell("calculator-grpo", 0) / "result.json"
+    assert first.exists()
+    stamp = first.stat().st_mtime_ns
+    assert [r["state"] for r in compare.status(grid, gdir)] == ["done", "pending", "pending", "pending"]
+
+    # kill the whole run while the second cell trains, once it has a checkpoint
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    second = compare.RunDir(gdir.cell("calculator-rloo", 0) / "run")
+    deadline = time.time() + 300
+    while second.latest_checkpoint() is None and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if compare.GridDir.result(gdir, "calculator-rloo", 0) is not None:
+        pytest.skip("the cell finished before it could be killed (machine too fast for this timing)")
+    assert [r["state"] for r in compare.status(grid, gdir)][1] == "partial"
+
+    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    assert first.stat().st_mtime_ns == stamp  # a finished cell is never run again
+    assert [r["state"] for r in compare.status(grid, gdir)] == ["done"] * 4
+    resumed = gdir.result("calculator-rloo", 0)
+    assert resumed["resumed_from_step"] >= 1 and resumed["steps_done"] == 4
+    for impl, seed in grid.cells():
+        r = gdir.result(impl, seed)
+        assert len(r["heldout_by_problem"]) == 4 and len(r["curve"]) == 4 and r["peak_rss_mb"] > 0
+        assert r["config"]["model"] == str(gdir.warm("calculator"))  # every cell starts from the shared warm start
+
+    out = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path),
+                          "--json"], env=env, capture_output=True, text=True)
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    assert {(r["algo"], r["seed"]) for r in records} == {("grpo", 0), ("grpo", 1), ("rloo", 0), ("rloo", 1)}
+    assert all({"heldout", "heldout_interval", "train_s", "tokens", "peak_rss_mb"} <= set(r) for r in records)
+
+    shipped = tmp_path / "shipped"
+    assert compare.export(grid, gdir, shipped) == 4
+    assert len(list((shipped / "cells").glob("*.json"))) == 4  # exported cells sit flat in cells/
+    assert sorted(r["cell"] for r in compare.results(None, compare.GridDir(shipped))) == sorted(
+        r["cell"] for r in compare.results(grid, gdir))

@@ -1032,3 +1032,45 @@ def results_frame(catalog: Catalog, hits: Sequence) -> pd.DataFrame:
     frame.insert(2, "why", [why_matched(catalog, h) for h in hits])
     frame.insert(3, "score", [round(float(h.score), 3) for h in hits])
     return frame
+
+
+# -- comparison grid ---------------------------------------------------------------------------------
+def leaderboard_frame(rows: list[dict]) -> pd.DataFrame:
+    """One environment's leaderboard as a table (success and interval in %, cost beside quality)."""
+    frame = pd.DataFrame([{
+        "implementation": r["implementation"], "algorithm": r["algo"], "seeds": r["seeds"],
+        "held-out %": round(100 * r["heldout"], 1), "95% low": round(100 * r["low"], 1),
+        "95% high": round(100 * r["high"], 1),
+        "vs baseline (pts)": None if r["vs_baseline"] is None else round(100 * r["vs_baseline"]["mean"], 1),
+        "verdict": r["verdict"], "train min": round(r["train_s"] / 60, 1), "tokens": int(r["tokens"]),
+        "peak MB": int(r["peak_rss_mb"]),
+    } for r in rows])
+    return frame
+
+
+def interval_chart(rows: list[dict]) -> dict:
+    """Vega-Lite: held-out success per implementation with its 95% interval as a bar."""
+    data = [{"implementation": r["implementation"], "heldout": 100 * r["heldout"], "low": 100 * r["low"],
+             "high": 100 * r["high"]} for r in rows]
+    order = [r["implementation"] for r in rows]
+    y = {"field": "implementation", "type": "nominal", "sort": order, "title": None}
+    return {
+        "data": {"values": data}, "height": 28 * max(len(rows), 1),
+        "layer": [
+            {"mark": {"type": "rule", "strokeWidth": 3, "opacity": 0.5},
+             "encoding": {"y": y, "x": {"field": "low", "type": "quantitative", "title": "held-out success (%)",
+                                        "scale": {"domain": [0, 100]}}, "x2": {"field": "high"}}},
+            {"mark": {"type": "point", "filled": True, "size": 70},
+             "encoding": {"y": y, "x": {"field": "heldout", "type": "quantitative"},
+                          "tooltip": [{"field": "implementation"}, {"field": "heldout", "format": ".1f"},
+                                      {"field": "low", "format": ".1f"}, {"field": "high", "format": ".1f"}]}},
+        ],
+    }
+
+
+def passk_frame(passk: dict) -> pd.DataFrame:
+    """pass@k curves of one environment: index k, one column per model."""
+    curves = {label: {int(k): v for k, v in c["pass_at_k"].items()} for label, c in passk.get("curves", {}).items()}
+    frame = pd.DataFrame(curves).sort_index()
+    frame.index.name = "k"
+    return frame

@@ -37,6 +37,7 @@ PAGES: dict[str, Page] = {p.path: p for p in (
     Page("work", "views/work.py", "Work", ":material/article:", "Explore", param="key", hidden=True),
     Page("lab", "views/lab.py", "Lab", ":material/science:", "Lab", param="impl"),
     Page("runs", "views/runs.py", "Runs", ":material/monitoring:", "Lab"),
+    Page("compare", "views/compare.py", "Compare", ":material/leaderboard:", "Lab", param="grid"),
 )}
 
 
@@ -66,6 +67,10 @@ class Link:
 
 def page(name: str, **query: str | list[str]) -> Link:
     return Link(name, query)
+
+
+def compare(grid: str = "") -> Link:
+    return Link("compare", {PAGES["compare"].param: grid})
 
 
 def work(key: str) -> Link:

@@ -163,3 +163,17 @@ def placer():
     from papers.placement import Placer, default_encoder
 
     return Placer(Catalog.load(), default_encoder(), encode_new=default_encoder(cache_new=False))
+
+
+def comparison_results():
+    """The comparison grids' results (shipped and the user's own; re-read every minute as cells finish)."""
+    from atlas_data import data_dir
+
+    return _comparison_results(str(data_dir()))
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def _comparison_results(data_dir_key: str):  # keyed by the data dir, so tests with their own dirs never mix
+    from lab.compare import available_results
+
+    return available_results()

@@ -569,3 +569,75 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ----------------------------------------------------------------------------------------------------
+# what the explorer's Compare page reads (plain data; the page renders it)
+
+@dataclass
+class GridResults:
+    """A grid's finished cells with its budget, from a grid folder or a shipped results folder."""
+
+    label: str
+    folder: Path
+    spec: dict  # grid.yaml as run
+    cells: list[dict]
+    passk: dict[str, dict]  # env -> the passk file
+    shipped: bool
+
+    def board(self) -> dict[str, list[dict]]:
+        return leaderboard(self.cells, self.spec.get("baseline", "grpo"))
+
+    def budget(self) -> str:
+        """The budget in words: the same for every cell of the grid."""
+        o = self.spec.get("options", {})
+        parts = [f"recipe {self.spec.get('recipe')}"] + [f"{k} {v}" for k, v in o.items()]
+        ev = self.spec.get("eval", {})
+        return (", ".join(parts) + f"; seeds {', '.join(map(str, self.spec.get('seeds', [])))}; held-out: "
+                f"{ev.get('n')} problems (seed {ev.get('seed')}), greedy, the same for every cell")
+
+    def curves(self) -> list[dict]:
+        """Mean reward per step over seeds, one row per (implementation, step)."""
+        acc: dict[tuple[str, str, int], list[float]] = {}
+        for c in self.cells:
+            for point in c.get("curve", []):
+                if point.get("reward_mean") is not None:
+                    acc.setdefault((c["env"], c["implementation"], point["step"]), []).append(point["reward_mean"])
+        return [{"env": e, "implementation": i, "step": s, "reward_mean": sum(v) / len(v), "seeds": len(v)}
+                for (e, i, s), v in sorted(acc.items())]
+
+    def reproduce(self, cell: dict) -> str:
+        """The command that re-trains this cell from its recorded config (after its env's warm start)."""
+        return (f"python -m lab.compare run {self.spec.get('name')}   # or, this cell alone from its config:\n"
+                f"python -m reference_impls.train --config CELL_CONFIG.json --out runs/{cell['cell']}")
+
+
+def _load_results(folder: Path, shipped: bool) -> GridResults | None:
+    spec_path = folder / "grid.yaml"
+    if not spec_path.is_file():
+        return None
+    try:
+        spec = yaml.safe_load(spec_path.read_text()) or {}
+    except yaml.YAMLError:
+        return None
+    passk = {}
+    for p in sorted((folder / "passk").glob("*.json")):
+        try:
+            passk[p.stem] = json.loads(p.read_text())
+        except ValueError:
+            continue
+    label = spec.get("label") or spec.get("name", folder.name)
+    return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,
+                       results(None, GridDir(folder)), passk, shipped)
+
+
+def available_results() -> list[GridResults]:
+    """Shipped results (``lab/results/<grid>``) first, then the user's own grid folders (data dir)."""
+    found = []
+    for root, shipped in ((RESULTS, True), (data_dir() / "compare", False)):
+        if root.is_dir():
+            for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+                r = _load_results(folder, shipped)
+                if r is not None:
+                    found.append(r)
+    return found

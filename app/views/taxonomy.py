@@ -56,6 +56,16 @@ def node_page(node_id: str) -> None:
             if impl.paper:
                 st.caption(f"Implemented from: {ui.md(impl.paper)}")
             ui.page_link(routes.lab(impl=impl.id, preset="quick"), "Run this", icon=":material/play_arrow:")
+    if impls:
+        compared = [(g, r) for g in state.comparison_results() for rows in g.board().values() for r in rows
+                    if r["implementation"] in {i.id for i in impls}]
+        for grid, row in compared:
+            st.caption(f"In the comparison grid *{ui.md(grid.spec.get('name', ''))}* ({row['env']}, {row['seeds']} "
+                       f"seeds): held-out {100 * row['heldout']:.1f} % [{100 * row['low']:.1f}, "
+                       f"{100 * row['high']:.1f}]; {ui.md(row['verdict'] or 'no baseline in the grid')}.")
+        if compared:
+            ui.page_link(routes.compare(grid=compared[0][0].spec.get("name", "")), "See the comparison",
+                         icon=":material/leaderboard:")
     family = presentation.family_base(cat, node_id) if not impls else None
     if family is not None:
         with st.container(border=True):

@@ -1,0 +1,55 @@
+"""Compare: algorithms under one model, one warm start, one budget and several seeds (lab/compare.py)."""
+import json
+
+import pandas as pd
+import streamlit as st
+
+from app import presentation, routes, ui
+from lab import compare
+
+st.title("Compare algorithms")
+st.caption("Each cell trains one implementation from the same warm-start checkpoint under the same budget, "
+           "then is evaluated greedily on the same held-out problems. Intervals are 95% bootstrap intervals "
+           "over problems and seeds; each row is compared with the plain GRPO run on the same problems.")
+
+grids = compare.available_results()
+if not grids:
+    st.info("No comparison results yet. Run a grid from a terminal, e.g. `python -m lab.compare run core` "
+            "(`python -m lab.compare run tiny` checks the machinery in a few minutes); its cells appear here "
+            "as they finish.", icon=":material/leaderboard:")
+    st.stop()
+
+labels = [g.label for g in grids]
+param = routes.PAGES["compare"].param
+wanted = presentation.first_param(ui.params(), param)
+default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
+chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__)]
+st.caption("Budget: " + ui.md(chosen.budget()))
+if not chosen.cells:
+    st.info("No finished cell in this grid yet (`python -m lab.compare status "
+            f"{ui.md(chosen.spec.get('name', ''))}`).")
+    st.stop()
+
+curves = pd.DataFrame(chosen.curves())
+for env, rows in chosen.board().items():
+    st.header(f"{env}", divider="gray")
+    st.vega_lite_chart(presentation.interval_chart(rows), width="stretch")
+    st.dataframe(presentation.leaderboard_frame(rows), hide_index=True, width="stretch")
+    env_curves = curves[curves["env"] == env] if not curves.empty else curves
+    if not env_curves.empty:
+        st.caption("Mean training reward per step (over seeds)")
+        st.line_chart(env_curves.pivot_table(index="step", columns="implementation", values="reward_mean"),
+                      height=260, x_label="step", y_label="reward")
+    if env in chosen.passk:
+        st.caption("pass@k on held-out problems (unbiased estimator; temperature 1): where RL raises pass@1 "
+                   "but not pass@k at large k, it sharpened rather than added abilities")
+        st.line_chart(presentation.passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
+    with st.expander("Reproduce a cell"):
+        cells = [c for c in chosen.cells if c["env"] == env]
+        pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i: cells[i]["cell"], key=f"cell-{env}")
+        cell = cells[pick]
+        st.code(chosen.reproduce(cell), language="bash")
+        st.download_button("Download the cell's config", json.dumps(cell["config"], indent=1),
+                           file_name=f"{cell['cell']}.json", mime="application/json", key=f"dl-{env}")
+        ui.page_link(routes.lab(impl=cell["implementation"], preset=chosen.spec.get("recipe", "quick")),
+                     "Open this implementation in the Lab", icon=":material/science:")

@@ -1,0 +1,84 @@
+"""The Compare page under AppTest: empty state, and a grid folder's leaderboard, curves and pass@k."""
+import json
+
+import pytest
+import yaml
+
+from test_app_pages import open_page, texts
+
+from app import presentation
+from lab import compare
+
+
+def _write_grid(root, cells, passk=None):
+    folder = root / "compare" / "demo"
+    (folder / "cells").mkdir(parents=True)
+    (folder / "grid.yaml").write_text(yaml.safe_dump({
+        "name": "demo", "label": "Demo grid", "recipe": "quick", "seeds": [0, 1],
+        "implementations": sorted({c["implementation"] for c in cells}), "options": {"steps": 3},
+        "eval": {"n": 4, "seed": 1}}))
+    for c in cells:
+        (folder / "cells" / c["cell"]).mkdir()
+        (folder / "cells" / c["cell"] / "result.json").write_text(json.dumps(c))
+    if passk:
+        (folder / "passk").mkdir()
+        (folder / "passk" / "calculator.json").write_text(json.dumps(passk))
+    return folder
+
+
+def _cell(impl, algo, seed, heldout):
+    return {"cell": f"{impl}-s{seed}", "implementation": impl, "algo": algo, "env": "calculator", "seed": seed,
+            "heldout": sum(heldout) / len(heldout), "heldout_by_problem": heldout, "train_s": 60.0, "tokens": 1000,
+            "peak_rss_mb": 700.0, "config": {"algo": algo, "seed": seed},
+            "curve": [{"step": s, "reward_mean": 0.1 * s * (seed + 1)} for s in (1, 2, 3)]}
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(compare, "RESULTS", tmp_path / "no-shipped-results")
+    return tmp_path
+
+
+def test_empty_state_says_how_to_run_a_grid(data):
+    at = open_page("compare")
+    assert "python -m lab.compare run" in texts(at)
+
+
+def test_leaderboard_curves_and_passk(data):
+    cells = [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)]
+    cells += [_cell("calculator-ppo", "ppo", s, [1, 1, 1, 0]) for s in (0, 1)]
+    passk = {"env": "calculator", "samples": 4, "curves": {
+        "base": {"pass_at_k": {"1": 0.1, "2": 0.2, "3": 0.25, "4": 0.3}},
+        "RL": {"pass_at_k": {"1": 0.3, "2": 0.35, "3": 0.37, "4": 0.38}}}}
+    _write_grid(data, cells, passk)
+    grids = compare.available_results()
+    assert len(grids) == 1 and not grids[0].shipped
+    board = grids[0].board()["calculator"]
+    assert [r["implementation"] for r in board] == ["calculator-ppo", "calculator-grpo"]
+    frame = presentation.leaderboard_frame(board)
+    assert list(frame["held-out %"]) == [75.0, 25.0] and frame["vs baseline (pts)"].iloc[0] == 50.0
+    assert presentation.passk_frame(passk).loc[4, "RL"] == 0.38
+    curves = grids[0].curves()
+    assert {"env": "calculator", "implementation": "calculator-ppo", "step": 3, "reward_mean": pytest.approx(0.45),
+            "seeds": 2} in curves
+
+    at = open_page("compare", grid="demo")
+    shown = texts(at)
+    assert "Demo grid" in at.selectbox[0].format_func(at.selectbox[0].value)
+    assert "calculator" in [h.value for h in at.header]
+    table = at.dataframe[0].value
+    assert list(table["implementation"]) == ["calculator-ppo", "calculator-grpo"]
+    assert "recipe quick" in shown and "4 problems" in shown
+    assert any("pass@k" in c.value for c in at.caption)
+
+
+def test_node_page_shows_its_algorithms_row(data):
+    cells = [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)]
+    cells += [_cell("calculator-ppo", "ppo", s, [1, 1, 1, 0]) for s in (0, 1)]
+    _write_grid(data, cells)
+    at = open_page("taxonomy", node="alg-ppo")
+    row = [c.value for c in at.caption if "comparison grid" in c.value]
+    assert row and "75.0 %" in row[0]
+    assert "better than calculator-grpo" in row[0] or "no significant difference from calculator-grpo" in row[0]
+    assert [e for e in at.get("page_link") if e.proto.label == "See the comparison"]

@@ -214,6 +214,22 @@ Settings of this run that TRL will not honour:
 """
 
 
+def export_archive(run: Path) -> bytes:
+    """The TRL export of ``run`` as a zip archive (what the Lab's "Export for a cluster" downloads)."""
+    import io
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / f"{Path(run).name}-trl"
+        export_trl(Path(run), folder)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in sorted(folder.iterdir()):
+                zf.write(f, f"{folder.name}/{f.name}")
+        return buffer.getvalue()
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m reference_impls.export", description=__doc__.split("\n")[0])
     p.add_argument("--run", required=True, help="run folder (config.json, checkpoints/)")

@@ -71,3 +71,7 @@ def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
     assert at.get("latex"), "the loss equation is shown beside the curves"
     runs_page = open_page("runs")
     assert run_id in runs_page.dataframe[0].value["id"].tolist()
+    # export for a cluster: a zip of the TRL folder for this finished GRPO run
+    next(s for s in runs_page.selectbox if s.label == "Run to export").set_value(run_id).run()
+    assert not runs_page.exception
+    assert [b for b in runs_page.get("download_button") if "TRL export" in b.proto.label]

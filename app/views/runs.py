@@ -35,6 +35,24 @@ if chosen:
     st.download_button("Metrics of the chosen runs (CSV)", metrics_csv([r for r in runs if r.id in chosen]),
                        file_name="metrics.csv", mime="text/csv")
 
+st.subheader("Export for a cluster")
+st.caption("A folder that trains the run's recipe with TRL's GRPOTrainer on GPUs (accelerate, DeepSpeed notes, "
+           "vLLM notes), starting from the run's latest checkpoint. GRPO-family runs only.")
+to_export = st.selectbox("Run to export", [r.id for r in runs], index=None, placeholder="Choose a run ...")
+if to_export:
+    from reference_impls.export import export_archive
+    from reference_impls.options import ConfigError
+    from reference_impls.rundir import RunDirError
+
+    run = next(r for r in runs if r.id == to_export)
+    try:
+        archive = export_archive(run.files.path)
+    except (ConfigError, RunDirError) as err:
+        st.warning(ui.md(str(err)), icon=":material/block:")
+    else:
+        st.download_button("Download the TRL export (zip)", archive, file_name=f"{to_export}-trl.zip",
+                           mime="application/zip")
+
 st.subheader("Delete a run")
 victim = st.selectbox("Run", [r.id for r in runs], index=None, placeholder="Choose a run ...")
 if victim:

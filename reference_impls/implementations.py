@@ -84,6 +84,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
 
     # -- GRPO family variants, part b (issue 19) -----------------------------------------------------
 
+    # -- planning and interactive worlds (issue 20) --------------------------------------------------
+
+    # -- code, SQL and web (issue 21) ----------------------------------------------------------------
+
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 

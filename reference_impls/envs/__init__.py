@@ -191,3 +191,7 @@ def load_env_module(path_or_module: str) -> list[str]:
 from . import calculator as _calculator  # noqa: E402,F401  (registers "calculator")
 from . import search as _search  # noqa: E402,F401  (registers "search")
 from . import memory as _memory  # noqa: E402,F401  (registers "memory" and "memory-format")
+# planning and interactive worlds (issue 20)
+
+# code, SQL and web (issue 21)
+

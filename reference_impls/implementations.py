@@ -77,6 +77,44 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation("memory-ppo", "Memory-R1-style memory manager (PPO)", "ppo", "memory", "envs/memory.py",
                    "The memory manager trained with PPO and a critic."),
     # -- DPO family variants (issue 18) --------------------------------------------------------------
+    Implementation("calculator-simpo", "SimPO on tool-use preference pairs", "simpo", "calculator", "dpo_variants.py",
+                   "Reference-free preference optimisation: length-normalised log-likelihood reward with a target margin.",
+                   nodes=("alg-simpo",),
+                   changes="SimPO drops DPO's reference model: an episode's implicit reward is its average log-probability "
+                           "per model token, scaled by beta, so the reward matches how the policy ranks text when it "
+                           "generates and long episodes earn no bonus for length. The loss also demands that the correct "
+                           "episode beat the incorrect one by a margin gamma, not just by any amount. Pairs are DPO's: a "
+                           "correct and an incorrect calculator episode of the same prompt.",
+                   paper="SimPO: Simple Preference Optimization with a Reference-Free Reward (Meng, Xia, Chen; arXiv 2405.14734)",
+                   survey_vs_paper="The survey's table lists SimPO's KL penalty as 'Scaled'; the paper has no reference "
+                                   "model and no KL term at all: beta only scales the length-normalised reward.",
+                   equation=r"\mathcal{L}=-\log\sigma\Big(\tfrac{\beta}{|y_w|}\log\pi_\theta(y_w|x)-\tfrac{\beta}{|y_l|}\log\pi_\theta(y_l|x)-\gamma\Big)"),
+    Implementation("calculator-orpo", "ORPO on tool-use preference pairs", "orpo", "calculator", "dpo_variants.py",
+                   "SFT on the correct episode plus an odds-ratio penalty against the incorrect one; no reference model.",
+                   nodes=("alg-orpo",),
+                   changes="ORPO folds preference learning into supervised fine-tuning: the loss is the (per-token "
+                           "averaged) negative log-likelihood of the correct episode plus lambda times a log-sigmoid "
+                           "penalty on the log odds ratio between the correct and the incorrect episode. It needs no "
+                           "reference model and no separate SFT stage, because the NLL term keeps the policy on the "
+                           "chosen answers while the odds ratio pushes the rejected ones down.",
+                   paper="ORPO: Monolithic Preference Optimization without Reference Model (Hong, Lee, Thorne; arXiv 2403.07691)",
+                   survey_vs_paper="The survey's table expands ORPO as 'Online regularized preference optimization' with a "
+                                   "KL penalty, 'online stabilization' and an 'online feedback reward'; the paper's ORPO is "
+                                   "Odds Ratio Preference Optimization, trained offline on fixed preference pairs, with no "
+                                   "reference model and no KL term.",
+                   equation=r"\mathcal{L}=-\tfrac{1}{|y_w|}\log\pi_\theta(y_w|x)-\lambda\log\sigma\Big(\log\tfrac{\mathrm{odds}_\theta(y_w|x)}{\mathrm{odds}_\theta(y_l|x)}\Big),\ \mathrm{odds}_\theta(y|x)=\tfrac{P_\theta(y|x)}{1-P_\theta(y|x)}"),
+    Implementation("calculator-beta-dpo", "beta-DPO on tool-use preference pairs", "beta-dpo", "calculator",
+                   "dpo_variants.py",
+                   "DPO whose beta is recalibrated every batch from the pairs' reward margins, with outlier pairs filtered.",
+                   nodes=("alg-beta-dpo",),
+                   changes="beta-DPO keeps DPO's loss but sets beta per batch: a batch whose pairs are already far apart "
+                           "(a large mean log-ratio margin relative to a running threshold) gets a larger beta, so the "
+                           "update is conservative, and a batch of close pairs a smaller one. Before that, pairs whose "
+                           "margin lies far from the running threshold are dropped by a Gaussian-weighted draw, so a few "
+                           "outlying pairs cannot set the batch's beta. The running threshold and spread are moving "
+                           "averages kept across steps (saved in checkpoints).",
+                   paper="beta-DPO: Direct Preference Optimization with Dynamic beta (Wu et al.; arXiv 2407.08639)",
+                   equation=r"\mathcal{L}=-\log\sigma\big(\beta_{\mathrm{batch}}\,h\big),\ \beta_{\mathrm{batch}}=\beta_0\big(1+\alpha(\mathbb{E}_{i\in\mathrm{batch}}[M_i]-M_0)\big)"),
 
     # -- PPO family variants (issue 18) --------------------------------------------------------------
 

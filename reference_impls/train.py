@@ -54,6 +54,7 @@ from .algorithm import Algorithm, Context, Metrics, RolloutBatch
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, seed_everything
 from .dpo import DPO
+from .dpo_variants import ORPO, BetaDPO, SimPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .grpo import GRPO
 from .implementations import IMPLEMENTATIONS, get_implementation
@@ -69,6 +70,7 @@ from .rundir import RunDir, RunDirError
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
     # DPO family variants (issue 18)
+    "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO,
 
     # PPO family variants (issue 18)
 

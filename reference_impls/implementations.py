@@ -115,6 +115,22 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "averages kept across steps (saved in checkpoints).",
                    paper="beta-DPO: Direct Preference Optimization with Dynamic beta (Wu et al.; arXiv 2407.08639)",
                    equation=r"\mathcal{L}=-\log\sigma\big(\beta_{\mathrm{batch}}\,h\big),\ \beta_{\mathrm{batch}}=\beta_0\big(1+\alpha(\mathbb{E}_{i\in\mathrm{batch}}[M_i]-M_0)\big)"),
+    Implementation("calculator-kto", "KTO on labelled tool-use episodes", "kto", "calculator", "kto.py",
+                   "Prospect-theoretic alignment on unpaired episodes: correct ones desirable, incorrect ones undesirable.",
+                   nodes=("alg-kto",),
+                   changes="KTO replaces DPO's pairs with a binary label per episode: every correct calculator episode "
+                           "is desirable and every incorrect one undesirable, so prompts whose samples are all right or "
+                           "all wrong still count. Each episode's implicit reward (its log-ratio to the reference model) "
+                           "is judged against a reference point, a batch estimate of the policy's KL from the reference "
+                           "on mismatched prompt/completion pairs, through a saturating sigmoid value function with "
+                           "separate weights for gains and losses.",
+                   paper="KTO: Model Alignment as Prospect Theoretic Optimization (Ethayarajh, Xu, Muennighoff, Jurafsky, "
+                         "Kiela; arXiv 2402.01306)",
+                   survey_vs_paper="The survey's table expands KTO as 'Knowledge transfer optimization' with 'teacher "
+                                   "stabilization' and a 'teacher-student logit' signal; the paper's KTO is "
+                                   "Kahneman-Tversky Optimization, which has no teacher: it learns from a binary "
+                                   "desirable/undesirable label per output against a KL reference point.",
+                   equation=r"\mathcal{L}=\mathbb{E}\big[\lambda_y-v(x,y)\big],\ v=\begin{cases}\lambda_D\,\sigma(\beta(r_\theta-z_0)) & y\ \text{desirable}\\ \lambda_U\,\sigma(\beta(z_0-r_\theta)) & y\ \text{undesirable}\end{cases}"),
 
     # -- PPO family variants (issue 18) --------------------------------------------------------------
 

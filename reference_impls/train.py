@@ -57,6 +57,7 @@ from .dpo import DPO
 from .dpo_variants import ORPO, BetaDPO, SimPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .grpo import GRPO
+from .kto import KTO
 from .implementations import IMPLEMENTATIONS, get_implementation
 from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
@@ -70,7 +71,7 @@ from .rundir import RunDir, RunDirError
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
     # DPO family variants (issue 18)
-    "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO,
+    "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO, "kto": KTO,
 
     # PPO family variants (issue 18)
 

@@ -208,3 +208,106 @@ def test_trains_two_steps_through_the_cli(tmp_path, impl):
     assert {"rewards/margins", "rewards/accuracies", "logps/chosen"} <= set(rows[0])
     if impl == "calculator-beta-dpo":
         assert rows[0]["kept_fraction"] == pytest.approx(0.75) and rows[0]["beta_batch"] > 0
+
+
+# ----------------------------------------------------------------------------------------------------
+# KTO against TRL 1.16's real KTOTrainer._compute_loss: the stub model returns our fixed per-token
+# log-probs (masked), the KL completions' log-probs are returned by the stubbed _compute_kl_logps, and the
+# reference log-probs are passed precomputed, so the reference point, the loss and the logged rewards are
+# TRL's own code.
+
+from collections import defaultdict  # noqa: E402
+
+from reference_impls import kto  # noqa: E402
+
+trl_kto = pytest.importorskip("trl.trainer.kto_trainer")
+
+
+class _GatherAccelerator(_Accelerator):
+    def gather_for_metrics(self, x):
+        return x
+
+
+def trl_kto_loss(beta, wd, wu, per_token, mask, labels, ref_seq, kl_policy, kl_ref):
+    B = per_token.shape[0]
+    outputs = SimpleNamespace(log_probs=per_token, entropy=torch.zeros_like(per_token),
+                              mean_logits=torch.zeros_like(per_token))
+    stub = SimpleNamespace(
+        model=SimpleNamespace(training=True), accelerator=_GatherAccelerator(), calculate_KL=True, aux_loss_enabled=False,
+        precompute_ref_logps=True, loss_type="kto", beta=beta, desirable_weight=wd, undesirable_weight=wu,
+        _metrics={"train": defaultdict(list)}, _total_train_tokens=0, _tp_size=1,
+        _compute_kl_logps=lambda model, batch: kl_policy)
+    inputs = {"input_ids": torch.zeros(B, L + 1, dtype=torch.long), "attention_mask": torch.ones(B, L + 1, dtype=torch.long),
+              "completion_mask": torch.cat([torch.zeros(B, 1, dtype=torch.long), mask.long()], dim=1),
+              "label": labels, "ref_logps": ref_seq, "ref_KL_logps": kl_ref}
+    loss = trl_kto.KTOTrainer._compute_loss(stub, lambda **kw: outputs, inputs, return_outputs=False)
+    return loss, {k: v[0] for k, v in stub._metrics["train"].items()}
+
+
+def _kto_tensors(seed=3, kl_shift=0.4):
+    g = torch.Generator().manual_seed(seed)
+    per_token, mask = _tensors(seed)
+    seq = per_token.sum(1)
+    ref_seq = seq + torch.randn(2 * N, generator=g).double()
+    labels = torch.tensor([True, False, True, True, False, False, True, False, False, True])
+    kl_policy = -torch.rand(2 * N, generator=g).double() * 20
+    kl_ref = kl_policy - kl_shift + 0.5 * torch.randn(2 * N, generator=g).double()
+    return per_token, mask, seq, ref_seq, labels, kl_policy, kl_ref
+
+
+@pytest.mark.parametrize("beta,wd,wu", [(0.1, 1.0, 1.0), (0.5, 1.0, 1.33), (2.0, 0.8, 1.0)])
+@pytest.mark.parametrize("kl_shift", [0.4, -5.0])  # a positive KL estimate, and a negative one clamped to 0
+def test_kto_matches_trl(beta, wd, wu, kl_shift):
+    per_token, mask, seq, ref_seq, labels, kl_policy, kl_ref = _kto_tensors(kl_shift=kl_shift)
+    expected, trl_metrics = trl_kto_loss(beta, wd, wu, per_token, mask, labels, ref_seq, kl_policy, kl_ref)
+    z0 = (kl_policy - kl_ref).mean().clamp(min=0)
+    assert (float(z0) > 0) == (kl_shift > 0)
+    ours, metrics = kto.kto_loss(seq, ref_seq, labels, z0, beta, wd, wu)
+    assert abs(float(ours) - float(expected)) < 1e-6, (float(ours), float(expected))
+    for key in ("kl", "rewards/chosen", "rewards/rejected", "rewards/margins", "logps/chosen", "logps/rejected"):
+        assert abs(metrics[key] - trl_metrics[key]) < 1e-6, key
+
+
+def test_kto_by_hand():
+    # desirable: r = -1 - (-2) = 1; undesirable: r = -3 - (-3.5) = 0.5; z_0 = 0.2, beta = 1, lambda_D = 1,
+    # lambda_U = 2: L = mean(1 - sigmoid(1 - 0.2), 2 * (1 - sigmoid(0.2 - 0.5)))
+    loss, m = kto.kto_loss(torch.tensor([-1.0, -3.0]), torch.tensor([-2.0, -3.5]), torch.tensor([True, False]),
+                           0.2, beta=1.0, desirable_weight=1.0, undesirable_weight=2.0)
+    sig = lambda v: 1 / (1 + math.exp(-v))  # noqa: E731
+    assert float(loss) == pytest.approx(((1 - sig(0.8)) + 2 * (1 - sig(-0.3))) / 2, abs=1e-6)
+    assert m["accuracy"] == pytest.approx(0.5)  # the desirable one is above z_0, the undesirable one too
+
+
+def test_kto_reference_point_pairs_each_prompt_with_another_completion():
+    from reference_impls.rollout import Sample
+    samples = [Sample(prompt_ids=[i], completion_ids=[10 * i, 10 * i + 1], loss_mask=[1, i % 2]) for i in range(3)]
+    swapped = kto.mismatched(samples)
+    assert [(s.prompt_ids, s.completion_ids, s.loss_mask) for s in swapped] == \
+           [([0], [10, 11], [1, 1]), ([1], [20, 21], [1, 0]), ([2], [0, 1], [1, 0])]
+
+
+def test_kto_masked_tokens_get_zero_gradient_and_direction():
+    per_token, mask = _tensors(4)
+    per_token = per_token.clone().requires_grad_(True)
+    seq = (per_token * mask).sum(1)
+    labels = torch.arange(2 * N) % 2 == 0
+    loss, _ = kto.kto_loss(seq, seq.detach() + 0.1, labels, 0.3, beta=0.5)
+    loss.backward()
+    grad = per_token.grad
+    assert (grad[mask == 0] == 0).all()
+    assert (grad[labels][mask[labels] == 1] < 0).all() and (grad[~labels][mask[~labels] == 1] > 0).all()
+
+
+def test_kto_trains_two_steps_through_the_cli(tmp_path):
+    """The tiny random model is never right on the calculator, so every episode is undesirable: KTO, unlike
+    DPO, still has data (it builds its own here, from 2 prompts)."""
+    from reference_impls import train
+
+    out = tmp_path / "run"
+    rc = train.main(["--impl", "calculator-kto", "--model", "tiny", "--steps", "2", "--out", str(out),
+                     "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "16",
+                     "--max-completion-tokens", "48", "--sample-prompts", "2", "--samples-per-step", "4"])
+    assert rc in (0, None)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2] and all(math.isfinite(row["loss"]) for row in rows)
+    assert (out / "samples.jsonl").exists() and {"kl", "rewards/rejected", "desirable_fraction"} <= set(rows[0])

@@ -213,8 +213,7 @@ class DPO(Algorithm):
                 rng = random.Random(tcfg.seed + 104729)
                 problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.pair_prompts)]
                 with torch.random.fork_rng(devices=[]):
-                    pairs, stats = build_pairs(ctx.policy, ctx.tokenizer, ctx.task, problems, rcfg,
-                                               seed=tcfg.seed + 104729)
+                    pairs, stats = self.build_pairs(ctx, problems, rcfg, seed=tcfg.seed + 104729)
                 save_pairs(path, pairs, stats)
                 self.pair_stats = stats
         self.pairs = load_pairs(path)
@@ -223,6 +222,10 @@ class DPO(Algorithm):
                                "(raise --pair-prompts or --group-size, or start from another model)")
         if self.uses_reference(cfg):
             self.reference_logps(ctx)
+
+    def build_pairs(self, ctx: Context, problems: list, rollout_cfg: RolloutConfig, seed: int):
+        """(pairs, stats) sampled from the starting model; Step-DPO (step_dpo.py) builds step-level pairs."""
+        return build_pairs(ctx.policy, ctx.tokenizer, ctx.task, problems, rollout_cfg, seed=seed)
 
     def reference_logps(self, ctx: Context) -> None:
         """Each pair's reference log-likelihoods, once (reference-free variants skip this)."""
@@ -251,7 +254,7 @@ class DPO(Algorithm):
             idx.append(perm[pos])
         return idx
 
-    # two hooks the DPO-family variants (dpo_variants.py) override: which pairs a step trains on, and the loss
+    # hooks the DPO-family variants (dpo_variants.py) override: which pairs a step trains on, and the loss
 
     def step_pairs(self, ctx: Context) -> list[Pair]:
         """This step's pairs (``pairs_per_step`` of them, a function of (seed, step))."""

@@ -131,6 +131,18 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                                    "Kahneman-Tversky Optimization, which has no teacher: it learns from a binary "
                                    "desirable/undesirable label per output against a KL reference point.",
                    equation=r"\mathcal{L}=\mathbb{E}\big[\lambda_y-v(x,y)\big],\ v=\begin{cases}\lambda_D\,\sigma(\beta(r_\theta-z_0)) & y\ \text{desirable}\\ \lambda_U\,\sigma(\beta(z_0-r_\theta)) & y\ \text{undesirable}\end{cases}"),
+    Implementation("calculator-step-dpo", "Step-DPO on calculator tool steps", "step-dpo", "calculator", "step_dpo.py",
+                   "DPO on the first wrong tool step: a correct vs the erroneous next step after a shared correct prefix.",
+                   nodes=("alg-step-dpo",),
+                   changes="Step-DPO moves DPO's preference from whole episodes to single steps. Here a step is a "
+                           "calculator turn (a tool call or the final answer), checkable against the problem's reference "
+                           "solution. For an incorrect episode, the first wrong step is found; the pair shares the "
+                           "prompt plus the correct steps before it, rejects the wrong step and prefers a correct step "
+                           "the same model writes from that prefix (or, when it writes none, the reference solution's "
+                           "next step), so the loss credits exactly the step where the episode went wrong.",
+                   paper="Step-DPO: Step-wise Preference Optimization for Long-chain Reasoning of LLMs (Lai et al.; "
+                         "arXiv 2406.18629)",
+                   equation=r"\mathcal{L}=-\log\sigma\Big(\beta\log\tfrac{\pi_\theta(s_w|x,s_{<k})}{\pi_{\mathrm{ref}}(s_w|x,s_{<k})}-\beta\log\tfrac{\pi_\theta(s_l|x,s_{<k})}{\pi_{\mathrm{ref}}(s_l|x,s_{<k})}\Big)"),
 
     # -- PPO family variants (issue 18) --------------------------------------------------------------
 

@@ -66,12 +66,13 @@ from .ppo import PPO
 from .rloo import RLOO
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
+from .step_dpo import StepDPO
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
     # DPO family variants (issue 18)
-    "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO, "kto": KTO,
+    "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO, "kto": KTO, "step-dpo": StepDPO,
 
     # PPO family variants (issue 18)
 

@@ -311,3 +311,97 @@ def test_kto_trains_two_steps_through_the_cli(tmp_path):
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [1, 2] and all(math.isfinite(row["loss"]) for row in rows)
     assert (out / "samples.jsonl").exists() and {"kl", "rewards/rejected", "desirable_fraction"} <= set(rows[0])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Step-DPO: steps are calculator turns, checked against the problem's reference solution
+
+from fractions import Fraction  # noqa: E402
+
+from reference_impls import step_dpo  # noqa: E402
+from reference_impls.envs.calculator import Problem  # noqa: E402
+
+PROBLEM = Problem("What is (3+5)*9?", Fraction(72), ("3+5", "8*9"), "test", 0, 2, "train", "p0")
+
+
+def test_model_turns_are_the_runs_of_model_tokens():
+    assert step_dpo.model_turns([1, 1, 0, 0, 1, 0, 1, 1]) == [(0, 2), (4, 5), (6, 8)]
+    assert step_dpo.model_turns([]) == [] and step_dpo.model_turns([0, 1]) == [(1, 2)]
+
+
+@pytest.mark.parametrize("text,correct", [
+    ("<calc>3+5</calc>", True), ("<calc>5+3</calc>", True), ("<calc>8*9</calc>", True),  # any order of the values
+    ("<calc>3*5</calc>", False), ("<calc>72</calc>", False),  # a value the solution never needs; a bare number
+    ("<calc>1/0</calc>", False), ("<answer>72</answer>", True), ("<answer>72.0</answer>", True),
+    ("<answer>70</answer>", False), ("I think it is 72", False)])
+def test_step_is_checked_against_the_reference_solution(text, correct):
+    assert step_dpo.step_is_correct(text, PROBLEM) == correct
+
+
+def test_first_wrong_step_and_the_reference_next_step():
+    texts = ["<calc>3+5</calc>", "<calc>8+9</calc>", "<answer>17</answer>"]
+    assert step_dpo.first_wrong_step(texts, PROBLEM) == 1
+    assert step_dpo.first_wrong_step(texts[:1], PROBLEM) is None
+    assert step_dpo.next_reference_step([], PROBLEM) == "<calc>3+5</calc>"
+    assert step_dpo.next_reference_step(texts[:1], PROBLEM) == "<calc>8*9</calc>"
+    assert step_dpo.next_reference_step(["<calc>3+5</calc>", "<calc>8*9</calc>"], PROBLEM) == "<answer>72</answer>"
+
+
+def test_step_pairs_share_a_correct_prefix_and_differ_at_the_first_wrong_step(tiny):
+    """A policy nudged towards a few calculator replies (scripted_policies.py) writes some correct and some
+    wrong steps; every pair must prefer a correct step to the episode's first wrong one, after the same
+    prefix, and some chosen steps must be the model's own (sampled from the prefix), not the reference's."""
+    from reference_impls.envs import get_env
+    from reference_impls.rollout import RolloutConfig
+    from scripted_policies import nudged_tiny
+
+    model, tok = tiny
+    policy = nudged_tiny(model, tok, ("<calc>3+5</calc>", "<calc>8+9</calc>", "<calc>8*9</calc>", "<answer>72</answer>"))
+    algo = step_dpo.StepDPO.__new__(step_dpo.StepDPO)
+    algo.cfg = step_dpo.Config(step_samples=4)
+    ctx = SimpleNamespace(policy=policy, tokenizer=tok, task=get_env("calculator"))
+    pairs, stats = algo.build_pairs(ctx, [PROBLEM] * 2, RolloutConfig(group_size=8, max_new_tokens_per_turn=16,
+                                                                      max_completion_tokens=64), seed=0)
+    assert pairs and stats["chosen_sampled"] > 0 and stats["chosen_reference"] > 0
+    with_prefix = 0
+    for p in pairs:
+        assert p.chosen.prompt_ids == p.rejected.prompt_ids
+        assert step_dpo.step_is_correct(tok.decode(p.chosen.completion_ids, skip_special_tokens=True), PROBLEM)
+        assert not step_dpo.step_is_correct(tok.decode(p.rejected.completion_ids, skip_special_tokens=True), PROBLEM)
+        assert p.chosen.loss_mask == [1] * len(p.chosen.completion_ids)
+        with_prefix += "<result>" in tok.decode(p.chosen.prompt_ids).split("assistant")[-1]
+    assert with_prefix > 0  # some pairs sit after a correct tool call and its result
+
+
+def test_step_dpo_loss_is_dpo_on_the_step_by_hand():
+    # step log-likelihoods: chosen -2 (ref -3), rejected -1 (ref -1.5); beta 0.5:
+    # h = (-2 + 3) - (-1 + 1.5) = 0.5, L = -log sigmoid(0.25) = log(1 + e^-0.25)
+    algo = step_dpo.StepDPO.__new__(step_dpo.StepDPO)
+    algo.cfg = step_dpo.Config(beta=0.5)
+    loss, _ = algo.pair_loss(torch.tensor([-2.0]), torch.tensor([-1.0]), torch.tensor([-3.0]), torch.tensor([-1.5]),
+                             torch.ones(1), torch.ones(1))
+    assert float(loss) == pytest.approx(math.log(1 + math.exp(-0.25)), abs=1e-6)
+
+
+def test_step_dpo_trains_two_steps_through_the_cli(tmp_path):
+    """The tiny random model never writes a correct step, so its chosen steps come from the reference solution."""
+    from reference_impls import train
+
+    out = tmp_path / "run"
+    rc = train.main(["--impl", "calculator-step-dpo", "--model", "tiny", "--steps", "2", "--out", str(out),
+                     "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "16",
+                     "--max-completion-tokens", "48", "--pair-prompts", "2", "--pairs-per-step", "4",
+                     "--step-samples", "1"])
+    assert rc in (0, None)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2] and all(math.isfinite(row["loss"]) for row in rows)
+    stats = json.loads((out / "pairs.jsonl").read_text().splitlines()[0])["stats"]
+    assert stats["pairs"] > 0 and stats["chosen_reference"] == stats["pairs"]
+
+
+def test_step_dpo_needs_the_calculator():
+    from reference_impls import train
+    from reference_impls.options import ConfigError
+
+    with pytest.raises(ConfigError, match="calculator"):
+        train.parse(["--algo", "step-dpo", "--env", "search", "--out", "/tmp/unused"])

@@ -22,11 +22,15 @@ discrepancy, and a filter that drops outlying pairs. With M_i the pair's log-rat
 h_i = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)] (measured, as in the authors' code,
 without the beta_0 factor), a running threshold M_0 and spread sigma (moving averages with momentum m)::
 
-    M_0 <- m M_0 + (1 - m) mean_i M_i,   sigma <- m sigma + (1 - m) std_i M_i      (Sec. 4.1)
+    M_0 <- m M_0 + (1 - m) mean_i M_i,   sigma <- m sigma + (1 - m) std_i M_i    (the running threshold)
     keep (1 - rho) of the batch, drawn without replacement with probability
-         proportional to exp(-(M_i - M_0)^2 / (2 sigma^2))                          (Sec. 4.2)
-    beta_batch = beta_0 * (1 + alpha * (mean_{kept} M_i - M_0))                     (Sec. 4.1)
+         proportional to exp(-(M_i - M_0)^2 / (2 sigma^2))                  (beta-guided data filtering)
+    beta_batch = beta_0 * (1 + alpha * (mean_{kept} M_i - M_0))              (batch-level beta calibration)
     L = mean_{kept} -log sigmoid(beta_batch * h_i)          (beta_batch is a constant for the gradient)
+
+(Named by the paper's components rather than equation numbers, which we could not check against the paper's
+text; the order of the updates, the filter's draw and the clamp beta_batch >= 1e-3 follow the authors'
+released code, github.com/junkangwu/beta-DPO.)
 
 A batch is a step's ``pairs_per_step`` pairs; their margins come from one extra forward pass without
 gradient, so the statistics cover the whole step however it is split into micro-batches. M_0 and sigma
@@ -51,7 +55,8 @@ def _metrics(chosen_rewards, rejected_rewards, chosen_logps, rejected_logps) -> 
     rc, rr = chosen_rewards.detach(), rejected_rewards.detach()
     return {"rewards/chosen": float(rc.mean()), "rewards/rejected": float(rr.mean()),
             "rewards/accuracies": float((rc > rr).float().mean()), "rewards/margins": float((rc - rr).mean()),
-            "logps/chosen": float(chosen_logps.detach().mean()), "logps/rejected": float(rejected_logps.detach().mean())}
+            "logps/chosen": float(chosen_logps.detach().mean()),
+            "logps/rejected": float(rejected_logps.detach().mean())}
 
 
 # ----------------------------------------------------------------------------------------------------

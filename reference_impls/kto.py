@@ -6,7 +6,8 @@ Data
     incorrect one *undesirable*. Unlike DPO, a prompt whose samples are all right or all wrong still gives
     data. The labelled episodes are written to ``RUN/samples.jsonl`` and ``--samples-file FILE`` reuses them.
 
-Objective (the paper's eq. 7, the numbering TRL's KTOTrainer cites too), with r(x, y) = log pi(y|x) - log pi_ref(y|x) summed over *model* tokens::
+Objective (the paper's eq. 7, the numbering TRL's KTOTrainer cites too), with the implicit reward
+r(x, y) = log pi(y|x) - log pi_ref(y|x) summed over *model* tokens::
 
     z_0 = max(0, mean_i [log pi(y_{i+1}|x_i) - log pi_ref(y_{i+1}|x_i)])   the reference point: a KL estimate
                                                       from mismatched (prompt, completion) pairs of the batch,

@@ -162,7 +162,8 @@ class StepDPO(DPO):
                     n_dropped += 1
                     continue
                 uid = f"{problem.uid}/step{len(prefix_texts) + 1}"
-                pairs.append(Pair(uid, _step_sample(prefix, chosen, True, tok), _step_sample(prefix, rejected, False, tok)))
+                pairs.append(Pair(uid, _step_sample(prefix, chosen, True, tok),
+                                  _step_sample(prefix, rejected, False, tok)))
         stats = {"pair_prompts": len(problems), "pairs": len(pairs), "samples": n_samples,
                  "sample_accuracy": n_correct / max(n_samples, 1), "chosen_sampled": n_sampled,
                  "chosen_reference": n_reference, "dropped": n_dropped, "build_s": round(time.time() - t0, 1)}

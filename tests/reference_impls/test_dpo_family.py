@@ -1,18 +1,24 @@
-"""The DPO-family variants (issue 18): SimPO, ORPO, beta-DPO (dpo_variants.py).
+"""The DPO-family variants (issue 18): SimPO, ORPO, beta-DPO (dpo_variants.py), KTO (kto.py), Step-DPO
+(step_dpo.py).
 
-SimPO and ORPO are checked against TRL 1.16's own loss methods on identical tensors: ``CPOTrainer.cpo_loss``
-with ``loss_type="simpo"`` and ``ORPOTrainer.odds_ratio_loss``, each called unbound with a stub ``self``
-holding only the attributes it reads. TRL has no beta-DPO, so that one is checked against arithmetic done by
-hand from the paper's formulas. Every loss must give zero gradient to masked (tool) tokens, and each variant
-trains two steps through the CLI on the tiny model."""
+SimPO, ORPO and KTO are checked against TRL 1.16's own loss code on identical tensors:
+``CPOTrainer.cpo_loss`` with ``loss_type="simpo"``, ``ORPOTrainer.odds_ratio_loss`` and
+``KTOTrainer._compute_loss``, each called unbound with a stub ``self`` holding only the attributes it reads.
+TRL has no beta-DPO or Step-DPO, so those are checked against arithmetic done by hand from the papers'
+formulas, and Step-DPO's step checks and pairs against a hand-made calculator problem. Every loss must give
+zero gradient to masked (tool) tokens, and each variant trains two steps through the CLI on the tiny model.
+Learning tests: test_dpo_family_learning.py."""
 import json
 import math
+from collections import defaultdict
+from fractions import Fraction
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from reference_impls import dpo, dpo_variants
+from reference_impls import dpo, dpo_variants, kto, step_dpo
+from reference_impls.envs.calculator import Problem
 
 N, L = 5, 9  # pairs, completion positions
 
@@ -40,6 +46,7 @@ class _Accelerator:
 
 trl_cpo = pytest.importorskip("trl.experimental.cpo.cpo_trainer")
 trl_orpo = pytest.importorskip("trl.experimental.orpo.orpo_trainer")
+trl_kto = pytest.importorskip("trl.trainer.kto_trainer")
 
 
 def trl_simpo(beta, gamma, chosen_avg, rejected_avg):
@@ -216,13 +223,6 @@ def test_trains_two_steps_through_the_cli(tmp_path, impl):
 # reference log-probs are passed precomputed, so the reference point, the loss and the logged rewards are
 # TRL's own code.
 
-from collections import defaultdict  # noqa: E402
-
-from reference_impls import kto  # noqa: E402
-
-trl_kto = pytest.importorskip("trl.trainer.kto_trainer")
-
-
 class _GatherAccelerator(_Accelerator):
     def gather_for_metrics(self, x):
         return x
@@ -315,11 +315,6 @@ def test_kto_trains_two_steps_through_the_cli(tmp_path):
 
 # ----------------------------------------------------------------------------------------------------
 # Step-DPO: steps are calculator turns, checked against the problem's reference solution
-
-from fractions import Fraction  # noqa: E402
-
-from reference_impls import step_dpo  # noqa: E402
-from reference_impls.envs.calculator import Problem  # noqa: E402
 
 PROBLEM = Problem("What is (3+5)*9?", Fraction(72), ("3+5", "8*9"), "test", 0, 2, "train", "p0")
 

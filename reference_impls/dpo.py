@@ -47,16 +47,22 @@ from .rollout import RolloutConfig, Sample, rollout
 
 
 @dataclass
-class Config(Options):
+class PairOptions(Options):
+    """Where the preference pairs come from and how many a step trains on (shared by the DPO family)."""
+
+    pairs_per_step: int = option(8, "Preference pairs per optimizer step.", low=1, high=4096)
+    pair_prompts: int = option(64, "Train prompts rolled out (group_size samples each) to build pairs.", low=1,
+                               high=100000)
+    pairs_file: str = option("", "Reuse these pairs (a RUN/pairs.jsonl) instead of sampling new ones.")
+
+
+@dataclass
+class Config(PairOptions):
     """DPO switches."""
 
     beta: float = option(0.1, "KL strength (IPO's tau); a reference model is always kept.", low=1e-6, high=100.0)
     loss: str = option("sigmoid", "sigmoid (DPO) or ipo (IPO's squared loss on the preference margin).",
                        choices=("sigmoid", "ipo"), aliases=("loss_type",))
-    pairs_per_step: int = option(8, "Preference pairs per optimizer step.", low=1, high=4096)
-    pair_prompts: int = option(64, "Train prompts rolled out (group_size samples each) to build pairs.", low=1,
-                               high=100000)
-    pairs_file: str = option("", "Reuse these pairs (a RUN/pairs.jsonl) instead of sampling new ones.")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -207,16 +213,24 @@ class DPO(Algorithm):
                 rng = random.Random(tcfg.seed + 104729)
                 problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.pair_prompts)]
                 with torch.random.fork_rng(devices=[]):
-                    pairs, stats = build_pairs(ctx.policy, ctx.tokenizer, ctx.task, problems, rcfg,
-                                               seed=tcfg.seed + 104729)
+                    pairs, stats = self.build_pairs(ctx, problems, rcfg, seed=tcfg.seed + 104729)
                 save_pairs(path, pairs, stats)
                 self.pair_stats = stats
         self.pairs = load_pairs(path)
         if not self.pairs:
             raise RuntimeError(f"no preference pairs in {path}: every prompt's samples were all right or all wrong "
                                "(raise --pair-prompts or --group-size, or start from another model)")
+        if self.uses_reference(cfg):
+            self.reference_logps(ctx)
+
+    def build_pairs(self, ctx: Context, problems: list, rollout_cfg: RolloutConfig, seed: int):
+        """(pairs, stats) sampled from the starting model; Step-DPO (step_dpo.py) builds step-level pairs."""
+        return build_pairs(ctx.policy, ctx.tokenizer, ctx.task, problems, rollout_cfg, seed=seed)
+
+    def reference_logps(self, ctx: Context) -> None:
+        """Each pair's reference log-likelihoods, once (reference-free variants skip this)."""
         ref = ctx.ref if ctx.ref is not None else ctx.policy
-        pad = ctx.tokenizer.pad_token_id
+        pad, tcfg = ctx.tokenizer.pad_token_id, ctx.train
         chunk_size = max(1, tcfg.micro_batch_size // 2)
         with torch.no_grad():
             was = ref.training
@@ -240,11 +254,24 @@ class DPO(Algorithm):
             idx.append(perm[pos])
         return idx
 
+    # hooks the DPO-family variants (dpo_variants.py) override: which pairs a step trains on, and the loss
+
+    def step_pairs(self, ctx: Context) -> list[Pair]:
+        """This step's pairs (``pairs_per_step`` of them, a function of (seed, step))."""
+        self.step_stats = {}  # extra metrics of this step's selection, logged with the update's
+        return [self.pairs[i] for i in self.pair_indices(ctx.train.seed, ctx.step)]
+
+    def pair_loss(self, chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps, chosen_lengths,
+                  rejected_lengths):
+        """(mean loss over these pairs, metrics) from sequence log-likelihoods and model-token counts (N,)."""
+        return dpo_loss(chosen_logps, rejected_logps, ref_chosen_logps, ref_rejected_logps, self.cfg.beta,
+                        self.cfg.loss, chosen_lengths, rejected_lengths)
+
     def update(self, ctx: Context, batch=None) -> dict:
         """One optimizer step on ``pairs_per_step`` pairs. The metrics' ``reward_mean`` and ``accuracy`` (the
         progress bar's columns) are the implicit reward margin and the reward accuracy."""
-        cfg, tcfg = self.cfg, ctx.train
-        chosen = [self.pairs[i] for i in self.pair_indices(tcfg.seed, ctx.step)]
+        tcfg = ctx.train
+        chosen = self.step_pairs(ctx)
         micro = max(1, tcfg.micro_batch_size // 2)
         pad = ctx.tokenizer.pad_token_id
         ctx.policy.train()
@@ -256,9 +283,9 @@ class DPO(Algorithm):
                                    ctx.device, tcfg.temperature)
             c, r = logps[:len(part)], logps[len(part):]
             dev = c.device
-            loss, metrics = dpo_loss(
+            loss, metrics = self.pair_loss(
                 c, r, torch.tensor([p.ref_chosen for p in part], device=dev),
-                torch.tensor([p.ref_rejected for p in part], device=dev), cfg.beta, cfg.loss,
+                torch.tensor([p.ref_rejected for p in part], device=dev),
                 torch.tensor([float(sum(p.chosen.loss_mask)) for p in part], device=dev),
                 torch.tensor([float(sum(p.rejected.loss_mask)) for p in part], device=dev))
             (loss * len(part) / len(chosen)).backward()
@@ -269,4 +296,4 @@ class DPO(Algorithm):
         m = {key: sum(mt[key] * w for mt, w in rows) / len(chosen) for key in rows[0][0]}
         self.last_samples = [s for p in chosen[:1] for s in (p.chosen, p.rejected)]
         return {"loss": total, **m, "reward_mean": m["rewards/margins"], "accuracy": m["rewards/accuracies"],
-                "grad_norm": grad_norm, "pairs": len(self.pairs)}
+                "grad_norm": grad_norm, "pairs": len(self.pairs), **self.step_stats}

@@ -77,6 +77,84 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation("memory-ppo", "Memory-R1-style memory manager (PPO)", "ppo", "memory", "envs/memory.py",
                    "The memory manager trained with PPO and a critic."),
     # -- DPO family variants (issue 18) --------------------------------------------------------------
+    Implementation(
+        "calculator-simpo", "SimPO on tool-use preference pairs", "simpo", "calculator", "dpo_variants.py",
+        "Reference-free preference optimisation: length-normalised log-likelihood reward with a target margin.",
+        nodes=("alg-simpo",),
+        changes="SimPO drops DPO's reference model: an episode's implicit reward is its average log-probability per "
+                "model token, scaled by beta, so the reward matches how the policy ranks text when it generates and "
+                "long episodes earn no bonus for length. The loss also demands that the correct episode beat the "
+                "incorrect one by a margin gamma, not just by any amount. Pairs are DPO's: a correct and an "
+                "incorrect calculator episode of the same prompt.",
+        paper="SimPO: Simple Preference Optimization with a Reference-Free Reward (Meng, Xia, Chen; arXiv 2405.14734)",
+        survey_vs_paper="The survey's table lists SimPO's KL penalty as 'Scaled'; the paper has no reference model "
+                        "and no KL term at all: beta only scales the length-normalised reward.",
+        equation=r"\mathcal{L}=-\log\sigma\Big(\tfrac{\beta}{|y_w|}\log\pi_\theta(y_w|x)"
+                 r"-\tfrac{\beta}{|y_l|}\log\pi_\theta(y_l|x)-\gamma\Big)"),
+    Implementation(
+        "calculator-orpo", "ORPO on tool-use preference pairs", "orpo", "calculator", "dpo_variants.py",
+        "SFT on the correct episode plus an odds-ratio penalty against the incorrect one; no reference model.",
+        nodes=("alg-orpo",),
+        changes="ORPO folds preference learning into supervised fine-tuning: the loss is the (per-token averaged) "
+                "negative log-likelihood of the correct episode plus lambda times a log-sigmoid penalty on the log "
+                "odds ratio between the correct and the incorrect episode. It needs no reference model and no "
+                "separate SFT stage, because the NLL term keeps the policy on the chosen answers while the odds "
+                "ratio pushes the rejected ones down.",
+        paper="ORPO: Monolithic Preference Optimization without Reference Model (Hong, Lee, Thorne; arXiv 2403.07691)",
+        survey_vs_paper="The survey's table expands ORPO as 'Online regularized preference optimization' with a KL "
+                        "penalty, 'online stabilization' and an 'online feedback reward'; the paper's ORPO is Odds "
+                        "Ratio Preference Optimization, trained offline on fixed preference pairs, with no reference "
+                        "model and no KL term.",
+        equation=r"\mathcal{L}=-\tfrac{1}{|y_w|}\log\pi_\theta(y_w|x)-\lambda\log\sigma\Big(\log"
+                 r"\tfrac{\mathrm{odds}_\theta(y_w|x)}{\mathrm{odds}_\theta(y_l|x)}\Big),\ "
+                 r"\mathrm{odds}_\theta(y|x)=\tfrac{P_\theta(y|x)}{1-P_\theta(y|x)}"),
+    Implementation(
+        "calculator-beta-dpo", "beta-DPO on tool-use preference pairs", "beta-dpo", "calculator", "dpo_variants.py",
+        "DPO whose beta is recalibrated every batch from the pairs' reward margins, with outlier pairs filtered.",
+        nodes=("alg-beta-dpo",),
+        changes="beta-DPO keeps DPO's loss but sets beta per batch: a batch whose pairs are already far apart (a "
+                "large mean log-ratio margin relative to a running threshold) gets a larger beta, so the update is "
+                "conservative, and a batch of close pairs a smaller one. Before that, pairs whose margin lies far "
+                "from the running threshold are dropped by a Gaussian-weighted draw, so a few outlying pairs cannot "
+                "set the batch's beta. The running threshold and spread are moving averages kept across steps "
+                "(saved in checkpoints).",
+        paper="beta-DPO: Direct Preference Optimization with Dynamic beta (Wu et al.; arXiv 2407.08639)",
+        equation=r"\mathcal{L}=-\log\sigma\big(\beta_{\mathrm{batch}}\,h\big),\ \beta_{\mathrm{batch}}="
+                 r"\beta_0\big(1+\alpha(\mathbb{E}_{i\in\mathrm{batch}}[M_i]-M_0)\big)"),
+    Implementation(
+        "calculator-kto", "KTO on labelled tool-use episodes", "kto", "calculator", "kto.py",
+        "Prospect-theoretic alignment on unpaired episodes: correct ones desirable, incorrect ones undesirable.",
+        nodes=("alg-kto",),
+        changes="KTO replaces DPO's pairs with a binary label per episode: every correct calculator episode is "
+                "desirable and every incorrect one undesirable, so prompts whose samples are all right or all "
+                "wrong still count. Each episode's implicit reward (its log-ratio to the reference model) is judged "
+                "against a reference point, a batch estimate of the policy's KL from the reference on mismatched "
+                "prompt/completion pairs, through a saturating sigmoid value function with separate weights for "
+                "gains and losses.",
+        paper="KTO: Model Alignment as Prospect Theoretic Optimization (Ethayarajh, Xu, Muennighoff, Jurafsky, Kiela; "
+              "arXiv 2402.01306)",
+        survey_vs_paper="The survey's table expands KTO as 'Knowledge transfer optimization' with 'teacher "
+                        "stabilization' and a 'teacher-student logit' signal; the paper's KTO is Kahneman-Tversky "
+                        "Optimization, which has no teacher: it learns from a binary desirable/undesirable label per "
+                        "output against a KL reference point.",
+        equation=r"\mathcal{L}=\mathbb{E}\big[\lambda_y-v(x,y)\big],\ v=\begin{cases}\lambda_D\,"
+                 r"\sigma(\beta(r_\theta-z_0)) & y\ \text{desirable}\\ \lambda_U\,\sigma(\beta(z_0-r_\theta)) & "
+                 r"y\ \text{undesirable}\end{cases}"),
+    Implementation(
+        "calculator-step-dpo", "Step-DPO on calculator tool steps", "step-dpo", "calculator", "step_dpo.py",
+        "DPO on the first wrong tool step: a correct vs the erroneous next step after a shared correct prefix.",
+        nodes=("alg-step-dpo",),
+        changes="Step-DPO moves DPO's preference from whole episodes to single steps. Here a step is a calculator "
+                "turn (a tool call or the final answer), checkable against the problem's reference solution. For "
+                "an incorrect episode, the first wrong step is found; the pair shares the prompt plus the correct "
+                "steps before it, rejects the wrong step and prefers a correct step the same model writes from that "
+                "prefix (or, when it writes none, the reference solution's next step), so the loss credits exactly "
+                "the step where the episode went wrong.",
+        paper="Step-DPO: Step-wise Preference Optimization for Long-chain Reasoning of LLMs (Lai et al.; "
+              "arXiv 2406.18629)",
+        equation=r"\mathcal{L}=-\log\sigma\Big(\beta\log\tfrac{\pi_\theta(s_w|x,s_{<k})}"
+                 r"{\pi_{\mathrm{ref}}(s_w|x,s_{<k})}-\beta\log\tfrac{\pi_\theta(s_l|x,s_{<k})}"
+                 r"{\pi_{\mathrm{ref}}(s_l|x,s_{<k})}\Big)"),
 
     # -- PPO family variants (issue 18) --------------------------------------------------------------
 

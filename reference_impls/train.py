@@ -54,8 +54,10 @@ from .algorithm import Algorithm, Context, Metrics, RolloutBatch
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, seed_everything
 from .dpo import DPO
+from .dpo_variants import ORPO, BetaDPO, SimPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .grpo import GRPO
+from .kto import KTO
 from .implementations import IMPLEMENTATIONS, get_implementation
 from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
@@ -64,11 +66,13 @@ from .ppo import PPO
 from .rloo import RLOO
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
+from .step_dpo import StepDPO
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
     # DPO family variants (issue 18)
+    "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO, "kto": KTO, "step-dpo": StepDPO,
 
     # PPO family variants (issue 18)
 

@@ -612,7 +612,7 @@ def main(argv=None) -> int:
                 print(json.dumps(rows, indent=1))
             else:
                 for r in rows:
-                    print(f"{r['id']:<22} {r['algorithm']:<5} {r['environment']:<11} {', '.join(r['nodes'])}")
+                    print(f"{r['id']:<28} {r['algorithm']:<14} {r['environment']:<12} {', '.join(r['nodes'])}")
             return 0
         if not resume:
             _prepare_out(cfg, args.overwrite)

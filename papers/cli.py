@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from papers.catalog import Catalog, UnknownKeyError
-from papers.export import to_format
+from papers.export import FORMATS, to_format
 from papers.schema import KINDS, Work
 from taxonomy import DataError
 
@@ -76,6 +76,24 @@ def add_filter_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", action="append", help=f"one of {', '.join(KINDS)} (repeatable)")
     p.add_argument("--year-from", type=int)
     p.add_argument("--year-to", type=int)
+    p.add_argument("--author", action="append", metavar="NAME",
+                   help="works by this author: full name or family name (repeatable: any of them)")
+    p.add_argument("--tag", action="append", metavar="TAG", help="works you tagged TAG (repeatable: any of them)")
+
+
+def _restrict_keys(cat: Catalog, args: argparse.Namespace) -> list[str] | None:
+    """Keys allowed by --author and --tag (each an OR over its values, the two ANDed); None: no restriction."""
+    allowed: list[str] | None = None
+    if args.author:
+        from papers.authors import works_by
+
+        allowed = works_by(cat, args.author)
+    if args.tag:
+        from papers.annotations import AnnotationStore
+
+        tagged = AnnotationStore().keys_with_tags(args.tag)
+        allowed = tagged if allowed is None else [k for k in allowed if k in set(tagged)]
+    return allowed
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -89,15 +107,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         for kind in kinds:
             for w in cat.select(node=node, kind=kind, year_from=args.year_from, year_to=args.year_to):
                 keys[w.key] = w
-    works = [w for w in cat if w.key in keys]
+    allowed = _restrict_keys(cat, args)
+    works = [w for w in cat if w.key in keys and (allowed is None or w.key in allowed)]
     print(_table(works) if args.format == "table" else to_format(works, args.format), end="" if args.format != "table" else "\n")
     return 0
 
 
-def _search_filters(args: argparse.Namespace):
+def _search_filters(args: argparse.Namespace, keys: list[str] | None = None):
     from papers.search import SearchFilters
 
-    return SearchFilters(
+    return SearchFilters(keys=keys,
         nodes=args.node or [], dimensions=args.dimension or [], year_from=args.year_from, year_to=args.year_to,
         kinds=args.kind or [], algorithms=args.algorithm or [], has_code=args.has_code,
         exclude_nodes=args.exclude_node or [], exclude_kinds=args.exclude_kind or [],
@@ -110,15 +129,15 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.k < 0 or args.offset < 0:
         print("error: --k and --offset must not be negative", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        filters = _search_filters(args)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
     if args.queries_file is not None and (args.query or args.similar):
         print("error: give either QUERY, --similar or --queries-file", file=sys.stderr)
         return EXIT_USAGE
     cat = _catalog()
+    try:
+        filters = _search_filters(args, _restrict_keys(cat, args))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     index = SearchIndex.load_or_build(cat)
     index.validate_filters(filters)  # unknown values fail before any query runs
     if args.queries_file is not None:
@@ -142,6 +161,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     else:
         res = index.search(args.query or "", k=args.k, offset=args.offset, filters=filters, mode=args.mode)
         hits, total, query = res.hits, res.total, res.query
+    if args.format in FORMATS and args.format != "json":  # the hits as a reference list
+        print(to_format([cat.get(h.key) for h in hits], args.format), end="")
+        return 0
     if args.format == "json":
         rows = [dict(h.to_dict(), title=cat.get(h.key).title, year=cat.get(h.key).year, kind=cat.get(h.key).kind) for h in hits]
         print(json.dumps({"query": query, "mode": "similar" if args.similar else args.mode, "total": total, "offset": args.offset, "results": rows},
@@ -217,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_show)
     p = sub.add_parser("list", help="list works, filtered, as a table or an export format")
     add_filter_args(p)
-    p.add_argument("--format", choices=["table", "json", "csv", "bibtex"], default="table")
+    p.add_argument("--format", choices=["table", *FORMATS], default="table",
+                   help="table, or an export: bibtex, csv, json, cslj (CSL-JSON), ris, arxiv-ids (one id a line)")
     p.set_defaults(fn=cmd_list)
     p = sub.add_parser("import", help="import your own works (.bib, arXiv metadata .jsonl, or .csv) into the local store")
     p.add_argument("file", type=Path)
@@ -245,7 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-kind", action="append", help="leave out works of this kind (repeatable)")
     p.add_argument("--similar", action="append", metavar="KEY", help="works similar to these works instead of a query (repeatable)")
     p.add_argument("--queries-file", metavar="FILE", help="batch: one query per line ('-' for stdin); prints one JSON line per query")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=["table", *FORMATS], default="table",
+                   help="table; json (the results with scores); or the hits exported as bibtex, csv, cslj, ris, arxiv-ids")
     p.set_defaults(fn=cmd_search)
     return ap
 

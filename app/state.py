@@ -120,6 +120,14 @@ def exports(keys: tuple[str, ...]) -> tuple[str, str]:
     return to_bibtex(works), to_csv(works)
 
 
+@st.cache_data(show_spinner=False, max_entries=128)
+def export_text(keys: tuple[str, ...], fmt: str) -> str:
+    """A result set in one export format (``papers.export.FORMATS``), cached per set and format."""
+    from papers import to_format
+
+    return to_format([catalog().works[k] for k in keys], fmt)
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def comparison(methods: tuple[str, ...]):
     """The side-by-side frame of chosen algorithm variants and the attributes where they differ."""

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from papers.annotations import AnnotationError
+from papers.authors import UnknownAuthorError, display_authors
 from papers.catalog import Catalog, UnknownKeyError
 from papers.export import FORMATS, to_format
 from papers.schema import KINDS, Work
@@ -53,12 +55,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(w.summary + ("  [low confidence]" if w.summary_confidence == "low" else ""))
     print()
     for label, value in [
-        ("key", w.key), ("name", w.name), ("year", w.year), ("venue", w.venue), ("kind", w.kind),
+        ("key", w.key), ("name", w.name), ("authors", display_authors(w.authors)), ("year", w.year), ("venue", w.venue), ("kind", w.kind),
         ("arXiv", w.arxiv_url), ("url", w.url), ("code", w.code_url),
         ("algorithms", ", ".join(w.algorithms)), ("aliases", ", ".join(w.aliases)),
         ("keywords", ", ".join(w.keywords)), ("reward type", w.reward_type), ("tags", ", ".join(w.tags)),
         ("original title", w.title_original if w.title_original != w.title else ""),
     ]:
+        if value:
+            print(f"{label:<15} {value}")
+    from papers.annotations import AnnotationStore
+
+    store = AnnotationStore()
+    for label, value in (("your tags", ", ".join(store.tags_of(w.key))), ("your note", store.note_of(w.key))):
         if value:
             print(f"{label:<15} {value}")
     print("placements:")
@@ -83,17 +91,9 @@ def add_filter_args(p: argparse.ArgumentParser) -> None:
 
 def _restrict_keys(cat: Catalog, args: argparse.Namespace) -> list[str] | None:
     """Keys allowed by --author and --tag (each an OR over its values, the two ANDed); None: no restriction."""
-    allowed: list[str] | None = None
-    if args.author:
-        from papers.authors import works_by
+    from papers.worksets import restrict_keys
 
-        allowed = works_by(cat, args.author)
-    if args.tag:
-        from papers.annotations import AnnotationStore
-
-        tagged = AnnotationStore().keys_with_tags(args.tag)
-        allowed = tagged if allowed is None else [k for k in allowed if k in set(tagged)]
-    return allowed
+    return restrict_keys(cat, args.author, args.tag)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -227,6 +227,51 @@ def cmd_user(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tag(args: argparse.Namespace) -> int:
+    from papers.annotations import AnnotationStore
+
+    store, cat = AnnotationStore(), _catalog()
+    key = cat.resolve(args.key).key
+    if args.command == "tag":
+        tags = store.add_tags(cat, key, args.tags)
+    else:
+        tags = store.remove_tags(cat, key, args.tags)
+    print(f"{key}: {', '.join(tags) if tags else '(no tags)'}")
+    return 0
+
+
+def cmd_tags(args: argparse.Namespace) -> int:
+    from papers.annotations import AnnotationStore
+
+    store = AnnotationStore()
+    if args.key:
+        key = _catalog().resolve(args.key).key
+        print(f"{key}: {', '.join(store.tags_of(key)) or '(no tags)'}")
+        return 0
+    tags = store.all_tags()
+    for tag, n in tags.items():
+        print(f"{tag:<30} {n} work{'s' if n != 1 else ''}")
+    if not tags:
+        print("(no tags yet: python -m papers tag KEY TAG)")
+    return 0
+
+
+def cmd_note(args: argparse.Namespace) -> int:
+    from papers.annotations import AnnotationStore
+
+    store, cat = AnnotationStore(), _catalog()
+    key = cat.resolve(args.key).key
+    if args.clear:
+        print(f"{key}: note removed" if store.clear_note(cat, key) else f"{key}: had no note")
+    elif args.text is None:
+        print(store.note_of(key) or f"({key} has no note)")
+    else:
+        text = sys.stdin.read() if args.text == "-" else args.text
+        store.set_note(cat, key, text)
+        print(f"{key}: note saved ({len(text)} characters)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m papers", description="The Agentic RL Atlas catalog.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -254,6 +299,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("key", nargs="?")
     p.add_argument("nodes", nargs="*")
     p.set_defaults(fn=cmd_user)
+    for name, helptext in (("tag", "tag a work (shipped or yours): tag KEY TAG [TAG ...]"),
+                           ("untag", "remove tags from a work: untag KEY TAG [TAG ...]")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("key", help="work key, arXiv id or name")
+        p.add_argument("tags", nargs="+", metavar="TAG")
+        p.set_defaults(fn=cmd_tag)
+    p = sub.add_parser("tags", help="every tag with its count, or the tags of one work")
+    p.add_argument("key", nargs="?")
+    p.set_defaults(fn=cmd_tags)
+    p = sub.add_parser("note", help='your note on a work: note KEY "text" (or - for stdin), note KEY to read, --clear')
+    p.add_argument("key", help="work key, arXiv id or name")
+    p.add_argument("text", nargs="?", help="the note (replaces the old one); '-' reads it from stdin")
+    p.add_argument("--clear", action="store_true", help="remove the note")
+    p.set_defaults(fn=cmd_note)
     p = sub.add_parser("search", help="hybrid (BM25 + embedding) search; an empty QUERY browses the filtered works")
     p.add_argument("query", nargs="?", default="", help="free text (empty: filters only, newest first)")
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
@@ -282,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (AnnotationError, UnknownAuthorError) as e:  # their messages end with a quoted value: print as is
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except (KeyError, ValueError, FileNotFoundError) as e:

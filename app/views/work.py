@@ -40,6 +40,7 @@ st.caption(f"{w.kind.capitalize()} · {w.year or 'n.d.'}" + (f" · {w.venue}" if
 st.title(w.name or w.title)
 if w.name:
     st.markdown(f"##### {w.title}")
+ui.author_line(w)
 if page.links:
     with st.container(horizontal=True, gap="small"):
         for label, url in page.links:
@@ -69,6 +70,10 @@ with left:
 with right:
     st.subheader("Facts")
     st.markdown(views.facts_markdown(page.facts))
+
+st.subheader("Your tags and note")
+ui.annotations_editor(cat, w.key)
+ui.export_buttons([w.key], stem=w.key, key=f"work-dl-{w.key}", label_count=False)
 
 st.subheader("In the survey's tables")
 ui.survey_tables(page.tables, key=f"work-tables-{w.key}")

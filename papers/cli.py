@@ -272,6 +272,15 @@ def cmd_note(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_companion_row(args: argparse.Namespace) -> int:
+    from papers.companion import companion_row
+
+    cat = _catalog()
+    row = companion_row(cat, cat.resolve(args.key))
+    print(f"<!-- {row.section} -->\n{row.header}\n{row.row}" if args.with_header else row.row)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m papers", description="The Agentic RL Atlas catalog.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -313,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="?", help="the note (replaces the old one); '-' reads it from stdin")
     p.add_argument("--clear", action="store_true", help="remove the note")
     p.set_defaults(fn=cmd_note)
+    p = sub.add_parser("companion-row", help="the work as a Markdown row of the survey's companion paper list")
+    p.add_argument("key", help="work key, arXiv id or name")
+    p.add_argument("--with-header", action="store_true", help="also print the section and its table header")
+    p.set_defaults(fn=cmd_companion_row)
     p = sub.add_parser("search", help="hybrid (BM25 + embedding) search; an empty QUERY browses the filtered works")
     p.add_argument("query", nargs="?", default="", help="free text (empty: filters only, newest first)")
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")

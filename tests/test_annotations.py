@@ -159,6 +159,8 @@ def test_work_page_tags_and_note(app_store, catalog):
     assert app_store.note_of("search-r1") == "check the masking ablation"
     # the authors are on the page, each a link to their works
     assert any("search?author=Jiawei%20Han" in m.value for m in at.markdown)
+    # and the companion-list row, ready to copy
+    assert any("| Search-R1 | External | Qwen2.5-3B/7B-Base/Instruct |" in c.value for c in at.code)
 
 
 def test_work_page_bad_input_is_an_error_and_nothing_is_lost(app_store, catalog):

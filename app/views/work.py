@@ -3,6 +3,7 @@ import streamlit as st
 
 from app import state, ui
 from papers import views
+from papers.companion import companion_row
 
 cat = state.catalog()
 p = ui.params()
@@ -74,6 +75,11 @@ with right:
 st.subheader("Your tags and note")
 ui.annotations_editor(cat, w.key)
 ui.export_buttons([w.key], stem=w.key, key=f"work-dl-{w.key}", label_count=False)
+with st.expander("Copy as a companion-list row"):
+    row = companion_row(cat, w)
+    st.caption(f"A row for the survey's companion paper list (Awesome-AgenticLLM-RL-Papers), section: {row.section}. "
+               "Use the copy button, then propose it upstream.")
+    st.code(f"{row.header}\n{row.row}", language="markdown")
 
 st.subheader("In the survey's tables")
 ui.survey_tables(page.tables, key=f"work-tables-{w.key}")

@@ -1,7 +1,10 @@
 """Cached resources shared by every page: loaded once per server process, not per rerun.
 
 Nothing here runs at import. The search index (which imports sentence-transformers, ~10 s) is
-loaded only by the pages that search: the Search page and the "similar works" sections.
+loaded in a background thread as soon as the first page is served (``warm_search_in_background``,
+called by the entry script; ``ATLAS_WARM_SEARCH=0`` turns it off), so a search typed after the
+first render does not wait for it; a search that comes earlier waits for that same load (the
+cache computes one value once and holds other callers on its lock).
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import logging
 import os
 import pickle
 import sys
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -153,6 +157,37 @@ def search_index():
     gc.collect()
     gc.freeze()
     return index
+
+
+_warm_lock = threading.Lock()
+_warm_thread: threading.Thread | None = None
+
+
+def warm_search_in_background() -> bool:
+    """Start loading the search index in a daemon thread, once per server process; True if started.
+
+    Streamlit runs no app code before the first browser session, so the first page served starts
+    it; the page itself does not wait. Off with ``ATLAS_WARM_SEARCH=0`` (the benchmark's "before").
+    """
+    global _warm_thread
+    if os.environ.get("ATLAS_WARM_SEARCH", "1") == "0" or not search_available():
+        return False
+    with _warm_lock:
+        if _warm_thread is not None:
+            return False
+        _warm_thread = threading.Thread(target=_warm_search, name="atlas-warm-search", daemon=True)
+        _warm_thread.start()
+    return True
+
+
+def _warm_search() -> None:
+    try:
+        index = search_index()
+        # the index loads from its cache without the model: load the model too (the costly part,
+        # torch + sentence-transformers) and run one query, which also prepares the fast query path
+        index.embedder.encode_query("agentic reinforcement learning")
+    except Exception as e:  # noqa: BLE001  the Search page loads (and reports) it again when used
+        _log.warning("background load of the search index failed: %s", e)
 
 
 @st.cache_resource(show_spinner=False)

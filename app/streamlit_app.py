@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streamlit as st  # noqa: E402
 
-from app import ui  # noqa: E402
+from app import state, ui  # noqa: E402
 
 st.set_page_config(page_title="Agentic RL Atlas", page_icon=":material/hub:", layout="wide")
 
@@ -33,4 +33,9 @@ SECTIONS = {
 
 page = st.navigation(SECTIONS)
 ui.follow_goto()
-page.run()
+try:
+    page.run()
+finally:
+    # once per server: load the search model in the background, after the first page's script ran
+    # (started earlier, its imports slow that first render down)
+    state.warm_search_in_background()

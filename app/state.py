@@ -19,7 +19,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from papers import Catalog, data_dir, to_bibtex, to_csv, views
+from papers import Catalog, data_dir, views
 
 ROOT = Path(__file__).resolve().parents[1]
 _log = logging.getLogger(__name__)
@@ -117,13 +117,6 @@ def algorithm_frame():
     return views.algorithm_frame(catalog())
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def exports(keys: tuple[str, ...]) -> tuple[str, str]:
-    """BibTeX and CSV of a result set (cached: paging through results does not rebuild them)."""
-    works = [catalog().works[k] for k in keys]
-    return to_bibtex(works), to_csv(works)
-
-
 @st.cache_data(show_spinner=False, max_entries=128)
 def export_text(keys: tuple[str, ...], fmt: str) -> str:
     """A result set in one export format (``papers.export.FORMATS``), cached per set and format."""
@@ -170,7 +163,7 @@ def warm_search_in_background() -> bool:
     it; the page itself does not wait. Off with ``ATLAS_WARM_SEARCH=0`` (the benchmark's "before").
     """
     global _warm_thread
-    if os.environ.get("ATLAS_WARM_SEARCH", "1") == "0" or not search_available():
+    if os.environ.get("ATLAS_WARM_SEARCH", "1") == "0" or not search_available() or not _embeddings_cached():
         return False
     with _warm_lock:
         if _warm_thread is not None:
@@ -178,6 +171,19 @@ def warm_search_in_background() -> bool:
         _warm_thread = threading.Thread(target=_warm_search, name="atlas-warm-search", daemon=True)
         _warm_thread.start()
     return True
+
+
+def _embeddings_cached() -> bool:
+    """True when the search embeddings are on disk: then the background load is the model only.
+    Without them (a fresh data directory) it would embed the whole catalog, minutes of CPU that
+    the pages being used would compete with (seen: the Lab page stalled past 2 minutes on 2 cores),
+    so the first search builds them, as before."""
+    try:
+        from papers.search.embed import EmbeddingCache, MiniLMEmbedder
+
+        return EmbeddingCache.default_path(MiniLMEmbedder().model_id).exists()
+    except Exception:  # noqa: BLE001  no warm-up is always safe
+        return False
 
 
 def _warm_search() -> None:

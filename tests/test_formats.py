@@ -213,3 +213,12 @@ def test_cli_search_exports_hits_and_filters_by_author():
     assert r.returncode == 0, r.stderr
     recs = read_ris(r.stdout)
     assert recs and all(any(a.startswith("Han, Jiawei") for a in rec["AU"]) for rec in recs)
+
+
+def test_cli_list_bibtex_has_authors_on_95_percent(catalog):
+    r = run("list", "--format", "bibtex")
+    assert r.returncode == 0, r.stderr
+    lib = parse_names_bibtex(r.stdout)
+    assert len(lib.entries) == len(catalog)
+    with_authors = sum(1 for e in lib.entries if e.fields_dict.get("author") and e["author"])
+    assert with_authors >= 0.95 * len(lib.entries)

@@ -92,8 +92,9 @@ author, tags = " ".join((ss.get("s_author") or "").split()), list(ss.get("s_tags
 restrict, restrict_problem = worksets.restrict_keys_or_problem(cat, author, tags)
 people_params = {k: v for k, v in (("author", author), ("tag", tags)) if v}
 ui.remember(SCOPE + "-people", {"s_author": author, "s_tags": tags})  # published with the search's parameters below
-if (author, tags) != (url_author, url_tags):
+if (author, tags) != (url_author, url_tags):  # a new author or tag filter starts at page 1 too
     current = current.with_page(1)
+    ss["s_page"] = 1
 if current.with_page(1) != url.with_page(1):  # a new query or filter starts at page 1
     current = current.with_page(1)
     ss["s_page"] = 1

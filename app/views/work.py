@@ -2,6 +2,7 @@
 import streamlit as st
 
 from app import presentation, routes, state, ui
+from papers.companion import companion_row
 
 cat = state.catalog()
 p = ui.params()
@@ -42,6 +43,7 @@ if w.name:
     st.markdown(f"##### {md(w.title)}")
 if w.key in cat.attention:
     st.warning(f"This work needs attention: {md(cat.attention[w.key])} (on the Import page).", icon=":material/warning:")
+ui.author_line(w)
 if page.links:
     with st.container(horizontal=True, gap="small"):
         for label, url in page.links:
@@ -71,6 +73,15 @@ with left:
 with right:
     st.subheader("Facts")
     st.markdown(presentation.facts_markdown(page.facts))
+
+st.subheader("Your tags and note")
+ui.annotations_editor(cat, w.key)
+ui.export_buttons([w.key], stem=w.key, key=f"work-dl-{w.key}", label_count=False)
+with st.expander("Copy as a companion-list row"):
+    row = companion_row(cat, w)
+    st.caption(f"A row for the survey's companion paper list (Awesome-AgenticLLM-RL-Papers), section: {row.section}. "
+               "Use the copy button, then propose it upstream.")
+    st.code(f"{row.header}\n{row.row}", language="markdown")
 
 st.subheader("In the survey's tables")
 ui.survey_tables(page.tables, key=f"work-tables-{w.key}")

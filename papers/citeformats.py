@@ -27,6 +27,14 @@ def doi_of(work: Work) -> str:
     return f"10.48550/arXiv.{work.arxiv_id}" if work.arxiv_id else ""
 
 
+def exported_abstract(work: Work) -> str:
+    """The abstract an export may carry: only a user's own imported one (``origin == "user"``).
+
+    The catalog ships no abstracts (text copied from papers may not ship); should a shipped work
+    ever carry one, no export writes it."""
+    return work.abstract if work.origin == "user" else ""
+
+
 def primary_class(work: Work) -> str:
     """The arXiv primary category when known (imports from arXiv metadata carry ``arxiv:<cat>`` tags)."""
     for tag in work.tags:
@@ -74,8 +82,8 @@ def csl_item(work: Work) -> dict:
         item["DOI"] = doi
     if work.url or work.arxiv_url:
         item["URL"] = work.url or work.arxiv_url
-    if work.abstract:
-        item["abstract"] = work.abstract
+    if exported_abstract(work):
+        item["abstract"] = exported_abstract(work)
     if work.keywords:
         item["keyword"] = ", ".join(work.keywords)
     if work.summary:
@@ -118,8 +126,8 @@ def to_ris(works: Iterable[Work]) -> str:
             rec.append(("UR", w.url or w.arxiv_url))
         if w.code_url:
             rec.append(("N1", f"Code: {w.code_url}"))
-        if w.abstract:
-            rec.append(("AB", w.abstract))
+        if exported_abstract(w):
+            rec.append(("AB", exported_abstract(w)))
         rec += [("KW", k) for k in w.keywords]
         if w.summary:
             rec.append(("N1", w.summary))

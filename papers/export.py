@@ -11,7 +11,7 @@ import bibtexparser
 from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field, ParsingFailedBlock
 
 from papers.authors import bibtex_author
-from papers.citeformats import doi_of, primary_class, to_arxiv_ids, to_csl_json, to_ris
+from papers.citeformats import doi_of, exported_abstract, primary_class, to_arxiv_ids, to_csl_json, to_ris
 from papers.schema import LIST_FIELDS, Work
 
 EXPORT_FIELDS = (
@@ -56,8 +56,8 @@ def to_bibtex(works: Iterable[Work]) -> str:
     """One entry per work, cite key = work key. Titles are double-braced to keep their casing.
 
     Fields: author (``Family, Given and ...``), title, year, venue, eprint/archiveprefix/primaryclass
-    (arXiv works), doi (where known, see ``citeformats.doi_of``), url, code, abstract (imported
-    works), annote (our summary), keywords.
+    (arXiv works), doi (where known, see ``citeformats.doi_of``), url, code, abstract (a user's own
+    imported works only: ``exported_abstract``), annote (our summary), keywords.
     """
     lib = bibtexparser.Library()
     for w in works:
@@ -84,8 +84,8 @@ def to_bibtex(works: Iterable[Work]) -> str:
             fields.append(Field("url", w.url or w.arxiv_url))
         if w.code_url:
             fields.append(Field("code", w.code_url))
-        if w.abstract:
-            fields.append(Field("abstract", latex_escape(w.abstract)))
+        if exported_abstract(w):
+            fields.append(Field("abstract", latex_escape(exported_abstract(w))))
         if w.summary:
             fields.append(Field("annote", latex_escape(w.summary)))
         if w.keywords:
@@ -144,8 +144,15 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+def _dump(work: Work, mode: str = "python") -> dict:
+    """The exported fields; ``abstract`` only for a user's own work (``exported_abstract``)."""
+    d = work.model_dump(mode=mode, include=set(EXPORT_FIELDS))
+    d["abstract"] = exported_abstract(work)
+    return d
+
+
 def _flat(work: Work) -> dict[str, str]:
-    d = work.model_dump()
+    d = _dump(work)
     return {f: "; ".join(d[f]) if f in LIST_FIELDS else ("" if d[f] is None else str(d[f])) for f in EXPORT_FIELDS}
 
 
@@ -181,7 +188,7 @@ def to_csv(works: Iterable[Work]) -> str:
 
 
 def to_json(works: Iterable[Work]) -> str:
-    return json.dumps([w.model_dump(mode="json", include=set(EXPORT_FIELDS)) for w in works], ensure_ascii=False, indent=1)
+    return json.dumps([_dump(w, mode="json") for w in works], ensure_ascii=False, indent=1)
 
 
 def to_format(works: Iterable[Work], fmt: str) -> str:

@@ -222,3 +222,25 @@ def test_cli_list_bibtex_has_authors_on_95_percent(catalog):
     assert len(lib.entries) == len(catalog)
     with_authors = sum(1 for e in lib.entries if e.fields_dict.get("author") and e["author"])
     assert with_authors >= 0.95 * len(lib.entries)
+
+
+# -- abstracts: only a user's own ---------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["bibtex", "cslj", "ris", "csv", "json"])
+def test_a_shipped_work_never_exports_an_abstract(fmt):
+    """Text copied from papers may not ship: an abstract on a survey work (none ships today) is
+    never written by any export; a user's own imported abstract is."""
+    marker = "Copiedabstracttextmarker"
+    shipped = user_work(key="shipped", origin="survey", abstract=f"{marker} from a paper.")
+    mine = user_work(key="mine", abstract="Myownabstractmarker written by me.")
+    out = to_format([shipped], fmt)
+    assert marker not in out
+    assert "Myownabstractmarker" in to_format([mine], fmt)
+
+
+def test_the_shipped_catalog_has_no_abstracts():
+    from papers import Catalog
+
+    cat = Catalog.load()
+    assert not [k for k, w in cat.works.items() if w.abstract]
+    text = to_format(list(cat.works.values()), "bibtex")
+    assert "abstract =" not in text.lower()

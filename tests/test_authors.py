@@ -104,3 +104,14 @@ def test_catalog_loads_without_authors_file(data_copy):
 
     cat = Catalog.load(papers_dir, taxonomy=Taxonomy.load(tax_dir / "nodes.yaml", tax_dir / "descriptions.yaml"))
     assert not any(w.authors for w in cat)
+
+
+def test_the_product_never_reads_the_author_sources():
+    """Only scripts/ read shared/author-sources; the shipped packages read papers/data/authors.csv."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    offenders = [str(f.relative_to(root)) for pkg in ("app", "papers", "atlas_data", "taxonomy", "lab", "reference_impls")
+                 for f in (root / pkg).rglob("*.py")
+                 if "author-sources" in f.read_text(encoding="utf-8") or "import_authors" in f.read_text(encoding="utf-8")]
+    assert offenders == []

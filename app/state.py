@@ -199,6 +199,19 @@ def _warm_search() -> None:
 
 
 @st.cache_resource(show_spinner=False)
+def inferred_axes() -> tuple[dict, str | None]:
+    """The model's inferred capability/task axes (``papers.axes``), by work and axis, kept apart from the
+    survey's placements; a malformed file gives no inferences and its error (file, row, field)."""
+    from papers.axes import by_work, load_inferred
+    from taxonomy import DataError
+
+    try:
+        return by_work(load_inferred(catalog())), None
+    except DataError as e:
+        return {}, str(e)
+
+
+@st.cache_resource(show_spinner=False)
 def run_manager():
     """The run registry (SQLite under the data dir); training runs are separate processes."""
     from lab.runs import RunManager

@@ -154,3 +154,11 @@ def load_inferred(catalog, path: Path = INFERRED_PATH) -> list[Inference]:
                     raise DataError(path, f"{name} {v} is outside 0..1", row=line, field=name)
             out.append(Inference(key, axis, rank, node, conf, rec["section"], sec_conf, rec["status"], rec["model"]))
     return out
+
+
+def by_work(rows: list[Inference]) -> dict[str, dict[str, list[Inference]]]:
+    """``{key: {axis: [rank 1, rank 2, ...]}}`` of loaded inferences."""
+    out: dict[str, dict[str, list[Inference]]] = {}
+    for r in sorted(rows, key=lambda r: (r.key, AXES.index(r.axis), r.rank)):
+        out.setdefault(r.key, {}).setdefault(r.axis, []).append(r)
+    return out

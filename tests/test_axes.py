@@ -91,3 +91,33 @@ def test_the_shipped_file_if_present_reads_back(catalog):
     rows = load_inferred(catalog)
     if rows:
         assert {(r.key, r.axis) for r in rows} == set(methods_missing_an_axis(catalog))
+
+
+def _open_work(key):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"), default_timeout=180)
+    at.query_params["key"] = key
+    at.switch_page("views/work.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_work_page_shows_an_inferred_axis_apart_and_marked(catalog):
+    from papers.axes import by_work, load_inferred
+
+    inferred = by_work(load_inferred(catalog))
+    if not inferred:
+        pytest.skip("no inferred_axes.csv shipped")
+    key = next(k for k in sorted(inferred) if len(inferred[k]) == 1)
+    axis, ranked = next(iter(inferred[key].items()))
+    at = _open_work(key)
+    assert any("not the survey's" in h.value for h in at.subheader)
+    links = [e for e in at.get("page_link") if e.proto.query_string == f"node={ranked[0].node}"]
+    assert links and axis.capitalize() in links[0].proto.label
+    both = next(w.key for w in catalog if w.kind == "method" and axes_of(catalog, w) == set(AXES))
+    at = _open_work(both)
+    assert not any("not the survey's" in h.value for h in at.subheader)

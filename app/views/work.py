@@ -67,6 +67,20 @@ with left:
     st.caption("Click a node to see the works around it.")
     for path in page.placements:
         ui.breadcrumb(path, current=False)
+    inferred, inferred_error = state.inferred_axes()
+    if inferred_error:
+        st.caption(f":material/warning: Inferred axes not shown: {md(inferred_error)}")
+    if w.key in inferred:
+        st.subheader("Inferred axis (a model's guess, not the survey's)")
+        st.caption("The survey places this method on one axis only. The placement model's closest node on the "
+                   "other axis, with its share of that axis's score; it is not used by the heat map, the filters "
+                   "or the exports. How often it is right: docs/axis_inference.md.")
+        for axis, ranked in inferred[w.key].items():
+            first, rest = ranked[0], ranked[1:]
+            ui.node_link(first.node, f"{axis.capitalize()}: {cat.taxonomy[first.node].name} · {first.confidence:.0%}",
+                         icon=":material/psychology_alt:",
+                         help="inferred; then " + ", ".join(f"{cat.taxonomy[r.node].name} {r.confidence:.0%}" for r in rest)
+                         if rest else "inferred")
     if page.algorithms:
         st.subheader("Algorithms")
         ui.chips([(a, routes.node(nid)) if nid else (a, routes.search(algo=a)) for a, nid in page.algorithms])

@@ -140,7 +140,8 @@ def main() -> int:
               "`scripts/infer_axes.py` writes the same model's top 3 nodes for every missing axis of every method to "
               "`papers/data/inferred_axes.csv` (columns key, axis, rank, node, confidence, section, section_confidence, "
               "status, model; every row `status=inferred`). It is a separate file: `Catalog.load` never reads it, so "
-              "the survey's placements (`Work.nodes`), the heat map, the filters and the exports are unchanged; "
+              "the survey's placements (`Work.nodes`), the heat map, the filters and the exports are unchanged (the Work "
+              "page shows it under its own heading, \"a model's guess, not the survey's\"); "
               "`papers.axes.load_inferred` reads it strictly (an axis the survey already gives a work is an error).", "",
               f"Now: {len({r.key for r in firsts})} methods, {sum(r.axis == 'capability' for r in firsts)} missing "
               f"capability and {sum(r.axis == 'task' for r in firsts)} missing task axes; first choices with "

@@ -1,7 +1,10 @@
 """Cached resources shared by every page: loaded once per server process, not per rerun.
 
 Nothing here runs at import. The search index (which imports sentence-transformers, ~10 s) is
-loaded only by the pages that search: the Search page and the "similar works" sections.
+loaded in a background thread as soon as the first page is served (``warm_search_in_background``,
+called by the entry script; ``ATLAS_WARM_SEARCH=0`` turns it off), so a search typed after the
+first render does not wait for it; a search that comes earlier waits for that same load (the
+cache computes one value once and holds other callers on its lock).
 """
 from __future__ import annotations
 
@@ -11,13 +14,14 @@ import logging
 import os
 import pickle
 import sys
+import threading
 from pathlib import Path
 
 import streamlit as st
 
 from app import presentation
 from atlas_data import data_dir
-from papers import Catalog, to_bibtex, to_csv
+from papers import Catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 _log = logging.getLogger(__name__)
@@ -115,11 +119,12 @@ def algorithm_frame():
     return presentation.algorithm_frame(catalog())
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def exports(keys: tuple[str, ...]) -> tuple[str, str]:
-    """BibTeX and CSV of a result set (cached: paging through results does not rebuild them)."""
-    works = [catalog().works[k] for k in keys]
-    return to_bibtex(works), to_csv(works)
+@st.cache_data(show_spinner=False, max_entries=128)
+def export_text(keys: tuple[str, ...], fmt: str) -> str:
+    """A result set in one export format (``papers.export.FORMATS``), cached per set and format."""
+    from papers import to_format
+
+    return to_format([catalog().works[k] for k in keys], fmt)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -147,6 +152,63 @@ def search_index():
     gc.collect()
     gc.freeze()
     return index
+
+
+_warm_lock = threading.Lock()
+_warm_thread: threading.Thread | None = None
+
+
+def warm_search_in_background() -> bool:
+    """Start loading the search index in a daemon thread, once per server process; True if started.
+
+    Streamlit runs no app code before the first browser session, so the first page served starts
+    it; the page itself does not wait. Off with ``ATLAS_WARM_SEARCH=0`` (the benchmark's "before").
+    """
+    global _warm_thread
+    if os.environ.get("ATLAS_WARM_SEARCH", "1") == "0" or not search_available() or not _embeddings_cached():
+        return False
+    with _warm_lock:
+        if _warm_thread is not None:
+            return False
+        _warm_thread = threading.Thread(target=_warm_search, name="atlas-warm-search", daemon=True)
+        _warm_thread.start()
+    return True
+
+
+def _embeddings_cached() -> bool:
+    """True when the search embeddings are on disk: then the background load is the model only.
+    Without them (a fresh data directory) it would embed the whole catalog, minutes of CPU that
+    the pages being used would compete with (seen: the Lab page stalled past 2 minutes on 2 cores),
+    so the first search builds them, as before."""
+    try:
+        from papers.search.embed import EmbeddingCache, MiniLMEmbedder
+
+        return EmbeddingCache.default_path(MiniLMEmbedder().model_id).exists()
+    except Exception:  # noqa: BLE001  no warm-up is always safe
+        return False
+
+
+def _warm_search() -> None:
+    try:
+        index = search_index()
+        # the index loads from its cache without the model: load the model too (the costly part,
+        # torch + sentence-transformers) and run one query, which also prepares the fast query path
+        index.embedder.encode_query("agentic reinforcement learning")
+    except Exception as e:  # noqa: BLE001  the Search page loads (and reports) it again when used
+        _log.warning("background load of the search index failed: %s", e)
+
+
+@st.cache_resource(show_spinner=False)
+def inferred_axes() -> tuple[dict, str | None]:
+    """The model's inferred capability/task axes (``papers.axes``), by work and axis, kept apart from the
+    survey's placements; a malformed file gives no inferences and its error (file, row, field)."""
+    from papers.axes import by_work, load_inferred
+    from taxonomy import DataError
+
+    try:
+        return by_work(load_inferred(catalog())), None
+    except DataError as e:
+        return {}, str(e)
 
 
 @st.cache_resource(show_spinner=False)

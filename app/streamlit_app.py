@@ -9,7 +9,7 @@ Streamlit runs this file as a script; ``import app`` works because the project i
 """
 import streamlit as st
 
-from app import routes, ui
+from app import routes, state, ui
 
 st.set_page_config(page_title="Agentic RL Atlas", page_icon=ui.PAGE_ICON, layout="wide")
 
@@ -21,4 +21,9 @@ for p in routes.PAGES.values():
 
 page = st.navigation(SECTIONS)
 ui.follow_goto()
-page.run()
+try:
+    page.run()
+finally:
+    # once per server: load the search model in the background, after the first page's script ran
+    # (started earlier, its imports slow that first render down)
+    state.warm_search_in_background()

@@ -75,8 +75,14 @@ def seed_widgets(scope: str, url_state: Mapping[str, Any]) -> None:
 
 def publish(scope: str, widget_state: Mapping[str, Any], new_params: Mapping[str, str | list[str]]) -> None:
     """Write the widgets' values to the URL (so the view is a link) and remember them."""
-    st.session_state[f"_atlas_url::{scope}"] = dict(widget_state)
+    remember(scope, widget_state)
     set_params(new_params)
+
+
+def remember(scope: str, widget_state: Mapping[str, Any]) -> None:
+    """Record the widgets' values as what the URL will say (for a scope whose parameters another
+    scope's ``publish`` writes), so ``seed_widgets`` does not reset them on the next run."""
+    st.session_state[f"_atlas_url::{scope}"] = dict(widget_state)
 
 
 # -- links -------------------------------------------------------------------------------------
@@ -196,3 +202,114 @@ def echarts(view: presentation.ChartView, key: str, on_pick: Callable[[int | Non
         on_pick(presentation.first_selected(st.session_state.get(key), series_index))
 
     return st.echarts_chart(view.spec, key=key, height=view.height, on_select=_changed, alt=alt, renderer="svg")
+
+
+# -- authors, exports, tags and notes ------------------------------------------------------------
+EXPORT_BUTTONS = (  # (format, label, file extension, MIME type)
+    ("bibtex", "BibTeX", "bib", "application/x-bibtex"),
+    ("cslj", "CSL-JSON", "json", "application/vnd.citationstyles.csl+json"),
+    ("ris", "RIS", "ris", "application/x-research-info-systems"),
+    ("arxiv-ids", "arXiv ids", "txt", "text/plain"),
+    ("csv", "CSV", "csv", "text/csv"),
+)
+
+
+def author_line(work, shown: int = 12) -> None:
+    """The work's authors (each a link to their works), where they were read, and the check."""
+    from papers.authors import is_truncated, split_authors
+
+    people = split_authors(work.authors)
+    if not people:
+        if work.origin == "survey":
+            st.caption(":material/person_off: Authors unknown: no reference list we read names them.")
+        return
+
+    def link(p) -> str:  # a relative link to the search page; the name shown literally
+        return f"[{md(p.display)}]({routes.search(author=p.display).url})"
+
+    head = ", ".join(link(p) for p in people[:shown])
+    more = len(people) - shown
+    st.markdown(head + (f" and {more} more" if more > 0 else "") + (", et al." if is_truncated(work.authors) and more <= 0 else ""))
+    if more > 0:
+        with st.expander(f"All {len(people)} authors"):
+            st.markdown(", ".join(link(p) for p in people))
+    if work.authors_source:
+        check = {"agrees": "confirmed by a second source", "first-author": "a second source agrees on the first author",
+                 "differs": "a second source lists them differently", "single-source": "one source"}.get(work.authors_check, "")
+        st.caption(f"Authors: {check}. From {md(work.authors_source)}.")
+
+
+def export_buttons(keys: Sequence[str], stem: str, key: str, label_count: bool = True) -> None:
+    """Download buttons for a list of works in every export format (one row)."""
+    from app import state
+
+    keys = tuple(keys)
+    with st.container(horizontal=True, gap="small"):
+        for fmt, label, ext, mime in EXPORT_BUTTONS:
+            text = state.export_text(keys, fmt)
+            if fmt == "arxiv-ids" and not text:
+                continue
+            st.download_button(f"{label} ({len(keys)})" if label_count else label, data=text, file_name=f"{stem}.{ext}",
+                               mime=mime, icon=":material/download:", on_click="ignore", key=f"{key}-{fmt}")
+
+
+def annotations_editor(catalog, work_key: str) -> None:
+    """Tags (add, remove) and a note for one work; bad input is shown as an error and nothing saved is lost."""
+    from papers.annotations import NOTE_MAX_CHARS, AnnotationError, AnnotationStore
+
+    store = AnnotationStore()
+    msg_key = f"_ann_msg-{work_key}"
+
+    def report(kind: str, text: str) -> None:
+        st.session_state[msg_key] = (kind, text)
+
+    def add() -> None:
+        raw = st.session_state.get(f"ann_tag-{work_key}", "")
+        try:
+            tags = store.add_tags(catalog, work_key, [t for t in raw.replace(",", " ").split()] or [raw])
+            st.session_state[f"ann_tag-{work_key}"] = ""
+            report("success", f"Tags: {md(', '.join(tags))}")
+        except (AnnotationError, KeyError) as e:
+            report("error", f"Tag not added: {md(e)}")
+
+    def remove(tag: str) -> None:
+        try:
+            store.remove_tags(catalog, work_key, [tag])
+            report("success", f"Removed tag {md(tag)}")
+        except (AnnotationError, KeyError) as e:
+            report("error", f"Tag not removed: {md(e)}")
+
+    def save_note() -> None:
+        try:
+            store.set_note(catalog, work_key, st.session_state.get(f"ann_note-{work_key}", ""))
+            report("success", "Note saved.")
+        except (AnnotationError, KeyError) as e:
+            report("error", f"Note not saved: {md(e)}")
+
+    def clear_note() -> None:
+        store.clear_note(catalog, work_key)
+        st.session_state[f"ann_note-{work_key}"] = ""
+        report("success", "Note removed.")
+
+    tags = store.tags_of(work_key)
+    with st.container(horizontal=True, gap="small", wrap=True, vertical_alignment="center"):
+        for tag in tags:
+            st.button(md(tag), key=f"ann_untag-{work_key}-{tag}", icon=":material/close:", on_click=remove, args=(tag,),
+                      help=f"Remove the tag {md(tag)}")
+        if tags:
+            page_link(routes.search(tag=tags), "Works with these tags", icon=":material/sell:")
+    with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):
+        st.text_input("Add tags", key=f"ann_tag-{work_key}", placeholder="reading-list to-replicate",
+                      help="Letters, digits and - _ . : / ; several separated by spaces or commas.")
+        st.button("Add", key=f"ann_add-{work_key}", on_click=add, icon=":material/sell:")
+    if f"ann_note-{work_key}" not in st.session_state:
+        st.session_state[f"ann_note-{work_key}"] = store.note_of(work_key)
+    # no max_chars: the browser would cut a long paste silently; a note over the limit gets a clear error instead
+    st.text_area(f"Your note (up to {NOTE_MAX_CHARS:,} characters; stays on this machine, never exported)",
+                 key=f"ann_note-{work_key}", height=120)
+    with st.container(horizontal=True, gap="small"):
+        st.button("Save note", key=f"ann_save-{work_key}", on_click=save_note, icon=":material/save:")
+        st.button("Clear note", key=f"ann_clear-{work_key}", on_click=clear_note, icon=":material/delete:")
+    message = st.session_state.pop(msg_key, None)
+    if message:
+        (st.error if message[0] == "error" else st.success)(message[1])

@@ -13,7 +13,14 @@ Page switch: from clicking a page in the sidebar to that page's own content bein
 timed inside the browser (``performance.now()`` before the click and when the content appears).
 Every page is visited once before timing (the first visit of Search loads the embedding model,
 once per server process; that one-time cost is reported separately).
+First search: from starting the app process to the results of a search typed right after the
+first render (home page title and counts on screen -> optionally ``--think`` seconds -> click
+Search -> type the query -> Enter -> the result count shows). ``--first-search`` times it with the background load of the search model
+off (``ATLAS_WARM_SEARCH=0``, the "before") and on (the default, "after"), alternating.
+
 Results are printed as Markdown (recorded in docs/app_performance.md) and as JSON with --json.
+
+    .venv/bin/python benchmarks/app_bench.py --first-search 3 --starts 0 --rounds 0   # only the first-search timing
 """
 from __future__ import annotations
 
@@ -76,6 +83,43 @@ def first_render(pw, runs: int) -> tuple[list[float], list[float]]:
     finally:
         browser.close()
     return times, complete
+
+
+FIRST_QUERY = "web search agents trained with outcome rewards"
+
+
+def first_search(pw, runs: int, think: float = 0.0) -> dict[str, list[dict]]:
+    """Per mode ("before": no background load, "after": background load), per run: seconds from
+    process start to first render and to the first search's results."""
+    out: dict[str, list[dict]] = {"before": [], "after": []}
+    browser = launch_chromium(pw)
+    try:
+        for _ in range(runs):
+            for mode in ("before", "after"):
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                port = free_port()
+                t0 = time.perf_counter()
+                proc = start_app(port, env={"ATLAS_WARM_SEARCH": "0" if mode == "before" else "1"})
+                try:
+                    wait_healthy(port, proc, poll=0.02)
+                    page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
+                    wait_ready(page, HOME_FIRST)
+                    render = time.perf_counter() - t0
+                    page.wait_for_timeout(think * 1000)  # a person reading the first page before searching
+                    nav_click(page, "Search")
+                    wait_ready(page, [READY["Search"]])
+                    box = page.get_by_placeholder("e.g. agents that learn when to call a search engine")
+                    box.fill(FIRST_QUERY)
+                    box.press("Enter")
+                    wait_ready(page, [("p", f"for “{FIRST_QUERY}”")], timeout_ms=300_000)
+                    out[mode].append({"first_render_s": round(render, 2),
+                                      "first_search_results_s": round(time.perf_counter() - t0, 2)})
+                finally:
+                    page.close()
+                    stop_app(proc)
+    finally:
+        browser.close()
+    return out
 
 
 def nav_click(page, label: str) -> None:
@@ -153,15 +197,26 @@ def main() -> None:
     ap.add_argument("--starts", type=int, default=3, help="fresh server starts to time")
     ap.add_argument("--rounds", type=int, default=5, help="rounds through the four pages")
     ap.add_argument("--screenshots", type=Path, help="also save screenshots into this folder")
+    ap.add_argument("--first-search", type=int, default=0, metavar="N",
+                    help="also time start -> first search results, N starts each without and with the background load")
+    ap.add_argument("--think", type=float, default=0.0,
+                    help="seconds between the first render and opening the Search page (a reader's pause; default 0)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     load_before = os.getloadavg()[0]
     with sync_playwright() as pw:
+        searches = first_search(pw, args.first_search, args.think) if args.first_search else None
+        if args.starts == 0 and args.rounds == 0:
+            load_after = os.getloadavg()[0]
+            print_first_search(searches, load_before, load_after, args.json)
+            return
         starts, complete = first_render(pw, args.starts)
         switches, index_load = page_switches(pw, args.rounds, args.screenshots)
     load_after = os.getloadavg()[0]
+    if searches:
+        print_first_search(searches, load_before, load_after, args.json)
     result = {
         "cpus": os.cpu_count(), "load_average_1min": [round(load_before, 2), round(load_after, 2)],
         "first_meaningful_render_s": [round(x, 3) for x in starts],
@@ -184,6 +239,19 @@ def main() -> None:
           f"{len(all_switches)} | ≤ 0.5 s |")
     print(f"\nOne-time per server: loading the search index (embedding model) {index_load:.1f} s.")
     print(f"{os.cpu_count()} CPUs, 1-minute load average {load_before:.1f} before and {load_after:.1f} after.")
+
+
+def print_first_search(searches: dict[str, list[dict]], load_before: float, load_after: float, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"first_search": searches, "load_average_1min": [round(load_before, 2), round(load_after, 2)]}, indent=1))
+    print("| first search (process start → results of a search typed after the first render) | median | runs | all |")
+    print("|---|---|---|---|")
+    for mode, label in (("before", "before: model loaded by the first search"), ("after", "after: model loaded in the background at the first page")):
+        vals = [r["first_search_results_s"] for r in searches[mode]]
+        renders = [r["first_render_s"] for r in searches[mode]]
+        print(f"| {label} | {statistics.median(vals):.1f} s (first render {statistics.median(renders):.1f} s) | {len(vals)} | "
+              f"{', '.join(f'{v:.1f}' for v in vals)} |")
+    print(f"\n{os.cpu_count()} CPUs, 1-minute load average {load_before:.1f} before and {load_after:.1f} after.")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The catalog of works: loading, validation, lookups, export (and search, in papers.search)."""
 from papers.catalog import Catalog, UnknownKeyError
-from papers.export import parse_bibtex, to_bibtex, to_csv, to_json
+from papers.export import FORMATS, parse_bibtex, to_bibtex, to_csv, to_format, to_json
 from papers.schema import KINDS, Work
 
 
@@ -16,4 +16,5 @@ def load_catalog(include_user_works: bool = True) -> Catalog:
     return catalog
 
 
-__all__ = ["load_catalog", "Catalog", "KINDS", "UnknownKeyError", "Work", "parse_bibtex", "to_bibtex", "to_csv", "to_json"]
+__all__ = ["load_catalog", "Catalog", "KINDS", "UnknownKeyError", "Work", "parse_bibtex", "to_bibtex", "to_csv", "to_json", "to_format",
+           "FORMATS"]

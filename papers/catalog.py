@@ -110,6 +110,42 @@ def load_summaries(path: Path, works: dict[str, Work]) -> dict[str, dict]:
     return out
 
 
+AUTHOR_CHECKS = ("agrees", "first-author", "differs", "single-source", "unknown")
+
+
+def load_authors(path: Path, works: dict[str, Work]) -> dict[str, dict]:
+    """Read authors.csv (key, authors, n_authors, truncated, source, check, second_source).
+
+    Optional: without the file, survey works have no authors. Every row must name a known work
+    once; ``n_authors`` must equal the names in ``authors``.
+    """
+    from papers.authors import split_authors
+
+    if not path.exists():
+        return {}
+    _, rows = read_csv_rows(path)
+    out: dict[str, dict] = {}
+    for line, row in rows:
+        key = row.get("key", "").strip()
+        if key not in works:
+            raise DataError(path, f"authors for unknown work '{key}'", row=line, field="key")
+        if key in out:
+            raise DataError(path, f"second row for '{key}'", row=line, field="key")
+        check = row.get("check", "").strip()
+        if check not in AUTHOR_CHECKS:
+            raise DataError(path, f"check must be one of {', '.join(AUTHOR_CHECKS)}, not '{check}'", row=line, field="check")
+        authors = " ".join(row.get("authors", "").split())
+        n = row.get("n_authors", "").strip()
+        if authors and n != str(len(split_authors(authors))):
+            raise DataError(path, f"n_authors is '{n}' but authors lists {len(split_authors(authors))}", row=line, field="n_authors")
+        if bool(authors) == (check == "unknown"):
+            raise DataError(path, "authors must be empty exactly when check is 'unknown'", row=line, field="authors")
+        second = row.get("second_source", "").strip()
+        note = row.get("source", "").strip() + (f"; checked against {second}" if second else "")
+        out[key] = {"authors": authors, "authors_source": note, "authors_check": check}
+    return out
+
+
 class Catalog:
     """Works + taxonomy + survey tables. Immutable after load; user works are merged in by ``with_works``."""
 
@@ -128,6 +164,8 @@ class Catalog:
         works = load_works(data_dir / "works.csv", taxonomy)
         summaries = load_summaries(data_dir / "summaries.csv", works)
         works = {k: w.model_copy(update=summaries[k]) for k, w in works.items()}
+        authors = load_authors(data_dir / "authors.csv", works)
+        works = {k: w.model_copy(update=authors[k]) if k in authors else w for k, w in works.items()}
         tables = load_tables(data_dir / "tables")
         for t in tables.values():
             if "work_key" in t.frame.columns:

@@ -9,8 +9,9 @@ import json
 import sys
 from pathlib import Path
 
+from papers.authors import display_authors
 from papers.catalog import Catalog, UnknownKeyError
-from papers.export import to_format
+from papers.export import FORMATS, to_format
 from papers.schema import KINDS, Work
 from taxonomy import DataError
 
@@ -55,12 +56,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(w.summary + ("  [low confidence]" if w.summary_confidence == "low" else ""))
     print()
     for label, value in [
-        ("key", w.key), ("name", w.name), ("year", w.year), ("venue", w.venue), ("kind", w.kind),
+        ("key", w.key), ("name", w.name), ("authors", display_authors(w.authors)), ("year", w.year), ("venue", w.venue), ("kind", w.kind),
         ("arXiv", w.arxiv_url), ("url", w.url), ("code", w.code_url),
         ("algorithms", ", ".join(w.algorithms)), ("aliases", ", ".join(w.aliases)),
         ("keywords", ", ".join(w.keywords)), ("reward type", w.reward_type), ("tags", ", ".join(w.tags)),
         ("original title", w.title_original if w.title_original != w.title else ""),
     ]:
+        if value:
+            print(f"{label:<15} {value}")
+    from papers.annotations import AnnotationStore
+
+    store = AnnotationStore()
+    for label, value in (("your tags", ", ".join(store.tags_of(w.key))), ("your note", store.note_of(w.key))):
         if value:
             print(f"{label:<15} {value}")
     print("placements:")
@@ -78,6 +85,16 @@ def add_filter_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", action="append", help=f"one of {', '.join(KINDS)} (repeatable)")
     p.add_argument("--year-from", type=int)
     p.add_argument("--year-to", type=int)
+    p.add_argument("--author", action="append", metavar="NAME",
+                   help="works by this author: full name or family name (repeatable: any of them)")
+    p.add_argument("--tag", action="append", metavar="TAG", help="works you tagged TAG (repeatable: any of them)")
+
+
+def _restrict_keys(cat: Catalog, args: argparse.Namespace) -> list[str] | None:
+    """Keys allowed by --author and --tag (each an OR over its values, the two ANDed); None: no restriction."""
+    from papers.worksets import restrict_keys
+
+    return restrict_keys(cat, args.author, args.tag)
 
 
 def _check_years(args: argparse.Namespace) -> None:
@@ -97,15 +114,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         for kind in kinds:
             for w in cat.select(node=node, kind=kind, year_from=args.year_from, year_to=args.year_to):
                 keys[w.key] = w
-    works = [w for w in cat if w.key in keys]
+    allowed = _restrict_keys(cat, args)
+    works = [w for w in cat if w.key in keys and (allowed is None or w.key in allowed)]
     print(_table(works) if args.format == "table" else to_format(works, args.format), end="" if args.format != "table" else "\n")
     return 0
 
 
-def _search_filters(args: argparse.Namespace):
+def _search_filters(args: argparse.Namespace, keys: list[str] | None = None):
     from papers.search import SearchFilters
 
-    return SearchFilters(
+    return SearchFilters(keys=keys,
         nodes=args.node or [], dimensions=args.dimension or [], year_from=args.year_from, year_to=args.year_to,
         kinds=args.kind or [], algorithms=args.algorithm or [], has_code=args.has_code,
         exclude_nodes=args.exclude_node or [], exclude_kinds=args.exclude_kind or [],
@@ -118,11 +136,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.k < 0 or args.offset < 0:
         print("error: --k and --offset must not be negative", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        filters = _search_filters(args)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
     if args.queries_file is not None and (args.query or args.similar):
         print("error: give either QUERY, --similar or --queries-file", file=sys.stderr)
         return EXIT_USAGE
@@ -130,6 +143,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("error: give either QUERY or --similar, not both", file=sys.stderr)
         return EXIT_USAGE
     cat = _catalog()
+    try:
+        filters = _search_filters(args, _restrict_keys(cat, args))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     index = SearchIndex.load_or_build(cat)
     index.validate_filters(filters)  # unknown values fail before any query runs
     if args.queries_file is not None:
@@ -153,6 +171,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     else:
         res = index.search(args.query or "", k=args.k, offset=args.offset, filters=filters, mode=args.mode)
         hits, total, query = res.hits, res.total, res.query
+    if args.format in FORMATS and args.format != "json":  # the hits as a reference list
+        print(to_format([cat.get(h.key) for h in hits], args.format), end="")
+        return 0
     if args.format == "json":
         rows = [dict(h.to_dict(), title=cat.get(h.key).title, year=cat.get(h.key).year, kind=cat.get(h.key).kind) for h in hits]
         print(json.dumps({"query": query, "mode": "similar" if args.similar else args.mode, "total": total, "offset": args.offset, "results": rows},
@@ -224,6 +245,60 @@ def cmd_user(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tag(args: argparse.Namespace) -> int:
+    from papers.annotations import AnnotationStore
+
+    store, cat = AnnotationStore(), _catalog()
+    key = cat.resolve(args.key).key
+    if args.command == "tag":
+        tags = store.add_tags(cat, key, args.tags)
+    else:
+        tags = store.remove_tags(cat, key, args.tags)
+    print(f"{key}: {', '.join(tags) if tags else '(no tags)'}")
+    return 0
+
+
+def cmd_tags(args: argparse.Namespace) -> int:
+    from papers.annotations import AnnotationStore
+
+    store = AnnotationStore()
+    if args.key:
+        key = _catalog().resolve(args.key).key
+        print(f"{key}: {', '.join(store.tags_of(key)) or '(no tags)'}")
+        return 0
+    tags = store.all_tags()
+    for tag, n in tags.items():
+        print(f"{tag:<30} {n} work{'s' if n != 1 else ''}")
+    if not tags:
+        print("(no tags yet: python -m papers tag KEY TAG)")
+    return 0
+
+
+def cmd_note(args: argparse.Namespace) -> int:
+    from papers.annotations import AnnotationStore
+
+    store, cat = AnnotationStore(), _catalog()
+    key = cat.resolve(args.key).key
+    if args.clear:
+        print(f"{key}: note removed" if store.clear_note(cat, key) else f"{key}: had no note")
+    elif args.text is None:
+        print(store.note_of(key) or f"({key} has no note)")
+    else:
+        text = sys.stdin.read() if args.text == "-" else args.text
+        store.set_note(cat, key, text)
+        print(f"{key}: note saved ({len(text)} characters)")
+    return 0
+
+
+def cmd_companion_row(args: argparse.Namespace) -> int:
+    from papers.companion import companion_row
+
+    cat = _catalog()
+    row = companion_row(cat, cat.resolve(args.key))
+    print(f"<!-- {row.section} -->\n{row.header}\n{row.row}" if args.with_header else row.row)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m papers", description="The Agentic RL Atlas catalog.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -236,10 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_show)
     p = sub.add_parser("list", help="list works, filtered, as a table or an export format")
     add_filter_args(p)
-    p.add_argument("--format", choices=["table", "json", "csv", "bibtex"], default="table",
-                   help="csv is for spreadsheets: a cell that starts with = + - @ (or a tab/CR) is written with a "
+    p.add_argument("--format", choices=["table", *FORMATS], default="table",
+                   help="table, or an export: bibtex, csv, json, cslj (CSL-JSON), ris, arxiv-ids (one id a line); "
+                        "csv is for spreadsheets: a cell that starts with = + - @ (or a tab/CR) is written with a "
                         "leading ' so a spreadsheet shows it as text and never runs it as a formula (plain "
-                        "numbers such as -0.5 stay numbers); json and bibtex are exact")
+                        "numbers such as -0.5 stay numbers); the others are exact")
     p.set_defaults(fn=cmd_list)
     p = sub.add_parser("import", help="import your own works (.bib, arXiv metadata .jsonl, or .csv) into the local store")
     p.add_argument("file", type=Path)
@@ -256,6 +332,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("key", nargs="?")
     p.add_argument("nodes", nargs="*")
     p.set_defaults(fn=cmd_user)
+    for name, helptext in (("tag", "tag a work (shipped or yours): tag KEY TAG [TAG ...]"),
+                           ("untag", "remove tags from a work: untag KEY TAG [TAG ...]")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("key", help="work key, arXiv id or name")
+        p.add_argument("tags", nargs="+", metavar="TAG")
+        p.set_defaults(fn=cmd_tag)
+    p = sub.add_parser("tags", help="every tag with its count, or the tags of one work")
+    p.add_argument("key", nargs="?")
+    p.set_defaults(fn=cmd_tags)
+    p = sub.add_parser("note", help='your note on a work: note KEY "text" (or - for stdin), note KEY to read, --clear')
+    p.add_argument("key", help="work key, arXiv id or name")
+    p.add_argument("text", nargs="?", help="the note (replaces the old one); '-' reads it from stdin")
+    p.add_argument("--clear", action="store_true", help="remove the note")
+    p.set_defaults(fn=cmd_note)
+    p = sub.add_parser("companion-row", help="the work as a Markdown row of the survey's companion paper list")
+    p.add_argument("key", help="work key, arXiv id or name")
+    p.add_argument("--with-header", action="store_true", help="also print the section and its table header")
+    p.set_defaults(fn=cmd_companion_row)
     p = sub.add_parser("search", help="hybrid (BM25 + embedding) search; an empty QUERY browses the filtered works")
     p.add_argument("query", nargs="?", default="", help="free text (empty: filters only, newest first)")
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
@@ -270,7 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-kind", action="append", help="leave out works of this kind (repeatable)")
     p.add_argument("--similar", action="append", metavar="KEY", help="works similar to these works instead of a query (repeatable)")
     p.add_argument("--queries-file", metavar="FILE", help="batch: one query per line ('-' for stdin); prints one JSON line per query")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=["table", *FORMATS], default="table",
+                   help="table; json (the results with scores); or the hits exported as bibtex, csv, cslj, ris, arxiv-ids")
     p.set_defaults(fn=cmd_search)
     return ap
 

@@ -1,4 +1,4 @@
-"""Export any set of works as BibTeX, CSV or JSON, and read BibTeX back."""
+"""Export any set of works as BibTeX, CSV, JSON, CSL-JSON, RIS or arXiv ids, and read BibTeX back."""
 from __future__ import annotations
 
 import csv
@@ -10,13 +10,17 @@ from collections.abc import Iterable, Iterator
 import bibtexparser
 from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field, ParsingFailedBlock
 
+from papers.authors import bibtex_author
+from papers.citeformats import doi_of, exported_abstract, primary_class, to_arxiv_ids, to_csl_json, to_ris
 from papers.schema import LIST_FIELDS, Work
 
 EXPORT_FIELDS = (
     "key", "name", "title", "title_original", "year", "venue", "kind", "arxiv_id", "url", "code_url",
     "nodes", "algorithms", "aliases", "reward_type", "tags", "summary", "keywords", "summary_confidence",
-    "origin",
+    "origin", "authors", "abstract",
 )
+FORMATS = ("bibtex", "csv", "json", "cslj", "ris", "arxiv-ids")
+"""Every export format, by its CLI name (``--format``); ``to_format`` writes each."""
 _JOURNALS = re.compile(r"^(JMLR|TMLR|Nature|Science|IEEE|ACM|Transactions|Journal)", re.I)
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
@@ -49,11 +53,19 @@ def bibtex_entry_type(work: Work) -> str:
 
 
 def to_bibtex(works: Iterable[Work]) -> str:
-    """One entry per work, cite key = work key. Titles are double-braced to keep their casing."""
+    """One entry per work, cite key = work key. Titles are double-braced to keep their casing.
+
+    Fields: author (``Family, Given and ...``), title, year, venue, eprint/archiveprefix/primaryclass
+    (arXiv works), doi (where known, see ``citeformats.doi_of``), url, code, abstract (a user's own
+    imported works only: ``exported_abstract``), annote (our summary), keywords.
+    """
     lib = bibtexparser.Library()
     for w in works:
         etype = bibtex_entry_type(w)
-        fields = [Field("title", "{" + latex_escape(w.title) + "}")]
+        fields = []
+        if w.authors.strip():
+            fields.append(Field("author", _escape_keep_braces(bibtex_author(w.authors))))
+        fields.append(Field("title", "{" + latex_escape(w.title) + "}"))
         if w.year is not None:
             fields.append(Field("year", str(w.year)))
         if etype == "inproceedings":
@@ -64,16 +76,27 @@ def to_bibtex(works: Iterable[Work]) -> str:
             fields.append(Field("howpublished", latex_escape(w.venue)))
         if w.arxiv_id:
             fields += [Field("eprint", w.arxiv_id), Field("archiveprefix", "arXiv")]
-        if w.url:
-            fields.append(Field("url", w.url))
+            if primary_class(w):
+                fields.append(Field("primaryclass", primary_class(w)))
+        if doi_of(w):
+            fields.append(Field("doi", doi_of(w)))
+        if w.url or w.arxiv_url:
+            fields.append(Field("url", w.url or w.arxiv_url))
         if w.code_url:
             fields.append(Field("code", w.code_url))
+        if exported_abstract(w):
+            fields.append(Field("abstract", latex_escape(exported_abstract(w))))
         if w.summary:
             fields.append(Field("annote", latex_escape(w.summary)))
         if w.keywords:
             fields.append(Field("keywords", latex_escape(", ".join(w.keywords))))
         lib.add(Entry(etype, w.key, fields))
     return bibtexparser.write_string(lib)
+
+
+def _escape_keep_braces(text: str) -> str:
+    """LaTeX-escape an author list but keep the braces that group an organisation's name."""
+    return "".join(ch if ch in "{}" else _LATEX_SPECIALS.get(ch, ch) for ch in text)
 
 
 def parse_bibtex(text: str) -> tuple[list[dict[str, str]], list[str]]:
@@ -121,8 +144,15 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+def _dump(work: Work, mode: str = "python") -> dict:
+    """The exported fields; ``abstract`` only for a user's own work (``exported_abstract``)."""
+    d = work.model_dump(mode=mode, include=set(EXPORT_FIELDS))
+    d["abstract"] = exported_abstract(work)
+    return d
+
+
 def _flat(work: Work) -> dict[str, str]:
-    d = work.model_dump()
+    d = _dump(work)
     return {f: "; ".join(d[f]) if f in LIST_FIELDS else ("" if d[f] is None else str(d[f])) for f in EXPORT_FIELDS}
 
 
@@ -158,11 +188,12 @@ def to_csv(works: Iterable[Work]) -> str:
 
 
 def to_json(works: Iterable[Work]) -> str:
-    return json.dumps([w.model_dump(mode="json", include=set(EXPORT_FIELDS)) for w in works], ensure_ascii=False, indent=1)
+    return json.dumps([_dump(w, mode="json") for w in works], ensure_ascii=False, indent=1)
 
 
 def to_format(works: Iterable[Work], fmt: str) -> str:
-    writers = {"bibtex": to_bibtex, "csv": to_csv, "json": to_json}
+    writers = {"bibtex": to_bibtex, "csv": to_csv, "json": to_json, "cslj": to_csl_json, "ris": to_ris,
+               "arxiv-ids": to_arxiv_ids}
     if fmt not in writers:
         raise ValueError(f"unknown export format '{fmt}' (choose from {', '.join(writers)})")
     return writers[fmt](works)

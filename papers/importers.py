@@ -239,7 +239,7 @@ def read_csv_works(path: Path, encoding: str = "utf-8") -> Iterator[ImportRecord
 
     A cell that our CSV export neutralised for spreadsheets (``'=...``) is read back as it was.
     """
-    allowed = set(Work.model_fields) - {"origin", "summary_confidence"}
+    allowed = set(Work.model_fields) - {"origin", "summary_confidence", "authors_source", "authors_check"}  # survey-only
     with open(path, encoding=text_encoding(encoding), newline="") as f:
         reader = csv.reader(f, strict=True)
         try:

@@ -33,9 +33,14 @@ class Work(BaseModel):
     keywords: tuple[str, ...] = ()
     summary_confidence: Literal["high", "low", ""] = ""
     origin: Literal["survey", "user"] = "survey"
-    # user works only: the user's own abstract and author list (survey works ship neither)
-    abstract: str = ""
+    # the author list, "First Last and First Last" (papers.authors); survey works: from data/authors.csv
     authors: str = ""
+    # survey works: where the authors were read, and whether a second source agrees
+    # ("agrees", "first-author", "differs", "single-source", "unknown"; see scripts/import_authors.py)
+    authors_source: str = ""
+    authors_check: str = ""
+    # user works only: the user's own abstract
+    abstract: str = ""
 
     @field_validator("title")
     @classmethod

@@ -8,6 +8,8 @@ Deterministic: running it again reproduces every output byte for byte (tested). 
   papers/data/tables/*.csv          the survey's 10 tables (caption line kept)
   papers/data/survey_shingles.txt   hashes of the survey sentences' 8-word runs, so the summary
                                     overlap check can run without the survey text (never stored)
+  papers/data/authors.csv           every work's authors, their source and a second-source check
+                                    (scripts/import_authors.py; only when --author-sources exists)
 Hand-written content (node descriptions, work summaries) lives in separate files it never touches.
 The product reads only these outputs at run time, never the seed folder.
 """
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from papers.titlecase import restore_title_case  # noqa: E402
 from papers.overlap import shingle_hashes  # noqa: E402
+import import_authors  # noqa: E402  (this folder: the script's own directory is on sys.path)
 
 DEFAULT_SEED = ROOT.parent / "shared" / "seed-data"
 NODE_FIELDS = ("id", "name", "parent", "dimension", "survey_section")
@@ -98,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=Path, default=DEFAULT_SEED, help="seed-data folder")
     ap.add_argument("--out", type=Path, default=ROOT, help="project root to write into")
+    ap.add_argument("--author-sources", type=Path, default=import_authors.DEFAULT_SOURCES,
+                    help="saved reference lists the authors are read from (skipped when absent)")
     args = ap.parse_args(argv)
     if not (args.seed / "survey_works.csv").exists():
         print(f"error: no seed data at {args.seed}", file=sys.stderr)
@@ -109,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     n_tables = write_tables(args.seed, args.out / "papers" / "data" / "tables")
     n_sh = write_shingles(args.seed, args.out / "papers" / "data" / "survey_shingles.txt")
     print(f"imported {n_works} works, {n_nodes} nodes, {n_tables} tables, {n_sh} shingle hashes")
+    if (args.author_sources / "survey_references.md").exists():
+        stats = import_authors.write_authors(args.seed, args.author_sources,
+                                             args.out / "papers" / "data" / "authors.csv")
+        print("authors: " + " ".join(f"{k}={v}" for k, v in stats.items()))
+    else:
+        print(f"authors: skipped (no sources at {args.author_sources})")
     return 0
 
 

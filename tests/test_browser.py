@@ -131,12 +131,13 @@ def test_deep_links_reopen_the_same_view(page, base_url):
 
 # -- hostile input (issue 25): URL parameters and an imported work must not inject markup or fetch anything --
 HOSTILE_WORK_CSV = (
-    "key,title,name,summary,venue,keywords,code_url,url,year,nodes\n"
+    "key,title,name,summary,venue,keywords,code_url,url,year,nodes,authors\n"
     '"hostile","Agents [phish](https://evil.example/t) ![t](https://evil.example/t.png) <b>bold-tag</b> www.evil.example",'
     '"![n](https://evil.example/n.png) :red[Hostile]",'
     '"A summary with ![s](https://evil.example/s.png) and [data](data:text/html,hi) and :material/home: text.",'
     '"[venue](https://evil.example/v)","x] :red[boom; [k](https://evil.example/k)","javascript:alert(1)",'
-    '"data:text/html,<b>hi</b>",2026,memory\n'
+    '"data:text/html,<b>hi</b>",2026,memory,'
+    '"Ada [phish](https://evil.example/au) and <b>Bob</b> ![a](https://evil.example/a.png) and Eve :red[x]"\n'
 )
 HOSTILE_URLS = [
     ("/work?key=[phish](https://evil.example/w)", "No work called"),
@@ -145,6 +146,7 @@ HOSTILE_URLS = [
     ("/overview?cap=[phish](https://evil.example/c)&task=code", "No node called"),
     ("/algorithms?compare=[phish](https://evil.example/a)", "Unknown algorithm"),
     ("/lab?run=![r](https://evil.example/r.png)", "No run"),
+    ("/search?author=[phish](https://evil.example/sa) ![s](https://evil.example/sa.png)&tag=<b>x</b>", "no work by author"),
     ("/work?key=hostile", "Where the survey places it"),
     ("/search?q=phish agents", re.compile(r"\d+ works? for")),
 ]

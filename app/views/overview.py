@@ -78,6 +78,8 @@ if cap or task:
         ui.chips([(cat.taxonomy[cell[0]].name, routes.node(cell[0])),
                   (cat.taxonomy[cell[1]].name, routes.node(cell[1]))])
         ui.works_table(presentation.works_frame(works, cat), key=f"cell-works-{ui.nonce()}")
+        if works:
+            ui.export_buttons([w.key for w in works], stem=f"atlas-{cell[0]}-x-{cell[1]}", key="cell-dl")
 
 st.header("Works per year, by dimension", divider="gray")
 st.caption("A work placed in two dimensions counts in both. Click a legend entry to hide a dimension.")

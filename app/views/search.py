@@ -9,6 +9,8 @@ import zlib
 import streamlit as st
 
 from app import presentation, routes, state, ui
+from papers import worksets
+from papers.authors import display_authors
 
 cat = state.catalog()
 p = ui.params()
@@ -32,6 +34,11 @@ def widget_state(s: presentation.SearchState) -> dict:
     }
 
 
+# author and tag filters (papers.authors, papers.annotations): URL parameters author= and tag=
+tag_counts = worksets.tag_counts()
+url_author = " ".join(presentation.first_param(p, "author").split()) if "author" in p else ""
+url_tags = [t for t in presentation.all_params(p, "tag") if t.strip()]
+ui.seed_widgets(SCOPE + "-people", {"s_author": url_author, "s_tags": url_tags})
 ui.seed_widgets(SCOPE, widget_state(url))
 if st.session_state.get("_s_page_url") != url.page or "s_page" not in st.session_state:
     st.session_state["s_page"] = url.page
@@ -41,6 +48,7 @@ st.session_state["_s_page_url"] = url.page
 def _clear_filters() -> None:
     for k, v in widget_state(presentation.SearchState(q=st.session_state.get("s_q", ""))).items():
         st.session_state[k] = v
+    st.session_state["s_author"], st.session_state["s_tags"] = "", []
 
 
 # -- sidebar facets ------------------------------------------------------------------------------
@@ -54,6 +62,10 @@ with st.sidebar:
     st.multiselect("Kind", list(presentation.KINDS), key="s_kinds", placeholder="any kind")
     st.multiselect("Algorithm", algo_names, key="s_algos", placeholder="any algorithm")
     st.segmented_control("Code released", ["any", "yes", "no"], key="s_code", required=True)
+    st.text_input("Author", key="s_author", placeholder="e.g. Jiawei Han", help="Full name, or a family name alone.")
+    if tag_counts or st.session_state.get("s_tags"):
+        st.multiselect("Your tags", sorted(set(tag_counts) | set(st.session_state.get("s_tags", []))), key="s_tags",
+                       placeholder="any", format_func=lambda t: f"{t} ({tag_counts.get(t, 0)})")
     with st.expander("Exclude", expanded=bool(url.exclude_nodes or url.exclude_kinds)):
         st.multiselect("Nodes", list(node_opts), key="s_xnodes", format_func=node_opts.get, placeholder="none")
         st.multiselect("Kinds", list(presentation.KINDS), key="s_xkinds", placeholder="none")
@@ -76,6 +88,13 @@ current = presentation.SearchState(
     exclude_nodes=tuple(ss["s_xnodes"]), exclude_kinds=tuple(ss["s_xkinds"]), mode=ss["s_mode"] or "hybrid",
     page=ss["s_page"],
 )
+author, tags = " ".join((ss.get("s_author") or "").split()), list(ss.get("s_tags") or [])
+restrict, restrict_problem = worksets.restrict_keys_or_problem(cat, author, tags)
+people_params = {k: v for k, v in (("author", author), ("tag", tags)) if v}
+ui.remember(SCOPE + "-people", {"s_author": author, "s_tags": tags})  # published with the search's parameters below
+if (author, tags) != (url_author, url_tags):  # a new author or tag filter starts at page 1 too
+    current = current.with_page(1)
+    ss["s_page"] = 1
 if current.with_page(1) != url.with_page(1):  # a new query or filter starts at page 1
     current = current.with_page(1)
     ss["s_page"] = 1
@@ -86,6 +105,9 @@ for problem in problems:
 if not state.search_available():
     st.error("The search index is not installed in this checkout (papers.search is missing).")
     st.stop()
+
+if restrict_problem:
+    st.warning(ui.md(restrict_problem), icon=":material/person_search:")
 
 index = state.search_index()
 if likes is not None:
@@ -101,17 +123,17 @@ if likes is not None:
     ui.chips([*((f"Open {presentation.work_label(cat.works[k])}", routes.work(k)) for k in like_keys[:3]),
               ("Back to a plain search", routes.search(**current.to_params()))])
     if len(like_keys) == 1:
-        hits = index.similar(key=like_keys[0], k=30, filters=current.filter_kwargs())
+        hits = index.similar(key=like_keys[0], k=30, filters={**current.filter_kwargs(), "keys": restrict})
     else:
-        hits = index.similar(keys=like_keys, k=30, filters=current.filter_kwargs())
+        hits = index.similar(keys=like_keys, k=30, filters={**current.filter_kwargs(), "keys": restrict})
     all_keys = [h.key for h in hits]
     total, page_hits = len(hits), hits
-    ui.publish(SCOPE, widget_state(current), {"like": ",".join(like_keys), **current.to_params()})
+    ui.publish(SCOPE, widget_state(current), {"like": ",".join(like_keys), **current.to_params(), **people_params})
 else:
     from papers.search import SearchFilters
 
     try:
-        filters = SearchFilters(**current.filter_kwargs())
+        filters = SearchFilters(**current.filter_kwargs(), keys=restrict)
         page_no = current.page
         res = index.search(current.q, k=presentation.PAGE_SIZE, offset=(page_no - 1) * presentation.PAGE_SIZE, filters=filters,
                            mode=current.mode)
@@ -127,11 +149,11 @@ else:
                            mode=current.mode)
     total, page_hits = res.total, res.hits
     all_keys = None  # computed below, only for the downloads
-    ui.publish(SCOPE, widget_state(current), current.to_params())
+    ui.publish(SCOPE, widget_state(current), {**current.to_params(), **people_params})
     st.session_state["_s_page_url"] = current.page
 
 # -- results -------------------------------------------------------------------------------------
-if likes is None and not current.q and not current.has_filters:
+if likes is None and not current.q and not current.has_filters and restrict is None:
     st.caption("Type a question or a few words; the facets on the left narrow the results. Or try:")
     ui.chips([(q, routes.search(q=q)) for q in (
         "memory agents that learn what to store", "RL for tool calling with code execution",
@@ -142,7 +164,7 @@ if likes is None and not current.q and not current.has_filters:
 else:
     what = "works" if total != 1 else "work"
     st.markdown(f"**{total} {what}**" + (f" for “{ui.md(current.q)}”" if current.q and likes is None else "")
-                + (" (filtered)" if current.has_filters else ""))
+                + (" (filtered)" if current.has_filters or restrict is not None else ""))
 
 if not page_hits:
     st.info("Nothing matches. Loosen a filter or rephrase the query.", icon=":material/search_off:")
@@ -151,12 +173,8 @@ if not page_hits:
 if all_keys is None:
     full = index.search(current.q, k=max(total, 1), offset=0, filters=filters, mode=current.mode)
     all_keys = [h.key for h in full.hits]
-bibtex, csv_text = state.exports(tuple(all_keys))
+ui.export_buttons(all_keys, stem="atlas-search", key="dl")
 with st.container(horizontal=True, gap="small"):
-    st.download_button(f"BibTeX ({len(all_keys)})", data=bibtex, file_name="atlas-search.bib",
-                       mime="application/x-bibtex", icon=":material/download:", on_click="ignore", key="dl_bibtex")
-    st.download_button(f"CSV ({len(all_keys)})", data=csv_text, file_name="atlas-search.csv",
-                       mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     if likes is None and len(page_hits) > 1:
         ui.page_link(routes.search(like=",".join(h.key for h in page_hits[:3])), "More like the top 3",
                      icon=":material/auto_awesome:")
@@ -171,6 +189,8 @@ for rank, hit in enumerate(page_hits, start=start + 1):
             meta = [str(w.year or "n.d."), w.kind] + [link for link in (presentation.md_link("code", w.code_url),
                                                                          presentation.md_link("arXiv", w.arxiv_url)) if link]
             st.caption(" · ".join(meta) + (f" · {ui.md(w.title)}" if w.name else ""))
+            if w.authors:
+                st.caption(ui.md(display_authors(w.authors, limit=6)))
             if w.summary:
                 st.markdown(ui.md(w.summary) + (" *(low-confidence summary)*" if w.summary_confidence == "low" else ""))
             why = presentation.why_matched(cat, hit)

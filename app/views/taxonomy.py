@@ -87,6 +87,8 @@ def node_page(node_id: str) -> None:
     if page.works:
         st.caption("Select a row to open the work.")
     ui.works_table(presentation.works_frame(page.works, cat), key=f"node-works-{node_id}-{include}-{ui.nonce()}")
+    if page.works:
+        ui.export_buttons([w.key for w in page.works], stem=f"atlas-{node_id}", key=f"node-dl-{node_id}-{include}")
     ui.search_link(f"Search within {page.name}", node=node_id)
 
     st.subheader("In the survey's tables")

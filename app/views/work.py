@@ -2,6 +2,7 @@
 import streamlit as st
 
 from app import presentation, routes, state, ui
+from papers.companion import companion_row
 
 cat = state.catalog()
 p = ui.params()
@@ -42,6 +43,7 @@ if w.name:
     st.markdown(f"##### {md(w.title)}")
 if w.key in cat.attention:
     st.warning(f"This work needs attention: {md(cat.attention[w.key])} (on the Import page).", icon=":material/warning:")
+ui.author_line(w)
 if page.links:
     with st.container(horizontal=True, gap="small"):
         for label, url in page.links:
@@ -65,12 +67,35 @@ with left:
     st.caption("Click a node to see the works around it.")
     for path in page.placements:
         ui.breadcrumb(path, current=False)
+    inferred, inferred_error = state.inferred_axes()
+    if inferred_error:
+        st.caption(f":material/warning: Inferred axes not shown: {md(inferred_error)}")
+    if w.key in inferred:
+        st.subheader("Inferred axis (a model's guess, not the survey's)")
+        st.caption("The survey places this method on one axis only. The placement model's closest node on the "
+                   "other axis, with its share of that axis's score; it is not used by the heat map, the filters "
+                   "or the exports. How often it is right: docs/axis_inference.md.")
+        for axis, ranked in inferred[w.key].items():
+            first, rest = ranked[0], ranked[1:]
+            ui.node_link(first.node, f"{axis.capitalize()}: {cat.taxonomy[first.node].name} · {first.confidence:.0%}",
+                         icon=":material/psychology_alt:",
+                         help="inferred; then " + ", ".join(f"{cat.taxonomy[r.node].name} {r.confidence:.0%}" for r in rest)
+                         if rest else "inferred")
     if page.algorithms:
         st.subheader("Algorithms")
         ui.chips([(a, routes.node(nid)) if nid else (a, routes.search(algo=a)) for a, nid in page.algorithms])
 with right:
     st.subheader("Facts")
     st.markdown(presentation.facts_markdown(page.facts))
+
+st.subheader("Your tags and note")
+ui.annotations_editor(cat, w.key)
+ui.export_buttons([w.key], stem=w.key, key=f"work-dl-{w.key}", label_count=False)
+with st.expander("Copy as a companion-list row"):
+    row = companion_row(cat, w)
+    st.caption(f"A row for the survey's companion paper list (Awesome-AgenticLLM-RL-Papers), section: {row.section}. "
+               "Use the copy button, then propose it upstream.")
+    st.code(f"{row.header}\n{row.row}", language="markdown")
 
 st.subheader("In the survey's tables")
 ui.survey_tables(page.tables, key=f"work-tables-{w.key}")

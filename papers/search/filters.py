@@ -29,6 +29,8 @@ class SearchFilters:
     year_from / year_to: inclusive; works without a year are left out when either is set.
     kinds / exclude_kinds: work kinds (method, benchmark, ...). algorithms: names such as 'GRPO'
     (case-insensitive) or algorithm node ids such as 'alg-grpo'. has_code: True/False/None.
+    keys: None (no restriction) or the only work keys allowed, e.g. the works of an author or of a
+    tag (papers.authors, papers.annotations); an empty list matches nothing.
     """
 
     nodes: list[str] = field(default_factory=list)
@@ -40,11 +42,16 @@ class SearchFilters:
     has_code: bool | None = None
     exclude_nodes: list[str] = field(default_factory=list)
     exclude_kinds: list[str] = field(default_factory=list)
+    keys: list[str] | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name in ("year_from", "year_to", "has_code"):
+                continue
+            if f.name == "keys":
+                if v is not None:
+                    self.keys = [v] if isinstance(v, str) else list(v)
                 continue
             if v is None:
                 setattr(self, f.name, [])
@@ -67,7 +74,8 @@ class SearchFilters:
 
     def is_empty(self) -> bool:
         return not any((self.nodes, self.dimensions, self.kinds, self.algorithms, self.exclude_nodes,
-                        self.exclude_kinds)) and self.year_from is None and self.year_to is None and self.has_code is None
+                        self.exclude_kinds)) and self.year_from is None and self.year_to is None and self.has_code is None \
+            and self.keys is None
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -450,6 +450,10 @@ class SearchIndex:
             m &= (np.asarray(c.algs[:, real].sum(axis=1)).ravel() > 0) if real else False
         if filters.has_code is not None:
             m &= c.has_code == filters.has_code
+        if filters.keys is not None:
+            allowed = np.zeros(N, bool)
+            allowed[[self._pos[k] for k in filters.keys if k in self._pos]] = True
+            m &= allowed
         return m
 
     # -- scoring ------------------------------------------------------------------------------------

@@ -1,0 +1,246 @@
+"""Export formats read back by real parsers: BibTeX (bibtexparser with its name splitter), CSL-JSON
+(a JSON-schema check), RIS (a strict reader below), arXiv ids; the same from the CLI."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import bibtexparser
+import jsonschema
+import pytest
+from bibtexparser.middlewares import SeparateCoAuthors, SplitNameParts
+
+from papers import parse_bibtex, to_format
+from papers.authors import is_truncated, split_authors
+from papers.schema import Work
+
+ROOT = Path(__file__).resolve().parents[1]
+CSL_SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "csl-data-subset.schema.json").read_text())
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "papers", *args], cwd=ROOT, capture_output=True, text=True, timeout=180)
+
+
+def user_work(**kw) -> Work:
+    base = dict(key="my-2024", title="Tool & memory: 100% {RL} for agents", year=2024, venue="arXiv",
+                arxiv_id="2401.00001", url="https://arxiv.org/abs/2401.00001", origin="user",
+                authors="Marc-Alexandre Côté and Ludwig van Beethoven and {OpenAI Research Team}",
+                abstract="An abstract with $math$ and a % sign.", tags=("arxiv:cs.CL", "arxiv:cs.AI"),
+                keywords=("tools", "memory"))
+    base.update(kw)
+    return Work(**base)
+
+
+def names(work: Work) -> list[tuple[str, str]]:
+    return [(p.given, p.family) if not p.literal else ("", p.literal) for p in split_authors(work.authors)]
+
+
+# -- a strict RIS reader ------------------------------------------------------------------------
+_RIS_LINE = re.compile(r"^([A-Z][A-Z0-9])  - (.*)$")
+
+
+def read_ris(text: str) -> list[dict[str, list[str]]]:
+    """Records of an RIS file; any line that is not ``XX  - value`` or blank, a record not opened by
+    TY or not closed by ER, or a tag outside a record is an error."""
+    records, current = [], None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = _RIS_LINE.match(line)
+        assert m, f"line {n} is not an RIS tag line: {line!r}"
+        tag, value = m.groups()
+        if tag == "TY":
+            assert current is None, f"line {n}: TY inside an open record"
+            current = {"TY": [value]}
+        else:
+            assert current is not None, f"line {n}: {tag} outside a record"
+            if tag == "ER":
+                assert value == "", f"line {n}: ER with a value"
+                records.append(current)
+                current = None
+            else:
+                current.setdefault(tag, []).append(value)
+    assert current is None, "last record not closed by ER"
+    return records
+
+
+# -- BibTeX ---------------------------------------------------------------------------------------
+def parse_names_bibtex(text: str):
+    # no LaTeX decoding: it would drop the braces that keep an organisation's name whole
+    lib = bibtexparser.parse_string(text, append_middleware=[SeparateCoAuthors(), SplitNameParts()])
+    assert not lib.failed_blocks
+    return lib
+
+
+def test_bibtex_every_work_keeps_key_title_year_and_authors(catalog):
+    works = list(catalog)
+    lib = parse_names_bibtex(to_format(works, "bibtex"))
+    assert [e.key for e in lib.entries] == [w.key for w in works]
+    with_authors = 0
+    for e, w in zip(lib.entries, works):
+        assert e["title"].strip("{}") == w.title or "\\" in e["title"], w.key  # LaTeX-escaped titles aside
+        assert e.fields_dict.get("year") is None or e["year"] == str(w.year)
+        if not w.authors:
+            assert "author" not in e.fields_dict, w.key
+            continue
+        with_authors += 1
+        parsed = e["author"]
+        people = split_authors(w.authors)
+        listed = parsed[:-1] if is_truncated(w.authors) else parsed
+        if is_truncated(w.authors):
+            assert parsed[-1].last == ["others"], w.key
+        assert len(listed) == len(people), w.key
+        for got, want in zip(listed, people):
+            if want.literal:
+                assert " ".join(got.last) == "{" + want.literal + "}" or got.last == [want.literal], w.key
+            else:
+                assert " ".join(got.von + got.last) == want.family and " ".join(got.first) == want.given, (w.key, got, want)
+    assert with_authors >= 0.95 * len(works)
+
+
+def test_bibtex_arxiv_fields_and_doi(catalog):
+    lib = parse_names_bibtex(to_format([catalog.get("search-r1")], "bibtex"))
+    e = lib.entries[0]
+    assert e["eprint"] == "2503.09516" and e["archiveprefix"] == "arXiv"
+    assert e["doi"] == "10.48550/arXiv.2503.09516" and e["url"] == "https://arxiv.org/abs/2503.09516"
+    assert [" ".join(n.first + n.last) for n in e["author"]][-1] == "Jiawei Han"
+
+
+def test_bibtex_keeps_every_field_of_an_imported_work():
+    w = user_work()
+    text = to_format([w], "bibtex")
+    (plain,), failed = parse_bibtex(text)  # unescapes LaTeX
+    assert not failed
+    assert plain["primaryclass"] == "cs.CL" and plain["eprint"] == "2401.00001"
+    assert plain["title"] == w.title and plain["abstract"] == w.abstract and plain["keywords"] == "tools, memory"
+    e = parse_names_bibtex(text).entries[0]
+    got = [(" ".join(n.first), " ".join(n.von + n.last)) for n in e["author"]]
+    assert got == [("Marc-Alexandre", "Côté"), ("Ludwig", "van Beethoven"), ("", "{OpenAI Research Team}")]
+
+
+# -- CSL-JSON -------------------------------------------------------------------------------------
+def test_csl_json_schema_and_round_trip(catalog):
+    works = [*catalog, user_work()]
+    items = json.loads(to_format(works, "cslj"))
+    jsonschema.validate(items, CSL_SCHEMA)
+    assert [i["id"] for i in items] == [w.key for w in works]
+    for item, w in zip(items, works):
+        assert item["title"] == w.title
+        assert item.get("issued") == ({"date-parts": [[w.year]]} if w.year else None)
+        got = [(a.get("given", ""), a.get("family", a.get("literal", ""))) for a in item.get("author", [])]
+        assert got == names(w), w.key
+    assert sum(1 for i in items if i.get("author")) >= 0.95 * len(items)
+
+
+def test_csl_schema_check_can_fail():
+    items = json.loads(to_format([user_work()], "cslj"))
+    items[0]["author"][0]["famly"] = "typo"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(items, CSL_SCHEMA)
+
+
+# -- RIS ------------------------------------------------------------------------------------------
+def test_ris_round_trip(catalog):
+    works = [*catalog, user_work()]
+    records = read_ris(to_format(works, "ris"))
+    assert [r["ID"] for r in records] == [[w.key] for w in works]
+    for r, w in zip(records, works):
+        assert r["TI"] == [w.title]
+        assert r.get("PY") == ([str(w.year)] if w.year else None)
+        want = [p.sort_form for p in split_authors(w.authors)]
+        assert r.get("AU", []) == want, w.key
+        if "doi.org/10." in w.url:  # the publisher's DOI, named in the URL, wins
+            assert r["DO"] == [w.url.split("doi.org/")[1]]
+        elif w.arxiv_id:
+            assert r["DO"] == [f"10.48550/arXiv.{w.arxiv_id}"]
+
+
+def test_ris_values_stay_on_one_line():
+    w = user_work(abstract="first line\nsecond line\r\nthird")
+    (rec,) = read_ris(to_format([w], "ris"))
+    assert rec["AB"] == ["first line second line third"]
+
+
+def test_strict_ris_reader_rejects_broken_files():
+    with pytest.raises(AssertionError):
+        read_ris("TY  - GEN\nTI  - no end\n")
+    with pytest.raises(AssertionError):
+        read_ris("TY  - GEN\nTI - one space\nER  - \n")
+
+
+# -- arXiv ids ------------------------------------------------------------------------------------
+def test_arxiv_ids(catalog):
+    text = to_format(catalog, "arxiv-ids")
+    lines = text.splitlines()
+    assert lines == list(dict.fromkeys(w.arxiv_id for w in catalog if w.arxiv_id))
+    assert all(re.fullmatch(r"\d{4}\.\d{4,5}|[a-z-]+(\.[A-Z]{2})?/\d{7}", i) for i in lines)
+
+
+# -- the CLI --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["cslj", "ris", "arxiv-ids", "bibtex"])
+def test_cli_list_formats(fmt, catalog):
+    r = run("list", "--node", "memory", "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    keys = [w.key for w in catalog.select(node="memory")]
+    if fmt == "cslj":
+        assert [i["id"] for i in json.loads(r.stdout)] == keys
+    elif fmt == "ris":
+        assert [rec["ID"][0] for rec in read_ris(r.stdout)] == keys
+    elif fmt == "arxiv-ids":
+        assert r.stdout.splitlines() == [catalog.get(k).arxiv_id for k in keys if catalog.get(k).arxiv_id]
+    else:
+        assert [e.key for e in bibtexparser.parse_string(r.stdout).entries] == keys
+
+
+def test_cli_list_by_author(catalog):
+    r = run("list", "--author", "Jiawei Han", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    keys = {d["key"] for d in json.loads(r.stdout)}
+    assert "search-r1" in keys
+    assert keys == {w.key for w in catalog if "Jiawei Han" in w.authors}
+
+
+def test_cli_unknown_author_exits_2_with_suggestion():
+    r = run("list", "--author", "Jiawei Hann")
+    assert r.returncode == 2 and "Jiawei Han" in r.stderr and r.stderr.startswith("error: no work by author")
+
+
+def test_cli_search_exports_hits_and_filters_by_author():
+    r = run("search", "search engine reinforcement learning", "--author", "Jiawei Han", "--k", "5", "--format", "ris",
+            "--mode", "lexical")
+    assert r.returncode == 0, r.stderr
+    recs = read_ris(r.stdout)
+    assert recs and all(any(a.startswith("Han, Jiawei") for a in rec["AU"]) for rec in recs)
+
+
+def test_cli_list_bibtex_has_authors_on_95_percent(catalog):
+    r = run("list", "--format", "bibtex")
+    assert r.returncode == 0, r.stderr
+    lib = parse_names_bibtex(r.stdout)
+    assert len(lib.entries) == len(catalog)
+    with_authors = sum(1 for e in lib.entries if e.fields_dict.get("author") and e["author"])
+    assert with_authors >= 0.95 * len(lib.entries)
+
+
+# -- abstracts: only a user's own ---------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["bibtex", "cslj", "ris", "csv", "json"])
+def test_a_shipped_work_never_exports_an_abstract(fmt):
+    """Text copied from papers may not ship: an abstract on a survey work (none ships today) is
+    never written by any export; a user's own imported abstract is."""
+    marker = "Copiedabstracttextmarker"
+    shipped = user_work(key="shipped", origin="survey", abstract=f"{marker} from a paper.")
+    mine = user_work(key="mine", abstract="Myownabstractmarker written by me.")
+    out = to_format([shipped], fmt)
+    assert marker not in out
+    assert "Myownabstractmarker" in to_format([mine], fmt)
+
+
+def test_the_shipped_catalog_has_no_abstracts():
+    from papers import Catalog
+
+    cat = Catalog.load()
+    assert not [k for k, w in cat.works.items() if w.abstract]
+    text = to_format(list(cat.works.values()), "bibtex")
+    assert "abstract =" not in text.lower()

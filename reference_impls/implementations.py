@@ -79,6 +79,28 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     # -- DPO family variants (issue 18) --------------------------------------------------------------
 
     # -- PPO family variants (issue 18) --------------------------------------------------------------
+    Implementation("calculator-liteppo", "LitePPO tool agent (calculator)", "liteppo", "calculator", "liteppo.py",
+                   "Critic-free PPO clip loss with group-mean / batch-std advantages and a token-level loss.",
+                   nodes=("alg-liteppo",),
+                   changes="Keeps GRPO's critic-free, outcome-reward update but divides the group-centred reward by "
+                           "the standard deviation of the whole batch instead of the group's, and averages the loss "
+                           "over all model tokens of the batch. A group that is nearly all right or all wrong no "
+                           "longer gets its tiny spread blown up into large advantages, and long episodes weigh "
+                           "by their token count. It runs on the shared policy-gradient path because it has no critic.",
+                   paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)",
+                   equation=r"A_i=\frac{r_i-\operatorname{mean}_{j\in G(i)} r_j}{\operatorname{std}_{\text{batch}}(r)},\;"
+                            r"\mathcal{L}=-\frac{1}{\sum_i|o_i|}\sum_{i,t}\min\big(w_{i,t}A_i,\operatorname{clip}(w_{i,t},1\pm\epsilon)A_i\big)"),
+    Implementation("calculator-pf-ppo", "PF-PPO tool agent (calculator)", "pf_ppo", "calculator", "pfppo.py",
+                   "PPO with a critic, trained only on each prompt's highest- and lowest-reward samples.",
+                   {"policy_filter": "best_worst"}, nodes=("alg-pf-ppo",),
+                   changes="Samples G responses per prompt as usual, then keeps only the best and the worst by reward "
+                           "(or best and a random one, or only the best) and runs unchanged PPO with its critic on "
+                           "that subset. The paper does this because a learned reward model is most reliable at the "
+                           "extremes; our calculator reward is exact, so here the filter only changes which samples "
+                           "the update sees.",
+                   paper="Policy Filtration for RLHF to Mitigate Noise in Reward Models (Zhang et al. 2024, arXiv 2409.06957)",
+                   equation=r"\mathcal{D}_{\text{PF}}=\{o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}\},\;"
+                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}(\mathcal{D}_{\text{PF}})+c_v\mathcal{L}_V(\mathcal{D}_{\text{PF}})"),
 
     # -- GRPO family variants, part a (issue 19) -----------------------------------------------------
 

@@ -61,6 +61,8 @@ from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
                       key_values, option, spec_map, specs)
 from .ppo import PPO
+from .liteppo import LitePPO
+from .pfppo import PFPPO
 from .rloo import RLOO
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
@@ -71,6 +73,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     # DPO family variants (issue 18)
 
     # PPO family variants (issue 18)
+    "liteppo": LitePPO, "pf_ppo": PFPPO,
 
     # GRPO family variants, part a (issue 19)
 

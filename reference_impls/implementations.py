@@ -102,6 +102,19 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    equation=r"\mathcal{D}_{\text{PF}}=\{o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}\},\;"
                             r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}(\mathcal{D}_{\text{PF}})+c_v\mathcal{L}_V(\mathcal{D}_{\text{PF}})"),
 
+    Implementation("calculator-vineppo", "VinePPO tool agent (calculator)", "vineppo", "calculator", "vineppo.py",
+                   "PPO without a critic: values are Monte Carlo estimates from K extra rollouts at each turn boundary.",
+                   nodes=("alg-vineppo",),
+                   changes="Drops PPO's value network and GAE: the value of a state is the mean reward of K fresh "
+                           "continuations sampled from it, and each step's advantage is the next state's estimate "
+                           "minus this one's. The paper cuts reasoning text into steps; here the intermediate states "
+                           "are the turn boundaries of the calculator episode (the prompt, then after each tool "
+                           "result), reached again by replaying the episode's own turns in a fresh environment. It "
+                           "trades extra generation for unbiased credit per tool turn.",
+                   paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)",
+                   equation=r"\hat V(s_j)=\tfrac1K\sum_{k=1}^K R(\tau_k),\;\tau_k\sim\pi(\cdot\mid s_j),\;"
+                            r"A_j=\hat V(s_{j+1})-\hat V(s_j),\;\hat V(s_n)=R"),
+
     # -- GRPO family variants, part a (issue 19) -----------------------------------------------------
 
     # -- GRPO family variants, part b (issue 19) -----------------------------------------------------

@@ -63,6 +63,7 @@ from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_m
 from .ppo import PPO
 from .liteppo import LitePPO
 from .pfppo import PFPPO
+from .vineppo import VinePPO
 from .rloo import RLOO
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
@@ -73,7 +74,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     # DPO family variants (issue 18)
 
     # PPO family variants (issue 18)
-    "liteppo": LitePPO, "pf_ppo": PFPPO,
+    "liteppo": LitePPO, "pf_ppo": PFPPO, "vineppo": VinePPO,
 
     # GRPO family variants, part a (issue 19)
 

@@ -115,6 +115,40 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    equation=r"\hat V(s_j)=\tfrac1K\sum_{k=1}^K R(\tau_k),\;\tau_k\sim\pi(\cdot\mid s_j),\;"
                             r"A_j=\hat V(s_{j+1})-\hat V(s_j),\;\hat V(s_n)=R"),
 
+    Implementation("calculator-vapo", "VAPO tool agent (calculator)", "ppo", "calculator", "ppo.py",
+                   "PPO with VAPO's value-side fixes: value pre-training, decoupled and length-adaptive GAE, "
+                   "clip-higher, an LM loss on correct episodes.",
+                   {"beta": 0.0, "critic_warmup_steps": 5, "lam_critic": 1.0, "length_adaptive_alpha": 0.05,
+                    "epsilon_high": 0.28, "positive_lm_coef": 0.1},
+                   nodes=("alg-vapo",),
+                   changes="Keeps PPO's critic but makes it trustworthy: the critic is first fitted alone on the "
+                           "initial policy's episodes (5 steps here, 50 in the paper), its targets are unbiased "
+                           "Monte Carlo returns (lambda 1) while the policy's GAE lambda grows with episode length "
+                           "as 1 - 1/(0.05 l). It also raises the upper clip to 0.28 and adds a small NLL loss on "
+                           "the correct episodes. Token-level loss and group sampling (G episodes per problem) are "
+                           "already how PPO runs here; no KL term (beta 0).",
+                   paper="VAPO: Efficient and Reliable Reinforcement Learning for Advanced Reasoning Tasks "
+                         "(Yue et al. 2025, arXiv 2504.05118)",
+                   survey_vs_paper="The survey's table describes VAPO as an adaptive KL penalty plus variance control; "
+                                   "the paper's techniques are value pre-training, decoupled and length-adaptive GAE, "
+                                   "clip-higher, token-level loss, a positive-example LM loss and group sampling, "
+                                   "with no adaptive KL penalty among them.",
+                   equation=r"\lambda_{\text{policy}}=1-\frac{1}{\alpha l},\;\lambda_{\text{critic}}=1,\;"
+                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}(1-\epsilon_l,1+\epsilon_h)}+\mu\,\mathcal{L}_{\text{NLL}}(\text{correct})"),
+
+    Implementation("calculator-psgpo", "PSGPO tool agent (calculator)", "psgpo", "calculator", "psgpo.py",
+                   "PPO with dense step rewards: each calculator call is checked against the problem's solution.",
+                   nodes=("alg-psgpo",),
+                   changes="Adds process rewards to PPO: besides the final answer's reward, every tool call earns "
+                           "+0.2 when it produces a new value on the reference solution's path and -0.2 when it "
+                           "fails or goes off the path, placed on the call's last token, so GAE gets signal inside "
+                           "the episode. The paper scores lines of code with a learned process reward model; here the "
+                           "steps are calculator tool turns and the verdict is checked exactly, and the paper's "
+                           "critic initialisation from that model is left out.",
+                   paper="Process Supervision-Guided Policy Optimization for Code Generation (Dai et al. 2024, arXiv 2410.17621)",
+                   equation=r"r_t=R\,[t=T]+c\sum_j v_j\,[t=\text{end}(j)]-\beta\,\mathrm{KL}_t,\;v_j\in\{+1,-1,0\},\;"
+                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}+c_v\mathcal{L}_V"),
+
     # -- GRPO family variants, part a (issue 19) -----------------------------------------------------
 
     # -- GRPO family variants, part b (issue 19) -----------------------------------------------------

@@ -64,6 +64,7 @@ from .ppo import PPO
 from .liteppo import LitePPO
 from .pfppo import PFPPO
 from .vineppo import VinePPO
+from .psgpo import PSGPO
 from .rloo import RLOO
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
@@ -74,7 +75,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     # DPO family variants (issue 18)
 
     # PPO family variants (issue 18)
-    "liteppo": LitePPO, "pf_ppo": PFPPO, "vineppo": VinePPO,
+    "liteppo": LitePPO, "pf_ppo": PFPPO, "vineppo": VinePPO, "psgpo": PSGPO,
 
     # GRPO family variants, part a (issue 19)
 

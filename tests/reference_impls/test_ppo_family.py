@@ -10,7 +10,8 @@ import torch
 from reference_impls import liteppo, pfppo, vineppo
 from reference_impls.rollout import RolloutConfig, Sample, rollout, run_episodes
 
-PPO_FAMILY_IMPLS = ["calculator-liteppo", "calculator-pf-ppo", "calculator-vineppo"]
+PPO_FAMILY_IMPLS = ["calculator-liteppo", "calculator-pf-ppo", "calculator-vineppo", "calculator-vapo",
+                    "calculator-psgpo"]
 
 
 # ---- LitePPO ----------------------------------------------------------------------------------------
@@ -164,6 +165,127 @@ def test_vineppo_greedy_continuations_replay_the_episode(calc_policy, tiny, budg
         s, cut = samples[i], samples[i].turn_spans[j][0]
         assert c.completion_ids == s.completion_ids[cut:] and c.loss_mask == s.loss_mask[cut:]
         assert (c.reward, c.truncated) == (s.reward, s.truncated)
+
+
+# ---- VAPO (switches of ppo.py) ------------------------------------------------------------------------
+
+def test_vapo_length_adaptive_lambda_hand_values():
+    from reference_impls.ppo import length_adaptive_lambda
+
+    lam = length_adaptive_lambda(torch.tensor([100.0, 40.0, 20.0, 10.0]), alpha=0.05)
+    # 1 - 1/(0.05 * 100) = 0.8 ; 1 - 1/2 = 0.5 ; 1 - 1/1 = 0 ; 1 - 1/0.5 = -1 -> floored at 0
+    assert torch.allclose(lam, torch.tensor([0.8, 0.5, 0.0, 0.0]))
+
+
+def test_vapo_per_row_lambda_gae_equals_gae_row_by_row():
+    from reference_impls.ppo import gae
+
+    g = torch.Generator().manual_seed(0)
+    r, v = torch.randn(3, 6, generator=g), torch.randn(3, 6, generator=g)
+    mask = torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 1, 1, 0], [0, 1, 1, 0, 1, 1]], dtype=torch.float32)
+    lam = torch.tensor([0.0, 0.5, 0.9])
+    adv, _ = gae(r, v * mask, mask, 1.0, lam)
+    for i in range(3):
+        row, _ = gae(r[i:i + 1], (v * mask)[i:i + 1], mask[i:i + 1], 1.0, float(lam[i]))
+        assert torch.allclose(adv[i:i + 1], row, atol=1e-6)
+
+
+def test_vapo_decoupled_gae_hand_values():
+    """Three model tokens, V = (0.2, 0.5, 0.6), reward 1 on the last, gamma 1.
+    lambda_critic = 1: R_t = reward-to-go = 1 on every token (unbiased, ignores V).
+    lambda_policy = 0.5: deltas d = (0.5 - 0.2, 0.6 - 0.5, 1 - 0.6) = (0.3, 0.1, 0.4);
+    A_3 = 0.4, A_2 = 0.1 + 0.5 * 0.4 = 0.3, A_1 = 0.3 + 0.5 * 0.3 = 0.45."""
+    from reference_impls.ppo import gae
+
+    mask = torch.ones(1, 3)
+    v = torch.tensor([[0.2, 0.5, 0.6]])
+    r = torch.tensor([[0.0, 0.0, 1.0]])
+    _, returns = gae(r, v, mask, 1.0, 1.0)
+    adv, _ = gae(r, v, mask, 1.0, 0.5)
+    assert torch.allclose(returns, torch.ones(1, 3))
+    assert torch.allclose(adv, torch.tensor([[0.45, 0.3, 0.4]]))
+
+
+def test_vapo_clip_higher_hand_values_and_masked_tokens_get_no_gradient():
+    from reference_impls.ppo import policy_loss
+
+    logps = torch.log(torch.tensor([[0.5, 0.5, 0.9]])).requires_grad_(True)
+    old = torch.log(torch.tensor([[0.25, 0.5, 0.3]]))
+    A = torch.tensor([[1.0, 1.0, 1.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    # w = (2, 1, 3): token 0 clipped at 1 + 0.28 (not 1.2), token 1 unclipped, token 2 masked
+    loss, _ = policy_loss(logps, old, A, mask, epsilon=0.2, epsilon_high=0.28)
+    assert float(loss.detach()) == pytest.approx(-(1.28 + 1.0) / 2)
+    loss.backward()
+    assert logps.grad[0, 2] == 0.0 and logps.grad[0, 0] == 0.0 and logps.grad[0, 1] == pytest.approx(-0.5)
+
+
+def test_vapo_positive_lm_loss_is_the_nll_of_the_correct_episodes(tmp_path):
+    """On the first minibatch pi_theta = pi_old, so the logged NLL equals the mean of -old log-prob over the
+    model tokens of the correct episodes (the toy task's reward-1 replies) and ignores the others."""
+    from reference_impls.models import load_policy
+    from reference_impls.train import Trainer, TrainConfig
+    from toy_env import make_task
+
+    model, tok = load_policy("tiny", device="cpu", seed=0)
+    cfg = TrainConfig(algo="ppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, prompts_per_step=2,
+                      group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
+                      train_pool=8, algo_config={"beta": 0.0, "num_iterations": 1, "num_mini_batches": 1,
+                                                 "shared_backbone": True, "positive_lm_coef": 0.1})
+    trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
+    batch, _ = trainer.collect()
+    correct = [s for s in batch.samples if s.info["correct"]]
+    assert 0 < len(correct) < len(batch.samples)
+    expected = -sum(lp for s in correct for lp in s.old_logprobs) / sum(len(s.old_logprobs) for s in correct)
+    metrics = trainer.algo.update(trainer.ctx, batch)
+    assert metrics["positive_lm_loss"] == pytest.approx(expected, abs=1e-4)
+
+
+# ---- PSGPO ------------------------------------------------------------------------------------------
+
+def test_psgpo_step_verdicts_check_calls_against_the_solution_path():
+    from reference_impls import psgpo
+
+    problem = SimpleNamespace(steps=("12+30", "42*2"))  # solution path: 42, then 84
+    turns = ["<calc>30+12</calc>",   # 42: on the path, new            -> +1
+             "<calc>42</calc>",      # 42 again: recomputed            ->  0
+             "<calc>7*7</calc>",     # 49: off the path                -> -1
+             "<calc>1/0</calc>",     # fails to evaluate               -> -1
+             "<calc>42*2</calc>",    # 84: on the path, new            -> +1
+             "<answer>84</answer>"]  # not a call: the outcome reward  ->  0
+    assert psgpo.step_verdicts(problem, turns) == [1, 0, -1, -1, 1, 0]
+
+
+def test_psgpo_token_rewards_put_steps_on_each_calls_last_token():
+    from reference_impls import psgpo
+    from reference_impls.algorithm import RolloutBatch
+
+    s = _episode([(0, 3), (5, 8), (10, 12)], reward=1.0, length=12)
+    s.info["step_verdicts"] = [1, -1, 0]
+    mask = torch.tensor([s.loss_mask + [0, 0]], dtype=torch.float32)  # width 14
+    batch = RolloutBatch(samples=[s], rewards=torch.tensor([1.0]), lengths=torch.tensor([12.0]), full={},
+                         ref_logps=None, group_size=1)
+    algo = psgpo.PSGPO.__new__(psgpo.PSGPO)
+    algo.cfg = psgpo.Config(step_reward=0.2, beta=0.0)
+    r = algo.token_rewards(None, batch, mask, None)
+    expected = torch.zeros(1, 14)
+    expected[0, 2] = 0.2      # turn 0 correct: +c on token 2
+    expected[0, 7] = -0.2     # turn 1 wrong: -c on token 7
+    expected[0, 11] = 1.0     # turn 2 (the answer): the outcome reward R on the last model token
+    assert torch.allclose(r, expected)
+    # GAE with lambda = gamma = 1 and V = 0: every model token's advantage is its reward-to-go
+    from reference_impls.ppo import gae
+
+    adv, _ = gae(r, torch.zeros_like(r), mask, 1.0, 1.0)
+    assert adv[0, 0] == pytest.approx(1.0) and adv[0, 5] == pytest.approx(0.8) and adv[0, 10] == pytest.approx(1.0)
+
+
+def test_psgpo_refuses_envs_without_a_step_checker():
+    from reference_impls import psgpo
+    from reference_impls.options import ConfigError
+
+    with pytest.raises(ConfigError, match="calculator"):
+        psgpo.PSGPO.check(psgpo.Config(), SimpleNamespace(env="search", group_size=4))
 
 
 # ---- every implementation trains through the CLI ------------------------------------------------------

@@ -20,11 +20,17 @@ turn (0 for a truncated episode, as its reward)::
                = V_hat(s_{j+1}) - V_hat(s_j)      j < n - 1
                = R - V_hat(s_{n-1})               j = n - 1 (the last turn)
 
-Every model token of turn j carries A(s_j, a_j); environment tokens are not actions (mask 0). The loss is
-PPO's clipped surrogate, token-level mean over the batch's model tokens, with an optional k3 KL to the
-reference (beta, 0 by default: then no reference model is loaded)::
+Every model token of turn j carries A(s_j, a_j); environment tokens are not actions (mask 0). As in the
+paper's PPO setup (its released configs: KL in the reward, whitened advantages, 2 epochs), the per-token
+reward holds the KL penalty to the reference, and since the value is constant inside a step the one-step
+advantage of token t of turn j is::
 
-    L = (1/sum m) sum_{i,t} m_{i,t} [ -min(w A, clip(w, 1 - eps, 1 + eps) A) + beta * KL_{i,t} ]
+    A_t = A(s_j, a_j) - beta * (log pi_old(a_t) - log pi_ref(a_t))         (beta = 0: no reference model)
+    A_t <- (A_t - mean A) / (std A + 1e-8)    over the model tokens of the batch (whiten_advantages)
+
+The loss is PPO's clipped surrogate, token-level mean over the batch's model tokens::
+
+    L = (1/sum m) sum_{i,t} m_{i,t} * -min(w A, clip(w, 1 - eps, 1 + eps) A)
 
 Continuations: the environment of a sampled episode is rebuilt (reset, then stepped with the episode's
 own model turns, so a deterministic env returns to the same state), the prefix tokens become the prompt
@@ -46,6 +52,7 @@ from .algorithm import Algorithm, Context, RolloutBatch, collect_batch
 from .envs import step_all
 from .options import Options, option
 from .policy_gradient import policy_gradient_update
+from .ppo import masked_whiten
 from .rollout import Sample, run_episodes
 
 
@@ -56,9 +63,11 @@ class Config(Options):
     mc_rollouts: int = option(4, "K: continuations sampled from each intermediate state to estimate its value "
                               "(the paper uses 9).", low=1, high=256)
     epsilon: float = option(0.2, "Clip range of the importance ratio.", low=0.0, high=10.0)
-    beta: float = option(0.0, "Weight of the k3 KL to the frozen reference; 0 skips the reference model.",
+    beta: float = option(0.05, "KL-in-reward coefficient (k1, per token); 0 skips the reference model.",
                          low=0.0, high=10.0)
-    num_iterations: int = option(1, "Optimisation passes over each rollout batch.", low=1, high=16)
+    whiten_advantages: bool = option(True, "Whiten advantages over the model tokens of the batch.")
+    num_iterations: int = option(2, "Optimisation passes over each rollout batch (the paper: 2 PPO epochs).", low=1,
+                                 high=16)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -80,23 +89,19 @@ def token_advantages(sample: Sample, values: list[float], width: int) -> torch.T
 
 def vine_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, seq_normalizer=None,
               token_normalizer=None):
-    """Clipped surrogate with per-token advantages (B, >= T), token-level mean; returns (loss, metrics)."""
+    """Clipped surrogate with per-token advantages (B, >= T), token-level mean; returns (loss, metrics)
+    (the KL is in the advantages already; ``kl`` reports k1 of pi_old to pi_ref)."""
     A = advantages[:, :mask.shape[1]]
     log_ratio = (logps - old_logps) * mask
     ratio = torch.exp(log_ratio)
     clipped = torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon)
     per_token = -torch.min(ratio * A, clipped * A)
-    kl = None
-    if cfg.beta:
-        delta = ref_logps - logps
-        kl = torch.exp(delta) - delta - 1
-        per_token = per_token + cfg.beta * kl
     loss = (per_token * mask).sum() / (token_normalizer or mask.sum().clamp(min=1.0))
     with torch.no_grad():
         n = mask.sum().clamp(min=1.0)
         is_clipped = ((ratio < 1 - cfg.epsilon) & (A < 0)) | ((ratio > 1 + cfg.epsilon) & (A > 0))
-        metrics = {"clip_frac": float((is_clipped.float() * mask).sum() / n),
-                   "kl": float((kl * mask).sum() / n) if kl is not None else 0.0}
+        kl = float(((old_logps - ref_logps) * mask).sum() / n) if ref_logps is not None else 0.0
+        metrics = {"clip_frac": float((is_clipped.float() * mask).sum() / n), "kl": kl}
     return loss, metrics
 
 
@@ -168,8 +173,14 @@ class VinePPO(Algorithm):
         batch, stats = collect_batch(ctx, problems)
         t0 = time.time()
         values, mc = mc_values(ctx, problems, batch.samples, self.cfg.mc_rollouts)
-        width = batch.full["loss_mask"].shape[1]
-        batch.advantages = torch.stack([token_advantages(s, v, width) for s, v in zip(batch.samples, values)])
+        mask = batch.full["loss_mask"].cpu()
+        adv = torch.stack([token_advantages(s, v, mask.shape[1]) for s, v in zip(batch.samples, values)])
+        batch.step_advantages = adv
+        if self.cfg.beta and batch.ref_logps is not None:  # KL in the reward of each token
+            adv = adv - self.cfg.beta * (batch.full["old_logprobs"].cpu() - batch.ref_logps.cpu()) * mask
+        if self.cfg.whiten_advantages:
+            adv = masked_whiten(adv, mask)
+        batch.advantages = adv  # the per-token advantages update() trains on
         batch.state_values = [v for row in values for v in row]
         stats = dict(stats, generated_tokens=stats["generated_tokens"] + mc["generated_tokens"],
                      mc_rollout_s=time.time() - t0, mc_states=mc["states"])
@@ -182,7 +193,8 @@ class VinePPO(Algorithm):
         metrics = policy_gradient_update(ctx, batch, adv, keep, loss_fn, self.cfg.num_iterations)
         mask = batch.full["loss_mask"].cpu()
         n = float(mask.sum().clamp(min=1.0))
-        metrics.add("advantages_mean", float((adv * mask).sum()) / n)
-        metrics.add("advantages_abs_mean", float((adv.abs() * mask).sum()) / n)
+        step = batch.step_advantages
+        metrics.add("advantages_mean", float((step * mask).sum()) / n)  # before KL and whitening
+        metrics.add("advantages_abs_mean", float((step.abs() * mask).sum()) / n)
         metrics.add("mc_value_mean", sum(batch.state_values) / max(len(batch.state_values), 1))
         return metrics

@@ -133,6 +133,35 @@ def test_vineppo_loss_hand_values_and_masked_tokens_get_no_gradient():
     assert m["clip_frac"] == pytest.approx(0.5)
 
 
+def test_vineppo_collect_shares_the_prompt_value_and_puts_kl_in_the_reward(tmp_path):
+    """Toy task (one turn): every sample's only state is its prompt, so within a group A_i - A_j = R_i - R_j
+    and A_i = R_i - V_hat(s_0) with V_hat(s_0) a mean of K rewards in [0, 1]; the trained advantages are the
+    whitened A - beta * (log pi_old - log pi_ref)."""
+    from reference_impls.models import load_policy
+    from reference_impls.ppo import masked_whiten
+    from reference_impls.train import Trainer, TrainConfig
+    from toy_env import make_task
+
+    model, tok = load_policy("tiny", device="cpu", seed=0)
+    cfg = TrainConfig(algo="vineppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, prompts_per_step=2,
+                      group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
+                      train_pool=8, algo_config={"mc_rollouts": 3, "beta": 0.5})
+    trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
+    with torch.no_grad():  # a reference that differs from the policy, so the KL term is not 0
+        for p in trainer.ctx.ref.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    batch, stats = trainer.collect()
+    assert stats["mc_states"] == 2  # one state per prompt, shared by its group
+    step = batch.step_advantages[:, 0]
+    values = batch.rewards - step
+    assert torch.allclose(values.view(2, 4), values.view(2, 4)[:, :1].expand(2, 4))
+    assert all(float(v * 3) == pytest.approx(round(float(v * 3)), abs=1e-5) for v in values)  # k/3
+    mask = batch.full["loss_mask"]
+    kl = (batch.full["old_logprobs"] - batch.ref_logps) * mask
+    assert kl.abs().sum() > 0
+    assert torch.allclose(batch.advantages, masked_whiten(batch.step_advantages - 0.5 * kl, mask), atol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def calc_policy(tiny):
     from scripted_policies import nudged_tiny

@@ -109,8 +109,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "continuations sampled from it, and each step's advantage is the next state's estimate "
                            "minus this one's. The paper cuts reasoning text into steps; here the intermediate states "
                            "are the turn boundaries of the calculator episode (the prompt, then after each tool "
-                           "result), reached again by replaying the episode's own turns in a fresh environment. It "
-                           "trades extra generation for unbiased credit per tool turn.",
+                           "result), reached again by replaying the episode's own turns in a fresh environment. The "
+                           "rest is the paper's PPO setup: KL to the reference in the per-token reward, whitened "
+                           "advantages, clipped ratio. It trades extra generation for unbiased credit per tool turn.",
                    paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)",
                    equation=r"\hat V(s_j)=\tfrac1K\sum_{k=1}^K R(\tau_k),\;\tau_k\sim\pi(\cdot\mid s_j),\;"
                             r"A_j=\hat V(s_{j+1})-\hat V(s_j),\;\hat V(s_n)=R"),

@@ -44,6 +44,21 @@ def test_liteppo_defaults_are_token_level_loss_without_kl():
     assert cfg.loss_type == "dapo" and cfg.advantage_std == "batch" and cfg.beta == 0.0
 
 
+def test_liteppo_token_level_loss_hand_values_and_masked_tokens_get_no_gradient():
+    from reference_impls.grpo import grpo_loss
+
+    cfg = liteppo.Config()
+    logps = torch.zeros(2, 3, requires_grad=True)  # w = 1 everywhere: loss = -(1/sum m) sum m A
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    A = torch.tensor([1.0, -2.0])
+    loss, _ = grpo_loss(logps, torch.zeros(2, 3), A, mask, cfg)
+    # token-level: -(3 * 1 + 1 * -2) / 4 = -0.25 (a per-sequence mean would give -(1 - 2) / 2 = 0.5)
+    assert float(loss.detach()) == pytest.approx(-0.25)
+    loss.backward()
+    assert torch.equal(logps.grad[1, 1:], torch.zeros(2))
+    assert logps.grad[0, 0] == pytest.approx(-0.25) and logps.grad[1, 0] == pytest.approx(0.5)
+
+
 # ---- PF-PPO -----------------------------------------------------------------------------------------
 
 def test_pf_ppo_filters_keep_best_and_worst():
@@ -335,3 +350,5 @@ def test_cli_two_steps(tmp_path, impl):
         torch.set_num_threads(threads)
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and all("loss" in r for r in rows)
+    if impl == "calculator-pf-ppo":  # best and worst of each group of 4
+        assert all(r["groups_kept_frac"] == 0.5 for r in rows)

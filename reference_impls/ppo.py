@@ -29,7 +29,8 @@ Losses over a minibatch (token-level means over model tokens), ``w_t = pi_theta 
 minibatches with one optimizer step each (so ratios move away from 1 after the first minibatch).
 
 VAPO switches (Yue et al. 2025, "VAPO: Efficient and Reliable RL for Advanced Reasoning Tasks", arXiv
-2504.05118); all off by default, so plain PPO is unchanged::
+2504.05118; named as the paper's technique sections, equation numbers not checked against the PDF); all
+off by default, so plain PPO is unchanged::
 
     value pre-training     critic_warmup_steps = N: the first N steps fit the critic on the initial
                            policy's episodes, the policy untouched (with lam_critic = 1 the targets are
@@ -332,7 +333,7 @@ class PPO(Algorithm):
         cfg: Config = self.cfg
         tcfg = ctx.train
         policy, critic, device = ctx.policy, self.critic, ctx.device
-        samples, rewards, full, ref_logps = batch.samples, batch.rewards, batch.full, batch.ref_logps
+        samples, full, ref_logps = batch.samples, batch.full, batch.ref_logps
         mask = full["loss_mask"]
         old_logps = full["old_logprobs"]
         B = mask.shape[0]

@@ -324,6 +324,28 @@ def test_psgpo_token_rewards_put_steps_on_each_calls_last_token():
     assert adv[0, 0] == pytest.approx(1.0) and adv[0, 5] == pytest.approx(0.8) and adv[0, 10] == pytest.approx(1.0)
 
 
+def test_psgpo_collect_and_update_on_multi_turn_calculator_episodes(calc_policy, tiny, tmp_path):
+    """Real episodes with tool calls (the nudged policy): each model turn gets a verdict from its own text,
+    and the update runs with the step rewards in PPO's per-token rewards."""
+    import copy
+
+    from reference_impls.train import Trainer, TrainConfig
+
+    tok = tiny[1]
+    cfg = TrainConfig(algo="psgpo", env="calculator", model="tiny", out=str(tmp_path), lr=1e-3, prompts_per_step=2,
+                      group_size=2, max_new_tokens_per_turn=16, max_completion_tokens=64, micro_batch_size=8,
+                      train_pool=8, algo_config={"beta": 0.0, "num_iterations": 1, "num_mini_batches": 1})
+    trainer = Trainer(cfg, model=copy.deepcopy(calc_policy), tokenizer=tok)
+    batch, _ = trainer.collect()
+    assert max(s.turns for s in batch.samples) > 1
+    for s in batch.samples:
+        texts = [tok.decode(s.completion_ids[a:b], skip_special_tokens=True) for a, b in s.turn_spans]
+        assert len(s.info["step_verdicts"]) == s.turns and any("<calc>" in t for t in texts)
+    assert any(v != 0 for s in batch.samples for v in s.info["step_verdicts"])
+    metrics = trainer.algo.update(trainer.ctx, batch)
+    assert metrics["steps_per_episode"] > 0 and 0.0 <= metrics["step_correct_frac"] <= 1.0
+
+
 def test_psgpo_refuses_envs_without_a_step_checker():
     from reference_impls import psgpo
     from reference_impls.options import ConfigError

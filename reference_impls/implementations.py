@@ -157,6 +157,76 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                  r"{\pi_{\mathrm{ref}}(s_l|x,s_{<k})}\Big)"),
 
     # -- PPO family variants (issue 18) --------------------------------------------------------------
+    Implementation("calculator-liteppo", "LitePPO tool agent (calculator)", "liteppo", "calculator", "liteppo.py",
+                   "Critic-free PPO clip loss with group-mean / batch-std advantages and a token-level loss.",
+                   nodes=("alg-liteppo",),
+                   changes="Keeps GRPO's critic-free, outcome-reward update but divides the group-centred reward by "
+                           "the standard deviation of the whole batch instead of the group's, and averages the loss "
+                           "over all model tokens of the batch. A group that is nearly all right or all wrong no "
+                           "longer gets its tiny spread blown up into large advantages, and long episodes weigh "
+                           "by their token count. It runs on the shared policy-gradient path because it has no critic.",
+                   paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)",
+                   equation=r"A_i=\frac{r_i-\operatorname{mean}_{j\in G(i)} r_j}{\operatorname{std}_{\text{batch}}(r)},\;"
+                            r"\mathcal{L}=-\frac{1}{\sum_i|o_i|}\sum_{i,t}\min\big(w_{i,t}A_i,\operatorname{clip}(w_{i,t},1\pm\epsilon)A_i\big)"),
+    Implementation("calculator-pf-ppo", "PF-PPO tool agent (calculator)", "pf_ppo", "calculator", "pfppo.py",
+                   "PPO with a critic, trained only on each prompt's highest- and lowest-reward samples.",
+                   {"policy_filter": "best_worst"}, nodes=("alg-pf-ppo",),
+                   changes="Samples G responses per prompt as usual, then keeps only the best and the worst by reward "
+                           "(or best and a random one, or only the best) and runs unchanged PPO with its critic on "
+                           "that subset. The paper does this because a learned reward model is most reliable at the "
+                           "extremes; our calculator reward is exact, so here the filter only changes which samples "
+                           "the update sees.",
+                   paper="Policy Filtration for RLHF to Mitigate Noise in Reward Models (Zhang et al. 2024, arXiv 2409.06957)",
+                   equation=r"\mathcal{D}_{\text{PF}}=\{o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}\},\;"
+                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}(\mathcal{D}_{\text{PF}})+c_v\mathcal{L}_V(\mathcal{D}_{\text{PF}})"),
+
+    Implementation("calculator-vineppo", "VinePPO tool agent (calculator)", "vineppo", "calculator", "vineppo.py",
+                   "PPO without a critic: values are Monte Carlo estimates from K extra rollouts at each turn boundary.",
+                   nodes=("alg-vineppo",),
+                   changes="Drops PPO's value network and GAE: the value of a state is the mean reward of K fresh "
+                           "continuations sampled from it, and each step's advantage is the next state's estimate "
+                           "minus this one's. The paper cuts reasoning text into steps; here the intermediate states "
+                           "are the turn boundaries of the calculator episode (the prompt, then after each tool "
+                           "result), reached again by replaying the episode's own turns in a fresh environment. The "
+                           "rest is the paper's PPO setup: KL to the reference in the per-token reward, whitened "
+                           "advantages, clipped ratio. It trades extra generation for unbiased credit per tool turn.",
+                   paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)",
+                   equation=r"\hat V(s_j)=\tfrac1K\sum_{k=1}^K R(\tau_k),\;\tau_k\sim\pi(\cdot\mid s_j),\;"
+                            r"A_j=\hat V(s_{j+1})-\hat V(s_j),\;\hat V(s_n)=R"),
+
+    Implementation("calculator-vapo", "VAPO tool agent (calculator)", "ppo", "calculator", "ppo.py",
+                   "PPO with VAPO's value-side fixes: value pre-training, decoupled and length-adaptive GAE, "
+                   "clip-higher, an LM loss on correct episodes.",
+                   {"beta": 0.0, "critic_warmup_steps": 5, "lam_critic": 1.0, "length_adaptive_alpha": 0.05,
+                    "epsilon_high": 0.28, "positive_lm_coef": 0.1},
+                   nodes=("alg-vapo",),
+                   changes="Keeps PPO's critic but makes it trustworthy: the critic is first fitted alone on the "
+                           "initial policy's episodes (5 steps here, 50 in the paper), its targets are unbiased "
+                           "Monte Carlo returns (lambda 1) while the policy's GAE lambda grows with episode length "
+                           "as 1 - 1/(0.05 l). It also raises the upper clip to 0.28 and adds a small NLL loss on "
+                           "the correct episodes. Token-level loss and group sampling (G episodes per problem) are "
+                           "already how PPO runs here; no KL term (beta 0).",
+                   paper="VAPO: Efficient and Reliable Reinforcement Learning for Advanced Reasoning Tasks "
+                         "(Yue et al. 2025, arXiv 2504.05118)",
+                   survey_vs_paper="The survey's table describes VAPO as an adaptive KL penalty plus variance control; "
+                                   "the paper's techniques are value pre-training, decoupled and length-adaptive GAE, "
+                                   "clip-higher, token-level loss, a positive-example LM loss and group sampling, "
+                                   "with no adaptive KL penalty among them.",
+                   equation=r"\lambda_{\text{policy}}=1-\frac{1}{\alpha l},\;\lambda_{\text{critic}}=1,\;"
+                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}(1-\epsilon_l,1+\epsilon_h)}+\mu\,\mathcal{L}_{\text{NLL}}(\text{correct})"),
+
+    Implementation("calculator-psgpo", "PSGPO tool agent (calculator)", "psgpo", "calculator", "psgpo.py",
+                   "PPO with dense step rewards: each calculator call is checked against the problem's solution.",
+                   nodes=("alg-psgpo",),
+                   changes="Adds process rewards to PPO: besides the final answer's reward, every tool call earns "
+                           "+0.2 when it produces a new value on the reference solution's path and -0.2 when it "
+                           "fails or goes off the path, placed on the call's last token, so GAE gets signal inside "
+                           "the episode. The paper scores lines of code with a learned process reward model; here the "
+                           "steps are calculator tool turns and the verdict is checked exactly, and the paper's "
+                           "critic initialisation from that model is left out.",
+                   paper="Process Supervision-Guided Policy Optimization for Code Generation (Dai et al. 2024, arXiv 2410.17621)",
+                   equation=r"r_t=R\,[t=T]+c\sum_j v_j\,[t=\text{end}(j)]-\beta\,\mathrm{KL}_t,\;v_j\in\{+1,-1,0\},\;"
+                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}+c_v\mathcal{L}_V"),
 
     # -- GRPO family variants, part a (issue 19) -----------------------------------------------------
 

@@ -28,6 +28,25 @@ Losses over a minibatch (token-level means over model tokens), ``w_t = pi_theta 
 ``num_iterations`` epochs over the rollout batch, each split into ``num_mini_batches`` shuffled
 minibatches with one optimizer step each (so ratios move away from 1 after the first minibatch).
 
+VAPO switches (Yue et al. 2025, "VAPO: Efficient and Reliable RL for Advanced Reasoning Tasks", arXiv
+2504.05118; named as the paper's technique sections, equation numbers not checked against the PDF); all
+off by default, so plain PPO is unchanged::
+
+    value pre-training     critic_warmup_steps = N: the first N steps fit the critic on the initial
+                           policy's episodes, the policy untouched (with lam_critic = 1 the targets are
+                           Monte Carlo returns)
+    decoupled GAE          R_t from GAE with lambda_critic (lam_critic, VAPO: 1.0: unbiased returns);
+                           A_t from GAE with lambda_policy
+    length-adaptive GAE    lambda_policy = 1 - 1 / (alpha * l) per episode, l = its model tokens
+                           (length_adaptive_alpha, VAPO: 0.05): the longer the episode, the closer to 1,
+                           so the bias-variance balance of A_t does not depend on length
+    clip-higher            clip(w, 1 - eps_low, 1 + eps_high)   (epsilon, epsilon_high; VAPO: 0.2 / 0.28)
+    positive-example LM    L += mu * L_NLL,  L_NLL = -(1/sum_{o correct} |o|) sum_{o correct} sum_t m_t log pi(o_t)
+                           over the minibatch's correct episodes (positive_lm_coef = mu, VAPO: 0.1)
+
+(Token-level loss, VAPO's remaining technique, is PPO's aggregation here already; group sampling is the
+trainer's ``group_size``.)
+
 Diagnostics: ``approx_kl`` = mean (w - 1) - log w (k3 between pi_old and pi_theta), ``clip_frac`` (ratios
 clipped in the direction of the advantage), ``value_loss``, ``vf_clip_frac``, ``explained_variance`` =
 1 - Var(R - V_old) / Var(R) (how much of the return the critic predicted before the update).
@@ -86,6 +105,16 @@ class Config(Options):
     # loss still moves the shared layers.
     critic_warmup_steps: int = option(0, "The first N steps train only the critic; a cold critic's advantages are "
                                       "noise and can wreck the policy in the first steps.", low=0, high=10000)
+    # VAPO (Yue et al. 2025, arXiv 2504.05118) switches; the defaults leave PPO as above
+    lam_critic: float = option(-1.0, "GAE lambda of the value targets, decoupled from the policy's (VAPO: 1.0, "
+                               "unbiased Monte Carlo returns); negative = the same as lam.", low=-1.0, high=1.0)
+    length_adaptive_alpha: float = option(0.0, "VAPO length-adaptive GAE: the policy's lambda per episode is "
+                                          "1 - 1/(alpha * l), l = its model tokens (VAPO: 0.05); 0 = off (lam).",
+                                          low=0.0, high=100.0)
+    epsilon_high: float = option(0.0, "Clip range above 1 (clip-higher, VAPO/DAPO: 0.28); 0 = epsilon.", low=0.0,
+                                 high=10.0)
+    positive_lm_coef: float = option(0.0, "Weight of a language-model (NLL) loss on the batch's correct episodes "
+                                     "(VAPO's positive-example LM loss: 0.1); 0 = off.", low=0.0, high=100.0)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -116,9 +145,9 @@ def token_rewards(rewards: torch.Tensor, mask: torch.Tensor, kl: torch.Tensor | 
 
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0,
-        lam: float = 0.95) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token-level GAE that skips masked positions (module docstring). All (B, T); returns
-    (advantages, returns), both 0 where ``mask`` is 0."""
+        lam: float | torch.Tensor = 0.95) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-level GAE that skips masked positions (module docstring). All (B, T); ``lam`` a float or one
+    lambda per row, (B,). Returns (advantages, returns), both 0 where ``mask`` is 0."""
     B, T = mask.shape
     adv = torch.zeros_like(values)
     last_gae = torch.zeros(B, dtype=values.dtype, device=values.device)
@@ -134,6 +163,11 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
     return adv, returns
 
 
+def length_adaptive_lambda(lengths: torch.Tensor, alpha: float) -> torch.Tensor:
+    """VAPO's per-episode policy lambda, 1 - 1/(alpha * l), floored at 0 for episodes shorter than 1/alpha."""
+    return (1.0 - 1.0 / (alpha * lengths.float().clamp(min=1.0))).clamp(min=0.0)
+
+
 def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """(x - mean) / (std + eps) over the positions where mask = 1 (population std); 0 elsewhere."""
     n = mask.sum().clamp(min=1.0)
@@ -142,12 +176,14 @@ def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> tor
     return (x - mean) / (var.sqrt() + eps) * mask
 
 
-def policy_loss(logps, old_logps, advantages, mask, epsilon: float = 0.2, token_normalizer=None):
-    """Clipped surrogate, token-level mean over model tokens; returns (loss, metrics)."""
+def policy_loss(logps, old_logps, advantages, mask, epsilon: float = 0.2, token_normalizer=None,
+                epsilon_high: float | None = None):
+    """Clipped surrogate, token-level mean over model tokens; ``epsilon_high`` (clip-higher) replaces the
+    upper range when given. Returns (loss, metrics)."""
     log_ratio = (logps - old_logps) * mask
     ratio = torch.exp(log_ratio)
     unclipped = -advantages * ratio
-    clipped = -advantages * torch.clamp(ratio, 1 - epsilon, 1 + epsilon)
+    clipped = -advantages * torch.clamp(ratio, 1 - epsilon, 1 + (epsilon_high or epsilon))
     per_token = torch.max(unclipped, clipped) * mask
     n = token_normalizer if token_normalizer is not None else mask.sum().clamp(min=1.0)
     loss = per_token.sum() / n
@@ -192,7 +228,8 @@ def ppo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, ma
     """``policy_coef * L_pi + vf_coef * L_V`` on (B, T) tensors with per-token ``advantages``; the value term
     only when ``values`` is given; ``policy_coef=0`` during the critic warm-up (the policy term is still
     measured for the metrics). Same signature as the other algorithms' ``compute_loss`` plus the value tensors."""
-    loss, metrics = policy_loss(logps, old_logps, advantages, mask, cfg.epsilon, token_normalizer)
+    loss, metrics = policy_loss(logps, old_logps, advantages, mask, cfg.epsilon, token_normalizer,
+                                getattr(cfg, "epsilon_high", 0.0) or None)
     if values is not None:
         vl, vm = value_loss(values, old_values, returns, mask, cfg.cliprange_value, token_normalizer)
         metrics.update(vm, value_loss=float(vl.detach()), policy_loss=float(loss.detach()))
@@ -286,13 +323,17 @@ class PPO(Algorithm):
     def modules(self) -> dict[str, nn.Module]:
         return {"critic": self.critic}
 
+    def token_rewards(self, ctx: Context, batch: RolloutBatch, mask: torch.Tensor, kl) -> torch.Tensor:
+        """(B, T) per-token rewards r_t (module docstring); a subclass adds its own (PSGPO's step rewards)."""
+        return token_rewards(batch.rewards.to(mask.device), mask, kl, self.cfg.beta)
+
     def update(self, ctx: Context, batch: RolloutBatch) -> dict:
         """The optimisation phase of one PPO step on a rollout batch. Returns metrics (``loss`` is the
         policy loss averaged over minibatches; the rest as named in the module docstring)."""
         cfg: Config = self.cfg
         tcfg = ctx.train
         policy, critic, device = ctx.policy, self.critic, ctx.device
-        samples, rewards, full, ref_logps = batch.samples, batch.rewards, batch.full, batch.ref_logps
+        samples, full, ref_logps = batch.samples, batch.full, batch.ref_logps
         mask = full["loss_mask"]
         old_logps = full["old_logprobs"]
         B = mask.shape[0]
@@ -307,8 +348,13 @@ class PPO(Algorithm):
                 old_values[idx, :v.shape[1]] = v.float()
             old_values = old_values * mask
             kl = kl_penalty(old_logps, ref_logps, cfg.kl_estimator) * mask if ref_logps is not None else None
-            r = token_rewards(rewards.to(device), mask, kl, cfg.beta)
-            advantages, returns = gae(r, old_values, mask, cfg.gamma, cfg.lam)
+            r = self.token_rewards(ctx, batch, mask, kl)
+            lam_policy = cfg.lam
+            if cfg.length_adaptive_alpha:  # VAPO: longer episodes bootstrap less (lambda closer to 1)
+                lam_policy = length_adaptive_lambda(mask.sum(dim=1), cfg.length_adaptive_alpha)
+            advantages, returns = gae(r, old_values, mask, cfg.gamma, lam_policy)
+            if cfg.lam_critic >= 0:  # VAPO decoupled GAE: value targets from their own lambda (1 = MC returns)
+                _, returns = gae(r, old_values, mask, cfg.gamma, cfg.lam_critic)
             ev = explained_variance(old_values, returns, mask)
             adv_raw_mean = float((advantages * mask).sum() / mask.sum().clamp(min=1.0))
             if cfg.whiten_advantages:
@@ -321,12 +367,16 @@ class PPO(Algorithm):
         critic_params = [p for p in critic.parameters() if p.requires_grad]
         rows, ent, grad_norm = [], [], 0.0
         warmup = ctx.step < cfg.critic_warmup_steps
+        # VAPO positive-example LM loss: the episodes that solved their problem, as an extra NLL target
+        positive = torch.tensor([float(s.info.get("correct", s.reward > 0)) for s in samples], device=device)
+        lm_rows = []
         policy.train()
         critic.train()
         for _ in range(max(1, cfg.num_iterations)):
             order = torch.randperm(B, generator=gen).tolist()
             for minibatch in _chunks(order, mb_size):
                 n_tok = mask[minibatch].sum().clamp(min=1.0)
+                n_pos = (mask[minibatch] * positive[minibatch, None]).sum().clamp(min=1.0)
                 ctx.optimizer.zero_grad(set_to_none=True)
                 for idx in _chunks(minibatch, micro):
                     mb = collate([samples[i] for i in idx], ctx.tokenizer.pad_token_id, device)
@@ -336,6 +386,10 @@ class PPO(Algorithm):
                     loss, metrics = ppo_loss(logps, mb["old_logprobs"], advantages[idx, :K], m, cfg,
                                              token_normalizer=n_tok, values=values, old_values=old_values[idx, :K],
                                              returns=returns[idx, :K], policy_coef=0.0 if warmup else 1.0)
+                    if cfg.positive_lm_coef and not warmup:
+                        nll = -(logps * m * positive[idx, None]).sum() / n_pos
+                        loss = loss + cfg.positive_lm_coef * nll
+                        lm_rows.append((float(nll.detach()) * float(n_pos), float((m * positive[idx, None]).sum())))
                     loss.backward()
                     w = float(m.sum())
                     rows.append((metrics, w))
@@ -363,5 +417,6 @@ class PPO(Algorithm):
             "advantages_mean": adv_raw_mean,
             "grad_norm": grad_norm,
             "critic_warmup": float(warmup),
+            "positive_lm_loss": (sum(v for v, _ in lm_rows) / max(sum(w for _, w in lm_rows), 1.0)) if lm_rows else 0.0,
             "groups_kept_frac": 1.0,
         }

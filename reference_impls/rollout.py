@@ -70,6 +70,8 @@ class Sample:
     segments: list[dict] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     group: int = 0  # index of the prompt this sample answers (samples of a group share it)
+    # (start, end) of each model turn in completion_ids: the turn boundaries (VinePPO's states, PSGPO's steps)
+    turn_spans: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def token_ids(self) -> list[int]:
@@ -131,8 +133,6 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
     if config.engine not in ENGINES:
         raise ValueError(f"RolloutConfig.engine must be one of {ENGINES}, got {config.engine!r}")
     t0 = time.time()
-    was_training = model.training
-    model.eval()
     G = 1 if config.greedy else config.group_size
     envs, samples = [], []
     for g, problem in enumerate(problems):
@@ -142,6 +142,19 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
             envs.append(env)
             samples.append(Sample(prompt_ids=ids, group=g,
                                   segments=[{"role": "prompt", "text": tokenizer.decode(ids)}]))
+    stats = run_episodes(model, tokenizer, envs, samples, config)
+    stats["rollout_s"] = time.time() - t0
+    return samples, stats
+
+
+@torch.no_grad()
+def run_episodes(model, tokenizer, envs, samples, config: RolloutConfig, budgets: list[int] | None = None) -> dict:
+    """The turn loop of :func:`rollout` on given environments and started samples (``samples[i]`` is the
+    episode of ``envs[i]``; its ``prompt_ids`` are what the model is conditioned on). ``budgets[i]`` caps
+    row i's completion tokens (default ``config.max_completion_tokens`` for every row): a continuation of
+    a partial episode passes what the episode had left. Fills the samples in place; returns the stats."""
+    t0 = time.time()
+    budgets = budgets or [config.max_completion_tokens] * len(samples)
     stop_strings = envs[0].stop_strings
     eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
     if config.engine == "cached":
@@ -155,18 +168,21 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
         next_turn = _GenerateTurns(model, tokenizer, stop_strings, eos_ids, config)
     generated_tokens = 0
     env_s = 0.0
+    was_training = model.training
+    model.eval()
     try:
         while True:
             active = [i for i, s in enumerate(samples) if not s.done]
             if not active:
                 break
             # per row: the episode's remaining room, and at most max_new_tokens_per_turn of it in this turn
-            budget = [config.max_completion_tokens - len(samples[i].completion_ids) for i in active]
+            budget = [budgets[i] - len(samples[i].completion_ids) for i in active]
             limits = [min(config.max_new_tokens_per_turn, b) for b in budget]
             outs = next_turn(samples, active, limits)
             texts, stops = [], []
             for i, out in zip(active, outs):
                 s = samples[i]
+                s.turn_spans.append((len(s.completion_ids), len(s.completion_ids) + len(out.tokens)))
                 s.completion_ids += out.tokens
                 s.loss_mask += [1] * len(out.tokens)
                 s.old_logprobs += out.logprobs
@@ -180,7 +196,7 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
             env_s += time.time() - t_env
             for i, result, stopped in zip(active, results, stops):
                 s = samples[i]
-                room = config.max_completion_tokens - len(s.completion_ids)
+                room = budgets[i] - len(s.completion_ids)
                 if result.done:
                     s.done, s.reward, s.info = True, float(result.reward), dict(result.info)
                     continue
@@ -202,7 +218,7 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
              "engine": config.engine}
     if engine is not None:
         stats.update({k: round(v, 4) if isinstance(v, float) else v for k, v in engine.timing.items()})
-    return samples, stats
+    return stats
 
 
 class _GenerateTurns:

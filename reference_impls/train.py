@@ -63,6 +63,10 @@ from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
                       key_values, option, spec_map, specs)
 from .ppo import PPO
+from .liteppo import LitePPO
+from .pfppo import PFPPO
+from .vineppo import VinePPO
+from .psgpo import PSGPO
 from .rloo import RLOO
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
@@ -75,6 +79,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO, "kto": KTO, "step-dpo": StepDPO,
 
     # PPO family variants (issue 18)
+    "liteppo": LitePPO, "pf_ppo": PFPPO, "vineppo": VinePPO, "psgpo": PSGPO,
 
     # GRPO family variants, part a (issue 19)
 

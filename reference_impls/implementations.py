@@ -168,7 +168,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)",
                    equation=r"A_i=\frac{r_i-\operatorname{mean}_{j\in G(i)} r_j}{\operatorname{std}_{\text{batch}}(r)},\;"
                             r"\mathcal{L}=-\frac{1}{\sum_i|o_i|}\sum_{i,t}\min\big(w_{i,t}A_i,\operatorname{clip}(w_{i,t},1\pm\epsilon)A_i\big)"),
-    Implementation("calculator-pf-ppo", "PF-PPO tool agent (calculator)", "pf_ppo", "calculator", "pfppo.py",
+    Implementation("calculator-pf-ppo", "PF-PPO tool agent (calculator)", "pf-ppo", "calculator", "pfppo.py",
                    "PPO with a critic, trained only on each prompt's highest- and lowest-reward samples.",
                    {"policy_filter": "best_worst"}, nodes=("alg-pf-ppo",),
                    changes="Samples G responses per prompt as usual, then keeps only the best and the worst by reward "

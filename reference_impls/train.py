@@ -79,7 +79,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO, "kto": KTO, "step-dpo": StepDPO,
 
     # PPO family variants (issue 18)
-    "liteppo": LitePPO, "pf_ppo": PFPPO, "vineppo": VinePPO, "psgpo": PSGPO,
+    "liteppo": LitePPO, "pf-ppo": PFPPO, "vineppo": VinePPO, "psgpo": PSGPO,
 
     # GRPO family variants, part a (issue 19)
 

@@ -10,7 +10,7 @@ from toy_env import make_task
 
 CASES = [
     ("vineppo", {"mc_rollouts": 4}, 40),
-    ("pf_ppo", {"beta": 0.0, "num_iterations": 2, "num_mini_batches": 1, "shared_backbone": True, "vf_coef": 0.5}, 30),
+    ("pf-ppo", {"beta": 0.0, "num_iterations": 2, "num_mini_batches": 1, "shared_backbone": True, "vf_coef": 0.5}, 30),
     ("liteppo", {}, 40),
     ("ppo", {"beta": 0.0, "critic_warmup_steps": 2, "lam_critic": 1.0, "length_adaptive_alpha": 0.05,  # VAPO
              "epsilon_high": 0.28, "positive_lm_coef": 0.1, "num_mini_batches": 1, "shared_backbone": True,
@@ -18,7 +18,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("algo,algo_config,max_steps", CASES, ids=["vineppo", "pf_ppo", "liteppo", "vapo"])
+@pytest.mark.parametrize("algo,algo_config,max_steps", CASES, ids=["vineppo", "pf-ppo", "liteppo", "vapo"])
 def test_reward_rises(tmp_path, algo, algo_config, max_steps):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # shared CPU: oversubscribed intra-op threads make tiny steps far slower

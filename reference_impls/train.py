@@ -65,6 +65,15 @@ from .rloo import RLOO
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
 
+# GRPO family variants, part b (issue 19)
+from .chord import CHORD  # noqa: E402,I001
+from .dars import DARS
+from .ghpo import GHPO
+from .luffy import LUFFY
+from .papo import PAPO
+from .skywork import SkyworkSSB
+from .starpo import StarPO
+
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
@@ -75,6 +84,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     # GRPO family variants, part a (issue 19)
 
     # GRPO family variants, part b (issue 19)
+    "chord": CHORD, "luffy": LUFFY, "dars": DARS, "ghpo": GHPO, "starpo": StarPO, "skywork_ssb": SkyworkSSB,
+    "papo": PAPO,
 
 }
 

@@ -131,8 +131,6 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
     if config.engine not in ENGINES:
         raise ValueError(f"RolloutConfig.engine must be one of {ENGINES}, got {config.engine!r}")
     t0 = time.time()
-    was_training = model.training
-    model.eval()
     G = 1 if config.greedy else config.group_size
     envs, samples = [], []
     for g, problem in enumerate(problems):
@@ -142,6 +140,20 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
             envs.append(env)
             samples.append(Sample(prompt_ids=ids, group=g,
                                   segments=[{"role": "prompt", "text": tokenizer.decode(ids)}]))
+    return run_episodes(model, tokenizer, envs, samples, config, t0)
+
+
+@torch.no_grad()
+def run_episodes(model, tokenizer, envs, samples: list[Sample], config: RolloutConfig, t0: float | None = None
+                 ) -> tuple[list[Sample], dict]:
+    """The generation loop of :func:`rollout` on episodes already started: ``envs[i]`` in the state that
+    follows ``samples[i]``'s transcript. A sample may already hold completion tokens (a shared prefix that
+    branches, TreePO/ARPO): the new turns continue it, and the episode budget counts the prefix."""
+    if config.engine not in ENGINES:
+        raise ValueError(f"RolloutConfig.engine must be one of {ENGINES}, got {config.engine!r}")
+    t0 = time.time() if t0 is None else t0
+    was_training = model.training
+    model.eval()
     stop_strings = envs[0].stop_strings
     eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
     if config.engine == "cached":

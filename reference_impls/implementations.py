@@ -150,6 +150,28 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "reward model are not part of this implementation.",
                    paper="Skywork R1V2: Multimodal Hybrid Reinforcement Learning for Reasoning (arXiv 2504.16656)",
                    equation=r"\mathcal{B}\leftarrow\mathcal{B}\cup\{o_i:A_i\neq0\},\ \ o\sim\mathcal{B}\ \text{w.p.}\propto|A_o|\ \text{replaces constant groups};\ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}"),
+    Implementation("calculator-treepo", "TreePO tool agent (calculator)", "treepo", "calculator", "treepo.py",
+                   "Tree-sampled groups: samples share their first tool turn and branch after it; tree advantages.",
+                   nodes=("alg-treepo",),
+                   changes="A group is sampled as a tree: a few root episodes run to the end, then each branches "
+                           "after its first tool result into siblings that share that prefix, so the shared turn is "
+                           "generated and prefilled once. Each leaf's advantage averages its reward normalised "
+                           "within the whole group and within its subtree. The paper branches at fixed token "
+                           "windows with heuristic choices; here segments are tool turns and the branch factor is "
+                           "fixed.",
+                   paper="TreePO: Bridging the Gap of Policy Optimization and Efficacy and Inference Efficiency with "
+                         "Heuristic Tree-based Modeling (arXiv 2508.17445)",
+                   equation=r"A_i=\frac{1}{|N(i)|}\sum_{n\in N(i)}\frac{r_i-\mathrm{mean}_{j\in n}r_j}{\mathrm{std}_{j\in n}r_j},\quad \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
+    Implementation("calculator-arpo", "ARPO tool agent (calculator)", "arpo", "calculator", "arpo.py",
+                   "Entropy-guided branching after tool results, with hard advantage attribution on shared tokens.",
+                   {"attribution": "hard"}, nodes=("alg-arpo",),
+                   changes="Half of each group's budget goes to full episodes; after every tool result whose next "
+                           "tokens are more uncertain (higher entropy) than the episode's first turn, the episode "
+                           "branches from there, and any budget left is filled with fresh episodes. Tokens shared by "
+                           "a parent and its branches get the mean of their advantages, tokens after the branch "
+                           "point their own. The calculator's tool turns are the steps.",
+                   paper="Agentic Reinforced Policy Optimization (arXiv 2507.19849)",
+                   equation=r"P_t=\alpha+\beta\,\frac{H_t-H_0}{\log|V|}>\tau\Rightarrow\text{branch};\quad \hat A_{i,t}=\begin{cases}\mathrm{mean}_{j\in S_t}A_j & t\ \text{shared by}\ S_t\\ A_i & \text{otherwise}\end{cases}"),
     Implementation("calculator-papo", "PAPO tool agent (calculator, numbers masked)", "papo", "calculator",
                    "papo.py", "GRPO plus a KL term that rewards depending on the problem's numbers.",
                    nodes=("alg-papo",),

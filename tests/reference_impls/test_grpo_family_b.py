@@ -294,6 +294,7 @@ def test_papo_perception_kl_by_hand_and_gradient():
 
 # ---- every implementation trains two steps through the CLI ----------------------------------------------
 PART_B = ["calculator-chord", "calculator-luffy", "calculator-dars", "calculator-ghpo", "calculator-starpo",
+          "calculator-treepo", "calculator-arpo",
           "calculator-skywork-r1v2", "calculator-papo"]
 
 
@@ -307,3 +308,122 @@ def test_cli_two_steps(tmp_path, impl):
     assert rc == 0
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and all(math.isfinite(r["loss"]) for r in rows)
+
+
+# ---- TreePO / ARPO: branched rollouts keep the rollout's guarantees ----------------------------------
+def _branching_ctx(tiny, group_size=4):
+    from reference_impls.rollout import RolloutConfig
+    from scripted_policies import nudged_tiny
+
+    model, tok = nudged_tiny(tiny[0], tiny[1], ("<calc>7+8</calc>", "<calc>12*3</calc>")), tiny[1]  # calls the tool
+    ctx = _fake_ctx(get_env("calculator"), group_size)
+    ctx.policy = ctx.model = model
+    ctx.tokenizer = tok
+    ctx.train.max_completion_tokens = 96
+    ctx.rollout_config = RolloutConfig(group_size=group_size, max_new_tokens_per_turn=16, max_completion_tokens=96)
+    return ctx
+
+
+def _assert_branches_match_fresh_scoring(ctx, batch, parents_of):
+    from reference_impls.common import collate, completion_logprobs
+
+    branched = [s for s in batch.samples if "branch_at" in s.info]
+    assert branched, "no branch was made: the test policy must call the tool"
+    for s in branched:
+        parent, cut = parents_of(s), s.info["branch_at"]
+        assert 0 < cut < len(s.completion_ids) and s.loss_mask[cut] == 1 and s.loss_mask[cut - 1] == 0
+        assert s.completion_ids[:cut] == parent.completion_ids[:cut]
+        assert s.loss_mask[:cut] == parent.loss_mask[:cut] and s.old_logprobs[:cut] == parent.old_logprobs[:cut]
+        assert len(s.loss_mask) == len(s.completion_ids) == len(s.old_logprobs)
+    # every env run of a branch is the tool's answer (loss mask 0), every model run is the policy's
+    tok = ctx.tokenizer
+    for s in branched:
+        for start, end in _runs(s.loss_mask, 0):
+            assert tok.decode(s.completion_ids[start:end]).startswith("<result>")
+    # old log-probs = a fresh forward over the same tokens, on every model token (prefix and continuation)
+    with torch.no_grad():
+        full = collate(branched, tok.pad_token_id)
+        fresh, _ = completion_logprobs(ctx.policy, full, ctx.train.temperature)
+    mask = full["loss_mask"]
+    assert float(((fresh - full["old_logprobs"]).abs() * mask).max()) < 1e-4
+
+
+def _runs(mask, value):
+    out, start = [], None
+    for t, m in enumerate(list(mask) + [1 - value]):
+        if m == value and start is None:
+            start = t
+        elif m != value and start is not None:
+            out.append((start, t))
+            start = None
+    return out
+
+
+def test_treepo_tree_groups_share_prefixes_with_exact_old_logprobs(tiny):
+    from reference_impls import treepo
+
+    ctx = _branching_ctx(tiny)
+    torch.manual_seed(0)
+    problems = list(get_env("calculator").problems("train", n=3, seed=2))
+    algo = treepo.TreePO(SimpleNamespace(config=cfg_of(treepo, branch_factor=2)))
+    batch, _ = algo.collect(ctx, problems)
+    assert [s.group for s in batch.samples] == [g for g in range(3) for _ in range(4)]
+    roots = {s.info["subtree"]: s for s in batch.samples if "branch_at" not in s.info and s.info["subtree"] is not None}
+    _assert_branches_match_fresh_scoring(ctx, batch, lambda s: roots[s.info["subtree"]])
+
+
+def test_treepo_advantages_by_hand():
+    from reference_impls import treepo
+
+    # one group of 4: subtree 0 = leaves 0, 1 (rewards 1, 0); subtree 1 = leaves 2, 3 (rewards 1, 1)
+    adv = treepo.tree_advantages([1.0, 0.0, 1.0, 1.0], [0, 0, 0, 0], [0, 0, 1, 1], scale=False)
+    # root: mean 0.75 -> 0.25, -0.75, 0.25, 0.25; subtree 0: +-0.5; subtree 1: constant -> 0
+    assert adv == pytest.approx([(0.25 + 0.5) / 2, (-0.75 - 0.5) / 2, 0.125, 0.125])
+    assert treepo.tree_advantages([1.0, 0.0], [0, 0], [None, None], scale=False) == pytest.approx([0.5, -0.5])
+
+
+def test_arpo_branches_after_tool_results_with_exact_old_logprobs(tiny):
+    from reference_impls import arpo
+
+    ctx = _branching_ctx(tiny)
+    torch.manual_seed(0)
+    problems = list(get_env("calculator").problems("train", n=3, seed=2))
+    # threshold below alpha: every tool-result boundary branches while the budget lasts
+    algo = arpo.ARPO(SimpleNamespace(config=cfg_of(arpo, branch_alpha=1.0, branch_threshold=0.0, attribution="hard")))
+    batch, _ = algo.collect(ctx, problems)
+    assert [s.group for s in batch.samples] == [g for g in range(3) for _ in range(4)]
+    nodes = {s.info["node"]: s for s in batch.samples if "node" in s.info}
+    _assert_branches_match_fresh_scoring(ctx, batch, lambda s: nodes[s.info["parent"]])
+
+
+def test_arpo_branch_score_and_hard_attribution_by_hand():
+    from reference_impls import arpo
+
+    entropy = [1.0, 3.0, 9.0, 9.0, 2.0, 4.0, 0.0]
+    runs = [(0, 2), (4, 6)]  # first turn tokens 0-1 (H0 = 2), tool result 2-3, second turn 4-5 (H = 3)
+    score = arpo.branch_score(entropy, runs, k=2, vocab=math.e ** 2, alpha=0.1, beta=2.0)
+    assert score == pytest.approx([0.1 + 2.0 * (3.0 - 2.0) / 2.0])
+    parent = Sample(prompt_ids=[1], completion_ids=[5] * 6, info={"node": 0})
+    child_a = Sample(prompt_ids=[1], completion_ids=[5] * 6, info={"parent": 0, "branch_at": 4})
+    child_b = Sample(prompt_ids=[1], completion_ids=[5] * 6, info={"parent": 0, "branch_at": 2})
+    other = Sample(prompt_ids=[1], completion_ids=[5] * 6)
+    adv = arpo.hard_token_advantages([parent, child_a, child_b, other], [1.0, -1.0, 0.5, 2.0], 6)
+    # t < 2: shared by all three (mean 1/6); 2 <= t < 4: parent and child_a (mean 0); t >= 4: own
+    assert adv[0].tolist() == pytest.approx([1 / 6, 1 / 6, 0.0, 0.0, 1.0, 1.0])
+    assert adv[1].tolist() == pytest.approx([1 / 6, 1 / 6, 0.0, 0.0, -1.0, -1.0])
+    assert adv[2].tolist() == pytest.approx([1 / 6, 1 / 6, 0.5, 0.5, 0.5, 0.5])
+    assert adv[3].tolist() == pytest.approx([2.0] * 6)
+
+
+def test_token_advantage_loss_by_hand_and_masked_gradient():
+    from reference_impls import arpo
+    from reference_impls.branching import token_advantage_loss
+
+    cfg = cfg_of(arpo, loss_type="dapo")
+    logps = torch.zeros(1, 3, dtype=torch.float64, requires_grad=True)  # ratios 1: loss = -mean(A) over tokens
+    old, mask = torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[1.0, 0.0, 1.0]], dtype=torch.float64)
+    loss, _ = token_advantage_loss(logps, old, torch.tensor([9.0]), mask, cfg,
+                                   token_advantages=torch.tensor([[0.5, 7.0, -2.0]]))
+    assert float(loss) == pytest.approx(-(0.5 - 2.0) / 2)
+    loss.backward()
+    assert logps.grad[0].tolist() == pytest.approx([-0.25, 0.0, 1.0])

@@ -19,6 +19,7 @@ formula; equation numbers were not checked against the PDF in this implementatio
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -93,8 +94,6 @@ class DARS(GRPO):
         if not self.extra_total:
             return first, stats
         repeated = [g for g, n in enumerate(counts) for _ in range(n)]
-        import dataclasses
-
         extra, stats2 = rollout(ctx.policy, ctx.tokenizer, ctx.task, [problems[g] for g in repeated],
                                 dataclasses.replace(ctx.rollout_config, group_size=1))
         for s, g in zip(extra, repeated):

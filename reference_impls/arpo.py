@@ -15,7 +15,7 @@ the uncertain steps where extra exploration pays. ARPO spends part of the group'
 Advantage attribution (``attribution``)::
 
     soft   A_i per sample as GRPO (shared prefix tokens are trained once per sample containing them, with
-           each sample's own advantage: the paper's default)
+           each sample's own advantage)
     hard   a token shared by a set S of samples (a parent and the branches cut after it) gets
            mean_{j in S} A_j; a token after the branch point gets the sample's own A_i
 

@@ -70,6 +70,8 @@ class SkyworkSSB(GRPO):
     """GRPO whose constant groups are replaced by replayed high-|advantage| samples."""
 
     Config = Config
+    # the buffer lives on each rank but a checkpoint saves rank 0's: a resumed DDP run would not be exact
+    distributed_ok = False
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)

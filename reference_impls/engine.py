@@ -159,7 +159,8 @@ class CachedEngine:
 
         t0 = time.perf_counter()
         distinct: dict[tuple[int, ...], int] = {}
-        inverse = [distinct.setdefault(tuple(samples[i].prompt_ids), len(distinct)) for i in active]
+        # a row's whole transcript so far: its prompt, plus the shared prefix when a rollout branches
+        inverse = [distinct.setdefault(tuple(samples[i].token_ids), len(distinct)) for i in active]
         prompts = [list(p) for p in distinct]
         ids, mask, positions = self._block(prompts, [0] * len(prompts))
         self.cache = DynamicCache(config=self.model.config)
@@ -172,7 +173,7 @@ class CachedEngine:
             self.cache.batch_select_indices(index)
             self.mask = self.mask[index]
         self.rows = list(active)
-        self.fed = {i: len(samples[i].prompt_ids) for i in active}
+        self.fed = {i: len(samples[i].token_ids) for i in active}
         self.timing["prefill_s"] += time.perf_counter() - t0
         self.timing["prefill_tokens"] += sum(len(p) for p in prompts)
         self.timing["prefill_forwards"] += 1

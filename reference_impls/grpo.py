@@ -123,6 +123,19 @@ def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int,
     return advantages, keep, shaped
 
 
+def aggregate_loss(per_token, mask, loss_type: str, max_completion_length=None, seq_normalizer=None,
+                   token_normalizer=None) -> torch.Tensor:
+    """Masked (B, T) token losses -> one scalar by ``loss_type`` (module docstring, Aggregation)."""
+    B = per_token.shape[0]
+    if loss_type == "grpo":
+        return (per_token.sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / (seq_normalizer or B)
+    if loss_type == "dr_grpo":
+        return per_token.sum() / ((seq_normalizer or B) * max_completion_length)
+    if loss_type == "dapo":
+        return per_token.sum() / (token_normalizer or mask.sum().clamp(min=1.0))
+    raise ValueError(f"loss_type must be grpo, dr_grpo or dapo, not {loss_type!r}")
+
+
 def grpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, max_completion_length=None,
               seq_normalizer=None, token_normalizer=None):
     """The GRPO-family objective on (B, T) tensors; returns (loss, metrics).
@@ -146,16 +159,7 @@ def grpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, m
         kl = torch.exp(delta) - delta - 1  # k3: unbiased, always >= 0
         per_token = per_token + cfg.beta * kl
     per_token = per_token * mask  # (B,1) broadcasts to (B,T) for sequence-level ratios
-
-    B = logps.shape[0]
-    if cfg.loss_type == "grpo":
-        loss = (per_token.sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / (seq_normalizer or B)
-    elif cfg.loss_type == "dr_grpo":
-        loss = per_token.sum() / ((seq_normalizer or B) * max_completion_length)
-    elif cfg.loss_type == "dapo":
-        loss = per_token.sum() / (token_normalizer or mask.sum().clamp(min=1.0))
-    else:
-        raise ValueError(f"loss_type must be grpo, dr_grpo or dapo, not {cfg.loss_type!r}")
+    loss = aggregate_loss(per_token, mask, cfg.loss_type, max_completion_length, seq_normalizer, token_normalizer)
 
     with torch.no_grad():  # diagnostics, token-weighted over model tokens
         n = mask.sum().clamp(min=1.0)
@@ -181,9 +185,28 @@ class GRPO(Algorithm):
             raise ConfigError(f"--overlong-buffer: {cfg.overlong_buffer} must be smaller than "
                               f"--max-completion-tokens ({train.max_completion_tokens})")
 
-    def update(self, ctx: Context, batch: RolloutBatch):
-        cfg = self.cfg
-        advantages, keep, _ = prepare_batch(batch.rewards, batch.lengths, batch.group_size, cfg,
+    # ---- hooks for variants (subclasses override one; each default is GRPO itself) --------------------
+    def advantages(self, ctx: Context, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-sample advantages and keep mask of a batch."""
+        advantages, keep, _ = prepare_batch(batch.rewards, batch.lengths, batch.group_size, self.cfg,
                                             ctx.train.max_completion_tokens)
-        loss_fn = partial(grpo_loss, cfg=cfg, max_completion_length=ctx.train.max_completion_tokens)
-        return policy_gradient_update(ctx, batch, advantages, keep, loss_fn, cfg.num_iterations)
+        return advantages, keep
+
+    def loss_fn(self, ctx: Context, batch: RolloutBatch):
+        """The per-micro-batch loss (signature: policy_gradient.LossFn)."""
+        return partial(grpo_loss, cfg=self.cfg, max_completion_length=ctx.train.max_completion_tokens)
+
+    def sample_inputs(self, ctx: Context, batch: RolloutBatch) -> dict | None:
+        """Per-sample tensors (N, ...) that the loss takes as keyword arguments, sliced per micro-batch."""
+        return None
+
+    def auxiliary(self, ctx: Context, batch: RolloutBatch):
+        """None, or a callable run once per optimisation pass before the optimizer step: it backpropagates
+        an extra loss of its own (an SFT or perception term) and returns its metrics."""
+        return None
+
+    def update(self, ctx: Context, batch: RolloutBatch):
+        advantages, keep = self.advantages(ctx, batch)
+        return policy_gradient_update(ctx, batch, advantages, keep, self.loss_fn(ctx, batch), self.cfg.num_iterations,
+                                      sample_inputs=self.sample_inputs(ctx, batch),
+                                      auxiliary=self.auxiliary(ctx, batch))

@@ -28,9 +28,14 @@ LossFn = Callable[..., tuple[torch.Tensor, dict]]
 
 
 def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.Tensor, keep: torch.Tensor,
-                           loss_fn: LossFn, num_iterations: int = 1) -> Metrics:
+                           loss_fn: LossFn, num_iterations: int = 1, sample_inputs: dict | None = None,
+                           auxiliary: Callable[[], dict] | None = None) -> Metrics:
     """Returns ``loss`` (mean micro-batch loss per pass), token-weighted ``kl``, ``clip_frac`` and
-    ``entropy``, ``grad_norm`` and ``groups_kept_frac``."""
+    ``entropy``, ``grad_norm`` and ``groups_kept_frac``.
+
+    ``sample_inputs``: per-sample tensors passed to ``loss_fn`` as keyword arguments, sliced to the
+    micro-batch's rows. ``auxiliary()``: run once per pass after the micro-batches and before the clip and
+    step; it calls backward on an extra loss itself and returns metrics (reported as pass means)."""
     train, samples = ctx.train, batch.samples
     kept = [i for i in range(len(samples)) if keep[i]]
     n_tokens_local = float(sum(sum(samples[i].loss_mask) for i in kept))
@@ -55,8 +60,9 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
                 # completions are right-padded from a common start, so the full-batch reference
                 # log-probs slice straight into this micro-batch's width
                 ref = None if batch.ref_logps is None else batch.ref_logps[idx, :mb["logits_to_keep"]]
+                extra = {k: v[idx].to(ctx.device) for k, v in (sample_inputs or {}).items()}
                 loss, metrics = loss_fn(logps, mb["old_logprobs"], advantages[idx].to(ctx.device), mb["loss_mask"],
-                                        ref_logps=ref, seq_normalizer=seq_norm, token_normalizer=tok_norm)
+                                        ref_logps=ref, seq_normalizer=seq_norm, token_normalizer=tok_norm, **extra)
                 (loss * weight).backward()
                 if weight:
                     losses.append(float(loss.detach()))
@@ -65,6 +71,8 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
                     weighted.add("kl", metrics["kl"], n)
                     weighted.add("clip_frac", metrics["clip_frac"], n)
                     weighted.add_total("entropy", float((entropy * mask).sum()), n)
+            if auxiliary is not None:
+                weighted.update(auxiliary(), 1.0 / num_iterations)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(ctx.policy.parameters(), train.max_grad_norm))
             ctx.optimizer.step()
     for name in ("kl", "clip_frac", "entropy"):  # every rank reports every name, even with no tokens

@@ -153,7 +153,11 @@ def run_episodes(model, tokenizer, envs, samples, config: RolloutConfig, budgets
     episode of ``envs[i]``; its ``prompt_ids`` are what the model is conditioned on). ``budgets[i]`` caps
     row i's completion tokens (default ``config.max_completion_tokens`` for every row): a continuation of
     a partial episode passes what the episode had left. Fills the samples in place; returns the stats."""
+    if config.engine not in ENGINES:
+        raise ValueError(f"RolloutConfig.engine must be one of {ENGINES}, got {config.engine!r}")
     t0 = time.time()
+    # a sample may already hold completion tokens (a shared prefix that branches: TreePO/ARPO); the new turns
+    # continue it and the default budget counts the prefix
     budgets = budgets or [config.max_completion_tokens] * len(samples)
     stop_strings = envs[0].stop_strings
     eos_ids = {tokenizer.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))

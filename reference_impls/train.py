@@ -72,6 +72,17 @@ from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
 from .step_dpo import StepDPO
 
+# GRPO family variants, part b (issue 19)
+from .arpo import ARPO  # noqa: E402,I001
+from .chord import CHORD
+from .dars import DARS
+from .ghpo import GHPO
+from .luffy import LUFFY
+from .papo import PAPO
+from .skywork import SkyworkSSB
+from .starpo import StarPO
+from .treepo import TreePO
+
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
@@ -84,6 +95,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     # GRPO family variants, part a (issue 19)
 
     # GRPO family variants, part b (issue 19)
+    "chord": CHORD, "luffy": LUFFY, "dars": DARS, "ghpo": GHPO, "starpo": StarPO, "skywork_ssb": SkyworkSSB,
+    "papo": PAPO, "treepo": TreePO, "arpo": ARPO,
 
 }
 

@@ -1,0 +1,64 @@
+r"""StarPO / StarPO-S: trajectory-level optimisation of multi-turn agents (Wang et al. 2025, "RAGEN:
+Understanding Self-Evolution in LLM Agents via Multi-Turn Reinforcement Learning", arXiv 2504.20073).
+
+StarPO (State-Thinking-Actions-Reward Policy Optimisation) treats a whole multi-turn interaction
+tau = (s_0, a_0, r_0, s_1, ..., s_K) as one sample: the agent reasons before each action, the environment
+answers, and one trajectory-level objective covers every model token of every turn (env tokens are
+masked). With the critic-free GRPO estimator (the paper's StarPO-GRPO variant)::
+
+    J(theta) = E_tau [ (1/|tau|) sum_t m_t min(w_t A(tau), clip(w_t, 1 - eps_low, 1 + eps_high) A(tau)) ]
+    A(tau_i) = (R(tau_i) - mean_group R) / std_group R,   R(tau) = sum of the trajectory's rewards
+
+StarPO-S adds three stabilisers against the "echo trap" collapse the paper reports:
+
+    trajectory filtering   keep only the top ``keep_fraction`` of groups by the std of their rewards
+                           (uncertainty-based filtering: low-variance groups teach little and drive collapse)
+    critic-free            GRPO advantages (this class has no value head; PPO with a critic is ppo.py)
+    clip-higher            decoupled clip range, eps_high > eps_low (DAPO's), and no KL term (beta = 0)
+
+On the calculator each turn is "free text, then one <calc> call" with the result as the next state, so the
+model may reason before each action; no separate <think> tag is enforced. Equation numbers were not
+checked against the PDF in this implementation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .algorithm import Context, RolloutBatch
+from .grpo import GRPO
+from .grpo import Config as GRPOConfig
+from .options import option
+
+
+@dataclass
+class Config(GRPOConfig):
+    """GRPO's switches (StarPO-S defaults: clip-higher 0.28, beta 0) plus uncertainty filtering."""
+
+    epsilon_high: float = option(0.28, "Clip range above 1 (StarPO-S clip-higher).", low=0.0, high=10.0)
+    keep_fraction: float = option(0.25, "StarPO-S trajectory filtering: share of groups kept, those with the "
+                                  "largest reward std (1 = keep all).", low=0.0, high=1.0)
+
+
+def variance_filter(rewards: torch.Tensor, group_size: int, keep_fraction: float) -> torch.Tensor:
+    """Per-sample keep mask: the ceil(keep_fraction * P) groups with the largest reward std (ties: earlier
+    group first); at least one group."""
+    grouped = rewards.view(-1, group_size)
+    P = grouped.shape[0]
+    n_keep = max(1, min(P, int(-(-keep_fraction * P // 1))))
+    std = grouped.std(dim=1) if group_size > 1 else torch.zeros(P)
+    order = sorted(range(P), key=lambda g: (-float(std[g]), g))
+    keep_groups = torch.zeros(P, dtype=torch.bool)
+    keep_groups[order[:n_keep]] = True
+    return keep_groups.repeat_interleave(group_size)
+
+
+class StarPO(GRPO):
+    """GRPO on whole multi-turn trajectories with StarPO-S's variance filtering and clip-higher."""
+
+    Config = Config
+
+    def advantages(self, ctx: Context, batch: RolloutBatch):
+        advantages, keep = super().advantages(ctx, batch)
+        return advantages, keep & variance_filter(batch.rewards, batch.group_size, self.cfg.keep_fraction)

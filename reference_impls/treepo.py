@@ -1,0 +1,117 @@
+r"""TreePO: tree-structured sampling with shared prefixes and tree-based advantages (Li et al. 2025, "TreePO:
+Bridging the Gap of Policy Optimization and Efficacy and Inference Efficiency with Heuristic Tree-based
+Modeling", arXiv 2508.17445).
+
+Instead of G independent samples, a group is a tree: samples share prefixes and branch at segment
+boundaries, so shared segments are generated (and prefilled) once. Here the segments are the turns of the
+multi-turn episode (a model turn and the tool's answer), so branches start right after a tool result::
+
+    level 0   G / b root samples of the prompt, run to the end
+    level 1   each root with a turn boundary branches b - 1 times at its first boundary (after the first
+              tool result) and the branches run to the end; a root that answered in one turn (no boundary)
+              gets b - 1 fresh samples instead. The group has G leaves.
+
+Advantages are computed per tree node and averaged over the nodes a leaf belongs to (the paper's
+tree-based/segment-level advantage estimation, in its simple average form)::
+
+    A_i = (1 / |N(i)|) sum_{n in N(i)} (r_i - mean_{j in n} r_j) / (std_{j in n} r_j + 1e-4)
+
+N(i) = the root (all G leaves) and, when i shares a prefix with siblings, that subtree (0 in a constant
+node). The shared prefix is trained once per leaf that contains it, so its tokens receive the summed credit
+of the subtree. The paper's segments are fixed token windows with heuristic (probability-guided) branching
+and early stopping; here they are tool turns with a fixed branch factor. Equation numbers were not checked
+against the PDF in this implementation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .algorithm import Context, RolloutBatch, batch_from_samples, collect_batch
+from .branching import branch, continue_branches, group_normalised, turn_boundaries
+from .grpo import GRPO
+from .grpo import Config as GRPOConfig
+from .options import ConfigError, option
+
+
+@dataclass
+class Config(GRPOConfig):
+    """GRPO's switches plus the tree's branch factor."""
+
+    branch_factor: int = option(2, "Leaves per level-1 subtree: each root branches into this many samples.", low=2,
+                                high=64)
+
+
+def tree_advantages(rewards: list[float], groups: list[int], subtrees: list[int | None],
+                    scale: bool = True) -> list[float]:
+    """Average over a leaf's tree nodes (its group, and its subtree when not None) of the node-normalised reward."""
+    per_node: dict[tuple, list[int]] = {}
+    for i, (g, sub) in enumerate(zip(groups, subtrees)):
+        per_node.setdefault(("group", g), []).append(i)
+        if sub is not None:
+            per_node.setdefault(("subtree", g, sub), []).append(i)
+    total, count = [0.0] * len(rewards), [0] * len(rewards)
+    for members in per_node.values():
+        for i, a in zip(members, group_normalised([rewards[i] for i in members], scale)):
+            total[i] += a
+            count[i] += 1
+    return [t / c for t, c in zip(total, count)]
+
+
+class TreePO(GRPO):
+    """GRPO on tree-sampled groups (shared prefixes, branches after tool results) with tree advantages."""
+
+    Config = Config
+
+    @classmethod
+    def check(cls, cfg: Config, train) -> None:
+        super().check(cfg, train)
+        if train.group_size % cfg.branch_factor:
+            raise ConfigError(f"--group-size ({train.group_size}) must be a multiple of --branch-factor "
+                              f"({cfg.branch_factor}): each tree has group_size / branch_factor roots")
+        if cfg.dynamic_sampling:
+            raise ConfigError("TreePO's advantages are per tree node: leave --dynamic-sampling off")
+
+    def collect(self, ctx: Context, problems: list):
+        b, G = self.cfg.branch_factor, ctx.train.group_size
+        roots, stats = collect_batch(ctx, problems, group_size=G // b)
+        envs, children, fresh = [], [], []
+        for r, root in enumerate(roots.samples):
+            root.info = {**root.info, "subtree": r}
+            cuts = turn_boundaries(root)
+            if not cuts:
+                fresh += [root.group] * (b - 1)
+                root.info["subtree"] = None
+                continue
+            for _ in range(b - 1):
+                env, child = branch(ctx.tokenizer, ctx.task, problems[root.group], root, cuts[0],
+                                    ctx.rollout_config.env_options)
+                child.info = {"subtree": r, "branch_at": cuts[0]}
+                envs.append(env)
+                children.append(child)
+        extra_tokens, extra_s = 0, 0.0
+        if children:
+            children, st = continue_branches(ctx.policy, ctx.tokenizer, envs, children, ctx.rollout_config)
+            for c in children:
+                c.info.setdefault("subtree", None)
+            extra_tokens, extra_s = st["generated_tokens"], st["rollout_s"]
+        if fresh:
+            more, st = collect_batch(ctx, [problems[g] for g in fresh], group_size=1)
+            for s, g in zip(more.samples, fresh):
+                s.group, s.info = g, {**s.info, "subtree": None}
+            children += more.samples
+            extra_tokens, extra_s = extra_tokens + st["generated_tokens"], extra_s + st["rollout_s"]
+        samples = []
+        for g in range(len(problems)):
+            samples += [s for s in roots.samples if s.group == g] + [s for s in children if s.group == g]
+        stats = {**stats, "generated_tokens": stats["generated_tokens"] + extra_tokens,
+                 "rollout_s": stats["rollout_s"] + extra_s}
+        return batch_from_samples(ctx, samples, G), stats
+
+    def advantages(self, ctx: Context, batch: RolloutBatch):
+        subtrees = [s.info.get("subtree") for s in batch.samples]
+        adv = tree_advantages(batch.rewards.tolist(), [s.group for s in batch.samples], subtrees,
+                              self.cfg.scale_rewards)
+        advantages = torch.tensor(adv, dtype=torch.float32)
+        return advantages, torch.ones_like(advantages, dtype=torch.bool)

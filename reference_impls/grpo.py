@@ -129,7 +129,8 @@ def grpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, m
 
     ``seq_normalizer`` / ``token_normalizer`` override the local B / sum(mask) when a batch is split into
     micro-batches or across DDP ranks (pass global count / world size: DDP averages gradients)."""
-    A = advantages.unsqueeze(1)  # (B, 1): one outcome advantage per sequence
+    # (B, 1): one outcome advantage per sequence; a (B, K) per-token advantage (variants) is cut to this width
+    A = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages[:, :logps.shape[1]]
     log_ratio = (logps - old_logps) * mask  # masked positions contribute exactly 0 (and get 0 gradient)
     if cfg.importance_sampling_level == "token":
         log_w = log_ratio  # (B, T)
@@ -181,9 +182,17 @@ class GRPO(Algorithm):
             raise ConfigError(f"--overlong-buffer: {cfg.overlong_buffer} must be smaller than "
                               f"--max-completion-tokens ({train.max_completion_tokens})")
 
-    def update(self, ctx: Context, batch: RolloutBatch):
-        cfg = self.cfg
-        advantages, keep, _ = prepare_batch(batch.rewards, batch.lengths, batch.group_size, cfg,
+    # the two hooks variants override (grpo_variants/): what each sample's advantage is, and the loss
+    def advantages(self, ctx: Context, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(advantages, keep): (N,) per-sample (or (N, K) per-token) advantages and an (N,) bool keep mask."""
+        advantages, keep, _ = prepare_batch(batch.rewards, batch.lengths, batch.group_size, self.cfg,
                                             ctx.train.max_completion_tokens)
-        loss_fn = partial(grpo_loss, cfg=cfg, max_completion_length=ctx.train.max_completion_tokens)
-        return policy_gradient_update(ctx, batch, advantages, keep, loss_fn, cfg.num_iterations)
+        return advantages, keep
+
+    def loss_fn(self, ctx: Context):
+        """The loss policy_gradient_update calls on each micro-batch (policy_gradient.LossFn)."""
+        return partial(grpo_loss, cfg=self.cfg, max_completion_length=ctx.train.max_completion_tokens)
+
+    def update(self, ctx: Context, batch: RolloutBatch):
+        advantages, keep = self.advantages(ctx, batch)
+        return policy_gradient_update(ctx, batch, advantages, keep, self.loss_fn(ctx), self.cfg.num_iterations)

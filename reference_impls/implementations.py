@@ -81,6 +81,61 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     # -- PPO family variants (issue 18) --------------------------------------------------------------
 
     # -- GRPO family variants, part a (issue 19) -----------------------------------------------------
+    Implementation(
+        "calculator-gmpo", "GMPO tool agent (calculator)", "gmpo", "calculator", "grpo_variants/gmpo.py",
+        "GRPO that maximises the geometric mean of token-level importance ratios instead of the arithmetic mean.",
+        nodes=("alg-gmpo",),
+        changes="GRPO averages each token's clipped ratio-times-advantage arithmetically, so a single token whose "
+                "probability moved a lot can dominate the update. GMPO multiplies the clipped token ratios and takes "
+                "the |o|-th root (a mean in log space), which barely reacts to one outlier; that lets it use a much "
+                "wider clip range, e^-0.4 to e^0.4, here the default. Advantages are GRPO's.",
+        paper="Geometric-Mean Policy Optimization (Zhao et al., 2025), arXiv 2507.20673",
+        survey_vs_paper="The survey's table lists a margin-based reward; the paper trains on the same rule-based "
+                        "answer-correctness reward as GRPO, normalised within the group.",
+        equation=r"\mathcal{J}=\mathbb{E}\Big[\tfrac{1}{G}\sum_i \Big(\prod_t \big|\min(\rho_{i,t}\hat A_i,"
+                 r"\,\mathrm{clip}(\rho_{i,t},e^{-\epsilon},e^{\epsilon})\hat A_i)\big|\Big)^{1/|o_i|}"
+                 r"\mathrm{sgn}(\hat A_i)\Big]"),
+    Implementation(
+        "calculator-pass-at-k", "Pass@k Training tool agent (calculator)", "pass_at_k", "calculator",
+        "grpo_variants/pass_at_k.py",
+        "GRPO whose advantages are those of the pass@k reward of the group, computed analytically over all k-subsets.",
+        nodes=("alg-pass-at-k-training",),
+        changes="Instead of rewarding each sample alone (pass@1), a k-subset of the group is rewarded if any sample "
+                "in it is correct, and each sample's advantage is the expectation of that set reward over every "
+                "k-subset containing it, in closed form. Correct samples keep a positive advantage, while a wrong "
+                "sample is penalised only as often as it sits in an all-wrong subset, so the policy is punished "
+                "less for exploring. k = 1 recovers GRPO on binary rewards.",
+        paper="Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models "
+              "(Chen et al., 2025), arXiv 2508.10751",
+        equation=r"\bar R=1-\tfrac{\binom{N_{neg}}{k}}{\binom{N}{k}},\ \hat A_{pos}=\tfrac{1-\bar R}{\sigma},\ "
+                 r"\hat A_{neg}=\tfrac{1-\bar R-\binom{N_{neg}-1}{k-1}/\binom{N-1}{k-1}}{\sigma},\ "
+                 r"\sigma=\sqrt{\bar R(1-\bar R)}"),
+    Implementation(
+        "calculator-srpo", "SRPO tool agent (calculator)", "srpo", "calculator", "grpo_variants/srpo.py",
+        "GRPO with history resampling (prompts every sample solved last epoch are dropped) and two training stages.",
+        {"srpo_stage_one_steps": 20},
+        nodes=("alg-srpo",),
+        changes="The update is GRPO's; what changes is the data. Each epoch records which prompts every sample "
+                "solved (their advantages are all zero) and drops them from the next epoch, while keeping prompts "
+                "that every sample failed, since those can still become informative. Training runs in two stages: "
+                "the paper starts on hard math before adding code; here stage 1 uses the calculator's "
+                "multi-call level-3 problems and stage 2 the whole pool.",
+        paper="SRPO: A Cross-Domain Implementation of Large-Scale Reinforcement Learning on LLM (Zhang et al., 2025), "
+              "arXiv 2504.14286",
+        equation=r"\mathcal{D}_{e+1}=\{q\in\mathcal{D}:\neg\,\forall i\le G,\ r_i^{(e)}(q)=1\},\quad "
+                 r"\mathcal{J}=\mathcal{J}_{\mathrm{GRPO}}\ \text{on}\ \mathcal{D}_{e+1}"),
+    Implementation(
+        "calculator-greso", "GRESO tool agent (calculator)", "greso", "calculator", "grpo_variants/greso.py",
+        "GRPO that skips, before rollout, prompts whose reward history predicts an all-equal group.",
+        nodes=("alg-greso",),
+        changes="Prompts whose samples all got the same reward are useless to GRPO and tend to stay that way, so "
+                "GRESO skips a prompt before rolling it out with a probability that grows with its streak of "
+                "all-correct or all-wrong groups (1 - p^streak). The exploration probabilities p adapt after "
+                "every step to hold the share of zero-variance prompts near a target. The loss is GRPO's; only "
+                "the rollouts spent on useless prompts are saved.",
+        paper="Act Only When It Pays: Efficient Reinforcement Learning for LLM Reasoning via Selective Rollouts "
+              "(Zheng et al., 2025), arXiv 2506.02177",
+        equation=r"P_{\mathrm{skip}}(q)=1-\max\big(p^{z(q)},\,0.01\big),\quad p\in\{p_{easy},p_{hard}\}"),
 
     # -- GRPO family variants, part b (issue 19) -----------------------------------------------------
 

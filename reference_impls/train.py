@@ -56,6 +56,10 @@ from .common import adamw, seed_everything
 from .dpo import DPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .grpo import GRPO
+from .grpo_variants.gmpo import GMPO
+from .grpo_variants.greso import GRESO
+from .grpo_variants.pass_at_k import PassAtK
+from .grpo_variants.srpo import SRPO
 from .implementations import IMPLEMENTATIONS, get_implementation
 from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
@@ -73,6 +77,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     # PPO family variants (issue 18)
 
     # GRPO family variants, part a (issue 19)
+    "gmpo": GMPO, "pass_at_k": PassAtK, "srpo": SRPO, "greso": GRESO,
 
     # GRPO family variants, part b (issue 19)
 

@@ -1,0 +1,313 @@
+"""GRPO family variants, part a (issue 19): each objective against numbers computed by hand (and GMPO
+against TRL's), zero gradient on masked tokens, the draw-hook filters, state round trips, and 2 CLI steps."""
+import json
+import math
+import random
+from collections import defaultdict
+from math import comb
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from reference_impls import grpo, train
+from reference_impls.grpo_variants import gmpo, greso, pass_at_k, srpo
+
+# the tensors of test_losses: ratios pi/pi_old row 0 = [1.5, 0.9], row 1 = [1.1, (masked: 7.0)], A = [+1, -1]
+MASK = torch.tensor([[1.0, 1.0], [1.0, 0.0]]).double()
+OLD = torch.log(torch.tensor([[0.2, 0.5], [0.4, 0.1]])).double()
+RATIOS = torch.tensor([[1.5, 0.9], [1.1, 7.0]]).double()
+LOGPS = OLD + torch.log(RATIOS)
+ADV = torch.tensor([1.0, -1.0]).double()
+
+
+def masked_grad_is_zero(loss_fn, advantages=ADV):
+    logps = LOGPS.clone().requires_grad_(True)
+    loss, _ = loss_fn(logps, OLD, advantages, MASK)
+    loss.backward()
+    assert logps.grad[1, 1] == 0.0 and logps.grad[0, 1] != 0.0  # (0, 1) is a model token inside the clip range
+    return logps.grad
+
+
+# --- GMPO ------------------------------------------------------------------------------------------------
+def gmpo_loss(logps=LOGPS, adv=ADV, **kw):
+    cfg = gmpo.Config(**{"epsilon_low": 0.4, "epsilon_high": 0.4, **kw})
+    return gmpo.gmpo_loss(logps, OLD, adv, MASK, cfg)
+
+
+def test_gmpo_by_hand():
+    # row 0 (A>0): log ratios [ln 1.5 = 0.405, ln 0.9]; ln 1.5 > 0.4 is clipped to 0.4 -> w0 = exp((0.4 + ln 0.9)/2)
+    # row 1 (A<0): one model token, ln 1.1 inside the range -> w1 = 1.1.  L = (-w0 * 1 + w1 * 1) / 2
+    w0 = math.exp((0.4 + math.log(0.9)) / 2)
+    value, metrics = gmpo_loss()
+    assert float(value) == pytest.approx((-w0 + 1.1) / 2, abs=1e-7)  # RATIOS are float32 values
+    assert metrics["clip_frac"] == pytest.approx(1 / 3)
+
+
+def test_gmpo_is_not_grpo():
+    # the arithmetic mean of the same clipped terms gives another number
+    grpo_value, _ = grpo.grpo_loss(LOGPS, OLD, ADV, MASK, grpo.Config(epsilon_low=0.4, epsilon_high=0.4))
+    assert abs(float(gmpo_loss()[0]) - float(grpo_value)) > 1e-3
+
+
+def test_gmpo_negative_advantage_clip_is_pessimistic():
+    # A < 0 with a ratio below e^-0.4: the log ratio is *not* raised to -0.4 (that would help the objective)
+    # for a ratio above e^0.4 it is kept too (the min of two surrogates); only ratios below e^-0.4 are capped
+    logps = OLD + torch.log(torch.tensor([[1.0, 1.0], [0.5, 1.0]])).double()
+    value, _ = gmpo_loss(logps)
+    # row 0: w = 1, A = 1 -> -1; row 1: ln 0.5 = -0.693 < -0.4 -> max(-0.693, -0.4) = -0.4 -> w = e^-0.4, A = -1
+    assert float(value) == pytest.approx((-1.0 + math.exp(-0.4)) / 2, abs=1e-12)
+
+
+def test_gmpo_masked_tokens_get_no_gradient():
+    cfg = gmpo.Config()
+    masked_grad_is_zero(lambda *a: gmpo.gmpo_loss(*a, cfg))
+
+
+trl_gmpo = pytest.importorskip("trl.experimental.gmpo.gmpo_trainer")
+
+
+class _Accelerator:
+    num_processes = 1
+
+    def reduce(self, x, reduction="sum"):
+        return x
+
+    def gather(self, x):
+        return x
+
+
+def trl_gmpo_loss(beta, logps, old, ref, mask, adv, eps_low, eps_high):
+    B, T = logps.shape
+    stub = SimpleNamespace(
+        top_entropy_quantile=1.0, epsilon_low=eps_low, epsilon_high=eps_high, beta=beta,
+        model=SimpleNamespace(training=True), current_gradient_accumulation_steps=1, accelerator=_Accelerator(),
+        _metrics={"train": defaultdict(list)},
+        _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros_like(logps), None))
+    inputs = {"prompt_ids": torch.zeros(B, 2, dtype=torch.long), "prompt_mask": torch.ones(B, 2, dtype=torch.long),
+              "completion_ids": torch.zeros(B, T, dtype=torch.long),
+              "completion_mask": torch.ones(B, T, dtype=torch.long), "tool_mask": mask, "advantages": adv,
+              "old_per_token_logps": old, "ref_per_token_logps": ref}
+    return trl_gmpo.GMPOTrainer._compute_loss(stub, None, inputs), stub._metrics["train"]
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.04])
+@pytest.mark.parametrize("eps", [(0.4, 0.4), (0.2, 0.3)])
+def test_gmpo_matches_trl(beta, eps):
+    g = torch.Generator().manual_seed(0)
+    B, T = 6, 7
+    logps = (-torch.rand(B, T, generator=g) * 3).double()
+    old = logps + 0.5 * torch.randn(B, T, generator=g).double()  # far enough from 1 to clip
+    ref = logps + 0.2 * torch.randn(B, T, generator=g).double()
+    mask = (torch.rand(B, T, generator=g) > 0.3).double()
+    mask[:, 0] = 1.0
+    adv = torch.randn(B, generator=g).double()
+    expected, trl_metrics = trl_gmpo_loss(beta, logps, old, ref, mask, adv, *eps)
+    cfg = gmpo.Config(beta=beta, epsilon_low=eps[0], epsilon_high=eps[1])
+    ours, metrics = gmpo.gmpo_loss(logps, old, adv, mask, cfg, ref_logps=ref)
+    assert abs(float(ours) - float(expected)) < 1e-6, (float(ours), float(expected))
+    assert abs(metrics["clip_frac"] - trl_metrics["clip_ratio/region_mean"][0]) < 1e-6
+    assert trl_metrics["clip_ratio/region_mean"][0] > 0  # the comparison covers clipped tokens
+    if beta:
+        assert abs(metrics["kl"] - trl_metrics["kl"][0]) < 1e-6
+
+
+# --- Pass@k Training -----------------------------------------------------------------------------------
+def test_pass_at_k_by_hand():
+    # G = 4, k = 2, one correct: R = 1 - C(3,2)/C(4,2) = 1 - 3/6 = 0.5, s = 0.5
+    # A_pos = 0.5/0.5 = 1; A_neg = (0.5 - C(2,1)/C(3,1)) / 0.5 = (0.5 - 2/3) / 0.5 = -1/3
+    correct = torch.tensor([True, False, False, False])
+    adv = pass_at_k.pass_at_k_advantages(correct, 4, 2)
+    assert adv.tolist() == pytest.approx([1.0, -1 / 3, -1 / 3, -1 / 3])
+
+
+def test_pass_at_k_two_correct_and_edge_groups():
+    # G = 4, k = 3, two correct: R = 1 - C(2,3)/C(4,3) = 1 - 0 = 1 -> s = 0: every 3-set holds a success
+    # (no signal); second group k = 3 with three wrong: R = 1 - C(3,3)/C(4,3) = 3/4, s = sqrt(3)/4,
+    # A_pos = (1/4)/s = 1/sqrt(3), A_neg = (1/4 - C(2,2)/C(3,2)) / s = (1/4 - 1/3) * 4/sqrt(3) = -1/(3 sqrt(3))
+    # last two groups: all right / all wrong -> 0
+    correct = torch.tensor([True, True, False, False, True, False, False, False] + [True] * 4 + [False] * 4)
+    adv = pass_at_k.pass_at_k_advantages(correct, 4, 3)
+    r3 = math.sqrt(3)
+    assert adv.tolist() == pytest.approx([0.0] * 4 + [1 / r3] + [-1 / (3 * r3)] * 3 + [0.0] * 8)
+
+
+def test_pass_at_1_is_grpo_on_binary_rewards():
+    correct = torch.tensor([True, False, True, True, False, False, True, False])
+    rewards = correct.float().view(-1, 4)
+    # population std (k = 1 is the std of a Bernoulli(R))
+    expected = ((rewards - rewards.mean(1, keepdim=True)) / rewards.std(1, unbiased=False, keepdim=True)).flatten()
+    assert pass_at_k.pass_at_k_advantages(correct, 4, 1).tolist() == pytest.approx(expected.tolist())
+
+
+def test_pass_at_k_advantage_is_the_expected_set_reward():
+    # brute force over every k-subset containing sample i: A_i * s = E[max reward of the set] - R
+    correct = [True, False, False, True, False, False]
+    n, k = 6, 3
+    import itertools
+    subsets = list(itertools.combinations(range(n), k))
+    mean = sum(any(correct[j] for j in s) for s in subsets) / len(subsets)
+    std = math.sqrt(mean * (1 - mean))
+    adv = pass_at_k.pass_at_k_advantages(torch.tensor(correct), n, k)
+    for i in range(n):
+        mine = [any(correct[j] for j in s) for s in subsets if i in s]
+        assert float(adv[i]) == pytest.approx((sum(mine) / len(mine) - mean) / std)
+    assert comb(n, k) == len(subsets)
+
+
+def test_pass_at_k_rejects_k_above_group_size():
+    from reference_impls.options import ConfigError
+    with pytest.raises(ConfigError, match="pass-at-k"):
+        pass_at_k.PassAtK.check(pass_at_k.Config(pass_at_k=5), SimpleNamespace(group_size=4))
+
+
+# --- SRPO: history resampling ----------------------------------------------------------------------------
+def fake_ctx(n=6, prompts_per_step=2, levels=None, config=None, step=0):
+    pool = [SimpleNamespace(uid=i, level=(levels[i] if levels else 3)) for i in range(n)]
+    return SimpleNamespace(pool=pool, train=SimpleNamespace(prompts_per_step=prompts_per_step), step=step,
+                           config=config)
+
+
+def uids(problems):
+    return [p.uid for p in problems]
+
+
+def test_srpo_drops_exactly_the_prompts_every_sample_solved():
+    ctx = fake_ctx(config=srpo.Config())
+    algo = srpo.SRPO(ctx)
+    rng = random.Random(0)
+    epoch_one = []
+    solved = set()
+    for _ in range(3):  # 6 prompts, 2 per step: one epoch
+        drawn = uids(algo.draw(ctx, rng))
+        epoch_one += drawn
+        algo.record([drawn[0] % 2 == 0, False])  # the first prompt of a step is solved by all when even
+        solved |= {drawn[0]} if drawn[0] % 2 == 0 else set()
+    assert sorted(epoch_one) == list(range(6)) and algo.epoch == 1 and solved
+    epoch_two = uids(algo.draw(ctx, rng))
+    assert algo.epoch == 2 and algo.solved_last_epoch == solved
+    while len(algo.order):
+        epoch_two += uids(algo.draw(ctx, rng))
+    assert sorted(epoch_two) == sorted(set(range(6)) - solved)  # all-wrong and mixed prompts stay
+
+
+def test_srpo_stage_one_draws_only_hard_levels():
+    ctx = fake_ctx(levels=[1, 3, 2, 3, 1, 3], config=srpo.Config(srpo_stage_one_steps=2))
+    algo = srpo.SRPO(ctx)
+    rng = random.Random(1)
+    assert set(uids(algo.draw(ctx, rng)) + uids(algo.draw(ctx, rng))) <= {1, 3, 5} and algo.stage == 1
+    ctx.step = 2
+    seen = uids(algo.draw(ctx, rng)) + uids(algo.draw(ctx, rng)) + uids(algo.draw(ctx, rng))
+    assert algo.stage == 2 and sorted(seen) == list(range(6))
+
+
+def test_srpo_state_round_trip():
+    ctx = fake_ctx(n=7, config=srpo.Config())
+    a = srpo.SRPO(ctx)
+    rng = random.Random(3)
+    for _ in range(5):
+        a.draw(ctx, rng)
+        a.record([True, False])
+    b = srpo.SRPO(ctx)
+    b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+    assert b.state_dict() == a.state_dict()
+    for seed in range(4):
+        assert uids(a.draw(ctx, random.Random(seed))) == uids(b.draw(ctx, random.Random(seed)))
+
+
+# --- GRESO: pre-rollout filtering ------------------------------------------------------------------------
+class FixedRng:
+    """randrange walks 0, 1, 2, ...; random() always returns ``u``: filter decisions become exact."""
+
+    def __init__(self, u):
+        self.u, self.next_index, self.random_calls = u, 0, 0
+
+    def randrange(self, n):
+        self.next_index += 1
+        return (self.next_index - 1) % n
+
+    def random(self):
+        self.random_calls += 1
+        return self.u
+
+
+def test_greso_skip_probability():
+    assert greso.skip_probability(0, 0.5) == 0.0
+    assert greso.skip_probability(1, 0.5) == pytest.approx(0.5)
+    assert greso.skip_probability(2, 0.5) == pytest.approx(0.75)
+    assert greso.skip_probability(20, 0.5) == pytest.approx(0.99)  # p^z floored at 0.01: always re-tried
+
+
+def test_greso_skips_exactly_the_predicted_zero_variance_prompts():
+    ctx = fake_ctx(n=4, prompts_per_step=4, config=greso.Config(greso_p_init=0.5, greso_p_step=0.0))
+    algo = greso.GRESO(ctx)
+    algo.drawn = [0, 1, 2, 3]
+    # prompt 0 all correct twice, 1 all wrong once, 2 mixed, 3 all correct once then mixed
+    algo.record([True, False, False, True], [False, True, False, False])
+    algo.record([True, False, False, False], [False, True, False, False])
+    assert algo.easy_streak == {0: 2, 1: 0, 2: 0, 3: 0} and algo.hard_streak == {0: 0, 1: 2, 2: 0, 3: 0}
+    algo.drawn = [1]
+    algo.record([False], [False])  # prompt 1 turned mixed: its hard streak resets
+    assert algo.hard_streak[1] == 0
+    # u = 0.6: skip iff p_skip > 0.6; prompt 0 has p_skip = 0.75 (streak 2), the others 0 (no streak)
+    rng = FixedRng(0.6)
+    drawn = uids(algo.draw(ctx, rng))
+    # candidates 0 1 2 3 0 1: prompt 0 is skipped both times, only its decisions use the rng
+    assert drawn == [1, 2, 3, 1] and algo.skipped == 2 and rng.random_calls == 2
+    # u = 0.8 > 0.75: prompt 0 is re-tried
+    assert uids(algo.draw(ctx, FixedRng(0.8)))[0] == 0
+
+
+def test_greso_exploration_probability_adapts():
+    cfg = greso.Config(greso_p_init=0.5, greso_target_zero_variance=0.3)  # targets: easy 0.1, hard 0.2
+    algo = greso.GRESO(fake_ctx(config=cfg))
+    algo.drawn = list(range(10))
+    # 2/10 easy >= 0.1 -> p_easy falls; 1/10 hard < 0.2 -> p_hard rises
+    algo.record([True, True] + [False] * 8, [False, False, True] + [False] * 7)
+    assert algo.p_easy == pytest.approx(0.49) and algo.p_hard == pytest.approx(0.51)
+    algo.p_easy = 0.05
+    algo.record([True] * 10, [False] * 10)
+    assert algo.p_easy == pytest.approx(0.05)  # bounded below by greso_p_min
+
+
+def test_greso_state_round_trip():
+    ctx = fake_ctx(n=5, prompts_per_step=3, config=greso.Config())
+    a = greso.GRESO(ctx)
+    rng = random.Random(0)
+    for _ in range(4):
+        a.draw(ctx, rng)
+        a.record([True, False, False], [False, False, True])
+    b = greso.GRESO(ctx)
+    b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+    assert b.state_dict() == a.state_dict()
+    for seed in range(4):
+        assert uids(a.draw(ctx, random.Random(seed))) == uids(b.draw(ctx, random.Random(seed)))
+
+
+# --- every implementation trains 2 steps through the CLI; draw-hook state survives a resume ---------------
+IMPLS = ["calculator-gmpo", "calculator-pass-at-k", "calculator-srpo", "calculator-greso"]
+FAST = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "16",
+        "--max-completion-tokens", "48"]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_two_cli_steps(tmp_path, impl):
+    out = tmp_path / "run"
+    assert train.main(["--impl", impl, *FAST, "--steps", "2", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and all(math.isfinite(r["loss"]) for r in rows)
+
+
+@pytest.mark.parametrize("impl", ["calculator-srpo", "calculator-greso"])
+def test_draw_state_survives_resume(tmp_path, impl):
+    small = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens-per-turn", "6",
+             "--max-completion-tokens", "10", "--train-pool", "3", "--checkpoint-every", "1"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert train.main(["--impl", impl, *small, "--steps", "3", "--out", str(straight)]) == 0
+    assert train.main(["--impl", impl, *small, "--steps", "2", "--out", str(resumed)]) == 0
+    assert train.main(["--resume", str(resumed), "--steps", "3"]) == 0
+
+    def state(run):
+        return json.loads((run / "checkpoints" / "step_000003" / "trainer_state.json").read_text())["algorithm_state"]
+
+    assert state(resumed) == state(straight) and state(straight)

@@ -137,6 +137,64 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
               "(Zheng et al., 2025), arXiv 2506.02177",
         equation=r"P_{\mathrm{skip}}(q)=1-\max\big(p^{z(q)},\,0.01\big),\quad p\in\{p_{easy},p_{hard}\}"),
 
+    Implementation(
+        "calculator-posterior-grpo", "Posterior-GRPO tool agent (calculator)", "posterior_grpo", "calculator",
+        "grpo_variants/posterior_grpo.py",
+        "GRPO plus a process reward (share of correct tool steps) that only episodes with a correct answer receive.",
+        nodes=("alg-posterior-grpo",),
+        changes="A process reward added to every episode can be farmed without getting answers right. Posterior-GRPO "
+                "adds it only when the outcome is correct, so it ranks correct episodes by the quality of their "
+                "process and never rewards a wrong one. The paper scores code reasoning with a learned reward "
+                "model; here the process is the calculator calls and its score is the fraction of calls that "
+                "computed an intermediate value of a correct solution.",
+        paper="Posterior-GRPO: Rewarding Reasoning Processes in Code Generation (Fan et al., 2025), arXiv 2508.05170",
+        equation=r"r'_i=r_i+\lambda\,\mathbb{1}[o_i\ \text{correct}]\,r^{\mathrm{proc}}_i,\quad "
+                 r"\hat A_i=\frac{r'_i-\mathrm{mean}(r')}{\mathrm{std}(r')}"),
+    Implementation(
+        "calculator-step-grpo", "StepGRPO tool agent (calculator)", "step_grpo", "calculator",
+        "grpo_variants/step_grpo.py",
+        "GRPO on rule-based step rewards: key-step accuracy (StepRAR) plus trajectory validity (StepRVR).",
+        nodes=("alg-step-grpo",),
+        changes="Outcome rewards say nothing about a wrong answer that got most steps right. StepGRPO adds two "
+                "rule-based dense terms before GRPO's group normalisation: a small bonus for the share of a reference "
+                "solution's key steps the response contains, and a validity reward for a complete, well-formed "
+                "trajectory. The paper checks key steps in multimodal chains of thought; here key steps are the "
+                "reference solution's intermediate values reached by calculator calls, and a trajectory is valid "
+                "when every call evaluates and it ends with an answer.",
+        paper="R1-VL: Learning to Reason with Multimodal Large Language Models via Step-wise Group Relative Policy "
+              "Optimization (Zhang et al., 2025), arXiv 2503.12937",
+        equation=r"r_i=\mathbb{1}[\text{ans}_i=y]+\alpha\frac{k_i}{|K|}+r^{\mathrm{val}}_i,\quad "
+                 r"\hat A_i=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}"),
+    Implementation(
+        "calculator-prorl", "ProRL tool agent (calculator)", "prorl", "calculator", "grpo_variants/prorl.py",
+        "GRPO with a KL penalty whose reference policy is reset to the current policy every N steps, plus DAPO's "
+        "decoupled clipping and dynamic sampling.",
+        {"beta": 0.0001, "prorl_reset_every": 100, "epsilon_high": 0.4, "dynamic_sampling": True},
+        nodes=("alg-prorl",),
+        changes="A KL penalty keeps long runs stable, but anchored to the starting model it grows until it blocks "
+                "progress. ProRL keeps the KL term and periodically replaces the reference with the current policy "
+                "(clearing the optimizer's moments), so the penalty limits each stretch of training rather than "
+                "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling.",
+        paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
+              "(Liu et al., 2025), arXiv 2505.24864",
+        equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(\theta)+\beta\,D_{\mathrm{KL}}(\pi_\theta\|\pi_{\mathrm{ref}}),"
+                 r"\quad \pi_{\mathrm{ref}}\leftarrow\pi_\theta\ \text{every}\ N\ \text{steps}"),
+
+    Implementation(
+        "calculator-edge-grpo", "EDGE-GRPO tool agent (calculator)", "edge_grpo", "calculator",
+        "grpo_variants/edge_grpo.py",
+        "GRPO with entropy-scaled advantages and guided corrections of wrong responses, against advantage collapse.",
+        nodes=("alg-edge-grpo",),
+        changes="When a group's rewards are all equal GRPO's advantages vanish. EDGE-GRPO divides each advantage by "
+                "the response's entropy relative to its group, so confident answers move further than hesitant "
+                "ones, and replaces some wrong responses by corrected ones so that failing groups still hold a "
+                "rewarded sample. Of the paper's corrections, the two that need no re-generation are used: the "
+                "response plus a reflection cue and the right answer, or the calculator's reference solution.",
+        paper="EDGE-GRPO: Entropy-Driven GRPO with Guided Error Correction for Advantage Diversity (Zhang et al., "
+              "2025), arXiv 2507.21848",
+        equation=r"\hat A^{\mathrm{EDA}}_i=\frac{\hat A_i}{\hat P_i},\quad \hat P_i=\frac{P_i}{\frac1G\sum_j P_j},"
+                 r"\quad P_i=\frac{1}{|o_i|}\sum_t \mathcal{H}\big(\pi_\theta(\cdot\mid q,o_{i,<t})\big)"),
+
     # -- GRPO family variants, part b (issue 19) -----------------------------------------------------
 
 )

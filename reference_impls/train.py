@@ -56,10 +56,14 @@ from .common import adamw, seed_everything
 from .dpo import DPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .grpo import GRPO
+from .grpo_variants.edge_grpo import EDGEGRPO
 from .grpo_variants.gmpo import GMPO
 from .grpo_variants.greso import GRESO
 from .grpo_variants.pass_at_k import PassAtK
+from .grpo_variants.posterior_grpo import PosteriorGRPO
+from .grpo_variants.prorl import ProRL
 from .grpo_variants.srpo import SRPO
+from .grpo_variants.step_grpo import StepGRPO
 from .implementations import IMPLEMENTATIONS, get_implementation
 from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
@@ -77,7 +81,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     # PPO family variants (issue 18)
 
     # GRPO family variants, part a (issue 19)
-    "gmpo": GMPO, "pass_at_k": PassAtK, "srpo": SRPO, "greso": GRESO,
+    "gmpo": GMPO, "pass_at_k": PassAtK, "srpo": SRPO, "greso": GRESO, "posterior_grpo": PosteriorGRPO,
+    "step_grpo": StepGRPO, "prorl": ProRL, "edge_grpo": EDGEGRPO,
 
     # GRPO family variants, part b (issue 19)
 

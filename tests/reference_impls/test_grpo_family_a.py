@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from reference_impls import grpo, train
-from reference_impls.grpo_variants import gmpo, greso, pass_at_k, srpo
+from reference_impls.envs import calculator
+from reference_impls.grpo_variants import gmpo, greso, pass_at_k, posterior_grpo, prorl, srpo, step_grpo
 
 # the tensors of test_losses: ratios pi/pi_old row 0 = [1.5, 0.9], row 1 = [1.1, (masked: 7.0)], A = [+1, -1]
 MASK = torch.tensor([[1.0, 1.0], [1.0, 0.0]]).double()
@@ -284,8 +285,111 @@ def test_greso_state_round_trip():
         assert uids(a.draw(ctx, random.Random(seed))) == uids(b.draw(ctx, random.Random(seed)))
 
 
+# --- the calculator's per-step record (process rewards) --------------------------------------------------
+def test_calculator_records_each_tool_step():
+    problem = calculator.make_problem(calculator.FAMILY_BY_NAME["add_sub"], "train", 0, 0)
+    a_plus_b = calculator.evaluate(problem.steps[0])
+    env = calculator.CalculatorEnv(problem)
+    env.reset()
+    env.step(f"<calc>{problem.steps[0]}</calc>")  # a correct step
+    env.step("<calc>1+1</calc>")  # valid but not a step of a solution
+    env.step("<calc>3*/2</calc>")  # does not evaluate
+    end = env.step(f"<answer>{calculator.format_number(a_plus_b)}</answer>")  # wrong answer (the first step's value)
+    assert end.info["tool_steps"] == [{"valid": True, "correct": True}, {"valid": True, "correct": False},
+                                      {"valid": False, "correct": False}]
+    assert end.info["reference_steps_matched"] == 1 and end.info["reference_steps"] == 2
+    assert end.info["correct"] is False and end.info["tool_calls"] == 3  # the old keys are unchanged
+
+
+def fake_batch(rewards, infos, group_size):
+    samples = [SimpleNamespace(reward=r, info=i) for r, i in zip(rewards, infos)]
+    return SimpleNamespace(samples=samples, rewards=torch.tensor(rewards, dtype=torch.float32),
+                           lengths=torch.full((len(rewards),), 4.0), group_size=group_size)
+
+
+def calc_ctx(config):
+    return SimpleNamespace(config=config, train=SimpleNamespace(max_completion_tokens=48), pool=[], ref=None)
+
+
+def steps(*flags):
+    return [{"valid": v, "correct": c} for v, c in flags]
+
+
+# --- Posterior-GRPO ----------------------------------------------------------------------------------------
+def test_posterior_grpo_rewards_process_only_when_correct():
+    # process (share of correct steps) = [1, 1/2, 1, 0]; weight 0.5: r' = [1 + 0.5, 1 + 0.25, 0 + 0 (wrong), 0]
+    infos = [{"correct": True, "tool_steps": steps((True, True))},
+             {"correct": True, "tool_steps": steps((True, True), (True, False))},
+             {"correct": False, "tool_steps": steps((True, True))},  # a perfect process with a wrong answer: nothing
+             {"correct": False, "tool_steps": []}]
+    cfg = posterior_grpo.Config(process_weight=0.5)
+    algo = posterior_grpo.PosteriorGRPO(calc_ctx(cfg))
+    adv, keep = algo.advantages(calc_ctx(cfg), fake_batch([1.0, 1.0, 0.0, 0.0], infos, 4))
+    expected = grpo.group_advantages(torch.tensor([1.5, 1.25, 0.0, 0.0]), 4)
+    assert adv.tolist() == pytest.approx(expected.tolist()) and keep.all()
+    assert adv[2] == adv[3]  # the wrong episode's good process earned it nothing
+
+
+# --- StepGRPO -----------------------------------------------------------------------------------------------
+def test_step_grpo_rewards_by_hand():
+    # alpha = 0.1. ep 0: correct, 1 of 2 key steps, valid -> 1 + 0.05 + 1 = 2.05
+    #              ep 1: wrong, 2 of 2 key steps, a call that fails -> 0 + 0.1 + 0 = 0.1
+    #              ep 2: wrong, no calls, answered -> 0 + 0 + 0 (no steps: not valid)
+    #              ep 3: wrong, 1 of 2, valid calls, no answer -> 0.05 + 0
+    infos = [{"correct": True, "answer": "5", "tool_steps": steps((True, True)), "reference_steps_matched": 1,
+              "reference_steps": 2},
+             {"correct": False, "answer": "7", "tool_steps": steps((True, True), (False, False)),
+              "reference_steps_matched": 2, "reference_steps": 2},
+             {"correct": False, "answer": "1", "tool_steps": [], "reference_steps_matched": 0, "reference_steps": 2},
+             {"correct": False, "answer": None, "tool_steps": steps((True, True)), "reference_steps_matched": 1,
+              "reference_steps": 2}]
+    cfg = step_grpo.Config(step_accuracy_weight=0.1)
+    batch = fake_batch([1.0, 0.0, 0.0, 0.0], infos, 4)
+    adv, _ = step_grpo.StepGRPO(calc_ctx(cfg)).advantages(calc_ctx(cfg), batch)
+    expected = grpo.group_advantages(torch.tensor([2.05, 0.1, 0.0, 0.05]), 4)
+    assert adv.tolist() == pytest.approx(expected.tolist())
+    no_validity = step_grpo.Config(step_accuracy_weight=0.1, step_validity=False)
+    adv, _ = step_grpo.StepGRPO(calc_ctx(no_validity)).advantages(calc_ctx(no_validity), batch)
+    assert adv.tolist() == pytest.approx(grpo.group_advantages(torch.tensor([1.05, 0.1, 0.0, 0.05]), 4).tolist())
+
+
+@pytest.mark.parametrize("module,cls", [(posterior_grpo, "PosteriorGRPO"), (step_grpo, "StepGRPO"),
+                                        (pass_at_k, "PassAtK"), (prorl, "ProRL")])
+def test_reward_variants_use_grpos_loss_masked_tokens_get_no_gradient(module, cls):
+    algo = getattr(module, cls)(calc_ctx(module.Config()))
+    loss_fn = algo.loss_fn(calc_ctx(module.Config()))
+    assert loss_fn.func is grpo.grpo_loss
+    masked_grad_is_zero(lambda *a: loss_fn(*a, ref_logps=LOGPS.detach()))
+
+
+# --- ProRL --------------------------------------------------------------------------------------------------
+def test_prorl_resets_reference_and_optimizer_on_schedule(monkeypatch):
+    torch.manual_seed(0)
+    policy, ref = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(policy.parameters())
+    policy(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    assert optimizer.state
+    ctx = SimpleNamespace(policy=policy, ref=ref, optimizer=optimizer, step=1, config=prorl.Config(prorl_reset_every=2))
+    algo = prorl.ProRL(ctx)
+    monkeypatch.setattr(grpo.GRPO, "collect", lambda self, ctx, problems: ("batch", {}))
+    algo.collect(ctx, [])  # step 1: no reset
+    assert not torch.equal(ref.weight, policy.weight) and optimizer.state
+    ctx.step = 2
+    algo.collect(ctx, [])
+    assert torch.equal(ref.weight, policy.weight) and torch.equal(ref.bias, policy.bias) and not optimizer.state
+    assert algo.modules() == {"prorl_reference": ref}  # checkpointed, so a resume keeps the reset reference
+
+
+def test_prorl_needs_a_kl_term():
+    from reference_impls.options import ConfigError
+    with pytest.raises(ConfigError, match="beta"):
+        prorl.ProRL.check(prorl.Config(beta=0.0), SimpleNamespace(group_size=4))
+
+
 # --- every implementation trains 2 steps through the CLI; draw-hook state survives a resume ---------------
-IMPLS = ["calculator-gmpo", "calculator-pass-at-k", "calculator-srpo", "calculator-greso"]
+IMPLS = ["calculator-gmpo", "calculator-pass-at-k", "calculator-srpo", "calculator-greso",
+         "calculator-posterior-grpo", "calculator-step-grpo", "calculator-prorl"]
 FAST = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "16",
         "--max-completion-tokens", "48"]
 
@@ -293,7 +397,8 @@ FAST = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "4", "--ma
 @pytest.mark.parametrize("impl", IMPLS)
 def test_two_cli_steps(tmp_path, impl):
     out = tmp_path / "run"
-    assert train.main(["--impl", impl, *FAST, "--steps", "2", "--out", str(out)]) == 0
+    extra = ["--prorl-reset-every", "1"] if impl == "calculator-prorl" else []  # a reset happens within 2 steps
+    assert train.main(["--impl", impl, *FAST, *extra, "--steps", "2", "--out", str(out)]) == 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and all(math.isfinite(r["loss"]) for r in rows)
 

@@ -12,7 +12,8 @@ import torch
 
 from reference_impls import grpo, train
 from reference_impls.envs import calculator
-from reference_impls.grpo_variants import gmpo, greso, pass_at_k, posterior_grpo, prorl, srpo, step_grpo
+from reference_impls.grpo_variants import (edge_grpo, gmpo, greso, pass_at_k, posterior_grpo, prorl, srpo,
+                                          step_grpo)
 
 # the tensors of test_losses: ratios pi/pi_old row 0 = [1.5, 0.9], row 1 = [1.1, (masked: 7.0)], A = [+1, -1]
 MASK = torch.tensor([[1.0, 1.0], [1.0, 0.0]]).double()
@@ -354,7 +355,7 @@ def test_step_grpo_rewards_by_hand():
 
 
 @pytest.mark.parametrize("module,cls", [(posterior_grpo, "PosteriorGRPO"), (step_grpo, "StepGRPO"),
-                                        (pass_at_k, "PassAtK"), (prorl, "ProRL")])
+                                        (pass_at_k, "PassAtK"), (prorl, "ProRL"), (edge_grpo, "EDGEGRPO")])
 def test_reward_variants_use_grpos_loss_masked_tokens_get_no_gradient(module, cls):
     algo = getattr(module, cls)(calc_ctx(module.Config()))
     loss_fn = algo.loss_fn(calc_ctx(module.Config()))
@@ -387,9 +388,48 @@ def test_prorl_needs_a_kl_term():
         prorl.ProRL.check(prorl.Config(beta=0.0), SimpleNamespace(group_size=4))
 
 
+# --- EDGE-GRPO ----------------------------------------------------------------------------------------------
+def test_edge_entropy_driven_advantage_by_hand():
+    # group entropies [1, 3, 1, 3]: mean 2, relative [0.5, 1.5, 0.5, 1.5]; A / relative:
+    # confident right 1/0.5 = 2, hesitant right 1/1.5 = 2/3, confident wrong -2, hesitant wrong -2/3
+    # second group: all entropies 0 -> advantages unchanged
+    adv = torch.tensor([1.0, 1.0, -1.0, -1.0, 0.5, -0.5, 0.5, -0.5])
+    entropy = torch.tensor([1.0, 3.0, 1.0, 3.0, 0.0, 0.0, 0.0, 0.0])
+    out = edge_grpo.entropy_scaled(adv, entropy, 4)
+    assert out.tolist() == pytest.approx([2.0, 2 / 3, -2.0, -2 / 3, 0.5, -0.5, 0.5, -0.5])
+
+
+@pytest.mark.parametrize("use_demonstration", [False, True])
+def test_edge_guided_correction(tiny, use_demonstration):
+    from reference_impls.common import collate, completion_logprobs
+    from reference_impls.rollout import Sample, render_prompt
+
+    model, tok = tiny
+    problem = calculator.make_problem(calculator.FAMILY_BY_NAME["add_sub"], "train", 0, 0)
+    prompt = render_prompt(tok, calculator.SPEC.make(problem).reset())
+    wrong_ids = tok("<answer>1</answer>" + tok.eos_token, add_special_tokens=False)["input_ids"]
+    wrong = Sample(prompt_ids=prompt, completion_ids=wrong_ids, loss_mask=[1] * len(wrong_ids),
+                   old_logprobs=[-1.0] * len(wrong_ids), reward=0.0, info={"correct": False}, group=3, turns=1)
+    ctx = SimpleNamespace(tokenizer=tok, task=calculator.SPEC, policy=model, device=torch.device("cpu"),
+                          train=SimpleNamespace(temperature=1.0))
+    new = edge_grpo.corrected_sample(ctx, wrong, problem, use_demonstration)
+    answer = calculator.format_number(problem.answer)
+    text = tok.decode(new.completion_ids)
+    assert f"<answer>{answer}</answer>" in text and new.reward == 1.0 and new.info["correct"] and new.group == 3
+    assert len(new.loss_mask) == len(new.completion_ids) == len(new.old_logprobs)
+    if use_demonstration:  # the reference tool calls, with the calculator's results masked as env tokens
+        assert "<calc>" in text and 0 in new.loss_mask
+    else:  # the wrong response, then the reflection cue and the right answer
+        assert text.startswith("<answer>1</answer>") and "Wait! Something is wrong here." in text
+        assert all(new.loss_mask) and text.count(tok.eos_token) == 1
+    with torch.no_grad():  # old log-probs are the policy's own, not the placeholders
+        logps, _ = completion_logprobs(model, collate([new], tok.pad_token_id))
+    assert new.old_logprobs == pytest.approx(logps[0].tolist(), abs=1e-5)
+
+
 # --- every implementation trains 2 steps through the CLI; draw-hook state survives a resume ---------------
 IMPLS = ["calculator-gmpo", "calculator-pass-at-k", "calculator-srpo", "calculator-greso",
-         "calculator-posterior-grpo", "calculator-step-grpo", "calculator-prorl"]
+         "calculator-posterior-grpo", "calculator-step-grpo", "calculator-prorl", "calculator-edge-grpo"]
 FAST = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "16",
         "--max-completion-tokens", "48"]
 

@@ -2,10 +2,11 @@ r"""GMPO: Geometric-Mean Policy Optimization (Zhao et al. 2025, arXiv 2507.20673
 
 GRPO maximises the *arithmetic* mean over a sequence's tokens of the clipped importance-weighted advantage,
 so one token with an extreme ratio pi_theta / pi_old can dominate an update. GMPO maximises the *geometric*
-mean of the same token terms instead (the paper's GMPO objective, eq. 3, with token-level clipping, eq. 4)::
+mean of the same token terms instead (the paper's GMPO objective with token-level clipping; equation
+numbers are not cited because the paper's full text could not be re-checked here)::
 
-    J(theta) = E[ (1/G) sum_i  prod_t | min( rho_{i,t} A_i, clip(rho_{i,t}, e^{-eps_low}, e^{eps_high}) A_i ) |^{1/|o_i|}
-                                * sgn(A_i) ]
+    J(theta) = E[ (1/G) sum_i  sgn(A_i) *
+                  prod_t | min( rho_{i,t} A_i, clip(rho_{i,t}, e^{-eps_low}, e^{eps_high}) A_i ) |^{1/|o_i|} ]
 
 which, since A_i is constant over a sequence, is computed in log space (numerically stable)::
 
@@ -15,10 +16,10 @@ which, since A_i is constant over a sequence, is computed in log space (numerica
     w_i      = exp( (1/|o_i|) sum_t m_{i,t} l'_{i,t} )                           geometric mean of the ratios
     L        = (1/G) sum_i ( -w_i A_i + beta * (1/|o_i|) sum_t m_{i,t} KL_{i,t} )
 
-The clip range is in log space: (e^{-0.4}, e^{0.4}) by default, the paper's choice, much wider than GRPO's
-(0.8, 1.2) because the geometric mean already damps outlier ratios. Advantages are GRPO's. TRL 1.16 ships
-the same loss (``trl.experimental.gmpo``); ``tests/reference_impls/test_grpo_family_a.py`` checks ours
-against it on identical tensors.
+The clip range is in log space: (e^{-0.4}, e^{0.4}) by default, the paper's choice (its Sec. 4, per TRL's
+docs), much wider than GRPO's (0.8, 1.2) because the geometric mean already damps outlier ratios.
+Advantages are GRPO's. TRL 1.16 ships the same loss (``trl.experimental.gmpo``);
+``tests/reference_impls/test_grpo_family_a.py`` checks ours against it on identical tensors.
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from ..options import option
 
 @dataclass
 class Config(grpo.Config):
-    """GRPO's switches; the clip range is in log space (GMPO)."""
+    """GRPO's switches; the clip range is in log space (GMPO). ``loss_type`` and ``importance_sampling_level``
+    do not apply (GMPO has its own aggregation)."""
 
     epsilon_low: float = option(0.4, "Clip range below 0 of the log importance ratio (ratio >= e^-eps).", low=0.0,
                                 high=10.0, aliases=("epsilon",))

@@ -3,7 +3,7 @@ r"""GRESO: GRPO with Efficient Selective Rollout (Zheng et al. 2025, arXiv 2506.
 A prompt whose G samples all get the same reward ("zero variance": all right or all wrong) gives GRPO
 nothing to learn from, and the paper observes that such prompts tend to stay zero-variance from one epoch
 to the next. GRESO therefore skips them *before* rolling them out, probabilistically, from each prompt's
-reward history (the paper's Sec. 4, Algorithm 1):
+reward history (the paper's selective-rollout algorithm, as in its released code):
 
     z_i      = number of consecutive most recent rollouts of prompt i that were zero-variance, counted
                separately for "all correct" (easy) and "all wrong" (hard) streaks

@@ -12,10 +12,12 @@ correctness):
     A_pos = (1 - R) / s                                                  (every correct sample)
     A_neg = (1 - R - C(N_neg - 1, k - 1) / C(N - 1, k - 1)) / s          (every wrong sample)
 
-(the paper's analytic derivation, eqs. 9-12; C(n, r) = 0 when r > n). A wrong sample is penalised only
-by the share of k-sets in which it is joined solely by other wrong samples, so for k = 1 this is GRPO's
-advantage on binary rewards, and larger k penalises wrong samples less. A group with all samples wrong,
-or with fewer than k wrong ones (every k-set then succeeds), has s = 0 and advantage 0 (no signal). The loss is GRPO's (``grpo.grpo_loss``).
+(the paper's analytic derivation, as in its released code ``passk_adv.py``; C(n, r) = 0 when r > n;
+equation numbers are not cited because the paper's full text could not be re-checked here). A wrong
+sample is penalised only by the share of k-sets in which it is joined solely by other wrong samples, so
+for k = 1 this is GRPO's advantage on binary rewards, and larger k penalises wrong samples less. A group
+with all samples wrong, or with fewer than k wrong ones (every k-set then succeeds), has s = 0 and
+advantage 0 (no signal). The loss is GRPO's (``grpo.grpo_loss``).
 """
 from __future__ import annotations
 

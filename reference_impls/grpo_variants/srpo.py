@@ -1,9 +1,9 @@
 r"""SRPO: two-Staged history-Resampling Policy Optimization (Zhang et al. 2025, arXiv 2504.14286).
 
-SRPO is GRPO (its objective, the paper's eq. 1, unchanged here: ``grpo.grpo_loss``) with two changes to
+SRPO is GRPO (its objective unchanged here: ``grpo.grpo_loss``) with two changes to
 *which prompts* are trained on:
 
-History Resampling (the paper's Sec. 3.2). A prompt on which every rollout of a group was correct gives
+History Resampling. A prompt on which every rollout of a group was correct gives
 every sample the same reward, so its advantages are all 0 and it contributes no gradient. SRPO records
 each prompt's rollout rewards over an epoch (one pass over the data) and, at the end of the epoch, drops
 from the next epoch the prompts whose samples were *all* correct; prompts with mixed outcomes stay, and
@@ -11,7 +11,7 @@ so do prompts that every sample failed (they may become solvable and then carry 
 
     D_{e+1} = { q in D : not (every rollout of q in epoch e had r = 1) }
 
-Two-stage training (the paper's Sec. 3.1). Stage 1 trains only on the hardest data to elicit long,
+Two-stage training. Stage 1 trains only on the hardest data to elicit long,
 multi-step reasoning; stage 2 adds the rest. The paper's stages are math, then math + code; here they are
 the calculator's multi-call levels (``--srpo-stage-one-levels``, default level 3) for
 ``--srpo-stage-one-steps`` steps, then the whole pool. A stage switch starts a fresh epoch.

@@ -195,6 +195,20 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         equation=r"\hat A^{\mathrm{EDA}}_i=\frac{\hat A_i}{\hat P_i},\quad \hat P_i=\frac{P_i}{\frac1G\sum_j P_j},"
                  r"\quad P_i=\frac{1}{|o_i|}\sum_t \mathcal{H}\big(\pi_\theta(\cdot\mid q,o_{i,<t})\big)"),
 
+    Implementation(
+        "calculator-ktae", "KTAE tool agent (calculator)", "ktae", "calculator", "grpo_variants/ktae.py",
+        "GRPO with token-level advantages: each token adds a key value from how it splits correct and wrong rollouts.",
+        nodes=("alg-ktae",),
+        changes="GRPO credits every token of a response equally. KTAE adds to each token's advantage a bounded value "
+                "measuring how strongly that token's presence goes with correct rather than wrong rollouts of the same "
+                "prompt: a Fisher exact test and the information gain on a 2x2 presence table set its strength, and a "
+                "frequency contrast between correct and wrong rollouts its sign. No extra model is trained; groups "
+                "that are all right or all wrong keep GRPO's advantages.",
+        paper="KTAE: A Model-Free Algorithm to Key-Tokens Advantage Estimation in Mathematical Reasoning (Sun et al., "
+              "2025), arXiv 2505.16826",
+        equation=r"\hat A_{i,t}=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}+\tau\Big(2\sigma\big(\tfrac{(\alpha F"
+                 r"+\beta\,\mathrm{IG})\,x}{\alpha+\beta}\big)-1\Big)(o_{i,t})"),
+
     # -- GRPO family variants, part b (issue 19) -----------------------------------------------------
 
 )

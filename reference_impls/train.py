@@ -59,6 +59,7 @@ from .grpo import GRPO
 from .grpo_variants.edge_grpo import EDGEGRPO
 from .grpo_variants.gmpo import GMPO
 from .grpo_variants.greso import GRESO
+from .grpo_variants.ktae import KTAE
 from .grpo_variants.pass_at_k import PassAtK
 from .grpo_variants.posterior_grpo import PosteriorGRPO
 from .grpo_variants.prorl import ProRL
@@ -82,7 +83,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
 
     # GRPO family variants, part a (issue 19)
     "gmpo": GMPO, "pass_at_k": PassAtK, "srpo": SRPO, "greso": GRESO, "posterior_grpo": PosteriorGRPO,
-    "step_grpo": StepGRPO, "prorl": ProRL, "edge_grpo": EDGEGRPO,
+    "step_grpo": StepGRPO, "prorl": ProRL, "edge_grpo": EDGEGRPO, "ktae": KTAE,
 
     # GRPO family variants, part b (issue 19)
 

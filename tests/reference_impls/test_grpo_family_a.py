@@ -12,7 +12,7 @@ import torch
 
 from reference_impls import grpo, train
 from reference_impls.envs import calculator
-from reference_impls.grpo_variants import (edge_grpo, gmpo, greso, pass_at_k, posterior_grpo, prorl, srpo,
+from reference_impls.grpo_variants import (edge_grpo, gmpo, greso, ktae, pass_at_k, posterior_grpo, prorl, srpo,
                                           step_grpo)
 
 # the tensors of test_losses: ratios pi/pi_old row 0 = [1.5, 0.9], row 1 = [1.1, (masked: 7.0)], A = [+1, -1]
@@ -355,7 +355,8 @@ def test_step_grpo_rewards_by_hand():
 
 
 @pytest.mark.parametrize("module,cls", [(posterior_grpo, "PosteriorGRPO"), (step_grpo, "StepGRPO"),
-                                        (pass_at_k, "PassAtK"), (prorl, "ProRL"), (edge_grpo, "EDGEGRPO")])
+                                        (pass_at_k, "PassAtK"), (prorl, "ProRL"), (edge_grpo, "EDGEGRPO"),
+                                        (ktae, "KTAE")])
 def test_reward_variants_use_grpos_loss_masked_tokens_get_no_gradient(module, cls):
     algo = getattr(module, cls)(calc_ctx(module.Config()))
     loss_fn = algo.loss_fn(calc_ctx(module.Config()))
@@ -427,9 +428,68 @@ def test_edge_guided_correction(tiny, use_demonstration):
     assert new.old_logprobs == pytest.approx(logps[0].tolist(), abs=1e-5)
 
 
+# --- KTAE ---------------------------------------------------------------------------------------------------
+def test_ktae_fisher_and_information_gain_by_hand():
+    # table [[3, 1], [0, 4]]: margins row 4, col 3, n 8; P(k) = C(3,k) C(5,4-k) / C(8,4):
+    # k = 0..3 -> 5, 30, 30, 5 (/70); observed k = 3 (5/70): p = (5 + 5) / 70 = 1/7
+    assert ktae.fisher_p_value(3, 1, 0, 4) == pytest.approx(1 / 7)
+    assert ktae.fisher_p_value(2, 2, 1, 3) == pytest.approx(1.0)
+    # IG: H(Y) with 3 correct / 5 wrong minus (4/8) H(3,1) - (4/8) H(0,4)
+    h = lambda *p: -sum(x * math.log2(x) for x in p if x)
+    assert ktae.information_gain(3, 1, 0, 4) == pytest.approx(h(3 / 8, 5 / 8) - 0.5 * h(3 / 4, 1 / 4))
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for table in [(3, 1, 0, 4), (4, 1, 1, 2), (0, 3, 5, 1), (2, 5, 6, 1)]:
+        a, b, c, d = table
+        assert ktae.fisher_p_value(*table) == pytest.approx(scipy_stats.fisher_exact([[a, b], [c, d]]).pvalue)
+
+
+def test_ktae_key_values_and_token_advantages():
+    # 2 correct rollouts [7, 5], [7, 5, 5]; 2 wrong [9, 5], [9, 9] (token 0: padding, masked)
+    cfg = ktae.Config()
+    token_ids = torch.tensor([[7, 5, 0], [7, 5, 5], [9, 5, 0], [9, 9, 0]])
+    mask = torch.tensor([[1.0, 1, 0], [1, 1, 1], [1, 1, 0], [1, 1, 0]])
+    correct = torch.tensor([True, True, False, False])
+    keys = ktae.key_token_values([[7, 5], [7, 5, 5], [9, 5], [9, 9]], correct.tolist(), cfg)
+
+    def key_by_hand(a, b, f_true, f_false):  # |T| = |F| = 2; model tokens: 5 in correct, 4 in wrong
+        lt, lf = 5, 4
+        mean = (lt + lf) / 2
+        tf = lambda f, l: f * 3 / (f + 2 * (0.5 + 0.5 * l / mean))
+        t1, t0 = tf(f_true / lt, lt), tf(f_false / lf, lf)
+        x = math.asin(math.sqrt(a / 2)) - math.asin(math.sqrt(b / 2)) + t1 / (t0 + 1e-5) - t0 / (t1 + 1e-5)
+        p = ktae.fisher_p_value(a, b, 2 - a, 2 - b)
+        fisher = math.exp(-2 * p) if p < 1 else 0.0
+        score = (fisher + ktae.information_gain(a, b, 2 - a, 2 - b)) * x / 2
+        return 1 / (1 + math.exp(-score)) * 2 - 1 if score > -700 else -1.0  # 2 sigmoid(score) - 1
+
+    # token 7: in both correct, no wrong (IG = 1 bit, Fisher p = 1/3); 9: the reverse; 5: in 2 correct + 1 wrong
+    assert keys[7] == pytest.approx(key_by_hand(2, 0, 2, 0)) and keys[7] > 0.9
+    assert keys[9] == pytest.approx(key_by_hand(0, 2, 0, 3)) and keys[9] < -0.9
+    assert keys[5] == pytest.approx(key_by_hand(2, 1, 3, 1))
+    adv = ktae.ktae_advantages(correct.float(), correct, token_ids, mask, 4, cfg)
+    base = 1 / torch.tensor([1.0, 1, 0, 0]).std().item()  # (1 - 0.5) / std = 0.5 / 0.577
+    assert adv[0, 0] == pytest.approx(0.5 * base + keys[7], abs=1e-5)
+    assert adv[2, 1] == pytest.approx(-0.5 * base + keys[5], abs=1e-5)
+    assert adv[0, 2] == 0 and adv[2, 2] == 0  # masked positions
+    # a group that is all right gets no key values: its advantages are 0
+    assert ktae.ktae_advantages(torch.ones(4), torch.ones(4, dtype=torch.bool), token_ids, mask, 4, cfg).abs().sum() == 0
+
+
+def test_ktae_token_advantages_reach_the_loss():
+    # grpo_loss with (B, K) advantages: the (1, 0) token's term uses its own advantage
+    adv = torch.tensor([[1.0, 1.0], [-1.0, 5.0]]).double()  # the 5.0 sits on a masked token: no effect
+    value, _ = grpo.grpo_loss(LOGPS, OLD, adv, MASK, grpo.Config())
+    same, _ = grpo.grpo_loss(LOGPS, OLD, ADV, MASK, grpo.Config())
+    assert float(value) == pytest.approx(float(same))
+    adv2 = torch.tensor([[2.0, 1.0], [-1.0, 0.0]]).double()
+    # row 0 t0: -min(1.5 * 2, 1.2 * 2) = -2.4 instead of -1.2 -> the mean over row 0 falls by 0.6, the loss by 0.3
+    assert float(grpo.grpo_loss(LOGPS, OLD, adv2, MASK, grpo.Config())[0]) == pytest.approx(float(same) - 0.3)
+
+
 # --- every implementation trains 2 steps through the CLI; draw-hook state survives a resume ---------------
 IMPLS = ["calculator-gmpo", "calculator-pass-at-k", "calculator-srpo", "calculator-greso",
-         "calculator-posterior-grpo", "calculator-step-grpo", "calculator-prorl", "calculator-edge-grpo"]
+         "calculator-posterior-grpo", "calculator-step-grpo", "calculator-prorl", "calculator-edge-grpo",
+         "calculator-ktae"]
 FAST = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "16",
         "--max-completion-tokens", "48"]
 

@@ -1,5 +1,5 @@
 """GMPO and Pass@k Training learn (and so do the draw-hook, entropy-scaled and KL-reset variants): the tiny
-random model on the half-vocabulary reward (toy_env.py), as test_learning.py does for GRPO."""
+random model on the half-vocabulary reward (toy_env.py), as test_learning.py does for GRPO. KTAE too."""
 import time
 
 import pytest
@@ -13,7 +13,7 @@ from toy_env import make_task
 @pytest.mark.parametrize("algo,algo_config", [
     ("gmpo", {}), ("pass_at_k", {"pass_at_k": 2}), ("pass_at_k", {"pass_at_k": 4}), ("srpo", {}), ("greso", {}),
     ("edge_grpo", {"gec_prob": 0.0}),  # corrections would count as reward here; this checks the entropy scaling
-    ("prorl", {"beta": 0.01, "prorl_reset_every": 5})])
+    ("prorl", {"beta": 0.01, "prorl_reset_every": 5}), ("ktae", {})])
 def test_reward_rises_within_60s(tmp_path, algo, algo_config):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a shared 2-core machine: oversubscribed threads make tiny steps far slower

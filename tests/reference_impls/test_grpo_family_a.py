@@ -516,3 +516,24 @@ def test_draw_state_survives_resume(tmp_path, impl):
         return json.loads((run / "checkpoints" / "step_000003" / "trainer_state.json").read_text())["algorithm_state"]
 
     assert state(resumed) == state(straight) and state(straight)
+
+
+def test_prorl_reference_survives_resume(tmp_path):
+    # a reset before the third step (ctx.step = 2), none in the fourth: the resumed fourth step must use the
+    # reference saved with step 3's checkpoint, not a fresh copy of the starting model
+    small = ["--impl", "calculator-prorl", "--prorl-reset-every", "2", "--model", "tiny", "--prompts-per-step", "2",
+             "--group-size", "2", "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "10",
+             "--checkpoint-every", "1", "--no-dynamic-sampling", "--lr", "0.01",
+             "--weight-decay", "0.5"]  # the random tiny model earns no reward: decay makes the weights move
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert train.main([*small, "--steps", "4", "--out", str(straight)]) == 0
+    assert train.main([*small, "--steps", "3", "--out", str(resumed)]) == 0
+    assert train.main(["--resume", str(resumed), "--steps", "4"]) == 0
+
+    def reference(run, step):
+        return torch.load(run / "checkpoints" / f"step_{step:06d}" / "prorl_reference.pt")
+
+    a, b = reference(straight, 4), reference(resumed, 4)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    start = train.load_policy("tiny", device="cpu", seed=0)[0].state_dict()
+    assert any(not torch.equal(a[k], start[k]) for k in a)  # it is the reset reference, not the start model

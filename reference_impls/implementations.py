@@ -177,7 +177,8 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                 "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling.",
         paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
               "(Liu et al., 2025), arXiv 2505.24864",
-        equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(\theta)+\beta\,D_{\mathrm{KL}}(\pi_\theta\|\pi_{\mathrm{ref}}),"
+        equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(\theta)"
+                 r"+\beta\,D_{\mathrm{KL}}(\pi_\theta\|\pi_{\mathrm{ref}}),"
                  r"\quad \pi_{\mathrm{ref}}\leftarrow\pi_\theta\ \text{every}\ N\ \text{steps}"),
 
     Implementation(

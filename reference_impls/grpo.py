@@ -142,7 +142,8 @@ def grpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, m
 
     ``seq_normalizer`` / ``token_normalizer`` override the local B / sum(mask) when a batch is split into
     micro-batches or across DDP ranks (pass global count / world size: DDP averages gradients)."""
-    A = advantages.unsqueeze(1)  # (B, 1): one outcome advantage per sequence
+    # (B, 1): one outcome advantage per sequence; a (B, K) per-token advantage (variants) is cut to this width
+    A = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages[:, :logps.shape[1]]
     log_ratio = (logps - old_logps) * mask  # masked positions contribute exactly 0 (and get 0 gradient)
     if cfg.importance_sampling_level == "token":
         log_w = log_ratio  # (B, T)
@@ -187,7 +188,7 @@ class GRPO(Algorithm):
 
     # ---- hooks for variants (subclasses override one; each default is GRPO itself) --------------------
     def advantages(self, ctx: Context, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-sample advantages and keep mask of a batch."""
+        """(advantages, keep): (N,) per-sample (or (N, K) per-token) advantages and an (N,) bool keep mask."""
         advantages, keep, _ = prepare_batch(batch.rewards, batch.lengths, batch.group_size, self.cfg,
                                             ctx.train.max_completion_tokens)
         return advantages, keep

@@ -229,6 +229,134 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                             r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}+c_v\mathcal{L}_V"),
 
     # -- GRPO family variants, part a (issue 19) -----------------------------------------------------
+    Implementation(
+        "calculator-gmpo", "GMPO tool agent (calculator)", "gmpo", "calculator", "grpo_variants/gmpo.py",
+        "GRPO that maximises the geometric mean of token-level importance ratios instead of the arithmetic mean.",
+        nodes=("alg-gmpo",),
+        changes="GRPO averages each token's clipped ratio-times-advantage arithmetically, so a single token whose "
+                "probability moved a lot can dominate the update. GMPO multiplies the clipped token ratios and takes "
+                "the |o|-th root (a mean in log space), which barely reacts to one outlier; that lets it use a much "
+                "wider clip range, e^-0.4 to e^0.4, here the default. Advantages are GRPO's.",
+        paper="Geometric-Mean Policy Optimization (Zhao et al., 2025), arXiv 2507.20673",
+        survey_vs_paper="The survey's table lists a margin-based reward; the paper trains on the same rule-based "
+                        "answer-correctness reward as GRPO, normalised within the group.",
+        equation=r"\mathcal{J}=\mathbb{E}\Big[\tfrac{1}{G}\sum_i \Big(\prod_t \big|\min(\rho_{i,t}\hat A_i,"
+                 r"\,\mathrm{clip}(\rho_{i,t},e^{-\epsilon},e^{\epsilon})\hat A_i)\big|\Big)^{1/|o_i|}"
+                 r"\mathrm{sgn}(\hat A_i)\Big]"),
+    Implementation(
+        "calculator-pass-at-k", "Pass@k Training tool agent (calculator)", "pass-at-k", "calculator",
+        "grpo_variants/pass_at_k.py",
+        "GRPO whose advantages are those of the pass@k reward of the group, computed analytically over all k-subsets.",
+        nodes=("alg-pass-at-k-training",),
+        changes="Instead of rewarding each sample alone (pass@1), a k-subset of the group is rewarded if any sample "
+                "in it is correct, and each sample's advantage is the expectation of that set reward over every "
+                "k-subset containing it, in closed form. Correct samples keep a positive advantage, while a wrong "
+                "sample is penalised only as often as it sits in an all-wrong subset, so the policy is punished "
+                "less for exploring. k = 1 recovers GRPO on binary rewards.",
+        paper="Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models "
+              "(Chen et al., 2025), arXiv 2508.10751",
+        equation=r"\bar R=1-\tfrac{\binom{N_{neg}}{k}}{\binom{N}{k}},\ \hat A_{pos}=\tfrac{1-\bar R}{\sigma},\ "
+                 r"\hat A_{neg}=\tfrac{1-\bar R-\binom{N_{neg}-1}{k-1}/\binom{N-1}{k-1}}{\sigma},\ "
+                 r"\sigma=\sqrt{\bar R(1-\bar R)}"),
+    Implementation(
+        "calculator-srpo", "SRPO tool agent (calculator)", "srpo", "calculator", "grpo_variants/srpo.py",
+        "GRPO with history resampling (prompts every sample solved last epoch are dropped) and two training stages.",
+        {"srpo_stage_one_steps": 20},
+        nodes=("alg-srpo",),
+        changes="The update is GRPO's; what changes is the data. Each epoch records which prompts every sample "
+                "solved (their advantages are all zero) and drops them from the next epoch, while keeping prompts "
+                "that every sample failed, since those can still become informative. Training runs in two stages: "
+                "the paper starts on hard math before adding code; here stage 1 uses the calculator's "
+                "multi-call level-3 problems and stage 2 the whole pool.",
+        paper="SRPO: A Cross-Domain Implementation of Large-Scale Reinforcement Learning on LLM (Zhang et al., 2025), "
+              "arXiv 2504.14286",
+        equation=r"\mathcal{D}_{e+1}=\{q\in\mathcal{D}:\neg\,\forall i\le G,\ r_i^{(e)}(q)=1\},\quad "
+                 r"\mathcal{J}=\mathcal{J}_{\mathrm{GRPO}}\ \text{on}\ \mathcal{D}_{e+1}"),
+    Implementation(
+        "calculator-greso", "GRESO tool agent (calculator)", "greso", "calculator", "grpo_variants/greso.py",
+        "GRPO that skips, before rollout, prompts whose reward history predicts an all-equal group.",
+        nodes=("alg-greso",),
+        changes="Prompts whose samples all got the same reward are useless to GRPO and tend to stay that way, so "
+                "GRESO skips a prompt before rolling it out with a probability that grows with its streak of "
+                "all-correct or all-wrong groups (1 - p^streak). The exploration probabilities p adapt after "
+                "every step to hold the share of zero-variance prompts near a target. The loss is GRPO's; only "
+                "the rollouts spent on useless prompts are saved.",
+        paper="Act Only When It Pays: Efficient Reinforcement Learning for LLM Reasoning via Selective Rollouts "
+              "(Zheng et al., 2025), arXiv 2506.02177",
+        equation=r"P_{\mathrm{skip}}(q)=1-\max\big(p^{z(q)},\,0.01\big),\quad p\in\{p_{easy},p_{hard}\}"),
+
+    Implementation(
+        "calculator-posterior-grpo", "Posterior-GRPO tool agent (calculator)", "posterior-grpo", "calculator",
+        "grpo_variants/posterior_grpo.py",
+        "GRPO plus a process reward (share of correct tool steps) that only episodes with a correct answer receive.",
+        nodes=("alg-posterior-grpo",),
+        changes="A process reward added to every episode can be farmed without getting answers right. Posterior-GRPO "
+                "adds it only when the outcome is correct, so it ranks correct episodes by the quality of their "
+                "process and never rewards a wrong one. The paper scores code reasoning with a learned reward "
+                "model; here the process is the calculator calls and its score is the fraction of calls that "
+                "computed an intermediate value of a correct solution.",
+        paper="Posterior-GRPO: Rewarding Reasoning Processes in Code Generation (Fan et al., 2025), arXiv 2508.05170",
+        equation=r"r'_i=r_i+\lambda\,\mathbb{1}[o_i\ \text{correct}]\,r^{\mathrm{proc}}_i,\quad "
+                 r"\hat A_i=\frac{r'_i-\mathrm{mean}(r')}{\mathrm{std}(r')}"),
+    Implementation(
+        "calculator-step-grpo", "StepGRPO tool agent (calculator)", "step-grpo", "calculator",
+        "grpo_variants/step_grpo.py",
+        "GRPO on rule-based step rewards: key-step accuracy (StepRAR) plus trajectory validity (StepRVR).",
+        nodes=("alg-step-grpo",),
+        changes="Outcome rewards say nothing about a wrong answer that got most steps right. StepGRPO adds two "
+                "rule-based dense terms before GRPO's group normalisation: a small bonus for the share of a reference "
+                "solution's key steps the response contains, and a validity reward for a complete, well-formed "
+                "trajectory. The paper checks key steps in multimodal chains of thought; here key steps are the "
+                "reference solution's intermediate values reached by calculator calls, and a trajectory is valid "
+                "when every call evaluates and it ends with an answer.",
+        paper="R1-VL: Learning to Reason with Multimodal Large Language Models via Step-wise Group Relative Policy "
+              "Optimization (Zhang et al., 2025), arXiv 2503.12937",
+        equation=r"r_i=\mathbb{1}[\text{ans}_i=y]+\alpha\frac{k_i}{|K|}+r^{\mathrm{val}}_i,\quad "
+                 r"\hat A_i=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}"),
+    Implementation(
+        "calculator-prorl", "ProRL tool agent (calculator)", "prorl", "calculator", "grpo_variants/prorl.py",
+        "GRPO with a KL penalty whose reference policy is reset to the current policy every N steps, plus DAPO's "
+        "decoupled clipping and dynamic sampling.",
+        {"beta": 0.0001, "prorl_reset_every": 100, "epsilon_high": 0.4, "dynamic_sampling": True},
+        nodes=("alg-prorl",),
+        changes="A KL penalty keeps long runs stable, but anchored to the starting model it grows until it blocks "
+                "progress. ProRL keeps the KL term and periodically replaces the reference with the current policy "
+                "(clearing the optimizer's moments), so the penalty limits each stretch of training rather than "
+                "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling.",
+        paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
+              "(Liu et al., 2025), arXiv 2505.24864",
+        equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(\theta)"
+                 r"+\beta\,D_{\mathrm{KL}}(\pi_\theta\|\pi_{\mathrm{ref}}),"
+                 r"\quad \pi_{\mathrm{ref}}\leftarrow\pi_\theta\ \text{every}\ N\ \text{steps}"),
+
+    Implementation(
+        "calculator-edge-grpo", "EDGE-GRPO tool agent (calculator)", "edge-grpo", "calculator",
+        "grpo_variants/edge_grpo.py",
+        "GRPO with entropy-scaled advantages and guided corrections of wrong responses, against advantage collapse.",
+        nodes=("alg-edge-grpo",),
+        changes="When a group's rewards are all equal GRPO's advantages vanish. EDGE-GRPO divides each advantage by "
+                "the response's entropy relative to its group, so confident answers move further than hesitant "
+                "ones, and replaces some wrong responses by corrected ones so that failing groups still hold a "
+                "rewarded sample. Of the paper's corrections, the two that need no re-generation are used: the "
+                "response plus a reflection cue and the right answer, or the calculator's reference solution.",
+        paper="EDGE-GRPO: Entropy-Driven GRPO with Guided Error Correction for Advantage Diversity (Zhang et al., "
+              "2025), arXiv 2507.21848",
+        equation=r"\hat A^{\mathrm{EDA}}_i=\frac{\hat A_i}{\hat P_i},\quad \hat P_i=\frac{P_i}{\frac1G\sum_j P_j},"
+                 r"\quad P_i=\frac{1}{|o_i|}\sum_t \mathcal{H}\big(\pi_\theta(\cdot\mid q,o_{i,<t})\big)"),
+
+    Implementation(
+        "calculator-ktae", "KTAE tool agent (calculator)", "ktae", "calculator", "grpo_variants/ktae.py",
+        "GRPO with token-level advantages: each token adds a key value from how it splits correct and wrong rollouts.",
+        nodes=("alg-ktae",),
+        changes="GRPO credits every token of a response equally. KTAE adds to each token's advantage a bounded value "
+                "measuring how strongly that token's presence goes with correct rather than wrong rollouts of the same "
+                "prompt: a Fisher exact test and the information gain on a 2x2 presence table set its strength, and a "
+                "frequency contrast between correct and wrong rollouts its sign. No extra model is trained; groups "
+                "that are all right or all wrong keep GRPO's advantages.",
+        paper="KTAE: A Model-Free Algorithm to Key-Tokens Advantage Estimation in Mathematical Reasoning (Sun et al., "
+              "2025), arXiv 2505.16826",
+        equation=r"\hat A_{i,t}=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}+\tau\Big(2\sigma\big(\tfrac{(\alpha F"
+                 r"+\beta\,\mathrm{IG})\,x}{\alpha+\beta}\big)-1\Big)(o_{i,t})"),
 
     # -- GRPO family variants, part b (issue 19) -----------------------------------------------------
     Implementation("calculator-chord", "CHORD tool agent (calculator)", "chord", "calculator", "chord.py",
@@ -287,7 +415,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    paper="RAGEN: Understanding Self-Evolution in LLM Agents via Multi-Turn Reinforcement Learning "
                          "(arXiv 2504.20073)",
                    equation=r"J=\mathbb{E}_{\tau:\,\mathrm{std}(R_{g(\tau)})\in\text{top }p}\Big[\frac{1}{|\tau|}\sum_t m_t\min\big(w_tA(\tau),\mathrm{clip}(w_t,1-\epsilon_l,1+\epsilon_h)A(\tau)\big)\Big]"),
-    Implementation("calculator-skywork-r1v2", "Skywork R1V2 selective sample buffer (calculator)", "skywork_ssb",
+    Implementation("calculator-skywork-r1v2", "Skywork R1V2 selective sample buffer (calculator)", "skywork-ssb",
                    "calculator", "skywork.py",
                    "GRPO whose constant-reward groups are replaced by replayed high-|advantage| samples.",
                    nodes=("alg-skywork-r1v2",),

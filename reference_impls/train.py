@@ -58,6 +58,15 @@ from .dpo_variants import ORPO, BetaDPO, SimPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .grpo import GRPO
 from .kto import KTO
+from .grpo_variants.edge_grpo import EDGEGRPO
+from .grpo_variants.gmpo import GMPO
+from .grpo_variants.greso import GRESO
+from .grpo_variants.ktae import KTAE
+from .grpo_variants.pass_at_k import PassAtK
+from .grpo_variants.posterior_grpo import PosteriorGRPO
+from .grpo_variants.prorl import ProRL
+from .grpo_variants.srpo import SRPO
+from .grpo_variants.step_grpo import StepGRPO
 from .implementations import IMPLEMENTATIONS, get_implementation
 from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
@@ -93,9 +102,11 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     "liteppo": LitePPO, "pf-ppo": PFPPO, "vineppo": VinePPO, "psgpo": PSGPO,
 
     # GRPO family variants, part a (issue 19)
+    "gmpo": GMPO, "pass-at-k": PassAtK, "srpo": SRPO, "greso": GRESO, "posterior-grpo": PosteriorGRPO,
+    "step-grpo": StepGRPO, "prorl": ProRL, "edge-grpo": EDGEGRPO, "ktae": KTAE,
 
     # GRPO family variants, part b (issue 19)
-    "chord": CHORD, "luffy": LUFFY, "dars": DARS, "ghpo": GHPO, "starpo": StarPO, "skywork_ssb": SkyworkSSB,
+    "chord": CHORD, "luffy": LUFFY, "dars": DARS, "ghpo": GHPO, "starpo": StarPO, "skywork-ssb": SkyworkSSB,
     "papo": PAPO, "treepo": TreePO, "arpo": ARPO,
 
 }

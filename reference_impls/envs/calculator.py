@@ -262,9 +262,16 @@ class CalculatorEnv:
         self.problem = problem
         self.config = config or CalculatorConfig()
         self.tool_calls = 0
+        self.tool_steps: list[dict] = []
+        self.values_reached: set = set()
+        # the values of a correct solution's intermediate steps: a tool call is a correct step when its result
+        # is one of them (process rewards: Posterior-GRPO, StepGRPO)
+        self.reference_values = [evaluate(expr) for expr in problem.steps]
 
     def reset(self) -> list[dict[str, str]]:
         self.tool_calls = 0
+        self.tool_steps = []
+        self.values_reached = set()
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.problem.question}]
 
     def score(self, answer_text: str | None) -> tuple[float, bool]:
@@ -279,20 +286,34 @@ class CalculatorEnv:
             answer = action[1]
             reward, correct = self.score(answer.group(1))
             return StepResult(None, True, reward, {"correct": correct, "answer": answer.group(1).strip(),
-                                                   "tool_calls": self.tool_calls})
+                                                   "tool_calls": self.tool_calls, **self.step_info()})
         if action is None:  # EOS or length limit without a tag
-            return StepResult(None, True, 0.0, {"correct": False, "answer": None, "tool_calls": self.tool_calls})
+            return StepResult(None, True, 0.0, {"correct": False, "answer": None, "tool_calls": self.tool_calls,
+                                                **self.step_info()})
         call = action[1]
         if self.tool_calls >= self.config.max_tool_calls:
             return StepResult(None, True, 0.0, {"correct": False, "answer": None, "tool_calls": self.tool_calls,
-                                                "truncated": True})
+                                                "truncated": True, **self.step_info()})
         self.tool_calls += 1
         try:
-            result = format_number(evaluate(call.group(1)))
+            value = evaluate(call.group(1))
+            result = format_number(value)
+            self.values_reached.add(value)
         except CalcError as err:
-            result = f"error: {err}"
+            value, result = None, f"error: {err}"
+        self.tool_steps.append({"valid": value is not None,
+                                "correct": value is not None and value in self.reference_values})
         return StepResult(TOOL.result(result), False, 0.0,
                           {"tool_calls": self.tool_calls})
+
+    def step_info(self) -> dict:
+        """What an episode's end reports about its tool calls, for step-level rewards: ``tool_steps`` (per call:
+        ``valid`` = it evaluated, ``correct`` = its value is an intermediate value of a correct solution) and
+        ``reference_steps_matched`` / ``reference_steps`` (how many of a correct solution's step values the
+        calls reached)."""
+        reference = set(self.reference_values)
+        return {"tool_steps": [dict(step) for step in self.tool_steps],
+                "reference_steps_matched": len(reference & self.values_reached), "reference_steps": len(reference)}
 
 
 def demonstration(problem: Problem) -> list[tuple[str, str]]:

@@ -1,0 +1,50 @@
+r"""Posterior-GRPO (Fan et al. 2025, arXiv 2508.05170): a process reward that only successful episodes get.
+
+Rewarding the reasoning process directly invites reward hacking: the policy learns to produce processes
+the process scorer likes without getting more answers right. Posterior-GRPO (P-GRPO) therefore adds the
+process reward *only to episodes whose outcome is correct* (the paper's posterior reward rule), so among
+correct answers the better-reasoned ones are preferred, and a wrong answer cannot earn anything from its
+process:
+
+    r'_i = r_i + lambda * 1[o_i correct] * r^proc_i                 then GRPO's group advantages on r'
+    A_i  = (r'_i - mean_j r'_j) / (std_j r'_j + 1e-4)
+
+The paper's process reward is a learned model scoring the thinking of code solutions. Here the process is
+the calculator's tool calls and r^proc is the fraction of them that were correct steps (a call whose value is
+an intermediate value of a correct solution, ``info["tool_steps"]`` recorded by the calculator). The loss
+is GRPO's (``grpo.grpo_loss``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import grpo
+from ..algorithm import Context, RolloutBatch
+from ..options import option
+from .common import reshaped_advantages, successes, tool_step_accuracy
+
+
+@dataclass
+class Config(grpo.Config):
+    """GRPO's switches plus the process-reward weight."""
+
+    process_weight: float = option(0.5, "lambda: weight of the process reward (fraction of correct tool steps), "
+                                   "added only to correct episodes.", low=0.0, high=10.0)
+
+
+def posterior_rewards(rewards: torch.Tensor, correct: torch.Tensor, process: torch.Tensor, weight: float):
+    """r + weight * 1[correct] * process (all (N,))."""
+    return rewards + weight * correct.float() * process
+
+
+class PosteriorGRPO(grpo.GRPO):
+    """GRPO with a process reward gated on outcome success (Posterior-GRPO)."""
+
+    Config = Config
+
+    def advantages(self, ctx: Context, batch: RolloutBatch):
+        process = torch.tensor([tool_step_accuracy(s) for s in batch.samples], dtype=torch.float32)
+        rewards = posterior_rewards(batch.rewards, successes(batch), process, self.cfg.process_weight)
+        return reshaped_advantages(ctx, batch, rewards, self.cfg)

@@ -193,8 +193,9 @@ class GRPO(Algorithm):
                                             ctx.train.max_completion_tokens)
         return advantages, keep
 
-    def loss_fn(self, ctx: Context, batch: RolloutBatch):
-        """The per-micro-batch loss (signature: policy_gradient.LossFn)."""
+    def loss_fn(self, ctx: Context, batch: RolloutBatch | None = None):
+        """The per-micro-batch loss (signature: policy_gradient.LossFn); ``batch`` for variants whose loss
+        depends on it (LUFFY's demonstration rows, ARPO's shared prefixes)."""
         return partial(grpo_loss, cfg=self.cfg, max_completion_length=ctx.train.max_completion_tokens)
 
     def sample_inputs(self, ctx: Context, batch: RolloutBatch) -> dict | None:

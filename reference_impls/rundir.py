@@ -8,6 +8,7 @@
       metrics.jsonl        one line per optimisation step
       samples.jsonl        a few transcripts per step
       warm_start.jsonl     one line per SFT warm-start step (when --sft-steps > 0)
+      reference.safetensors  the warm-started model, when a reference (KL, DPO) is kept and --sft-steps > 0
       pairs.jsonl          DPO's preference pairs
       log.txt              the trainer's output (runs started by the run manager)
       tb/                  TensorBoard events
@@ -73,6 +74,12 @@ class RunDir:
     @property
     def warm_start_path(self) -> Path:
         return self.path / "warm_start.jsonl"
+
+    @property
+    def reference_path(self) -> Path:
+        """The frozen reference's weights when it is the warm-started model (a resume cannot redo the warm
+        start, so it reads the reference from here)."""
+        return self.path / "reference.safetensors"
 
     @property
     def pairs_path(self) -> Path:

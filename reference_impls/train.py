@@ -301,6 +301,8 @@ class Trainer:
         ref = None
         if self.algo_cls.uses_reference(self.algo_cfg):
             ref = copy.deepcopy(self.policy).eval().requires_grad_(False)
+            if cfg.sft_steps > 0:
+                self._warm_started_reference(ref)
         self.policy.train()
         model_for_forward = self.policy
         if self.world > 1:
@@ -366,6 +368,25 @@ class Trainer:
         # every rank runs the same seeded SFT, so DDP replicas start identical
         self.warm_start_losses = sft(self.policy, self.tokenizer, samples, cfg.sft_steps, lr=cfg.sft_lr,
                                      seed=cfg.seed, log=log)
+
+    def _warm_started_reference(self, ref) -> None:
+        """The reference is the warm-started model: a fresh run saves it, a resumed one (whose warm start is
+        skipped: the policy comes from the checkpoint) loads it, so KL and DPO keep the same anchor."""
+        from safetensors.torch import load_file, save_file
+
+        path = self.run_dir.reference_path
+        if self.resume_from is None:
+            if self.rank == 0:
+                self.out.mkdir(parents=True, exist_ok=True)
+                state = {k: v.detach().contiguous().cpu() for k, v in ref.state_dict().items()}
+                tmp = path.with_name(f".{path.name}.tmp")
+                save_file({k: v.clone() for k, v in state.items()}, str(tmp))  # clone: tied weights saved apart
+                os.replace(tmp, path)
+        elif path.exists():
+            ref.load_state_dict(load_file(str(path), device=str(self.device)))
+        else:
+            raise RunDirError(f"{self.out}: resuming a run with --sft-steps and a reference model needs "
+                              f"{path.name} (written by the run's first start); it is missing")
 
     # minGPT-style callbacks
     def add_callback(self, event: str, fn) -> None:

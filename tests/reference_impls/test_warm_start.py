@@ -57,3 +57,21 @@ def test_stop_during_warm_start(tmp_path):
     with pytest.raises(WarmStartStopped, match="SFT step 1/5"):
         Trainer(TrainConfig(**FAST, out=str(tmp_path / "run"), steps=1, sft_steps=5), stop_event=stop)
     assert len((tmp_path / "run" / "warm_start.jsonl").read_text().splitlines()) == 1
+
+
+def test_resumed_run_keeps_the_warm_started_reference(tmp_path):
+    """A resume skips the warm start (the policy comes from the checkpoint), so the reference must come
+    from the run folder, not from a copy of the freshly loaded base model."""
+    cfg = dict(**FAST, out=str(tmp_path / "run"), sft_steps=3, algo_config={"beta": 0.04})
+    first = Trainer(TrainConfig(**cfg, steps=1))
+    warm_ref = {k: v.clone() for k, v in first.ref.state_dict().items()}
+    first.run()
+    resumed = Trainer(TrainConfig(**cfg, steps=2), resume=True)
+    assert resumed.step == 1
+    for k, v in resumed.ref.state_dict().items():
+        assert torch.equal(v, warm_ref[k]), k
+    base = Trainer(TrainConfig(**{**FAST, "out": str(tmp_path / "base")}, steps=1, algo_config={"beta": 0.04}))
+    assert any(not torch.equal(a, b) for a, b in zip(base.ref.parameters(), resumed.ref.parameters()))
+    (tmp_path / "run" / "reference.safetensors").unlink()
+    with pytest.raises(Exception, match="reference.safetensors"):
+        Trainer(TrainConfig(**cfg, steps=2), resume=True)

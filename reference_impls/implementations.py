@@ -114,6 +114,16 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "reverse-play generator, each checked by an exact breadth-first solver whose shortest plan "
                            "is the warm-start demonstration. Text grid, a few moves per turn; a shaping switch adds "
                            "the fraction of boxes on targets (at the end or per turn). Deadlocks are not detected."),
+    Implementation("sokoban-grpo-guided", "GRPO on Sokoban guided by an external planner", "grpo", "sokoban",
+                   "envs/plansearch.py",
+                   "Sokoban where every observation carries the next moves of a value-guided best-first search "
+                   "from the current state; the policy learns when to follow the planner.",
+                   env_options={"levels": (2, 3), "hint_moves": 4}, nodes=("planning-external-guide",),
+                   changes="The planner is weighted A* over (player, boxes) ordered by a value function: a fixed, "
+                           "admissible heuristic (each box's distance to its nearest target), so its plans are "
+                           "optimal; a learned value head can replace it (any callable), which the reference does "
+                           "not train yet. The LLM stays the actor: it sees the planner's suggestion as text and "
+                           "writes the moves itself. The warm-start demonstrations do not show the hint line."),
     Implementation("household-grpo", "GRPO household agent (ALFWorld-style text world)", "grpo", "household",
                    "envs/household.py",
                    "A text household: rooms, containers and objects; the agent navigates, opens, takes, cleans "

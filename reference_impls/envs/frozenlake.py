@@ -110,6 +110,8 @@ class FrozenLakeConfig(Options):
                                "shaping*(progress gained) - turn_cost (turn-level, for long horizons).",
                                choices=("final", "turn"))
     turn_cost: float = option(0.0, "Cost per turn in shaping_mode=turn.", low=0.0, high=1.0)
+    hint_moves: int = option(0, "External planner: after each grid, show the next this-many moves of a value-guided "
+                             "best-first search from the current state (0 = off).", low=0, high=64)
 
 
 class _Lake:
@@ -147,6 +149,11 @@ class _Lake:
             return 0.0
         rest = bfs(self.grid, self.pos)
         return 0.0 if rest is None else max(0.0, 1.0 - len(rest) / self.start_dist)
+
+    def plan(self) -> list[str] | None:
+        from .plansearch import lake_search
+
+        return lake_search(self.grid, self.pos)[0] if self.tile not in "HG" else []
 
     def render(self) -> str:
         r0, c0 = self.pos

@@ -85,14 +85,17 @@ class Game(Protocol):
 
     def progress(self) -> float: ...
 
+    def plan(self) -> list[str] | None:
+        """A plan from the current state (the external planner, for ``hint_moves``)."""
+
     @property
     def solved(self) -> bool: ...
 
 
 class GridGameEnv:
     """One episode of a grid puzzle. Subclasses set ``system_prompt`` and implement ``new_game`` and
-    ``goal_text``; the config must have ``moves_per_turn``, ``max_turns``, ``shaping``, ``shaping_mode``
-    and ``turn_cost``."""
+    ``goal_text``; the config must have ``moves_per_turn``, ``max_turns``, ``shaping``, ``shaping_mode``,
+    ``turn_cost`` and ``hint_moves``."""
 
     tool = TOOL
     stop_strings = (TOOL.call_close, TOOL.answer_close)
@@ -115,8 +118,17 @@ class GridGameEnv:
         self.turn_rewards: list[float] = []
         self.start_progress = self.game.progress()
         self.lost = False
-        user = f"{self.goal_text()}\n{TOOL.result_open}{self.game.render()}{TOOL.result_close}"
+        user = f"{self.goal_text()}\n{TOOL.result_open}{self._with_hint(self.game.render())}{TOOL.result_close}"
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
+
+    def _with_hint(self, text: str) -> str:
+        """``hint_moves > 0``: the external planner's next moves from here (``plansearch``) follow the grid."""
+        k = getattr(self.config, "hint_moves", 0)
+        if k <= 0:
+            return text
+        plan = self.game.plan()
+        hint = " ".join(plan[:k]) if plan else "no plan found"
+        return f"{text}\nplanner suggests: {hint}"
 
     def _reward(self) -> float:
         cfg = self.config
@@ -163,7 +175,7 @@ class GridGameEnv:
             return self._end(lost=self.lost)
         if self.turns >= self.config.max_turns:
             return self._end(truncated=True)
-        body = "\n".join(notes + [self.game.render()])
+        body = self._with_hint("\n".join(notes + [self.game.render()]))
         return StepResult(TOOL.result(body), False, 0.0,
                           {"turns": self.turns, "tool_calls": self.turns, "progress": round(self.game.progress(), 4)})
 

@@ -198,6 +198,8 @@ class SokobanConfig(Options):
                                "shaping*(progress gained) - turn_cost (turn-level, for long horizons).",
                                choices=("final", "turn"))
     turn_cost: float = option(0.0, "Cost per turn in shaping_mode=turn.", low=0.0, high=1.0)
+    hint_moves: int = option(0, "External planner: after each grid, show the next this-many moves of a value-guided "
+                             "best-first search from the current state (0 = off).", low=0, high=64)
 
 
 class _Board:
@@ -218,6 +220,11 @@ class _Board:
 
     def progress(self) -> float:
         return len(self.boxes & self.p.targets) / len(self.p.targets)
+
+    def plan(self) -> list[str] | None:
+        from .plansearch import sokoban_search
+
+        return sokoban_search(self.p.walls, self.p.targets, self.boxes, self.player, budget=20_000)[0]
 
     def render(self) -> str:
         return render(self.p.size, self.p.walls, self.p.targets, self.boxes, self.player)

@@ -226,3 +226,54 @@ def test_trains_two_steps_and_evaluates_through_the_cli(name, tmp_path, capsys):
                           "--max-completion-tokens", "48"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n"] == 3 and 0.0 <= result["accuracy"] <= 1.0
+
+
+# ----------------------------------------------------------------------------------------------------
+# value-guided search (planning-external-guide)
+
+def test_best_first_with_a_fixed_value_finds_optimal_plans():
+    from reference_impls.envs import plansearch
+
+    fewer = 0
+    for p in frozenlake.problems("train", n=20, seed=0, levels=(1, 2, 3, 4)):
+        plan, expanded = plansearch.lake_search(p.grid)
+        assert len(plan) == len(p.plan)  # A* with Manhattan distance = BFS's optimal length
+        assert frozenlake.bfs(p.grid) is not None
+        _, blind = plansearch.lake_search(p.grid, weight=0.0)
+        fewer += expanded <= blind
+    assert fewer >= 18
+    for p in sokoban.problems("train", n=20, seed=0, levels=(1, 2, 3)):
+        plan, expanded = plansearch.sokoban_search(p.walls, p.targets, p.boxes, p.player)
+        assert len(plan) == len(p.plan)  # optimal (admissible box-distance heuristic)
+        board = sokoban._Board(p)
+        assert [board.move(m) for m in plan][-1] == "won"
+        _, blind = plansearch.sokoban_search(p.walls, p.targets, p.boxes, p.player, weight=0.0)
+        assert expanded <= blind
+
+
+def test_best_first_reports_failure_and_respects_budget():
+    from reference_impls.envs import plansearch
+
+    assert plansearch.lake_search(("SH", "HG"))[0] is None
+    p = sokoban.problems("train", n=1, seed=0, levels=(3,))[0]
+    plan, expanded = plansearch.sokoban_search(p.walls, p.targets, p.boxes, p.player, budget=1)
+    assert plan is None and expanded == 1
+    # a learned value (any callable) plugs in; a constant value is uniform-cost search, still optimal
+    plan, _ = plansearch.sokoban_search(p.walls, p.targets, p.boxes, p.player, value=lambda s: 0.0)
+    assert len(plan) == len(p.plan)
+
+
+@pytest.mark.parametrize("name", ("frozenlake", "sokoban"))
+def test_planner_hints_guide_to_the_goal(name):
+    spec = get_env(name)
+    for p in spec.problems("train", n=6, seed=0):
+        env = spec.make(p, hint_moves=2, moves_per_turn=2, max_turns=64)
+        text = env.reset()[1]["content"]
+        result = None
+        for _ in range(64):
+            hint = text.rsplit("planner suggests: ", 1)[1].split("<")[0].strip()
+            result = env.step(f"<move>{hint}</move>")
+            if result.done:
+                break
+            text = result.observation
+        assert result.done and result.info["correct"]

@@ -92,9 +92,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    nodes=PLANNING_NODES,
                    changes="Keeps gymnasium's own FrozenLake: its random-map generator (seeded, levels by map size and "
                            "hole density) and its step function, with the deterministic (non-slippery) ice so that a "
-                           "plan can be checked. Simplifies the observation to a text grid and the action to words in a "
-                           "<move> tag (a few moves per turn). The reward is the sparse success of the original; a "
-                           "shaping switch adds distance progress, either once at the end or per turn (the "
+                           "plan can be checked. Simplifies the observation to a text grid and the action to words "
+                           "in a <move> tag (a few moves per turn). The reward is the sparse success of the original; "
+                           "a shaping switch adds distance progress, either once at the end or per turn (the "
                            "long-horizon option), off by default."),
     Implementation("frozenlake-grpo-turn-reward", "GRPO planner on FrozenLake, turn-level shaping", "grpo",
                    "frozenlake", "envs/frozenlake.py",

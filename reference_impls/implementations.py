@@ -40,6 +40,7 @@ class Implementation:
 CALCULATOR_NODES = ("tool-use", "tool-use-react-style", "tool-use-tool-integrated-rl", "tool-use-long-horizon-tir",
                     "math", "math-informal")
 SEARCH_NODES = ("search-research", "search-open-source", "search-external-web", "search-internal-knowledge")
+PLANNING_NODES = ("planning", "planning-internal-driver", "env-simulated-game", "capability-others")
 MEMORY_NODES = ("memory", "memory-rag-style", "memory-token-level", "memory-structured")
 
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
@@ -460,6 +461,67 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}-\gamma\,\frac{1}{\sum m}\sum_{i,t}m_{i,t}\,\mathrm{k3}\Big(\frac{\pi_\theta(o_{i,t}\mid q_{\mathrm{mask}},o_{i,<t})}{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}\Big)"),
 
     # -- planning and interactive worlds (issue 20) --------------------------------------------------
+    Implementation("frozenlake-grpo", "GRPO planner on FrozenLake (text)", "grpo", "frozenlake", "envs/frozenlake.py",
+                   "A policy that walks gymnasium's FrozenLake from S to G over several turns of <move> tags, "
+                   "rewarded when it reaches the goal.",
+                   nodes=PLANNING_NODES,
+                   changes="Keeps gymnasium's own FrozenLake: its random-map generator (seeded, levels by map size and "
+                           "hole density) and its step function, with the deterministic (non-slippery) ice so that a "
+                           "plan can be checked. Simplifies the observation to a text grid and the action to words "
+                           "in a <move> tag (a few moves per turn). The reward is the sparse success of the original; "
+                           "a shaping switch adds distance progress, either once at the end or per turn (the "
+                           "long-horizon option), off by default."),
+    Implementation("frozenlake-grpo-turn-reward", "GRPO planner on FrozenLake, turn-level shaping", "grpo",
+                   "frozenlake", "envs/frozenlake.py",
+                   "FrozenLake with a turn-level reward: each turn earns its distance progress minus a turn cost, "
+                   "summed into the episode reward (vs the outcome-only default).",
+                   env_options={"levels": (3, 4), "shaping": 0.5, "shaping_mode": "turn", "turn_cost": 0.02},
+                   nodes=("capability-others", "planning-internal-driver"),
+                   changes="The same lake on the larger maps, with a dense per-turn reward (progress towards the goal "
+                           "minus a small cost per turn) on top of success. The rollout still credits the episode with "
+                           "one number: the turn rewards are summed, and listed per turn in the episode info."),
+    Implementation("sokoban-grpo", "GRPO planner on Sokoban (text)", "grpo", "sokoban", "envs/sokoban.py",
+                   "A policy that pushes boxes onto targets over several turns of <move> tags, rewarded when "
+                   "every box is placed.",
+                   nodes=PLANNING_NODES,
+                   changes="Keeps Sokoban's rules (push only, one box at a time, walls) and its success criterion. "
+                           "Simplifies the puzzles to small rooms (6x6 or 7x7, one or two boxes) from our own "
+                           "reverse-play generator, each checked by an exact breadth-first solver whose shortest plan "
+                           "is the warm-start demonstration. Text grid, a few moves per turn; a shaping switch adds "
+                           "the fraction of boxes on targets (at the end or per turn). Deadlocks are not detected."),
+    Implementation("sokoban-grpo-guided", "GRPO on Sokoban guided by an external planner", "grpo", "sokoban",
+                   "envs/plansearch.py",
+                   "Sokoban where every observation carries the next moves of a value-guided best-first search "
+                   "from the current state; the policy learns when to follow the planner.",
+                   env_options={"levels": (2, 3), "hint_moves": 4}, nodes=("planning-external-guide",),
+                   changes="The planner is weighted A* over (player, boxes) ordered by a value function: a fixed, "
+                           "admissible heuristic (each box's distance to its nearest target), so its plans are "
+                           "optimal; a learned value head can replace it (any callable), which the reference does "
+                           "not train yet. The LLM stays the actor: it sees the planner's suggestion as text and "
+                           "writes the moves itself. The warm-start demonstrations do not show the hint line."),
+    Implementation("household-grpo", "GRPO household agent (ALFWorld-style text world)", "grpo", "household",
+                   "envs/household.py",
+                   "A text household: rooms, containers and objects; the agent navigates, opens, takes, cleans "
+                   "and puts with one command per turn, rewarded when the goal holds.",
+                   nodes=("embodied", "env-general-purpose", "other-text-game"),
+                   changes="Keeps ALFWorld's shape: a household described in text, goals such as 'put a clean mug "
+                           "in the cabinet', one command per turn (go to, open, take, clean, put), success reward, "
+                           "and the optional list of admissible commands. Simplifies it to our own small simulator "
+                           "with seeded layouts (4-5 rooms, a dozen objects), a handful of verbs and task types, and "
+                           "rooms as places (no receptacle-level navigation); a scripted solver proves every goal "
+                           "reachable and writes the demonstrations."),
+    Implementation("household-navigation-grpo", "GRPO household agent, navigation tasks", "grpo", "household",
+                   "envs/household.py",
+                   "Navigation-only household tasks: find an object somewhere in the house.",
+                   env_options={"tasks": ("find",)}, nodes=("embodied-navigation",),
+                   changes="Only the 'find X' goals: the agent walks between connected rooms (and opens containers) "
+                           "until the object is in view; no manipulation."),
+    Implementation("household-manipulation-grpo", "GRPO household agent, manipulation tasks", "grpo", "household",
+                   "envs/household.py",
+                   "Manipulation household tasks: pick and place, and clean then place.",
+                   env_options={"tasks": ("place", "clean_place")}, nodes=("embodied-manipulation",),
+                   changes="Only the manipulation goals: take an object (from a possibly closed container), clean it "
+                           "at a sink when asked, and put it in or on the named receptacle."),
 
     # -- code, SQL and web (issue 21) ----------------------------------------------------------------
 

@@ -192,6 +192,9 @@ from . import calculator as _calculator  # noqa: E402,F401  (registers "calculat
 from . import search as _search  # noqa: E402,F401  (registers "search")
 from . import memory as _memory  # noqa: E402,F401  (registers "memory" and "memory-format")
 # planning and interactive worlds (issue 20)
+from . import frozenlake as _frozenlake  # noqa: E402,F401  (registers "frozenlake")
+from . import sokoban as _sokoban  # noqa: E402,F401  (registers "sokoban")
+from . import household as _household  # noqa: E402,F401  (registers "household")
 
 # code, SQL and web (issue 21)
 

@@ -1,0 +1,185 @@
+"""FrozenLake as a multi-turn text game (planning): walk from S to G over the ice without falling into a hole.
+
+The map generator and the dynamics are gymnasium's own (``gymnasium.envs.toy_text.frozen_lake``):
+maps come from its ``generate_random_map(size, p, seed)`` and every move is a step of its
+``FrozenLakeEnv`` (``is_slippery=False``: the deterministic lake, so that a plan can be checked and
+demonstrated). What this module adds is the text interface (see ``gridgames``: ``<move>`` tags, the grid
+in ``<state>`` tags), seeded splits and levels, a BFS solver, and the reward switches.
+
+Grid: ``S`` start, ``F`` frozen (safe), ``H`` hole (the episode ends, lost), ``G`` goal (won), ``P`` you.
+Moving off the edge leaves you in place (gymnasium's rule; the env says "blocked").
+
+Levels (size, probability that a tile is frozen): 1 = 4x4, 0.85; 2 = 5x5, 0.8; 3 = 6x6, 0.75;
+4 = 8x8, 0.75. Each problem's map is ``generate_random_map`` with a seed derived from
+``(split, seed, level, index)``; maps whose shortest path is shorter than the level's minimum are
+redrawn, and BFS confirms a path (gymnasium checks too).
+Splits: a map is ``train`` or ``heldout`` by a stable hash of the map itself (one in four held out),
+so no held-out map is ever trained on, under any seed.
+Progress (for the shaping switch): ``1 - d(now) / d(start)`` with ``d`` the BFS distance to the goal
+over safe tiles.
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+
+from ..options import Options, option
+from . import EnvSpec, register_env
+from .gridgames import DIRECTIONS, TOOL, GridGameEnv, plan_demonstration, split_of
+
+LEVELS = {1: (4, 0.85, 2), 2: (5, 0.8, 4), 3: (6, 0.75, 6), 4: (8, 0.75, 8)}  # size, p(frozen), min path
+_GYM_ACTION = {"left": 0, "down": 1, "right": 2, "up": 3}
+
+SYSTEM_PROMPT = (
+    "You are on a frozen lake. Walk from S to G without stepping into a hole H. The grid shows you as P; "
+    "F is safe ice. Write one or a few moves as <move>right down</move> (up, down, left, right); the new "
+    "grid comes back in <state>...</state>. The episode ends when you reach G or fall into a hole."
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    grid: tuple[str, ...]  # gymnasium's map rows
+    plan: tuple[str, ...]  # a shortest safe path (BFS), for the demonstration
+    level: int
+    family: str  # "level<k>": evaluate.py reports per family
+    split: str
+    uid: str
+
+
+def _cells(grid, ch):
+    return [(r, c) for r, row in enumerate(grid) for c, x in enumerate(row) if x == ch]
+
+
+def bfs(grid, start=None) -> list[str] | None:
+    """A shortest list of moves from ``start`` (default S) to G over non-hole tiles, or None."""
+    n_r, n_c = len(grid), len(grid[0])
+    start = start or _cells(grid, "S")[0]
+    prev = {start: None}
+    queue = deque([start])
+    while queue:
+        cur = queue.popleft()
+        if grid[cur[0]][cur[1]] == "G":
+            path = []
+            while prev[cur] is not None:
+                cur, mv = prev[cur]
+                path.append(mv)
+            return path[::-1]
+        for mv, (dr, dc) in DIRECTIONS.items():
+            nxt = (cur[0] + dr, cur[1] + dc)
+            if 0 <= nxt[0] < n_r and 0 <= nxt[1] < n_c and nxt not in prev and grid[nxt[0]][nxt[1]] != "H":
+                prev[nxt] = (cur, mv)
+                queue.append(nxt)
+    return None
+
+
+def make_problem(split: str, seed: int, level: int, index: int) -> Problem:
+    from gymnasium.envs.toy_text.frozen_lake import generate_random_map
+
+    size, p, min_len = LEVELS[level]
+    rng = random.Random(f"frozenlake/{split}/{seed}/{level}/{index}")
+    for _ in range(10_000):
+        grid = tuple(generate_random_map(size=size, p=p, seed=rng.randrange(2**31)))
+        if split_of("frozenlake/" + "/".join(grid)) != split:
+            continue
+        plan = bfs(grid)
+        if plan is not None and len(plan) >= min_len:
+            return Problem(grid, tuple(plan), level, f"level{level}", split, f"{split}-{seed}-{level}-{index}")
+    raise RuntimeError("no FrozenLake map found")  # pragma: no cover - never happens for these levels
+
+
+def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)) -> list[Problem]:
+    if split not in ("train", "heldout"):
+        raise ValueError("split must be 'train' or 'heldout'")
+    levels = tuple(levels)
+    return [make_problem(split, seed, levels[i % len(levels)], i // len(levels)) for i in range(n)]
+
+
+@dataclass
+class FrozenLakeConfig(Options):
+    """FrozenLake's options (``--env-option KEY=VALUE``, the Lab's form)."""
+
+    levels: tuple[int, ...] = option((1, 2, 3), "Map levels: 1 = 4x4, 2 = 5x5, 3 = 6x6, 4 = 8x8 (denser holes "
+                                     "and longer paths as the level rises).", choices=(1, 2, 3, 4))
+    moves_per_turn: int = option(3, "Moves played from one <move> tag; more are ignored.", low=1, high=64)
+    max_turns: int = option(8, "Turns (tags) allowed; the episode ends unsolved after them.", low=1, high=64)
+    shaping: float = option(0.0, "Weight of the progress term (fraction of the start's distance to G closed); "
+                            "0 = outcome reward only.", low=0.0, high=10.0)
+    shaping_mode: str = option("final", "final = add shaping*progress at the end; turn = each turn earns "
+                               "shaping*(progress gained) - turn_cost (turn-level, for long horizons).",
+                               choices=("final", "turn"))
+    turn_cost: float = option(0.0, "Cost per turn in shaping_mode=turn.", low=0.0, high=1.0)
+    hint_moves: int = option(0, "External planner: after each grid, show the next this-many moves of a value-guided "
+                             "best-first search from the current state (0 = off).", low=0, high=64)
+
+
+class _Lake:
+    """The game: gymnasium's deterministic FrozenLakeEnv, rendered as text."""
+
+    def __init__(self, grid):
+        from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
+
+        self.grid = grid
+        self.env = FrozenLakeEnv(desc=list(grid), is_slippery=False)
+        self.state, _ = self.env.reset(seed=0)
+        self.ncol = len(grid[0])
+        self.tile = "S"
+        self.start_dist = len(bfs(grid))
+
+    @property
+    def pos(self):
+        return divmod(int(self.state), self.ncol)
+
+    def move(self, direction: str) -> str:
+        before = self.state
+        self.state, _, terminated, _, _ = self.env.step(_GYM_ACTION[direction])
+        r, c = self.pos
+        self.tile = self.grid[r][c]
+        if terminated:
+            return "won" if self.tile == "G" else "lost"
+        return "blocked" if self.state == before else "ok"
+
+    @property
+    def solved(self) -> bool:
+        return self.tile == "G"
+
+    def progress(self) -> float:
+        if self.tile == "H":
+            return 0.0
+        rest = bfs(self.grid, self.pos)
+        return 0.0 if rest is None else max(0.0, 1.0 - len(rest) / self.start_dist)
+
+    def plan(self) -> list[str] | None:
+        from .plansearch import lake_search
+
+        return lake_search(self.grid, self.pos)[0] if self.tile not in "HG" else []
+
+    def render(self) -> str:
+        r0, c0 = self.pos
+        return "\n".join("".join("P" if (r, c) == (r0, c0) else x for c, x in enumerate(row))
+                         for r, row in enumerate(self.grid))
+
+
+class FrozenLakeEnv(GridGameEnv):
+    system_prompt = SYSTEM_PROMPT
+
+    def new_game(self):
+        return _Lake(self.problem.grid)
+
+    def goal_text(self) -> str:
+        return "Reach G."
+
+
+def demonstration(problem: Problem) -> list[tuple[str, str]]:
+    return plan_demonstration(FrozenLakeEnv(problem, FrozenLakeConfig(max_turns=64)), list(problem.plan))
+
+
+def _problems(split: str, n: int, seed: int, config: FrozenLakeConfig) -> list[Problem]:
+    return problems(split, n, seed, levels=config.levels)
+
+
+SPEC = register_env(EnvSpec("frozenlake", FrozenLakeConfig, _problems, FrozenLakeEnv, demonstration,
+                            title="FrozenLake (gymnasium) as a text planning game"))
+make = SPEC.make
+__all__ = ["TOOL", "Problem", "problems", "bfs", "FrozenLakeConfig", "FrozenLakeEnv", "demonstration", "make"]

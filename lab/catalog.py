@@ -63,6 +63,13 @@ def for_node(node_id: str) -> list[Implementation]:
     return _implementations_for_node(node_id)
 
 
+def not_implemented(node_id: str) -> str:
+    """Why a node that should have a reference implementation has none yet ("" when it has one or needs none)."""
+    from reference_impls.implementations import NOT_IMPLEMENTED
+
+    return NOT_IMPLEMENTED.get(node_id, "")
+
+
 def equation(impl: Implementation) -> str:
     """The implementation's own objective when it states one (a variant), else its algorithm's."""
     return impl.equation or EQUATIONS.get(impl.algo, "")

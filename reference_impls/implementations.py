@@ -528,6 +528,17 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 
+#: algorithm nodes with no implementation yet, and why (the node page says so instead of a "Run this")
+NOT_IMPLEMENTED: dict[str, str] = {
+    "alg-lcpo": "The LCPO paper (arXiv 2508.10164) states its length-controlled preference objective only in its full "
+                "text, which we could not read when the DPO family was built; its data recipe (shortest correct answer "
+                "chosen, longest rejected, on problems the model already solves) is known, its loss is not, and we do "
+                "not guess a loss.",
+    "alg-aspo": "ASPO (Advantage Shaping Policy Optimization, in arXiv 2508.19201) adds a clipped bias to the advantage "
+                "to steer tool use; its exact shaping and clipping rule was not available to us when the GRPO family "
+                "was built, and we do not guess it.",
+}
+
 
 def get_implementation(impl_id: str) -> Implementation:
     if impl_id not in BY_ID:

@@ -75,3 +75,15 @@ def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
     next(s for s in runs_page.selectbox if s.label == "Run to export").set_value(run_id).run()
     assert not runs_page.exception
     assert [b for b in runs_page.get("download_button") if "TRL export" in b.proto.label]
+
+
+def test_node_without_implementation_says_why():
+    at = open_page("taxonomy", node="alg-aspo")
+    assert any("No reference implementation yet" in i.value for i in at.info)
+    assert not [e for e in at.get("page_link") if e.proto.label == "Run this"]
+
+
+def test_variant_node_shows_what_it_changes_and_its_equation():
+    at = open_page("taxonomy", node="alg-simpo")
+    assert any("What it changes and why" in m.value for m in at.markdown)
+    assert at.get("latex") and [e for e in at.get("page_link") if e.proto.label == "Run this"]

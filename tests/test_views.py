@@ -313,3 +313,14 @@ def test_family_headers_link_to_their_base(catalog):
         mp.setattr(implementations, "IMPLEMENTATIONS", stripped)
         assert presentation.algorithm_node_runs(catalog)["alg-ppo-family"] == ("family", "calculator-ppo")
         assert presentation.family_base(catalog, "alg-ppo-family").id == "calculator-ppo"
+
+
+def test_every_algorithm_node_runs_links_to_its_family_or_says_why_not(catalog):
+    """Issues 18/19: each algorithm node has "Run this", or is a family header linking to its base, or is
+    listed in NOT_IMPLEMENTED with the reason the node page shows (and only then)."""
+    from reference_impls.implementations import NOT_IMPLEMENTED
+
+    runs = presentation.algorithm_node_runs(catalog)
+    missing = {node for node, (kind, _) in runs.items() if kind == "none"}
+    assert missing == set(NOT_IMPLEMENTED), missing ^ set(NOT_IMPLEMENTED)
+    assert len(runs) == 42

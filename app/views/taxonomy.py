@@ -66,6 +66,8 @@ def node_page(node_id: str) -> None:
         if compared:
             ui.page_link(routes.compare(grid=compared[0][0].spec.get("name", "")), "See the comparison",
                          icon=":material/leaderboard:")
+    if lab.not_implemented(node_id):
+        st.info("**No reference implementation yet.** " + ui.md(lab.not_implemented(node_id)), icon=":material/pending:")
     family = presentation.family_base(cat, node_id) if not impls else None
     if family is not None:
         with st.container(border=True):

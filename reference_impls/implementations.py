@@ -87,6 +87,17 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     # -- planning and interactive worlds (issue 20) --------------------------------------------------
 
     # -- code, SQL and web (issue 21) ----------------------------------------------------------------
+    Implementation("sql-grpo", "Text-to-SQL agent with database tools (GRPO)", "grpo", "sql", "envs/sql.py",
+                   "An agent that lists tables, describes them and runs read-only queries on a generated SQLite "
+                   "database, rewarded by execution match of its final query with the gold query.",
+                   nodes=("other-table",),
+                   changes="Keeps what Spider/BIRD-style text-to-SQL RL measures: a natural-language question over a "
+                           "real relational database, a gold query, and execution match (same result set, ordered "
+                           "only when the gold query orders) as the reward, plus the agentic part (inspect the schema "
+                           "and try queries before answering). Simplifies: two small generated schemas (shop, school) "
+                           "with tens of rows instead of hundreds of real databases, templated questions in three "
+                           "levels (filter/count, aggregation/ordering, joins), and no value linking or dirty data. "
+                           "Every query runs read-only (mode=ro, query_only, an authorizer, a time and row limit)."),
 
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}

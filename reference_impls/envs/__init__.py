@@ -194,4 +194,5 @@ from . import memory as _memory  # noqa: E402,F401  (registers "memory" and "mem
 # planning and interactive worlds (issue 20)
 
 # code, SQL and web (issue 21)
+from . import sql as _sql  # noqa: E402,F401  (registers "sql")
 

@@ -87,6 +87,28 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     # -- planning and interactive worlds (issue 20) --------------------------------------------------
 
     # -- code, SQL and web (issue 21) ----------------------------------------------------------------
+    Implementation("code-grpo", "Code generation with hidden unit tests (GRPO)", "grpo", "code", "envs/code.py",
+                   "A policy that writes a small Python function from a spec; the reward is the fraction of hidden "
+                   "unit tests its code passes in a sandboxed process.",
+                   nodes=("code", "code-generation", "env-coding-benchmarks"),
+                   changes="Keeps the HumanEval/MBPP-style loop that code RL (e.g. CodeRL, PPOCoder, RLEF) trains "
+                           "on: a natural-language spec with examples, generated code executed against unit tests "
+                           "the model never sees, and a test-based reward (fraction passed, or pass/fail with "
+                           "all_pass_only). Simplifies: twelve procedurally generated function families in three "
+                           "levels (parameters seeded per problem) instead of human-written problems, single-file "
+                           "standard-library code, and return values compared after a JSON round trip. Code runs "
+                           "only in the sandbox (bubblewrap namespaces here), never in the trainer."),
+    Implementation("code-refine-grpo", "Code refinement with a test-running tool (GRPO)", "grpo", "code-refine",
+                   "envs/code.py",
+                   "A multi-turn coder that runs drafts on the visible examples with a <run> tool, reads the "
+                   "failures and resubmits; rewarded by the hidden tests.",
+                   nodes=("code-refinement",),
+                   changes="Keeps the execution-feedback loop of refinement methods (RLEF, self-debugging): the "
+                           "agent runs its draft, gets concrete failures (call, returned value, expected value, "
+                           "or the exception) and revises before the final submission, which is scored on hidden "
+                           "tests. Simplifies: feedback comes only from the two visible examples, a fixed budget "
+                           "of runs, and the same small generated function families as the code env; there is no "
+                           "repository, no compiler and no critic model."),
     Implementation("sql-grpo", "Text-to-SQL agent with database tools (GRPO)", "grpo", "sql", "envs/sql.py",
                    "An agent that lists tables, describes them and runs read-only queries on a generated SQLite "
                    "database, rewarded by execution match of its final query with the gold query.",

@@ -204,18 +204,23 @@ def _env(home: str) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home}
 
 
-def _spawn(layer: str, code: str, stdin: str, limits: Limits) -> Result:
+def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, str] | None = None) -> Result:
     workdir = tempfile.mkdtemp(prefix="atlas-sbx-")
     t0 = time.perf_counter()
     proc = None
     try:
         Path(workdir, "main.py").write_text(code, encoding="utf-8")
         Path(workdir, "stdin.txt").write_text(stdin, encoding="utf-8")
+        extra = dict(files or {})
+        for name, text in extra.items():
+            if "/" in name or name in ("main.py", "stdin.txt", "", ".", ".."):
+                raise ValueError(f"sandbox file name {name!r}")
+            Path(workdir, name).write_text(text, encoding="utf-8")
         argv, drop, exe, cwd = _command(layer, workdir)
         as_sandbox_uid = drop or (layer != "rlimits" and _is_root() and (layer == "bwrap" or "setpriv" in " ".join(argv)))
         if as_sandbox_uid:
             os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
-            for name in ("main.py", "stdin.txt"):
+            for name in ("main.py", "stdin.txt", *extra):
                 os.chown(Path(workdir, name), SANDBOX_UID, SANDBOX_UID)
         os.chmod(workdir, 0o700)
         # RLIMIT_NPROC counts every task of the uid: relative to what that uid already runs
@@ -336,9 +341,11 @@ def layer_report() -> dict:
     return {"layer": layer, "why_not_stronger": notes, "root": _is_root(), "interpreter": _interpreter()}
 
 
-def run_python(code: str, stdin: str = "", limits: Limits | None = None, layer: str | None = None) -> Result:
-    """Run ``code`` as ``main.py`` in a sandbox; never raises for anything the code does."""
+def run_python(code: str, stdin: str = "", limits: Limits | None = None, layer: str | None = None,
+               files: dict[str, str] | None = None) -> Result:
+    """Run ``code`` as ``main.py`` in a sandbox (``files``: more files beside it, e.g. a model's module);
+    never raises for anything the code does."""
     layer = layer or active_layer()
     if layer not in LAYERS:
         raise ValueError(f"layer must be one of {LAYERS}")
-    return _spawn(layer, code, stdin, limits or Limits())
+    return _spawn(layer, code, stdin, limits or Limits(), files)

@@ -19,8 +19,9 @@ no user site, ``PYTHON*`` variables ignored) in a fresh temporary directory, wit
 ``unshare``   ``unshare --net --pid --fork --mount-proc`` (``-r`` when not root): no network, own pid
               namespace; the file system is the host's (as uid 65534 when started as root).
 ``rlimits``   no namespaces: limits, uid 65534 when root, and an audit hook installed by our bootstrap
-              (not the model's code) that refuses socket creation, subprocesses, ``ctypes`` and
-              ``os.kill`` outside the group. An audit hook is *not* a security boundary.
+              (not the model's code) that refuses socket creation, subprocesses and exec (also the
+              ``_posixsubprocess`` import), ``ctypes`` and ``os.kill`` outside the group.
+              An audit hook is *not* a security boundary.
 
 See docs/env_code_sql.md for what each layer does not protect against and which one is active here.
 """
@@ -50,11 +51,13 @@ if {hook!r}:
     import os as _os
     _pg = _os.getpgrp()
     _DENY = ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "subprocess.Popen",
-             "os.system", "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlopen", "ctypes.cdata",
-             "os.setsid", "os.setpgid", "os.setpgrp", "pty.spawn")
-    def _hook(event, args, _deny=_DENY, _pg=_pg):
+             "os.system", "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlopen", "ctypes.cdata", "pty.spawn")
+    _NOIMPORT = ("_posixsubprocess", "ctypes", "_ctypes", "_xxsubinterpreters")
+    def _hook(event, args, _deny=_DENY, _pg=_pg, _noimport=_NOIMPORT):
         if event in _deny:
             raise PermissionError("sandbox: " + event + " is not allowed")
+        if event == "import" and args and args[0] in _noimport:
+            raise PermissionError("sandbox: importing " + args[0] + " is not allowed")
         if event in ("os.kill", "os.killpg") and args and args[0] not in (0, _pg, -_pg):
             raise PermissionError("sandbox: signals to other processes are not allowed")
     sys.addaudithook(_hook)
@@ -232,7 +235,7 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
                                     stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(cwd),
                                     start_new_session=True, close_fds=True,
                                     preexec_fn=_preexec(limits, drop, nproc_base))
-        out, err, why = _collect(proc, limits)
+        out, err, why, cpu = _collect(proc, limits)
         rc = proc.returncode
     except OSError as e:
         return Result("sandbox_error", None, "", f"{type(e).__name__}: {e}", time.perf_counter() - t0, layer)
@@ -246,8 +249,7 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
         status = why
     elif rc == 0:
         status = "ok"
-    elif rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL) and \
-            _cpu_exhausted(rc, wall, limits):
+    elif rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU) or (cpu is not None and cpu >= 0.9 * limits.cpu_seconds):
         status = "cpu_limit"
     elif rc is not None and (rc < 0 or rc > 128):
         status = "killed"
@@ -255,14 +257,10 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
         status = "error"
     cap = limits.max_output_bytes
     return Result(status, rc, out[:cap].decode("utf-8", "replace"), err[:cap].decode("utf-8", "replace"), wall, layer,
-                  truncated)
+                  truncated, {"cpu_s": cpu})
 
 
-def _cpu_exhausted(rc: int, wall: float, limits: Limits) -> bool:
-    return rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU) or wall >= limits.cpu_seconds * 0.9
-
-
-def _collect(proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bytes, str | None]:
+def _collect(proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bytes, str | None, float | None]:
     bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     sel = selectors.DefaultSelector()
     for f in bufs:
@@ -288,17 +286,36 @@ def _collect(proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bytes, str 
         if why:
             break
     sel.close()
+    cpu = None
     if why:
         _kill_group(proc)
-    try:
-        proc.wait(timeout=max(0.1, deadline - time.monotonic()) if not why else 5)
-    except subprocess.TimeoutExpired:
-        why = why or "timeout"
-        _kill_group(proc)
-        proc.wait()
+    else:
+        cpu = _wait(proc, max(0.1, deadline - time.monotonic()))
+        if cpu is None:
+            why = "timeout"
+            _kill_group(proc)
+    if proc.returncode is None:
+        cpu = _wait(proc, 5.0)
     for f in bufs:
         f.close()
-    return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), why
+    return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), why, cpu
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> float | None:
+    """Reap ``proc`` within ``timeout`` (None if it is still running); returns its CPU seconds, including
+    the children it reaped (os.wait4's rusage), which tells a CPU-limit kill from other deaths."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0.0 if proc.returncode is not None else None
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return ru.ru_utime + ru.ru_stime
+        if time.monotonic() > end:
+            return None
+        time.sleep(0.005)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

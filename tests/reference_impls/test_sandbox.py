@@ -54,6 +54,8 @@ def test_environment_is_empty(layer):
 def test_infinite_loop_is_killed(layer):
     r = run("while True:\n    pass", layer)
     assert r.status in ("timeout", "cpu_limit") and r.wall_s < LIM.wall_seconds + 3
+    r = run("while True:\n    pass", layer, limits=sandbox.Limits(cpu_seconds=1, wall_seconds=30))
+    assert r.status == "cpu_limit", r  # (bwrap: exit 128+SIGXCPU; unshare: the reaped CPU time)
 
 
 def test_sleep_hits_wall_clock(layer):
@@ -136,3 +138,14 @@ def test_active_layer_on_this_machine():
     if shutil.which("bwrap") and not os.environ.get("ATLAS_SANDBOX_LAYER"):
         # installed but failing (no user namespaces) falls back, and says why
         assert rep["layer"] == "bwrap" or rep["why_not_stronger"].get("bwrap"), rep
+
+
+@pytest.mark.parametrize("code", [
+    "import _posixsubprocess",
+    "import ctypes",
+    "import subprocess\nsubprocess.run(['/bin/true'])",
+    "import os\nos.system('true')",
+])
+def test_audit_hook_of_the_rlimits_layer(code):
+    r = run(code, "rlimits")
+    assert r.status == "error" and "not allowed" in r.stderr

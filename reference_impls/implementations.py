@@ -109,6 +109,26 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "tests. Simplifies: feedback comes only from the two visible examples, a fixed budget "
                            "of runs, and the same small generated function families as the code env; there is no "
                            "repository, no compiler and no critic model."),
+    Implementation("webshop-grpo", "WebShop-style shopping agent (GRPO)", "grpo", "webshop", "envs/webshop.py",
+                   "A multi-turn agent that searches a simulated shop, opens products, picks color and size and "
+                   "buys; rewarded by how many of the instruction's attributes the purchase matches.",
+                   nodes=("gui", "gui-rl-interactive", "env-gui"),
+                   changes="Keeps the interactive web-agent loop of WebShop-style GUI RL: an instruction with "
+                           "attributes and a budget, a site with search, result lists, product pages with options "
+                           "and a buy button, numbered elements to act on, distractor products that miss one "
+                           "attribute, and an attribute-match reward (category, color, size, price each a quarter). "
+                           "Simplifies: text pages instead of HTML or screenshots, a generated catalog of 12-20 "
+                           "products per task instead of a million scraped ones, keyword search, and exactly one "
+                           "product that fits."),
+    Implementation("web-step-grpo", "One GUI action on a shop page (GRPO)", "grpo", "web-step", "envs/webshop.py",
+                   "Static GUI action prediction: given the instruction, the actions so far and the current page, "
+                   "predict the expert's next action; reward 1 when it matches.",
+                   nodes=("gui-rl-static",),
+                   changes="Keeps the static setting of GUI-R1 / UI-R1-style RL: one screen, an instruction and the "
+                           "history, one action scored by a rule against the ground-truth action (here the element "
+                           "number, or for a search any query whose results contain the target). Simplifies: the "
+                           "screen is the webshop env's text page (no pixels, no coordinates), the states come from "
+                           "expert trajectories of generated shopping tasks, and there are two action types."),
     Implementation("sql-grpo", "Text-to-SQL agent with database tools (GRPO)", "grpo", "sql", "envs/sql.py",
                    "An agent that lists tables, describes them and runs read-only queries on a generated SQLite "
                    "database, rewarded by execution match of its final query with the gold query.",

@@ -196,4 +196,5 @@ from . import memory as _memory  # noqa: E402,F401  (registers "memory" and "mem
 # code, SQL and web (issue 21)
 from . import sql as _sql  # noqa: E402,F401  (registers "sql")
 from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
+from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
 

@@ -3,8 +3,8 @@
 Every call of :func:`run_python` starts a fresh interpreter (``python -I -S``: isolated mode, no site,
 no user site, ``PYTHON*`` variables ignored) in a fresh temporary directory, with
 
-* resource limits set before exec (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``,
-  ``RLIMIT_CORE=0``) and a wall-clock timeout that kills the whole process group,
+* resource limits set before exec by ``prlimit(1)`` (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``,
+  ``RLIMIT_NPROC``, ``RLIMIT_CORE=0``; a ``preexec_fn`` only where prlimit is missing) and a wall-clock timeout that kills the whole process group,
 * an empty environment (``PATH``, ``LANG``, ``HOME`` = the temp dir; nothing of the trainer's),
 * stdout / stderr read incrementally and cut at ``max_output_bytes`` (the process is killed when it
   writes more; the trainer never buffers more than the cap),
@@ -186,6 +186,14 @@ def _command(layer: str, workdir: str) -> tuple[list[str], bool, str, str]:
     return [], drop, exe, workdir
 
 
+def _prlimit_argv(limits: Limits, nproc_base: int) -> list[str]:
+    exe = shutil.which("prlimit")
+    if not exe:
+        return []
+    c, m, f, n = limits.cpu_seconds, limits.memory_bytes, limits.file_bytes, nproc_base + limits.nprocs
+    return [exe, f"--cpu={c}:{c + 1}", f"--as={m}:{m}", f"--fsize={f}:{f}", "--core=0:0", f"--nproc={n}:{n}", "--"]
+
+
 def _preexec(limits: Limits, drop_uid: bool, nproc_base: int):
     import resource
 
@@ -231,10 +239,15 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
         hook = layer == "rlimits"
         boot = _BOOTSTRAP.format(hook=hook)
         with open(Path(workdir, "stdin.txt"), "rb") as fin:
-            proc = subprocess.Popen(argv + [exe, "-I", "-S", "-c", boot], cwd=workdir if layer != "bwrap" else None,
+            # limits via prlimit(1) and the uid switch via Popen's own (C-level) user/group arguments: no
+            # Python runs between fork and exec in a trainer that has threads (preexec_fn only without prlimit)
+            prl = _prlimit_argv(limits, nproc_base)
+            kw = dict(user=SANDBOX_UID, group=SANDBOX_UID, extra_groups=[]) if drop and prl else {}
+            proc = subprocess.Popen(prl + argv + [exe, "-I", "-S", "-c", boot],
+                                    cwd=workdir if layer != "bwrap" else None,
                                     stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(cwd),
                                     start_new_session=True, close_fds=True,
-                                    preexec_fn=_preexec(limits, drop, nproc_base))
+                                    preexec_fn=None if prl else _preexec(limits, drop, nproc_base), **kw)
         out, err, why, cpu = _collect(proc, limits)
         rc = proc.returncode
     except OSError as e:

@@ -149,3 +149,14 @@ def test_active_layer_on_this_machine():
 def test_audit_hook_of_the_rlimits_layer(code):
     r = run(code, "rlimits")
     assert r.status == "error" and "not allowed" in r.stderr
+
+
+@pytest.mark.parametrize("layer_", ["rlimits", LAYER])
+def test_limits_without_prlimit(layer_, monkeypatch):
+    """Where prlimit(1) is missing the limits (and the uid switch) are set in a preexec_fn: same containment."""
+    monkeypatch.setattr(sandbox, "_prlimit_argv", lambda limits, base: [])
+    assert "MemoryError" in run("a = []\nwhile True:\n    a.append(' ' * 10**7)", layer_).stderr
+    r = run("import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError as e:\n"
+            "        print('refused', flush=True); break\ntime.sleep(30)", layer_)
+    assert "refused" in r.stdout
+    assert "uid 65534" in run("import os\nprint('uid', os.getuid())", layer_).stdout or os.geteuid() != 0

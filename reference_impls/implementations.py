@@ -112,7 +112,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation("webshop-grpo", "WebShop-style shopping agent (GRPO)", "grpo", "webshop", "envs/webshop.py",
                    "A multi-turn agent that searches a simulated shop, opens products, picks color and size and "
                    "buys; rewarded by how many of the instruction's attributes the purchase matches.",
-                   nodes=("gui", "gui-rl-interactive", "env-gui"),
+                   nodes=("gui-rl-interactive", "env-gui"),
                    changes="Keeps the interactive web-agent loop of WebShop-style GUI RL: an instruction with "
                            "attributes and a budget, a site with search, result lists, product pages with options "
                            "and a buy button, numbered elements to act on, distractor products that miss one "

@@ -52,6 +52,8 @@ if {hook!r}:
     _pg = _os.getpgrp()
     _DENY = ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "subprocess.Popen",
              "os.system", "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlopen", "ctypes.cdata", "pty.spawn")
+    if {nofork!r}:  # root without a uid switch: RLIMIT_NPROC does not bind uid 0, so no fork at all
+        _DENY = _DENY + ("os.fork", "os.forkpty")
     _NOIMPORT = ("_posixsubprocess", "ctypes", "_ctypes", "_xxsubinterpreters")
     def _hook(event, args, _deny=_DENY, _pg=_pg, _noimport=_NOIMPORT):
         if event in _deny:
@@ -237,7 +239,7 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
         # RLIMIT_NPROC counts every task of the uid: relative to what that uid already runs
         nproc_base = _user_tasks(SANDBOX_UID if as_sandbox_uid else os.getuid())
         hook = layer == "rlimits"
-        boot = _BOOTSTRAP.format(hook=hook)
+        boot = _BOOTSTRAP.format(hook=hook, nofork=hook and _is_root() and not drop)
         with open(Path(workdir, "stdin.txt"), "rb") as fin:
             # limits via prlimit(1) and the uid switch via Popen's own (C-level) user/group arguments: no
             # Python runs between fork and exec in a trainer that has threads (preexec_fn only without prlimit)
@@ -354,11 +356,35 @@ def _probe() -> tuple[str, dict]:
         if shutil.which(layer) is None:
             notes[layer] = "not installed"
             continue
+        if layer == "unshare" and _is_root() and not _fallback_interpreter()[1]:
+            notes[layer] = "root, and no interpreter that uid 65534 can reach: it would run as root"
+            continue
         r = _spawn(layer, "print('ok')", "", Limits())
         if r.status == "ok" and r.stdout.strip() == "ok":
             return layer, notes
         notes[layer] = (r.stderr or r.status)[-300:]
     return "rlimits", notes
+
+
+def usable(layer: str) -> bool:
+    """Does ``layer`` work on this machine (the layer itself, not only its program being installed)?"""
+    if layer == "rlimits":
+        return True
+    if layer == active_layer():
+        return True
+    if LAYERS.index(layer) < LAYERS.index(active_layer()):
+        return False  # probed and failed
+    if shutil.which(layer) is None or (layer == "unshare" and _is_root() and not _fallback_interpreter()[1]):
+        return False
+    return _spawn(layer, "print('ok')", "", Limits()).stdout.strip() == "ok"
+
+
+def protects_files(layer: str) -> bool:
+    """Does ``layer`` keep the code away from the trainer user's files? bwrap: a private file system;
+    the others: only when they run the code as uid 65534 (i.e. the trainer is root)."""
+    if layer == "bwrap":
+        return True
+    return _is_root() and _fallback_interpreter()[1]
 
 
 def active_layer() -> str:

@@ -35,7 +35,6 @@ import os
 import random
 import re
 import sqlite3
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -110,7 +109,10 @@ def _rows(domain: str, rng: random.Random) -> dict[str, list[tuple]]:
 
 
 def _db_dir() -> Path:
-    d = Path(tempfile.gettempdir()) / f"atlas-sql-{os.getuid()}"
+    """``<data dir>/sql-env`` (``$ATLAS_DATA_DIR`` or ~/.cache/agentic-rl-atlas): the generated databases."""
+    from atlas_data import data_dir
+
+    d = data_dir() / "sql-env"
     d.mkdir(mode=0o700, exist_ok=True)
     return d
 

@@ -524,6 +524,59 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "at a sink when asked, and put it in or on the named receptacle."),
 
     # -- code, SQL and web (issue 21) ----------------------------------------------------------------
+    Implementation("code-grpo", "Code generation with hidden unit tests (GRPO)", "grpo", "code", "envs/code.py",
+                   "A policy that writes a small Python function from a spec; the reward is the fraction of hidden "
+                   "unit tests its code passes in a sandboxed process.",
+                   nodes=("code", "code-generation", "env-coding-benchmarks"),
+                   changes="Keeps the HumanEval/MBPP-style loop that code RL (e.g. CodeRL, PPOCoder, RLEF) trains "
+                           "on: a natural-language spec with examples, generated code executed against unit tests "
+                           "the model never sees, and a test-based reward (fraction passed, or pass/fail with "
+                           "all_pass_only). Simplifies: twelve procedurally generated function families in three "
+                           "levels (parameters seeded per problem) instead of human-written problems, single-file "
+                           "standard-library code, and return values compared after a JSON round trip. Code runs "
+                           "only in the sandbox (bubblewrap namespaces here), never in the trainer."),
+    Implementation("code-refine-grpo", "Code refinement with a test-running tool (GRPO)", "grpo", "code-refine",
+                   "envs/code.py",
+                   "A multi-turn coder that runs drafts on the visible examples with a <run> tool, reads the "
+                   "failures and resubmits; rewarded by the hidden tests.",
+                   nodes=("code-refinement",),
+                   changes="Keeps the execution-feedback loop of refinement methods (RLEF, self-debugging): the "
+                           "agent runs its draft, gets concrete failures (call, returned value, expected value, "
+                           "or the exception) and revises before the final submission, which is scored on hidden "
+                           "tests. Simplifies: feedback comes only from the two visible examples, a fixed budget "
+                           "of runs, and the same small generated function families as the code env; there is no "
+                           "repository, no compiler and no critic model."),
+    Implementation("webshop-grpo", "WebShop-style shopping agent (GRPO)", "grpo", "webshop", "envs/webshop.py",
+                   "A multi-turn agent that searches a simulated shop, opens products, picks color and size and "
+                   "buys; rewarded by how many of the instruction's attributes the purchase matches.",
+                   nodes=("gui-rl-interactive", "env-gui"),
+                   changes="Keeps the interactive web-agent loop of WebShop-style GUI RL: an instruction with "
+                           "attributes and a budget, a site with search, result lists, product pages with options "
+                           "and a buy button, numbered elements to act on, distractor products that miss one "
+                           "attribute, and an attribute-match reward (category, color, size, price each a quarter). "
+                           "Simplifies: text pages instead of HTML or screenshots, a generated catalog of 12-20 "
+                           "products per task instead of a million scraped ones, keyword search, and exactly one "
+                           "product that fits."),
+    Implementation("web-step-grpo", "One GUI action on a shop page (GRPO)", "grpo", "web-step", "envs/webshop.py",
+                   "Static GUI action prediction: given the instruction, the actions so far and the current page, "
+                   "predict the expert's next action; reward 1 when it matches.",
+                   nodes=("gui-rl-static",),
+                   changes="Keeps the static setting of GUI-R1 / UI-R1-style RL: one screen, an instruction and the "
+                           "history, one action scored by a rule against the ground-truth action (here the element "
+                           "number, or for a search any query whose results contain the target). Simplifies: the "
+                           "screen is the webshop env's text page (no pixels, no coordinates), the states come from "
+                           "expert trajectories of generated shopping tasks, and there are two action types."),
+    Implementation("sql-grpo", "Text-to-SQL agent with database tools (GRPO)", "grpo", "sql", "envs/sql.py",
+                   "An agent that lists tables, describes them and runs read-only queries on a generated SQLite "
+                   "database, rewarded by execution match of its final query with the gold query.",
+                   nodes=("other-table",),
+                   changes="Keeps what Spider/BIRD-style text-to-SQL RL measures: a natural-language question over a "
+                           "real relational database, a gold query, and execution match (same result set, ordered "
+                           "only when the gold query orders) as the reward, plus the agentic part (inspect the schema "
+                           "and try queries before answering). Simplifies: two small generated schemas (shop, school) "
+                           "with tens of rows instead of hundreds of real databases, templated questions in three "
+                           "levels (filter/count, aggregation/ordering, joins), and no value linking or dirty data. "
+                           "Every query runs read-only (mode=ro, query_only, an authorizer, a time and row limit)."),
 
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}

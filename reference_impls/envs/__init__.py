@@ -197,4 +197,7 @@ from . import sokoban as _sokoban  # noqa: E402,F401  (registers "sokoban")
 from . import household as _household  # noqa: E402,F401  (registers "household")
 
 # code, SQL and web (issue 21)
+from . import sql as _sql  # noqa: E402,F401  (registers "sql")
+from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
+from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
 

@@ -1,0 +1,407 @@
+"""Run model-written Python in a separate, locked-down process. Never in the trainer's process.
+
+Every call of :func:`run_python` starts a fresh interpreter (``python -I -S``: isolated mode, no site,
+no user site, ``PYTHON*`` variables ignored) in a fresh temporary directory, with
+
+* resource limits set before exec by ``prlimit(1)`` (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``,
+  ``RLIMIT_NPROC``, ``RLIMIT_CORE=0``; a ``preexec_fn`` only where prlimit is missing) and a wall-clock timeout that kills the whole process group,
+* an empty environment (``PATH``, ``LANG``, ``HOME`` = the temp dir; nothing of the trainer's),
+* stdout / stderr read incrementally and cut at ``max_output_bytes`` (the process is killed when it
+  writes more; the trainer never buffers more than the cap),
+* the strongest isolation *layer* this machine allows, chosen once per process (:func:`active_layer`):
+
+``bwrap``     bubblewrap: new net, pid, ipc, uts, cgroup (and user, when not root) namespaces; a root
+              file system holding only read-only ``/usr`` and the interpreter's prefix, a private
+              ``/tmp`` and ``/proc``, the temp dir bound read-write as the working directory. No network
+              device but loopback; the parent is outside the pid namespace. As root, bwrap sets up the
+              mounts and ``setpriv`` drops to uid/gid 65534 with no capabilities before Python starts
+              (so ``RLIMIT_NPROC`` applies: the kernel exempts uid 0 from it).
+``unshare``   ``unshare --net --pid --fork --mount-proc`` (``-r`` when not root): no network, own pid
+              namespace; the file system is the host's (as uid 65534 when started as root).
+``rlimits``   no namespaces: limits, uid 65534 when root, and an audit hook installed by our bootstrap
+              (not the model's code) that refuses socket creation, subprocesses and exec (also the
+              ``_posixsubprocess`` import), ``ctypes`` and ``os.kill`` outside the group.
+              An audit hook is *not* a security boundary.
+
+See docs/env_code_sql.md for what each layer does not protect against and which one is active here.
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+LAYERS = ("bwrap", "unshare", "rlimits")
+SANDBOX_UID = 65534  # nobody
+WORKDIR_IN_BWRAP = "/sandbox"
+
+# Our bootstrap (argument of ``-c``, so model code cannot edit it): optional audit hook, then run main.py.
+_BOOTSTRAP = r"""
+import sys
+if {hook!r}:
+    import os as _os
+    _pg = _os.getpgrp()
+    _DENY = ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "subprocess.Popen",
+             "os.system", "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlopen", "ctypes.cdata", "pty.spawn")
+    if {nofork!r}:  # root without a uid switch: RLIMIT_NPROC does not bind uid 0, so no fork at all
+        _DENY = _DENY + ("os.fork", "os.forkpty")
+    _NOIMPORT = ("_posixsubprocess", "ctypes", "_ctypes", "_xxsubinterpreters")
+    def _hook(event, args, _deny=_DENY, _pg=_pg, _noimport=_NOIMPORT):
+        if event in _deny:
+            raise PermissionError("sandbox: " + event + " is not allowed")
+        if event == "import" and args and args[0] in _noimport:
+            raise PermissionError("sandbox: importing " + args[0] + " is not allowed")
+        if event in ("os.kill", "os.killpg") and args and args[0] not in (0, _pg, -_pg):
+            raise PermissionError("sandbox: signals to other processes are not allowed")
+    sys.addaudithook(_hook)
+sys.argv = ["main.py"]
+sys.path.insert(0, "")
+_src = open("main.py", encoding="utf-8").read()
+exec(compile(_src, "main.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
+"""
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu_seconds: int = 2
+    wall_seconds: float = 5.0
+    memory_bytes: int = 512 * 2**20  # address space; Python itself needs ~30 MB
+    file_bytes: int = 2**20
+    nprocs: int = 16
+    max_output_bytes: int = 64 * 2**10
+
+
+@dataclass
+class Result:
+    status: str  # ok | error | timeout | cpu_limit | output_limit | killed | sandbox_error
+    returncode: int | None
+    stdout: str
+    stderr: str
+    wall_s: float
+    layer: str
+    truncated: bool = False
+    info: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _interpreter() -> str:
+    """The base interpreter (not the venv's: model code gets the standard library only)."""
+    exe = Path(sys.executable).resolve()
+    base = Path(sys.base_prefix) / "bin" / exe.name
+    return str(base if base.exists() else exe)
+
+
+def _world_reachable(path: str) -> bool:
+    """Can an unrelated uid reach and execute ``path`` (every parent searchable by others)?"""
+    p = Path(path).resolve()
+    for parent in list(p.parents)[::-1]:
+        if not os.stat(parent).st_mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(p).st_mode & stat.S_IXOTH)
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+@lru_cache(maxsize=4)
+def _fallback_interpreter() -> tuple[str, bool]:
+    """(interpreter, drop_uid) for the layers without a private mount namespace. As root we drop to
+    uid 65534 and need an interpreter that uid can reach; else we run as ourselves."""
+    exe = _interpreter()
+    if not _is_root():
+        return exe, False
+    for cand in (exe, "/usr/bin/python3"):
+        if os.path.exists(cand) and _world_reachable(cand):
+            return cand, True
+    return exe, False
+
+
+def _user_tasks(uid: int) -> int:
+    """Tasks (threads count) currently owned by ``uid``: RLIMIT_NPROC counts them all."""
+    n = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                uid_ok = threads = None
+                for line in f:
+                    if line.startswith("Uid:"):
+                        uid_ok = int(line.split()[1]) == uid
+                    elif line.startswith("Threads:"):
+                        threads = int(line.split()[1])
+                if uid_ok:
+                    n += threads or 1
+        except (OSError, ValueError):
+            continue
+    return n
+
+
+def _command(layer: str, workdir: str) -> tuple[list[str], bool, str, str]:
+    """(argv prefix before the interpreter's arguments, drop uid in preexec, interpreter, cwd)."""
+    if layer == "bwrap":
+        exe = _interpreter()
+        prefix = sys.base_prefix
+        argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
+        for link in ("lib", "lib64", "bin", "sbin"):
+            if os.path.islink(f"/{link}"):
+                argv += ["--symlink", os.readlink(f"/{link}"), f"/{link}"]
+            elif os.path.isdir(f"/{link}"):
+                argv += ["--ro-bind", f"/{link}", f"/{link}"]
+        if not prefix.startswith("/usr/"):
+            argv += ["--ro-bind", prefix, prefix]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", workdir, WORKDIR_IN_BWRAP,
+                 "--chdir", WORKDIR_IN_BWRAP, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+                 "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", WORKDIR_IN_BWRAP]
+        if _is_root():
+            argv += ["--", "/usr/bin/setpriv", "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID),
+                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+        else:
+            argv += ["--unshare-user", "--"]
+        return argv, False, exe, WORKDIR_IN_BWRAP
+    exe, drop = _fallback_interpreter()
+    if layer == "unshare":
+        argv = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        if not _is_root():
+            argv.insert(1, "-r")
+            drop = False
+        elif drop:
+            # unshare must run as root to create namespaces; setpriv drops the uid after
+            argv += ["/usr/bin/setpriv", "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID),
+                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+            drop = False
+        return argv, drop, exe, workdir
+    return [], drop, exe, workdir
+
+
+def _prlimit_argv(limits: Limits, nproc_base: int) -> list[str]:
+    exe = shutil.which("prlimit")
+    if not exe:
+        return []
+    c, m, f, n = limits.cpu_seconds, limits.memory_bytes, limits.file_bytes, nproc_base + limits.nprocs
+    return [exe, f"--cpu={c}:{c + 1}", f"--as={m}:{m}", f"--fsize={f}:{f}", "--core=0:0", f"--nproc={n}:{n}", "--"]
+
+
+def _preexec(limits: Limits, drop_uid: bool, nproc_base: int):
+    import resource
+
+    def fn():
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        nproc = nproc_base + limits.nprocs
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        if drop_uid:
+            os.setgroups([])
+            os.setgid(SANDBOX_UID)
+            os.setuid(SANDBOX_UID)
+    return fn
+
+
+def _env(home: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home}
+
+
+def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, str] | None = None) -> Result:
+    workdir = tempfile.mkdtemp(prefix="atlas-sbx-")
+    t0 = time.perf_counter()
+    proc = None
+    try:
+        Path(workdir, "main.py").write_text(code, encoding="utf-8")
+        Path(workdir, "stdin.txt").write_text(stdin, encoding="utf-8")
+        extra = dict(files or {})
+        for name, text in extra.items():
+            if "/" in name or name in ("main.py", "stdin.txt", "", ".", ".."):
+                raise ValueError(f"sandbox file name {name!r}")
+            Path(workdir, name).write_text(text, encoding="utf-8")
+        argv, drop, exe, cwd = _command(layer, workdir)
+        as_sandbox_uid = drop or (layer != "rlimits" and _is_root() and (layer == "bwrap" or "setpriv" in " ".join(argv)))
+        if as_sandbox_uid:
+            os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
+            for name in ("main.py", "stdin.txt", *extra):
+                os.chown(Path(workdir, name), SANDBOX_UID, SANDBOX_UID)
+        os.chmod(workdir, 0o700)
+        # RLIMIT_NPROC counts every task of the uid: relative to what that uid already runs
+        nproc_base = _user_tasks(SANDBOX_UID if as_sandbox_uid else os.getuid())
+        hook = layer == "rlimits"
+        boot = _BOOTSTRAP.format(hook=hook, nofork=hook and _is_root() and not drop)
+        with open(Path(workdir, "stdin.txt"), "rb") as fin:
+            # limits via prlimit(1) and the uid switch via Popen's own (C-level) user/group arguments: no
+            # Python runs between fork and exec in a trainer that has threads (preexec_fn only without prlimit)
+            prl = _prlimit_argv(limits, nproc_base)
+            kw = dict(user=SANDBOX_UID, group=SANDBOX_UID, extra_groups=[]) if drop and prl else {}
+            proc = subprocess.Popen(prl + argv + [exe, "-I", "-S", "-c", boot],
+                                    cwd=workdir if layer != "bwrap" else None,
+                                    stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(cwd),
+                                    start_new_session=True, close_fds=True,
+                                    preexec_fn=None if prl else _preexec(limits, drop, nproc_base), **kw)
+        out, err, why, cpu = _collect(proc, limits)
+        rc = proc.returncode
+    except OSError as e:
+        return Result("sandbox_error", None, "", f"{type(e).__name__}: {e}", time.perf_counter() - t0, layer)
+    finally:
+        if proc is not None:
+            _kill_group(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+    wall = time.perf_counter() - t0
+    truncated = why == "output_limit"
+    if why:
+        status = why
+    elif rc == 0:
+        status = "ok"
+    elif rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU) or (cpu is not None and cpu >= 0.9 * limits.cpu_seconds):
+        status = "cpu_limit"
+    elif rc is not None and (rc < 0 or rc > 128):
+        status = "killed"
+    else:
+        status = "error"
+    cap = limits.max_output_bytes
+    return Result(status, rc, out[:cap].decode("utf-8", "replace"), err[:cap].decode("utf-8", "replace"), wall, layer,
+                  truncated, {"cpu_s": cpu})
+
+
+def _collect(proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bytes, str | None, float | None]:
+    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    sel = selectors.DefaultSelector()
+    for f in bufs:
+        sel.register(f, selectors.EVENT_READ)
+    deadline = time.monotonic() + limits.wall_seconds
+    why = None
+    open_ = 2
+    while open_:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            why = "timeout"
+            break
+        for key, _ in sel.select(timeout=min(left, 0.5)):
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                open_ -= 1
+                continue
+            buf = bufs[key.fileobj]
+            buf += chunk[: limits.max_output_bytes + 1 - len(buf)]
+            if len(buf) > limits.max_output_bytes:
+                why = "output_limit"
+        if why:
+            break
+    sel.close()
+    cpu = None
+    if why:
+        _kill_group(proc)
+    else:
+        cpu = _wait(proc, max(0.1, deadline - time.monotonic()))
+        if cpu is None:
+            why = "timeout"
+            _kill_group(proc)
+    if proc.returncode is None:
+        cpu = _wait(proc, 5.0)
+    for f in bufs:
+        f.close()
+    return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), why, cpu
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> float | None:
+    """Reap ``proc`` within ``timeout`` (None if it is still running); returns its CPU seconds, including
+    the children it reaped (os.wait4's rusage), which tells a CPU-limit kill from other deaths."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0.0 if proc.returncode is not None else None
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return ru.ru_utime + ru.ru_stime
+        if time.monotonic() > end:
+            return None
+        time.sleep(0.005)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+@lru_cache(maxsize=1)
+def _probe() -> tuple[str, dict]:
+    notes: dict[str, str] = {}
+    forced = os.environ.get("ATLAS_SANDBOX_LAYER")
+    if forced:
+        if forced not in LAYERS:
+            raise ValueError(f"ATLAS_SANDBOX_LAYER must be one of {LAYERS}")
+        return forced, {"forced": forced}
+    for layer in LAYERS[:-1]:
+        if shutil.which(layer) is None:
+            notes[layer] = "not installed"
+            continue
+        if layer == "unshare" and _is_root() and not _fallback_interpreter()[1]:
+            notes[layer] = "root, and no interpreter that uid 65534 can reach: it would run as root"
+            continue
+        r = _spawn(layer, "print('ok')", "", Limits())
+        if r.status == "ok" and r.stdout.strip() == "ok":
+            return layer, notes
+        notes[layer] = (r.stderr or r.status)[-300:]
+    return "rlimits", notes
+
+
+def usable(layer: str) -> bool:
+    """Does ``layer`` work on this machine (the layer itself, not only its program being installed)?"""
+    if layer == "rlimits":
+        return True
+    if layer == active_layer():
+        return True
+    if LAYERS.index(layer) < LAYERS.index(active_layer()):
+        return False  # probed and failed
+    if shutil.which(layer) is None or (layer == "unshare" and _is_root() and not _fallback_interpreter()[1]):
+        return False
+    return _spawn(layer, "print('ok')", "", Limits()).stdout.strip() == "ok"
+
+
+def protects_files(layer: str) -> bool:
+    """Does ``layer`` keep the code away from the trainer user's files? bwrap: a private file system;
+    the others: only when they run the code as uid 65534 (i.e. the trainer is root)."""
+    if layer == "bwrap":
+        return True
+    return _is_root() and _fallback_interpreter()[1]
+
+
+def active_layer() -> str:
+    """The isolation layer used by default here (probed once per process; ``ATLAS_SANDBOX_LAYER`` forces one)."""
+    return _probe()[0]
+
+
+def layer_report() -> dict:
+    layer, notes = _probe()
+    return {"layer": layer, "why_not_stronger": notes, "root": _is_root(), "interpreter": _interpreter()}
+
+
+def run_python(code: str, stdin: str = "", limits: Limits | None = None, layer: str | None = None,
+               files: dict[str, str] | None = None) -> Result:
+    """Run ``code`` as ``main.py`` in a sandbox (``files``: more files beside it, e.g. a model's module);
+    never raises for anything the code does."""
+    layer = layer or active_layer()
+    if layer not in LAYERS:
+        raise ValueError(f"layer must be one of {LAYERS}")
+    return _spawn(layer, code, stdin, limits or Limits(), files)

@@ -95,8 +95,8 @@ def graph_view(dimension: str | None, show_works: bool, show_algorithms: bool) -
 
 
 @st.cache_resource(show_spinner=False)
-def heatmap(selected: tuple[str, str] | None = None) -> presentation.ChartView:
-    return presentation.heatmap(catalog(), selected)
+def heatmap(selected: tuple[str, str] | None = None, with_inferred: bool = False) -> presentation.ChartView:
+    return presentation.heatmap(catalog(), selected, inferred_axes()[0] if with_inferred else None)
 
 
 @st.cache_resource(show_spinner=False)

@@ -209,3 +209,24 @@ def test_catalog_pickle_cache_is_reused_and_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setattr(state, "_catalog_fingerprint", lambda: "changed")  # new data or code: a new file
     state.load_catalog_cached(tmp_path)
     assert len(calls) == 3 and [p.name for p in tmp_path.glob("catalog-*.pickle")] == ["catalog-changed.pickle"]
+
+
+def test_overview_and_node_pages_switch_to_inferred_axes():
+    from app import presentation
+    from papers import load_catalog
+    from papers.axes import by_work, load_inferred
+
+    cat = load_catalog()
+    inferred = by_work(load_inferred(cat))
+    (cap, task), keys = max(presentation.inferred_cells(cat, inferred).items(), key=lambda kv: len(kv[1]))
+    extra = len(keys - presentation.cell_keys(cat, cap, task))
+    survey = open_page(None, cap=cap, task=task)
+    assert "With an inferred axis" not in texts(survey)
+    at = open_page(None, cap=cap, task=task, axes="inferred")
+    assert f"With an inferred axis: {extra} method" in texts(at)
+    assert len(at.dataframe) == len(survey.dataframe) + 1  # the survey's table stays, the guesses are apart
+    node = open_page("taxonomy", node="tool-use")
+    toggle = next(t for t in node.toggle if "placement model puts here" in t.label)
+    toggle.set_value(True).run()
+    assert not node.exception
+    assert any("confidence" in d.value.columns for d in node.dataframe)

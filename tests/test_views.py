@@ -324,3 +324,42 @@ def test_every_algorithm_node_runs_links_to_its_family_or_says_why_not(catalog):
     missing = {node for node, (kind, _) in runs.items() if kind == "none"}
     assert missing == set(NOT_IMPLEMENTED), missing ^ set(NOT_IMPLEMENTED)
     assert len(runs) == 42
+
+
+def test_heatmap_with_inferred_axes_adds_guesses_beside_the_survey(catalog):
+    from papers.axes import by_work, load_inferred
+
+    inferred = by_work(load_inferred(catalog))
+    survey = presentation.heatmap(catalog)
+    both = presentation.heatmap(catalog, inferred=inferred)
+    cells = presentation.inferred_cells(catalog, inferred)
+    assert cells, "the shipped inferences add methods to some cells"
+    added = 0
+    for s_item, b_item, ids in zip(survey.spec["series"][0]["data"], both.spec["series"][0]["data"], both.ids):
+        v = 0 if s_item["value"][2] == "-" else s_item["value"][2]
+        w = 0 if b_item["value"][2] == "-" else b_item["value"][2]
+        extra = cells.get(ids, set()) - presentation.cell_keys(catalog, *ids)
+        assert w == v + len(extra)  # the survey's count is never changed, only added to
+        if extra:
+            added += 1
+            assert b_item["label"]["formatter"] == f"{v}+{len(extra)}"
+            assert {x.key for x in presentation.inferred_cell_works(catalog, *ids, inferred)} == extra
+    assert added > 0
+    # every counted guess is the first choice of an axis the survey does not give, above the threshold
+    for (cap, task), keys in cells.items():
+        for key in keys:
+            axes = inferred[key]
+            assert any(r[0].section in (cap, task) and r[0].section_confidence >= presentation.INFERRED_MIN_CONFIDENCE
+                       for r in axes.values())
+
+
+def test_inferred_node_works_respect_the_threshold(catalog):
+    from papers.axes import by_work, load_inferred
+
+    inferred = by_work(load_inferred(catalog))
+    rows = presentation.inferred_node_works(catalog, "tool-use", inferred)
+    assert rows and all(c >= presentation.INFERRED_MIN_CONFIDENCE for _, c in rows)
+    for work, confidence in rows:
+        tops = [ranked[0] for ranked in inferred[work.key].values()]
+        assert any("tool-use" in catalog.taxonomy.path(t.node) and t.confidence == confidence for t in tops)
+    assert presentation.inferred_node_works(catalog, "tool-use", inferred, min_confidence=1.01) == []

@@ -54,15 +54,38 @@ st.caption(
 )
 cap, task = presentation.first_param(p, "cap"), presentation.first_param(p, "task")
 cell = (cap, task) if cap in cat.taxonomy and task in cat.taxonomy else None
-heat = state.heatmap(cell)
+AXES_CHOICES = {"survey": "Survey only", "inferred": "With inferred axes"}
+axes_param = presentation.first_param(p, "axes", "survey")
+
+
+def _axes_changed() -> None:
+    keep = {"cap": cap, "task": task} if cell else {}
+    ui.set_params({**keep, "axes": "inferred"} if st.session_state.get("heat_axes") == "inferred" else keep)
+
+
+axes_mode = st.segmented_control(
+    "Placements", list(AXES_CHOICES), format_func=AXES_CHOICES.get,
+    default=axes_param if axes_param in AXES_CHOICES else "survey", key="heat_axes", on_change=_axes_changed,
+    help="With inferred axes, a method the survey places on one axis also counts in the cell of the placement "
+         "model's first choice for the other axis (section confidence at least "
+         f"{presentation.INFERRED_MIN_CONFIDENCE:.0%}); shown as survey+inferred. A model's guess, not the survey's.")
+with_inferred = axes_mode == "inferred"
+inferred, inferred_error = state.inferred_axes() if with_inferred else ({}, None)
+if inferred_error:
+    st.caption(f":material/warning: Inferred axes not shown: {ui.md(inferred_error)}")
+heat = state.heatmap(cell, with_inferred and not inferred_error)
+
+
+def _cell_params(c: str | None = None, t: str | None = None) -> dict:
+    out = {"cap": c, "task": t} if c else {}
+    return {**out, "axes": "inferred"} if with_inferred else out
 
 
 def _pick_cell(index: int | None) -> None:
     if index is None:
-        ui.set_params({})
+        ui.set_params(_cell_params())
     else:
-        c, t = heat.ids[index]
-        ui.set_params({"cap": c, "task": t})
+        ui.set_params(_cell_params(*heat.ids[index]))
 
 
 ui.echarts(heat, key=f"heatmap-{ui.nonce()}", on_pick=_pick_cell,
@@ -80,6 +103,12 @@ if cap or task:
         ui.works_table(presentation.works_frame(works, cat), key=f"cell-works-{ui.nonce()}")
         if works:
             ui.export_buttons([w.key for w in works], stem=f"atlas-{cell[0]}-x-{cell[1]}", key="cell-dl")
+        if with_inferred and inferred:
+            guessed = presentation.inferred_cell_works(cat, *cell, inferred)
+            st.markdown(f"**With an inferred axis: {len(guessed)} method{'s' if len(guessed) != 1 else ''}** "
+                        "(the placement model's guess for the axis the survey does not give them; not survey facts)")
+            if guessed:
+                ui.works_table(presentation.works_frame(guessed, cat), key=f"cell-inferred-{ui.nonce()}")
 
 st.header("Works per year, by dimension", divider="gray")
 st.caption("A work placed in two dimensions counts in both. Click a legend entry to hide a dimension.")

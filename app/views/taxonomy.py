@@ -93,6 +93,19 @@ def node_page(node_id: str) -> None:
         ui.export_buttons([w.key for w in page.works], stem=f"atlas-{node_id}", key=f"node-dl-{node_id}-{include}")
     ui.search_link(f"Search within {page.name}", node=node_id)
 
+    if page.dimension in ("capability", "task"):
+        inferred, inferred_error = state.inferred_axes()
+        guessed = presentation.inferred_node_works(cat, node_id, inferred) if not inferred_error else []
+        if guessed and st.toggle(f"Also show {len(guessed)} method{'s' if len(guessed) != 1 else ''} the placement "
+                                 "model puts here (inferred, not the survey's)", key=f"inferred-{node_id}"):
+            st.caption("For each, the survey gives only the other axis; this is the model's first choice for this "
+                       f"one, with confidence at least {presentation.INFERRED_MIN_CONFIDENCE:.0%} "
+                       "(docs/axis_inference.md: 80 % of such first choices match the survey where it places both).")
+            frame = presentation.works_frame([w for w, _ in guessed], cat)
+            frame.insert(0, "confidence", [round(c, 2) for _, c in guessed])
+            ui.works_table(frame, key=f"node-inferred-{node_id}-{ui.nonce()}",
+                           columns=["confidence", "open", "name", "title", "year", "kind", "nodes"])
+
     st.subheader("In the survey's tables")
     ui.survey_tables(page.tables, key=f"node-tables-{node_id}")
 

@@ -35,8 +35,11 @@ class JsonlLogger:
     """metrics.jsonl (one line per step, flushed) and samples.jsonl (a few transcripts per step)."""
 
     def __init__(self, out: Path, samples_per_step: int = 2):
-        self.metrics = open(out / "metrics.jsonl", "a", buffering=1)
-        self.samples = open(out / "samples.jsonl", "a", buffering=1)
+        from .rundir import RunDir
+
+        run = RunDir(out)
+        self.metrics = open(run.metrics_path, "a", buffering=1)
+        self.samples = open(run.samples_path, "a", buffering=1)
         self.samples_per_step = samples_per_step
 
     def __call__(self, trainer) -> None:

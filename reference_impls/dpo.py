@@ -42,6 +42,7 @@ import torch.nn.functional as F
 
 from .algorithm import Algorithm, Context
 from .common import collate, completion_logprobs, seed_everything
+from .rundir import RunDir
 from .options import ConfigError, Options, option
 from .rollout import RolloutConfig, Sample, rollout
 
@@ -200,7 +201,7 @@ class DPO(Algorithm):
         cfg, tcfg = self.cfg, ctx.train
         out = Path(ctx.out)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / "pairs.jsonl"
+        path = RunDir(out).pairs_path
         self.pair_stats = None
         if not path.exists():
             if cfg.pairs_file:

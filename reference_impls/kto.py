@@ -4,7 +4,7 @@ Data
     KTO needs no pairs, only a binary label per episode. For ``sample_prompts`` train problems the starting
     model samples ``group_size`` episodes each (the shared rollout); a correct episode is *desirable*, an
     incorrect one *undesirable*. Unlike DPO, a prompt whose samples are all right or all wrong still gives
-    data. The labelled episodes are written to ``RUN/samples.jsonl`` and ``--samples-file FILE`` reuses them.
+    data. The labelled episodes are written to ``RUN/episodes.jsonl`` (``RunDir.episodes_path``) and ``--samples-file FILE`` reuses them.
 
 Objective (the paper's eq. 7, the numbering TRL's KTOTrainer cites too), with the implicit reward
 r(x, y) = log pi(y|x) - log pi_ref(y|x) summed over *model* tokens::
@@ -39,6 +39,7 @@ import torch
 from .algorithm import Algorithm, Context
 from .common import seed_everything
 from .dpo import _sample_json, sequence_logps
+from .rundir import RunDir
 from .options import ConfigError, Options, option
 from .rollout import RolloutConfig, Sample, rollout
 
@@ -54,7 +55,7 @@ class Config(Options):
     samples_per_step: int = option(8, "Labelled episodes per optimizer step.", low=2, high=4096)
     sample_prompts: int = option(64, "Train prompts rolled out (group_size samples each) to build the data.", low=1,
                                  high=100000)
-    samples_file: str = option("", "Reuse these labelled episodes (a RUN/samples.jsonl) instead of sampling.")
+    samples_file: str = option("", "Reuse these labelled episodes (a RUN/episodes.jsonl) instead of sampling.")
 
 
 def kto_loss(logps, ref_logps, desirable, kl, beta: float = 0.1, desirable_weight: float = 1.0,
@@ -132,7 +133,7 @@ class KTO(Algorithm):
         cfg, tcfg = self.cfg, ctx.train
         out = Path(ctx.out)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / "samples.jsonl"
+        path = RunDir(out).episodes_path  # not samples.jsonl: that is the trainer's per-step transcripts
         if not path.exists():
             if cfg.samples_file:
                 shutil.copyfile(cfg.samples_file, path)

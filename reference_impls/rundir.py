@@ -9,7 +9,8 @@
       samples.jsonl        a few transcripts per step
       warm_start.jsonl     one line per SFT warm-start step (when --sft-steps > 0)
       reference.safetensors  the warm-started model, when a reference (KL, DPO) is kept and --sft-steps > 0
-      pairs.jsonl          DPO's preference pairs
+      pairs.jsonl          DPO's preference pairs (and its variants')
+      episodes.jsonl       KTO's labelled episodes
       log.txt              the trainer's output (runs started by the run manager)
       tb/                  TensorBoard events
       checkpoints/step_000010/   model + tokenizer (save_pretrained), optimizer.pt, trainer_state.json,
@@ -80,6 +81,11 @@ class RunDir:
         """The frozen reference's weights when it is the warm-started model (a resume cannot redo the warm
         start, so it reads the reference from here)."""
         return self.path / "reference.safetensors"
+
+    @property
+    def episodes_path(self) -> Path:
+        """KTO's labelled (unpaired) episodes."""
+        return self.path / "episodes.jsonl"
 
     @property
     def pairs_path(self) -> Path:

@@ -311,6 +311,13 @@ def test_kto_trains_two_steps_through_the_cli(tmp_path):
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [1, 2] and all(math.isfinite(row["loss"]) for row in rows)
     assert (out / "samples.jsonl").exists() and {"kl", "rewards/rejected", "desirable_fraction"} <= set(rows[0])
+    # the labelled episodes have their own file: the trainer's per-step transcripts (samples.jsonl) never mix in,
+    # so a resume reloads exactly the episodes it trained on
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert "stats" in episodes[0] and all("uid" in e and "sample" in e for e in episodes[1:])
+    assert train.main(["--resume", str(out), "--steps", "3"]) in (0, None)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3]
 
 
 # ----------------------------------------------------------------------------------------------------

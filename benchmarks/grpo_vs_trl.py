@@ -74,8 +74,24 @@ def _loop_ours(trainer, a) -> dict:
     return {"step_s": times, "completion_len_mean": tokens, "reward_mean": rewards}
 
 
-def run_trl_multi_turn(a) -> dict:
+def step_timer():
+    """A TRL callback recording each optimisation step's wall time in ``.times``."""
     from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def __init__(self):
+            self.times = []
+
+        def on_step_begin(self, args, state, control, **kw):
+            self.t0 = time.time()
+
+        def on_step_end(self, args, state, control, **kw):
+            self.times.append(time.time() - self.t0)
+
+    return StepTimer()
+
+
+def run_trl_multi_turn(a) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from reference_impls.models import load_policy
@@ -87,14 +103,8 @@ def run_trl_multi_turn(a) -> dict:
     data, _, by_prompt = prompt_dataset("calculator", "train", 256, 0, options)
     rollout = AtlasRollout("calculator", by_prompt, options, a.turn_tokens, a.max_completion_length, 1.0,
                            engine=a.trl_engine)
-    times = []
-
-    class Timer(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
-            self.t0 = time.time()
-
-        def on_step_end(self, args, state, control, **kw):
-            times.append(time.time() - self.t0)
+    timer = step_timer()
+    times = timer.times
 
     n = a.prompts * a.group_size
     cfg = GRPOConfig(output_dir="/tmp/grpo_vs_trl_trl", use_cpu=True, bf16=False, report_to="none", max_steps=a.steps,
@@ -104,7 +114,7 @@ def run_trl_multi_turn(a) -> dict:
                      lr_scheduler_type="constant", adam_beta2=0.99, gradient_checkpointing=False,
                      dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, reward_funcs=environment_reward, args=cfg, train_dataset=data,
-                          processing_class=tok, rollout_func=rollout, callbacks=[Timer()])
+                          processing_class=tok, rollout_func=rollout, callbacks=[timer])
     trainer.train()
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h]
     # TRL's completion length counts model tokens only (env_mask); ours counts model + tool tokens: report
@@ -120,7 +130,6 @@ def run_trl(a) -> dict:
     if a.multi_turn:
         return run_trl_multi_turn(a)
     from datasets import Dataset
-    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from reference_impls.models import load_policy
@@ -137,14 +146,8 @@ def run_trl(a) -> dict:
             out.append(by_question[q].step(text).reward if "<answer>" in text else 0.0)
         return out
 
-    times = []
-
-    class Timer(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
-            self.t0 = time.time()
-
-        def on_step_end(self, args, state, control, **kw):
-            times.append(time.time() - self.t0)
+    timer = step_timer()
+    times = timer.times
 
     n = a.prompts * a.group_size
     cfg = GRPOConfig(output_dir="/tmp/grpo_vs_trl_trl", use_cpu=True, bf16=False, report_to="none", max_steps=a.steps,
@@ -153,7 +156,7 @@ def run_trl(a) -> dict:
                      loss_type=a.loss_type, beta=0.0, logging_steps=1, save_strategy="no", seed=0, top_k=0,
                      dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=cfg, train_dataset=data, processing_class=tok,
-                          callbacks=[Timer()])
+                          callbacks=[timer])
     trainer.train()
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h]
     return {"step_s": times, "completion_len_mean": [h["completions/mean_length"] for h in logs],

@@ -24,9 +24,9 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from ..options import Options, option
+from ..options import option
 from . import EnvSpec, register_env
-from .gridgames import DIRECTIONS, TOOL, GridGameEnv, plan_demonstration, split_of
+from .gridgames import DIRECTIONS, TOOL, GridGameEnv, GridGameOptions, plan_demonstration, split_of
 
 LEVELS = {1: (4, 0.85, 2), 2: (5, 0.8, 4), 3: (6, 0.75, 6), 4: (8, 0.75, 8)}  # size, p(frozen), min path
 _GYM_ACTION = {"left": 0, "down": 1, "right": 2, "up": 3}
@@ -97,21 +97,11 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
 
 
 @dataclass
-class FrozenLakeConfig(Options):
+class FrozenLakeConfig(GridGameOptions):
     """FrozenLake's options (``--env-option KEY=VALUE``, the Lab's form)."""
 
     levels: tuple[int, ...] = option((1, 2, 3), "Map levels: 1 = 4x4, 2 = 5x5, 3 = 6x6, 4 = 8x8 (denser holes "
                                      "and longer paths as the level rises).", choices=(1, 2, 3, 4))
-    moves_per_turn: int = option(3, "Moves played from one <move> tag; more are ignored.", low=1, high=64)
-    max_turns: int = option(8, "Turns (tags) allowed; the episode ends unsolved after them.", low=1, high=64)
-    shaping: float = option(0.0, "Weight of the progress term (fraction of the start's distance to G closed); "
-                            "0 = outcome reward only.", low=0.0, high=10.0)
-    shaping_mode: str = option("final", "final = add shaping*progress at the end; turn = each turn earns "
-                               "shaping*(progress gained) - turn_cost (turn-level, for long horizons).",
-                               choices=("final", "turn"))
-    turn_cost: float = option(0.0, "Cost per turn in shaping_mode=turn.", low=0.0, high=1.0)
-    hint_moves: int = option(0, "External planner: after each grid, show the next this-many moves of a value-guided "
-                             "best-first search from the current state (0 = off).", low=0, high=64)
 
 
 class _Lake:

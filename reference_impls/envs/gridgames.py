@@ -33,6 +33,9 @@ import hashlib
 import re
 from typing import Protocol
 
+from dataclasses import dataclass
+
+from ..options import Options, option
 from . import StepResult, ToolSpec
 
 TOOL = ToolSpec(
@@ -73,6 +76,23 @@ def split_of(key: str, heldout_every: int = 4) -> str:
     held out): the same map can never be in both splits, under any seed."""
     h = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
     return "heldout" if h % heldout_every == 0 else "train"
+
+
+@dataclass
+class GridGameOptions(Options):
+    """The turn, shaping and planner options every grid game shares (a game adds ``levels``)."""
+
+    moves_per_turn: int = option(3, "Moves played from one <move> tag; more are ignored.", low=1, high=64)
+    max_turns: int = option(8, "Turns (tags) allowed; the episode ends unsolved after them.", low=1, high=64)
+    shaping: float = option(0.0, "Weight of the game's progress term (FrozenLake: fraction of the start's distance "
+                            "to G closed; Sokoban: fraction of boxes on targets); 0 = outcome reward only.",
+                            low=0.0, high=10.0)
+    shaping_mode: str = option("final", "final = add shaping*progress at the end; turn = each turn earns "
+                               "shaping*(progress gained) - turn_cost (turn-level, for long horizons).",
+                               choices=("final", "turn"))
+    turn_cost: float = option(0.0, "Cost per turn in shaping_mode=turn.", low=0.0, high=1.0)
+    hint_moves: int = option(0, "External planner: after each grid, show the next this-many moves of a value-guided "
+                             "best-first search from the current state (0 = off).", low=0, high=64)
 
 
 class Game(Protocol):

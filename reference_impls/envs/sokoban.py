@@ -26,9 +26,9 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from ..options import Options, option
+from ..options import option
 from . import EnvSpec, register_env
-from .gridgames import DIRECTIONS, GridGameEnv, plan_demonstration, split_of
+from .gridgames import DIRECTIONS, GridGameEnv, GridGameOptions, plan_demonstration, split_of
 
 # room size incl. walls, boxes, inner walls (lo, hi), plan length (lo, hi), reverse-play steps
 LEVELS = {1: (6, 1, (0, 1), (3, 10), 30), 2: (7, 1, (1, 3), (6, 16), 50), 3: (7, 2, (0, 2), (8, 24), 80)}
@@ -185,21 +185,12 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
 
 
 @dataclass
-class SokobanConfig(Options):
+class SokobanConfig(GridGameOptions):
     """Sokoban's options (``--env-option KEY=VALUE``, the Lab's form)."""
 
     levels: tuple[int, ...] = option((1, 2), "Puzzle levels: 1 = 6x6 one box, 2 = 7x7 one box with inner walls, "
                                      "3 = 7x7 two boxes.", choices=(1, 2, 3))
     moves_per_turn: int = option(4, "Moves played from one <move> tag; more are ignored.", low=1, high=64)
-    max_turns: int = option(8, "Turns (tags) allowed; the episode ends unsolved after them.", low=1, high=64)
-    shaping: float = option(0.0, "Weight of the progress term (fraction of boxes on targets); 0 = outcome reward "
-                            "only.", low=0.0, high=10.0)
-    shaping_mode: str = option("final", "final = add shaping*progress at the end; turn = each turn earns "
-                               "shaping*(progress gained) - turn_cost (turn-level, for long horizons).",
-                               choices=("final", "turn"))
-    turn_cost: float = option(0.0, "Cost per turn in shaping_mode=turn.", low=0.0, high=1.0)
-    hint_moves: int = option(0, "External planner: after each grid, show the next this-many moves of a value-guided "
-                             "best-first search from the current state (0 = off).", low=0, high=64)
 
 
 class _Board:

@@ -1,6 +1,6 @@
 """Overhead of one sandboxed execution (``reference_impls.sandbox.run_python``), per layer.
 
-    .venv/bin/python benchmarks/sandbox_bench.py [--runs 50] [--layers bwrap,unshare,rlimits]
+    .venv/bin/python -m benchmarks.sandbox_bench [--runs 50] [--layers bwrap,unshare,rlimits]
 
 Runs a trivial program (``print(1)``) ``--runs`` times per layer and prints the median and p95 wall time
 with the machine's load average before and after (the numbers on a shared machine depend on it)."""
@@ -10,13 +10,9 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from reference_impls import sandbox  # noqa: E402
+from reference_impls import sandbox
 
 
 def main(argv=None):

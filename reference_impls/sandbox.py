@@ -64,7 +64,6 @@ if {hook!r}:
             raise PermissionError("sandbox: signals to other processes are not allowed")
     sys.addaudithook(_hook)
 sys.argv = ["main.py"]
-sys.path.insert(0, "")
 _src = open("main.py", encoding="utf-8").read()
 exec(compile(_src, "main.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
 """

@@ -121,3 +121,10 @@ def test_real_calculator_preset_is_the_benchmarked_recipe():
 def test_unknown_recipe_is_named():
     with pytest.raises(KeyError, match="unknown recipe 'nope'; known: .*quick"):
         recipes.load("nope")
+
+
+@pytest.mark.parametrize("preset", list(lab.PRESETS))
+def test_no_preset_warm_starts_the_memory_env_on_operation_labels(preset):
+    memory = lab.preset_config(lab.get("memory-grpo"), preset)
+    if memory.get("sft_steps", 0) > 0:
+        assert memory.get("sft_env") == "memory-format"

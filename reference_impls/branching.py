@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .grpo import aggregate_loss
+from .grpo import grpo_loss
 from .rollout import Sample, run_episodes
 
 
@@ -67,26 +67,11 @@ def continue_branches(model, tokenizer, envs, children, config):
 
 def token_advantage_loss(logps, old_logps, advantages, mask, cfg, token_advantages=None, ref_logps=None,
                          max_completion_length=None, seq_normalizer=None, token_normalizer=None):
-    """GRPO's clipped token-level surrogate with a per-token advantage (B, T) when ``token_advantages`` is
-    given (segment/step-level credit), else the per-sequence one broadcast; aggregated as ``loss_type``."""
-    T = logps.shape[1]
-    A = advantages.unsqueeze(1) if token_advantages is None else token_advantages[:, :T].to(logps.dtype)
-    ratio = torch.exp((logps - old_logps) * mask)
-    clipped = torch.clamp(ratio, 1 - cfg.epsilon_low, 1 + cfg.epsilon_high)
-    per_token = -torch.min(ratio * A, clipped * A)
-    kl = None
-    if cfg.beta != 0.0:
-        delta = ref_logps - logps
-        kl = torch.exp(delta) - delta - 1
-        per_token = per_token + cfg.beta * kl
-    per_token = per_token * mask
-    loss = aggregate_loss(per_token, mask, cfg.loss_type, max_completion_length, seq_normalizer, token_normalizer)
-    with torch.no_grad():
-        n = mask.sum().clamp(min=1.0)
-        is_clipped = ((ratio < 1 - cfg.epsilon_low) & (A < 0)) | ((ratio > 1 + cfg.epsilon_high) & (A > 0))
-        metrics = {"clip_frac": float((is_clipped.float() * mask).sum() / n),
-                   "kl": float((kl * mask).sum() / n) if kl is not None else 0.0}
-    return loss, metrics
+    """GRPO's clipped surrogate (``grpo.grpo_loss``) with a per-token advantage (B, T) when
+    ``token_advantages`` is given (segment/step-level credit), else the per-sequence one broadcast."""
+    A = advantages if token_advantages is None else token_advantages.to(logps.dtype)
+    return grpo_loss(logps, old_logps, A, mask, cfg, ref_logps=ref_logps, max_completion_length=max_completion_length,
+                     seq_normalizer=seq_normalizer, token_normalizer=token_normalizer)
 
 
 def group_normalised(values: list[float], scale: bool = True) -> list[float]:

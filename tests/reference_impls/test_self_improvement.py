@@ -292,6 +292,30 @@ def test_collect_with_group_baselines_and_no_valid_proposal(monkeypatch):
     assert len(batch.samples) == 4 and algo.last["proposal_validity"] == 0.0 and algo.last["solver_episodes"] == 0
 
 
+def test_collect_with_a_real_rollout_solves_every_valid_proposal(tiny):
+    """The nudged tiny model writes some valid proposals: each distinct one gets N solver episodes of the same
+    policy, and each valid proposal's reward is the learnability of exactly those episodes."""
+    from scripted_policies import nudged_tiny
+
+    model, tok = tiny
+    policy = nudged_tiny(model, tok, ("<problem>3+4</problem>", "<problem>12-5</problem>", "<answer>7</answer>"))
+    ctx = _selfplay_ctx(group_size=4, solver_samples=3)
+    ctx.policy, ctx.tokenizer = policy, tok
+    ctx.rollout_config = RolloutConfig(group_size=4, max_new_tokens_per_turn=12, max_completion_tokens=24)
+    torch.manual_seed(0)
+    algo = absolute_zero.AbsoluteZero(ctx)
+    batch, _ = algo.collect(ctx, ctx.pool[:2])
+    proposers, solvers = batch.samples[:8], batch.samples[8:]
+    valid = [s for s in proposers if s.info["valid"]]
+    distinct = {s.info["proposal"] for s in valid}
+    assert valid and len(solvers) == 3 * len(distinct) == algo.last["solver_episodes"]
+    for s in valid:
+        mine = [float(t.info["correct"]) for t in solvers if f"Compute {s.info['proposal']}." in t.segments[0]["text"]]
+        assert len(mine) == 3 and s.reward == absolute_zero.learnability_reward(mine)
+    assert all(s.reward in (-1.0, -0.5) for s in proposers if not s.info["valid"])
+    assert algo.last["proposal_validity"] == pytest.approx(len(valid) / 8)
+
+
 def test_absolute_zero_refuses_a_pool_without_propose_tasks():
     ctx = _selfplay_ctx()
     ctx.pool = list(get_env("calculator").problems("train", n=3, seed=0))

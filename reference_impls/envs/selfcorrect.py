@@ -83,6 +83,10 @@ def self_correction_reward(first_correct: bool, second_correct: bool, credit_fir
 
     so wrong->right earns ``flip_bonus`` extra and right->wrong loses it; with ``credit_first=False`` and
     ``flip_bonus=0`` it is the plain second-attempt reward. The KL term is the trainer's (``--beta``).
+    Not kept: SCoRe's Stage I (maximise r(y_2) while a strong KL keeps attempt 1 at the base model, their Eq. 3)
+    and per-turn credit (here one episode reward reaches both turns' tokens). The equation numbers are from our
+    reading of the paper; the search tool served only its abstract and third-party summaries, so they were not
+    re-checked against the full text.
     """
     r1, r2 = float(bool(first_correct)), float(bool(second_correct))
     return (r1 if credit_first else 0.0) + r2 + flip_bonus * (r2 - r1)

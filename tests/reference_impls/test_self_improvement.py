@@ -337,3 +337,18 @@ def test_cli_two_steps(tmp_path, impl):
     assert [r["step"] for r in rows] == [1, 2] and all(math.isfinite(r["loss"]) for r in rows)
     if impl == "selfplay-absolute-zero":
         assert {"proposal_validity", "proposer_reward", "solve_rate"} <= set(rows[0])
+
+
+def test_every_self_improvement_node_has_a_run_this():
+    from lab import catalog as lab
+
+    runs = {node: [i.id for i in lab.for_node(node)] for node in (
+        "self-improvement", "self-improvement-verbal", "self-improvement-internalizing",
+        "self-improvement-iterative-self-training")}
+    assert runs["self-improvement-verbal"] == ["self-refine-grpo"]
+    assert runs["self-improvement-internalizing"] == ["self-correct-score"]
+    assert runs["self-improvement-iterative-self-training"] == ["selfplay-absolute-zero"]
+    assert len(runs["self-improvement"]) == 3
+    for impl_id in ("self-refine-grpo", "self-correct-score", "selfplay-absolute-zero"):
+        impl = lab.get(impl_id)
+        assert impl.changes and impl.paper and lab.equation(impl)

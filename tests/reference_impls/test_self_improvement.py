@@ -142,6 +142,16 @@ def test_self_correction_cli_refuses_bad_options():
     assert main(["--levels", "one", "--n", "1"]) == 2
 
 
+def test_self_correction_cli_prints_both_modes(capsys):
+    from reference_impls.self_correction import main
+
+    assert main(["--model", "tiny", "--n", "2", "--levels", "1", "--hint", "direction", "--json",
+                 "--max-new-tokens-per-turn", "4", "--max-completion-tokens", "40"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["model"] == "tiny" and result["options"] == {"levels": [1], "hint": "direction"}
+    assert result["external"]["n"] == result["self"]["n"] == 2
+
+
 # ---- (c) self-play: the verifier ------------------------------------------------------------------------
 @pytest.mark.parametrize("text, ops, top, answer", [
     ("<problem>12+7*3</problem>", 2, 50, 33), ("<problem> (37-4) * 8 </problem>", 2, 50, 264),

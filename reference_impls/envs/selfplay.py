@@ -188,8 +188,11 @@ class SelfPlayConfig(Options):
 def problems(split: str, n: int, seed: int, config: SelfPlayConfig) -> list:
     if split not in ("train", "heldout"):
         raise ValueError("split must be 'train' or 'heldout'")
-    out = []
     shapes = [(level, role) for role in config.roles for level in config.levels]
+    if not shapes:
+        raise ValueError(f"selfplay-arith: no problems for roles={config.roles} levels={config.levels} "
+                         f"(both must name at least one)")
+    out = []
     for i in range(n):
         level, role = shapes[i % len(shapes)]
         ops, top, parens = LEVELS[level]

@@ -208,6 +208,8 @@ def test_selfplay_episode_rewards_and_demonstrations():
     assert task.make(propose, format_penalty=False).step("no tag").reward == 0.0
     assert task.make(solve).step("<answer>-12345</answer>").reward == 0.0
     assert task.make(solve).step("no answer").reward == -1.0
+    with pytest.raises(ValueError, match="roles"):
+        task.problems("train", n=2, seed=0, roles=())
     train = {p.question for p in task.problems("train", n=50, seed=0, examples=3)}
     heldout = {p.question for p in task.problems("heldout", n=50, seed=0, examples=3)}
     assert not train & heldout

@@ -578,6 +578,61 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "levels (filter/count, aggregation/ordering, joins), and no value linking or dirty data. "
                            "Every query runs read-only (mode=ro, query_only, an authorizer, a time and row limit)."),
 
+    # -- issue 22: self-improvement ------------------------------------------------------------------
+    Implementation(
+        "self-refine-grpo", "Retry after verifier feedback (GRPO, Reflexion style)", "grpo", "self-correct",
+        "envs/selfcorrect.py",
+        "Two attempts at a calculator word problem: a wrong first answer gets a verifier's 'incorrect' (and "
+        "whether the true answer is larger or smaller), then a second attempt; rewarded by the second attempt.",
+        env_options={"feedback": "external", "hint": "direction"},
+        nodes=("self-improvement", "self-improvement-verbal"),
+        changes="Keeps the loop of verbal self-improvement methods (Reflexion, Self-Refine, and the RL methods that "
+                "train on it): attempt, feedback in words, revised attempt in the same context, scored by a "
+                "verifier. The feedback here is external: a verifier says 'incorrect' and, with hint=direction, "
+                "whether the answer should be larger or smaller; a correct first attempt ends the episode. GRPO "
+                "trains on the episodes, rewarded by the second attempt. Simplifies: one retry, arithmetic word "
+                "problems answered without a tool, a templated verifier message instead of a model-written "
+                "reflection, and no memory of reflections across episodes. The feedback=self option gives the "
+                "intrinsic variant; python -m reference_impls.self_correction measures both modes (attempt 1 vs "
+                "attempt 2 accuracy and the flips).",
+        paper="Reflexion: Language Agents with Verbal Reinforcement Learning (Shinn et al.; arXiv 2303.11366); "
+              "Self-Refine (Madaan et al.; arXiv 2303.17651)"),
+    Implementation(
+        "self-correct-score", "Intrinsic self-correction with SCoRe's reward (GRPO)", "grpo", "self-correct",
+        "envs/selfcorrect.py",
+        "Two attempts with no external signal in between: the agent is asked to check its own answer; the "
+        "reward credits both attempts plus a bonus for turning a wrong answer right (minus for the reverse).",
+        env_options={"feedback": "self", "credit_first": True, "flip_bonus": 1.0},
+        nodes=("self-improvement", "self-improvement-internalizing"),
+        changes="Keeps what SCoRe trains: intrinsic self-correction with the model's own on-policy attempts, the "
+                "second attempt conditioned on the first and a fixed self-check request (the environment never "
+                "says whether attempt 1 was right), a reward on both attempts (Stage II) and the progress bonus "
+                "alpha*(r2 - r1) that pays for wrong->right flips and charges right->wrong ones. Simplifies: one "
+                "GRPO stage instead of SCoRe's two (no Stage I that keeps attempt 1 close to the base model while "
+                "training attempt 2), one episode reward for both turns instead of per-turn rewards, alpha = 1 "
+                "(not tuned, not the paper's value), REINFORCE replaced by GRPO's clipped surrogate, and "
+                "arithmetic word problems instead of MATH / HumanEval.",
+        paper="Training Language Models to Self-Correct via Reinforcement Learning (Kumar et al.; arXiv 2409.12917)",
+        equation=r"R=r(y_1,y^*)+r(y_2,y^*)+\alpha\big(r(y_2,y^*)-r(y_1,y^*)\big),\quad "
+                 r"\max_\theta\ \mathbb{E}\big[R\big]-\beta\,D_{KL}(\pi_\theta\,\|\,\pi_{ref})"),
+    Implementation(
+        "selfplay-absolute-zero", "Absolute-Zero self-play: propose and solve arithmetic", "absolute-zero",
+        "selfplay-arith", "absolute_zero.py",
+        "One policy proposes arithmetic problems, a verifier checks and computes them, the same policy solves "
+        "each several times; the proposer is rewarded for problems solved sometimes but not always.",
+        nodes=("self-improvement", "self-improvement-iterative-self-training"),
+        changes="Keeps Absolute Zero's loop: no human problems in the RL pool, a proposer role and a solver role "
+                "played by one policy, a verifier that rejects malformed proposals (format-aware penalties) and "
+                "computes the gold answer, the learnability reward 1 - mean solve rate for problems that are "
+                "neither always nor never solved (0 otherwise), the solver rewarded by exact match, both roles in "
+                "one update with one baseline per role (task-relative advantages). Simplifies: one task type "
+                "(evaluate an expression with + - * on bounded integers) instead of deduction/abduction/induction "
+                "over Python programs, a parser instead of a code executor, seeded reference examples instead of "
+                "a buffer of past proposals, and GRPO's clipped surrogate instead of REINFORCE++.",
+        paper="Absolute Zero: Reinforced Self-play Reasoning with Zero Data (Zhao et al.; arXiv 2505.03335)",
+        equation=r"r_{propose}=\begin{cases}0 & \bar r_{solve}\in\{0,1\}\\ 1-\bar r_{solve} & \text{otherwise}"
+                 r"\end{cases},\quad \bar r_{solve}=\tfrac1N\sum_{n=1}^{N} r_{solve}^{(n)},\quad "
+                 r"A=\frac{r-\mu_{role}}{\sigma_{role}}"),
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 

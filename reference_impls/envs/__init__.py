@@ -201,3 +201,7 @@ from . import sql as _sql  # noqa: E402,F401  (registers "sql")
 from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
 from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
 
+
+# -- issue 22: self-improvement --
+from . import selfcorrect as _selfcorrect  # noqa: E402,F401  (registers "self-correct")
+from . import selfplay as _selfplay  # noqa: E402,F401  (registers "selfplay-arith")

@@ -1,0 +1,105 @@
+"""First vs second attempt, with external vs self feedback: the self-correction measurement.
+
+Usage::
+
+    python -m reference_impls.self_correction --model smollm2-135m-instruct --n 200 --json
+    python -m reference_impls.self_correction --run runs/score --n 200 --levels 1,2 --hint direction --json
+
+For each feedback mode (``external``, ``self``) the same held-out problems of the ``self-correct`` env are rolled
+out greedily (``evaluate.evaluate``; the problems are a pure function of n, seed and the options, so the modes and
+two models are paired), and the report gives, per mode, the accuracy of attempt 1 and attempt 2, the change, and
+the flips (wrong->right, right->wrong, ...). Greedy attempt 1 is the same text in both modes (same prompt), so the
+modes differ only in what the feedback does to attempt 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+
+from .envs import get_env
+from .evaluate import evaluate
+from .options import ConfigError
+from .rundir import RunDir, RunDirError
+
+FLIPS = ("wrong->right", "right->wrong", "right->right", "wrong->wrong")
+
+
+def summarize(samples) -> dict:
+    """Attempt-1/attempt-2 accuracy and flip counts of finished self-correct episodes (an episode cut off by the
+    token budget counts as wrong in both attempts)."""
+    n = len(samples)
+    first = sum(bool(s.info.get("first_correct")) for s in samples)
+    second = sum(bool(s.info.get("second_correct")) for s in samples)
+    flips = Counter(s.info.get("flip", "wrong->wrong") for s in samples)
+    return {"n": n, "first_accuracy": first / max(n, 1), "second_accuracy": second / max(n, 1),
+            "delta": (second - first) / max(n, 1), "flips": {k: flips.get(k, 0) for k in FLIPS},
+            "checked": sum(bool(s.info.get("checked")) for s in samples), "truncated": sum(bool(s.truncated) for s in samples)}
+
+
+def measure(model, tokenizer, problems, env_options: dict | None = None, modes=("external", "self"),
+            batch_size: int = 16, max_new_tokens_per_turn: int = 48, max_completion_tokens: int = 160) -> dict:
+    """``{mode: summarize(...)}`` for each feedback mode on the same problems."""
+    task = get_env("self-correct")
+    out = {}
+    for mode in modes:
+        options = {**(env_options or {}), "feedback": mode}
+        task.options(options)
+        _, samples = evaluate(model, tokenizer, task, problems, batch_size, max_new_tokens_per_turn,
+                              max_completion_tokens, options, return_samples=True)
+        out[mode] = summarize(samples)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m reference_impls.self_correction", description=__doc__.split("\n")[0])
+    p.add_argument("--model", default=None, help="model name or folder (default: the run's latest checkpoint)")
+    p.add_argument("--run", default=None, help="run directory: evaluates its latest checkpoint")
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--levels", default="1,2", help="calculator levels, e.g. 1,2")
+    p.add_argument("--hint", default="none", help="external feedback's hint: none | direction")
+    p.add_argument("--modes", default="external,self")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--max-new-tokens-per-turn", type=int, default=48)
+    p.add_argument("--max-completion-tokens", type=int, default=160)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        levels = tuple(int(x) for x in args.levels.split(",") if x.strip())
+    except ValueError:
+        print(f"error: --levels: {args.levels!r} is not a comma-separated list of integers", file=sys.stderr)
+        return 2
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    options = {"levels": levels, "hint": args.hint}
+    try:
+        task = get_env("self-correct")
+        for mode in modes:
+            task.options({**options, "feedback": mode})
+        name = args.model
+        if args.run:
+            ckpt = RunDir(args.run).latest_checkpoint()
+            if ckpt is None and name is None:
+                raise RunDirError(f"{args.run}: no complete checkpoint to evaluate")
+            name = str(ckpt) if ckpt is not None else name
+    except (ConfigError, RunDirError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    from .models import load_policy
+
+    name = name or "smollm2-135m-instruct"
+    problems = task.problems("heldout", n=args.n, seed=args.seed, **options)
+    model, tokenizer = load_policy(name)
+    t0 = time.time()
+    result = {"model": name, "options": {"levels": list(levels), "hint": args.hint},
+              **measure(model, tokenizer, problems, options, modes, args.batch_size, args.max_new_tokens_per_turn,
+                        args.max_completion_tokens)}
+    result["wall_s"] = round(time.time() - t0, 1)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

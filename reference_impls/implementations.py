@@ -578,6 +578,29 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "levels (filter/count, aggregation/ordering, joins), and no value linking or dirty data. "
                            "Every query runs read-only (mode=ro, query_only, an authorizer, a time and row limit)."),
 
+    # -- issue 19: ASPO --------------------------------------------------------------------------------
+    Implementation(
+        "calculator-aspo", "ASPO tool agent (calculator, earlier tool calls)", "aspo", "calculator",
+        "grpo_variants/aspo.py",
+        "GRPO whose correct answers that call the calculator get a clipped advantage bonus for calling it earlier "
+        "than the group's other correct callers.",
+        nodes=("alg-aspo",),
+        changes="Shaping the reward to favour early tool calls breaks under GRPO's normalisation: in an all-correct "
+                "group only the shaping term is left, and half the correct answers are punished. ASPO instead adds "
+                "a bias to the advantage GRPO already computed, only for correct answers that call the tool: "
+                "delta times the first call's position minus the group mean, over the mean response length, "
+                "clipped to k times the correctness advantage, so the bonus stays a nudge and never flips a "
+                "correct answer's sign. The paper steers Python calls in long math solutions with DAPO as the "
+                "base; here the tool is the calculator, the position is counted in the episode's model tokens "
+                "(the first <calc> tag), and the base is GRPO's defaults (DAPO's switches are options).",
+        paper="Understanding Tool-Integrated Reasoning (Heng Lin and Zhongwen Xu, 2025), arXiv 2508.19201, "
+              "Sec. 3.3, eq. 2",
+        survey_vs_paper="The survey's table marks ASPO with a KL term; the paper trains with DAPO, which has none, and "
+                        "its eq. 2 only changes the advantage. Here beta defaults to 0 as for every GRPO variant "
+                        "(--beta turns the k3 penalty on). The survey's 'clipped bias' is eq. 2's clip to "
+                        "+-k times the correctness advantage.",
+        equation=r"A_i=A^{\mathrm{correct}}_i+\mathrm{clip}\Big(\delta\,rac{p_i-\mathrm{mean}(\mathbf{p})}"
+                 r"{\mathrm{mean}(\mathbf{L})},\,-k\,A^{\mathrm{correct}}_i,\,k\,A^{\mathrm{correct}}_i\Big)"),
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 
@@ -587,9 +610,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
                 "text, which we could not read when the DPO family was built; its data recipe (shortest correct answer "
                 "chosen, longest rejected, on problems the model already solves) is known, its loss is not, and we do "
                 "not guess a loss.",
-    "alg-aspo": "ASPO (Advantage Shaping Policy Optimization, in arXiv 2508.19201) adds a clipped bias to the advantage "
-                "to steer tool use; its exact shaping and clipping rule was not available to us when the GRPO family "
-                "was built, and we do not guess it.",
 }
 
 

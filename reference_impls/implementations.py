@@ -323,7 +323,8 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         changes="A KL penalty keeps long runs stable, but anchored to the starting model it grows until it blocks "
                 "progress. ProRL keeps the KL term and periodically replaces the reference with the current policy "
                 "(clearing the optimizer's moments), so the penalty limits each stretch of training rather than "
-                "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling.",
+                "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling. The paper "
+                "resets whenever a validation score stalls or drops; here resets come every N steps.",
         paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
               "(Liu et al., 2025), arXiv 2505.24864",
         equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(\theta)"
@@ -367,7 +368,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "demonstrations of the step's problems), mixed as (1-mu) RL + mu SFT. mu warms up and then "
                            "decays on a cosine, so early steps imitate and later steps explore; the phi switch "
                            "weights each expert token by p(1-p) so tokens the policy already knows, or finds very "
-                           "unlikely, barely move it.",
+                           "unlikely, barely move it. Unlike the paper's eq. 6 the SFT term is a per-token mean "
+                           "(not a sum) and phi is a detached weight; the paper's mu schedule is a plain decay "
+                           "(0.9 to 0.05 over 200 steps), the warm-up is ours.",
                    paper="On-Policy RL Meets Off-Policy Experts: Harmonizing Supervised Fine-Tuning and "
                          "Reinforcement Learning via Dynamic Weighting (arXiv 2508.11408)",
                    equation=r"\mathcal{L}=(1-\mu_t)\,\mathcal{L}_{\mathrm{GRPO}}-\mu_t\,\frac{1}{\sum m}\sum_t m_t\,\phi_t\log\pi_\theta(y^*_t\mid x,y^*_{<t}),\quad \phi_t\in\{1,\;p_t(1-p_t)\}"),

@@ -449,8 +449,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "tokens are more uncertain (higher entropy) than the episode's first turn, the episode "
                            "branches from there, and any budget left is filled with fresh episodes. Tokens shared by "
                            "a parent and its branches get the mean of their advantages, tokens after the branch "
-                           "point their own. The calculator's tool turns are the steps.",
-                   paper="Agentic Reinforced Policy Optimization (arXiv 2507.19849)",
+                           "point their own. The calculator's tool turns are the steps. The paper normalises the "
+                           "entropy change by the vocabulary size and defaults to soft attribution; here it is "
+                           "divided by log|V| (the largest entropy) and this row runs hard attribution.",
+                   paper="Agentic Reinforced Policy Optimization (arXiv 2507.19849), Sec. 3.1-3.2, eqs. 3-7",
                    equation=r"P_t=\alpha+\beta\,\frac{H_t-H_0}{\log|V|}>\tau\Rightarrow\text{branch};\quad \hat A_{i,t}=\begin{cases}\mathrm{mean}_{j\in S_t}A_j & t\ \text{shared by}\ S_t\\ A_i & \text{otherwise}\end{cases}"),
     Implementation("calculator-papo", "PAPO tool agent (calculator, numbers masked)", "papo", "calculator",
                    "papo.py", "GRPO plus a KL term that rewards depending on the problem's numbers.",

@@ -461,8 +461,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "and the policy reading it with every digit masked, on the sampled completion, so answers "
                            "that ignore the numbers are discouraged. The paper masks image patches of a multimodal "
                            "model; here the input to perceive is the text problem's numbers, and the paper's entropy "
-                           "regularisers against over-optimising the KL are left out.",
-                   paper="Perception-Aware Policy Optimization for Multimodal Reasoning (arXiv 2507.06448)",
+                           "regularisers against over-optimising the KL are left out. The paper's eq. 2 writes the "
+                           "KL as k3 of pi_full/pi_mask; here it is k3 of pi_mask/pi_full, the standard k3 estimate "
+                           "of KL(pi_full || pi_mask) on samples from pi_full.",
+                   paper="Perception-Aware Policy Optimization for Multimodal Reasoning (arXiv 2507.06448), eqs. 1-2",
                    equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}-\gamma\,\frac{1}{\sum m}\sum_{i,t}m_{i,t}\,\mathrm{k3}\Big(\frac{\pi_\theta(o_{i,t}\mid q_{\mathrm{mask}},o_{i,<t})}{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}\Big)"),
 
     # -- planning and interactive worlds (issue 20) --------------------------------------------------

@@ -438,9 +438,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "generated and prefilled once. Each leaf's advantage averages its reward normalised "
                            "within the whole group and within its subtree. The paper branches at fixed token "
                            "windows with heuristic choices; here segments are tool turns and the branch factor is "
-                           "fixed.",
+                           "fixed. The paper's eq. 5 subtracts sub-group means, averages and divides by one global "
+                           "std; here each sub-group is normalised by its own std before averaging.",
                    paper="TreePO: Bridging the Gap of Policy Optimization and Efficacy and Inference Efficiency with "
-                         "Heuristic Tree-based Modeling (arXiv 2508.17445)",
+                         "Heuristic Tree-based Modeling (arXiv 2508.17445), eqs. 1-5",
                    equation=r"A_i=\frac{1}{|N(i)|}\sum_{n\in N(i)}\frac{r_i-\mathrm{mean}_{j\in n}r_j}{\mathrm{std}_{j\in n}r_j},\quad \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
     Implementation("calculator-arpo", "ARPO tool agent (calculator)", "arpo", "calculator", "arpo.py",
                    "Entropy-guided branching after tool results, with hard advantage attribution on shared tokens.",

@@ -28,8 +28,9 @@ mean(L) rather than std(p) is the paper's choice: std(p) of tightly clustered ca
 Here (the calculator): p_i is the index, among the episode's *model* tokens (environment tokens are not part
 of what the policy wrote), of the token where the first complete tool call (``ToolSpec.find_call``, e.g.
 ``<calc>...</calc>``) begins, and L_i the episode's number of model tokens. The paper counts positions in
-its responses' tokens with the interpreter's output included; on the calculator the first call almost
-always comes before any tool output, so the two counts of p agree there, and L differs by the result tags.
+its responses' tokens with the interpreter's output included; on the calculator no tool output can come
+before the first call (a turn without a call or an answer ends the episode), so the two counts of p agree,
+and L differs by the result tags.
 The clip bounds are written with |A^correct_i|: a correct answer has its group's highest reward (also with
 the calculator's optional format bonus), so A^correct_i >= 0 and this is the paper's rule.
 The loss is GRPO's (``grpo.grpo_loss``); the paper trains with DAPO, which ``--loss-type dapo

@@ -21,8 +21,17 @@ Advantage attribution (``attribution``)::
 
 Objective: GRPO's clipped surrogate with these (token-level) advantages. Entropies come from one no-grad
 forward of the global samples under the current policy (the paper reads them from the sampling pass).
-Branches happen only at tool-result boundaries of the calculator (its steps). Equation numbers were not
-checked against the PDF in this implementation.
+Branches happen only at tool-result boundaries of the calculator (its steps).
+
+Checked against arXiv 2507.19849 (Sec. 3.1-3.2): token entropy is its eq. 3, the entropy change its eq. 4,
+the branching rule P_t = alpha + beta * dH_t > tau its eq. 5, the objective GRPO's (its eq. 6) with ratios
+shared on shared prefixes (eq. 7); hard and soft attribution are Sec. 3.2 (unnumbered) and the budget refill
+is step (4) of Sec. 3.1. Differences: eq. 4's Normalize sums the k entropy differences and divides by the
+vocabulary size V; we average them over the k tokens and divide by log|V| (the largest possible entropy),
+so dH is in [-1, 1] and alpha/beta/tau read on a fixed scale. The paper defaults to soft attribution (its
+Fig. 5); the option defaults to soft too, and the calculator row runs hard, the variant that changes the
+update (soft is plain GRPO on the branched samples). The paper's reward (eq. 8: format, accuracy and a
+multi-tool bonus) is the environment's own reward here.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@ r"""CHORD: supervised fine-tuning on expert demonstrations as a dynamically weig
 on-policy GRPO (Zhang et al. 2025, "On-Policy RL Meets Off-Policy Experts: Harmonizing Supervised
 Fine-Tuning and Reinforcement Learning via Dynamic Weighting", arXiv 2508.11408).
 
-The hybrid objective (the paper's L_Hybrid, Sec. 4)::
+The hybrid objective (the paper's eq. 3, L_Hybrid, Sec. 3.2; GRPO's loss is its eq. 2, SFT's its eq. 1)::
 
     L = (1 - mu) * L_GRPO + mu * L_SFT
 
@@ -18,12 +18,15 @@ Two controls ("dual control"):
     CHORD-mu   global coefficient mu(step): linear warm-up 0 -> mu_peak over ``mu_warmup_steps``, then a
                cosine decay mu_peak -> mu_valley over ``mu_decay_steps`` (then constant), so training moves
                from imitation to exploration; phi_t = 1.
-    CHORD-phi  token weights phi_t = p_t (1 - p_t), p_t = pi_theta(y*_t) (the paper's phi(y*_t; pi_theta)),
-               largest for uncertain tokens, ~0 for tokens the policy already predicts (p ~ 1) or that are far
-               from it (p ~ 0). Used as a weight: no gradient flows through phi (stop-gradient, our choice).
+    CHORD-phi  token weights phi_t = p_t (1 - p_t), p_t = pi_theta(y*_t) (the paper's eq. 5; L_SFT-phi is its
+               eq. 6, Sec. 3.3), largest for uncertain tokens, ~0 for tokens the policy already predicts
+               (p ~ 1) or that are far from it (p ~ 0). Used as a weight: no gradient flows through phi
+               (stop-gradient, our choice: eq. 6 writes no sg, unlike its IS variant, eq. 4).
 
-Equation labels follow the paper's text (L_Hybrid, L_SFT-phi); their numbers were not checked against the
-PDF in this implementation.
+Equation numbers checked against arXiv 2508.11408 (Sec. 3.2-3.3). Two differences from eq. 6: it sums the
+token terms of a transcript, we average them over its model tokens (so mu weighs the two losses on the same
+per-token scale), and phi is detached as said above. The paper decays mu from 0.9 to 0.05 over 200 steps
+(Sec. 4.3); the warm-up-then-cosine shape here is ours, with its endpoints as options.
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ that push the reasoning boundary. DARS gives those problems more samples in extr
 
 The schedules here keep the paper's idea (a uniform and a difficulty-proportional top-up of the hard
 problems) in a simplified form: the paper derives its per-problem counts from the cumulative-advantage
-formula; equation numbers were not checked against the PDF in this implementation.
+formula. Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

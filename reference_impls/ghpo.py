@@ -14,8 +14,8 @@ h(omega) is the first omega-share of the reference solution. Here the reference 
 environment's demonstration (tool calls and their results, then the answer); the hint is the text of its
 first floor(omega * n) segments, n = segments before the final answer (at least one model segment), so a
 hint never contains the final answer tag. The paper's objective is GRPO's (its eq. for the hybrid
-objective only changes the prompt per difficulty); equation numbers were not checked against the PDF in
-this implementation.
+objective only changes the prompt per difficulty). Equation numbers: not verified: paper text not available
+here (issue 19's check, docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

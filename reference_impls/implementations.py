@@ -323,7 +323,8 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         changes="A KL penalty keeps long runs stable, but anchored to the starting model it grows until it blocks "
                 "progress. ProRL keeps the KL term and periodically replaces the reference with the current policy "
                 "(clearing the optimizer's moments), so the penalty limits each stretch of training rather than "
-                "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling.",
+                "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling. The paper "
+                "resets whenever a validation score stalls or drops; here resets come every N steps.",
         paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
               "(Liu et al., 2025), arXiv 2505.24864",
         equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(\theta)"
@@ -367,7 +368,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "demonstrations of the step's problems), mixed as (1-mu) RL + mu SFT. mu warms up and then "
                            "decays on a cosine, so early steps imitate and later steps explore; the phi switch "
                            "weights each expert token by p(1-p) so tokens the policy already knows, or finds very "
-                           "unlikely, barely move it.",
+                           "unlikely, barely move it. Unlike the paper's eq. 6 the SFT term is a per-token mean "
+                           "(not a sum) and phi is a detached weight; the paper's mu schedule is a plain decay "
+                           "(0.9 to 0.05 over 200 steps), the warm-up is ours.",
                    paper="On-Policy RL Meets Off-Policy Experts: Harmonizing Supervised Fine-Tuning and "
                          "Reinforcement Learning via Dynamic Weighting (arXiv 2508.11408)",
                    equation=r"\mathcal{L}=(1-\mu_t)\,\mathcal{L}_{\mathrm{GRPO}}-\mu_t\,\frac{1}{\sum m}\sum_t m_t\,\phi_t\log\pi_\theta(y^*_t\mid x,y^*_{<t}),\quad \phi_t\in\{1,\;p_t(1-p_t)\}"),
@@ -435,9 +438,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "generated and prefilled once. Each leaf's advantage averages its reward normalised "
                            "within the whole group and within its subtree. The paper branches at fixed token "
                            "windows with heuristic choices; here segments are tool turns and the branch factor is "
-                           "fixed.",
+                           "fixed. The paper's eq. 5 subtracts sub-group means, averages and divides by one global "
+                           "std; here each sub-group is normalised by its own std before averaging.",
                    paper="TreePO: Bridging the Gap of Policy Optimization and Efficacy and Inference Efficiency with "
-                         "Heuristic Tree-based Modeling (arXiv 2508.17445)",
+                         "Heuristic Tree-based Modeling (arXiv 2508.17445), eqs. 1-5",
                    equation=r"A_i=\frac{1}{|N(i)|}\sum_{n\in N(i)}\frac{r_i-\mathrm{mean}_{j\in n}r_j}{\mathrm{std}_{j\in n}r_j},\quad \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
     Implementation("calculator-arpo", "ARPO tool agent (calculator)", "arpo", "calculator", "arpo.py",
                    "Entropy-guided branching after tool results, with hard advantage attribution on shared tokens.",
@@ -446,8 +450,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "tokens are more uncertain (higher entropy) than the episode's first turn, the episode "
                            "branches from there, and any budget left is filled with fresh episodes. Tokens shared by "
                            "a parent and its branches get the mean of their advantages, tokens after the branch "
-                           "point their own. The calculator's tool turns are the steps.",
-                   paper="Agentic Reinforced Policy Optimization (arXiv 2507.19849)",
+                           "point their own. The calculator's tool turns are the steps. The paper normalises the "
+                           "entropy change by the vocabulary size and defaults to soft attribution; here it is "
+                           "divided by log|V| (the largest entropy) and this row runs hard attribution.",
+                   paper="Agentic Reinforced Policy Optimization (arXiv 2507.19849), Sec. 3.1-3.2, eqs. 3-7",
                    equation=r"P_t=\alpha+\beta\,\frac{H_t-H_0}{\log|V|}>\tau\Rightarrow\text{branch};\quad \hat A_{i,t}=\begin{cases}\mathrm{mean}_{j\in S_t}A_j & t\ \text{shared by}\ S_t\\ A_i & \text{otherwise}\end{cases}"),
     Implementation("calculator-papo", "PAPO tool agent (calculator, numbers masked)", "papo", "calculator",
                    "papo.py", "GRPO plus a KL term that rewards depending on the problem's numbers.",
@@ -456,8 +462,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "and the policy reading it with every digit masked, on the sampled completion, so answers "
                            "that ignore the numbers are discouraged. The paper masks image patches of a multimodal "
                            "model; here the input to perceive is the text problem's numbers, and the paper's entropy "
-                           "regularisers against over-optimising the KL are left out.",
-                   paper="Perception-Aware Policy Optimization for Multimodal Reasoning (arXiv 2507.06448)",
+                           "regularisers against over-optimising the KL are left out. The paper's eq. 2 writes the "
+                           "KL as k3 of pi_full/pi_mask; here it is k3 of pi_mask/pi_full, the standard k3 estimate "
+                           "of KL(pi_full || pi_mask) on samples from pi_full.",
+                   paper="Perception-Aware Policy Optimization for Multimodal Reasoning (arXiv 2507.06448), eqs. 1-2",
                    equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}-\gamma\,\frac{1}{\sum m}\sum_{i,t}m_{i,t}\,\mathrm{k3}\Big(\frac{\pi_\theta(o_{i,t}\mid q_{\mathrm{mask}},o_{i,<t})}{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}\Big)"),
 
     # -- planning and interactive worlds (issue 20) --------------------------------------------------
@@ -633,6 +641,29 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         equation=r"r_{propose}=\begin{cases}0 & \bar r_{solve}\in\{0,1\}\\ 1-\bar r_{solve} & \text{otherwise}"
                  r"\end{cases},\quad \bar r_{solve}=\tfrac1N\sum_{n=1}^{N} r_{solve}^{(n)},\quad "
                  r"A=\frac{r-\mu_{role}}{\sigma_{role}}"),
+    # -- issue 19: ASPO --------------------------------------------------------------------------------
+    Implementation(
+        "calculator-aspo", "ASPO tool agent (calculator, earlier tool calls)", "aspo", "calculator",
+        "grpo_variants/aspo.py",
+        "GRPO whose correct answers that call the calculator get a clipped advantage bonus for calling it earlier "
+        "than the group's other correct callers.",
+        nodes=("alg-aspo",),
+        changes="Shaping the reward to favour early tool calls breaks under GRPO's normalisation: in an all-correct "
+                "group only the shaping term is left, and half the correct answers are punished. ASPO instead adds "
+                "a bias to the advantage GRPO already computed, only for correct answers that call the tool: "
+                "delta times the first call's position minus the group mean, over the mean response length, "
+                "clipped to k times the correctness advantage, so the bonus stays a nudge and never flips a "
+                "correct answer's sign. The paper steers Python calls in long math solutions with DAPO as the "
+                "base; here the tool is the calculator, the position is counted in the episode's model tokens "
+                "(the first <calc> tag), and the base is GRPO's defaults (DAPO's switches are options).",
+        paper="Understanding Tool-Integrated Reasoning (Heng Lin and Zhongwen Xu, 2025), arXiv 2508.19201, "
+              "Sec. 3.3, eq. 2",
+        survey_vs_paper="The survey's table marks ASPO with a KL term; the paper trains with DAPO, which has none, and "
+                        "its eq. 2 only changes the advantage. Here beta defaults to 0 as for every GRPO variant "
+                        "(--beta turns the k3 penalty on). The survey's 'clipped bias' is eq. 2's clip to "
+                        "+-k times the correctness advantage.",
+        equation=r"A_i=A^{\mathrm{correct}}_i+\mathrm{clip}\Big(\delta\,rac{p_i-\mathrm{mean}(\mathbf{p})}"
+                 r"{\mathrm{mean}(\mathbf{L})},\,-k\,A^{\mathrm{correct}}_i,\,k\,A^{\mathrm{correct}}_i\Big)"),
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 
@@ -642,9 +673,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
                 "text, which we could not read when the DPO family was built; its data recipe (shortest correct answer "
                 "chosen, longest rejected, on problems the model already solves) is known, its loss is not, and we do "
                 "not guess a loss.",
-    "alg-aspo": "ASPO (Advantage Shaping Policy Optimization, in arXiv 2508.19201) adds a clipped bias to the advantage "
-                "to steer tool use; its exact shaping and clipping rule was not available to us when the GRPO family "
-                "was built, and we do not guess it.",
 }
 
 

@@ -4,7 +4,7 @@ Reason under Off-Policy Guidance", arXiv 2504.14945).
 Each group holds G - n_off on-policy rollouts and n_off off-policy demonstrations of the same problem (here
 the environment's own correct transcript, ``sft.demonstration_sample``: tokenised like a rollout, env tokens
 masked; its reward is the environment's verdict on it). Advantages are group-relative over the mixed group
-(the paper's mixed-policy advantage)::
+(the paper's eq. 4, Sec. 3.1)::
 
     A_i = (r_i - mean(R_on u R_off)) / std(R_on u R_off)
 
@@ -16,9 +16,14 @@ passed through the policy-shaping function ("regularised importance sampling") a
     off:  l_{j,t} = -f(pi_theta(tau_{j,t})) A_j,   f(x) = x / (x + gamma)
 
 f's gradient, gamma / (pi + gamma)^2 * grad pi, boosts low-probability demonstration tokens that a plain
-ratio would barely move. The token losses are averaged as ``loss_type`` says (LUFFY uses the token-level
-mean: ``dapo``). Equation labels follow the paper's text (mixed-policy advantage, policy shaping); their
-numbers were not checked against the PDF in this implementation.
+ratio would barely move. The token losses are averaged as ``loss_type`` says: the paper's eqs. 5-6 divide by
+Z = the number of tokens of the whole mixed group, the token-level mean (``dapo``, the row's setting).
+
+Equation numbers checked against arXiv 2504.14945 (Sec. 2-3): GRPO's advantage and objective are its eqs. 2-3,
+the mixed-group advantage eq. 4, Mixed-Policy GRPO eq. 5 (pi_phi = 1, no clip on off-policy tokens), the
+policy-shaping objective eq. 6 with f(x) = x / (x + gamma), gamma = 0.1, and its gradient eqs. 7-8. The
+paper's experiments (Sec. 4) also drop GRPO's std normalisation (Dr.GRPO), set beta = 0 and add an entropy
+bonus of 0.01; the row keeps eq. 4's std (``--no-scale-rewards`` drops it) and has no entropy bonus.
 """
 from __future__ import annotations
 

@@ -12,8 +12,15 @@ Both log-probabilities carry gradient. Here I is the problem statement and I_mas
 every digit replaced by ``mask_char`` (the numbers are what the policy must "perceive"); the system prompt
 and the completion are unchanged. The token mean is over all model tokens of the kept samples. The paper's
 own setting masks image patches of a vision-language model, and it adds entropy regularisers against
-over-optimising this KL (its "KL hacking"); neither images nor those regularisers are here. Equation
-numbers were not checked against the PDF in this implementation.
+over-optimising this KL (its "KL hacking"); neither images nor those regularisers are here.
+
+Checked against arXiv 2507.06448 (Sec. 2.1, 3.2): GRPO is its eq. 1 and the full PAPO_G objective its eq. 2,
+J = J_GRPO + gamma * D_KL[pi_theta || pi_theta^mask] - eta_1 H[pi_theta] - eta_2 H[pi_theta^mask]; this file
+keeps the first two terms (eta_1 = eta_2 = 0). One difference: the paper writes the KL term as
+r - log r - 1 with r = pi_theta(o | q, I) / pi_theta(o | q, I_mask); we take k3 of the inverse ratio,
+pi_mask / pi_full, which is Schulman's k3 estimator of D_KL[pi_theta || pi_mask] on samples drawn from
+pi_theta (the full-input policy that sampled them). Both are >= 0 and 0 when masking changes nothing; they
+differ beyond second order in the log-ratio.
 """
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ The buffer is the algorithm's state (``state_dict``: JSON lists of token ids), s
 resumed run continues with the same buffer. The paper pairs SSB with MPO (preference optimisation) and a
 hybrid reward model; only the buffer (Table 2's "selective sample buffer") is implemented here. Equation
 numbers were not checked against the PDF in this implementation.
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

@@ -19,6 +19,9 @@ StarPO-S adds three stabilisers against the "echo trap" collapse the paper repor
 On the calculator each turn is "free text, then one <calc> call" with the result as the next state, so the
 model may reason before each action; no separate <think> tag is enforced. Equation numbers were not
 checked against the PDF in this implementation.
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

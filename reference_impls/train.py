@@ -94,6 +94,8 @@ from .treepo import TreePO
 
 # -- issue 22: self-improvement --
 from .absolute_zero import AbsoluteZero  # noqa: E402,I001
+# -- issue 19: ASPO --
+from .grpo_variants.aspo import ASPO
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
@@ -114,6 +116,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
 
     # -- issue 22: self-improvement --
     "absolute-zero": AbsoluteZero,
+    # -- issue 19: ASPO --
+    "aspo": ASPO,
 }
 
 

@@ -19,8 +19,15 @@ tree-based/segment-level advantage estimation, in its simple average form)::
 N(i) = the root (all G leaves) and, when i shares a prefix with siblings, that subtree (0 in a constant
 node). The shared prefix is trained once per leaf that contains it, so its tokens receive the summed credit
 of the subtree. The paper's segments are fixed token windows with heuristic (probability-guided) branching
-and early stopping; here they are tool turns with a fixed branch factor. Equation numbers were not checked
-against the PDF in this implementation.
+and early stopping; here they are tool turns with a fixed branch factor.
+
+Checked against arXiv 2508.17445 (Sec. 2.2-2.3): the objective is its eq. 1 (GRPO with DAPO's clip-higher,
+dynamic sampling and token-level loss, all GRPO switches here), ratio and flat advantage eq. 2, segments eq. 3,
+nested sub-groups eq. 4, and the tree advantage eq. 5. Our advantage differs from eq. 5: the paper subtracts
+each sub-group's mean reward without dividing by that sub-group's std, mean-pools these over the sub-groups
+and then divides by one std of the sub-group advantages ("global variance normalization" after
+REINFORCE++); we normalise each node by its own std before averaging (above). Both use the sub-groups'
+mean rewards as baselines; they scale a leaf's advantage differently when sub-groups differ in spread.
 """
 from __future__ import annotations
 

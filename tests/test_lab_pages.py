@@ -78,7 +78,7 @@ def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
 
 
 def test_node_without_implementation_says_why():
-    at = open_page("taxonomy", node="alg-aspo")
+    at = open_page("taxonomy", node="alg-lcpo")
     assert any("No reference implementation yet" in i.value for i in at.info)
     assert not [e for e in at.get("page_link") if e.proto.label == "Run this"]
 

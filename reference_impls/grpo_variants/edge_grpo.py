@@ -23,6 +23,9 @@ probability ``gec_prob`` a wrong response becomes, with equal chance, either the
 correct solution (on the calculator: the reference tool calls and the answer). A corrected episode scores
 reward 1 and its old log-probs are recomputed under the sampling policy (it was not sampled from it).
 The loss is GRPO's (``grpo.grpo_loss``).
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

@@ -2,13 +2,14 @@ r"""GMPO: Geometric-Mean Policy Optimization (Zhao et al. 2025, arXiv 2507.20673
 
 GRPO maximises the *arithmetic* mean over a sequence's tokens of the clipped importance-weighted advantage,
 so one token with an extreme ratio pi_theta / pi_old can dominate an update. GMPO maximises the *geometric*
-mean of the same token terms instead (the paper's GMPO objective with token-level clipping; equation
-numbers are not cited because the paper's full text could not be re-checked here)::
+mean of the same token terms instead (the paper's eq. 3, and with PPO's clip applied per token its full
+objective, eq. 4; numbers checked against arXiv 2507.20673v3, Sec. 3)::
 
     J(theta) = E[ (1/G) sum_i  sgn(A_i) *
                   prod_t | min( rho_{i,t} A_i, clip(rho_{i,t}, e^{-eps_low}, e^{eps_high}) A_i ) |^{1/|o_i|} ]
 
-which, since A_i is constant over a sequence, is computed in log space (numerically stable)::
+which, since A_i is constant over a sequence, is computed in log space (numerically stable; the paper's
+Algorithm 1 does the same: sgn(A) * log-ratio, clamped to [-eps, eps], the min of the two, times sgn(A))::
 
     l_{i,t}  = log rho_{i,t} = log pi_theta - log pi_old                        (model tokens only)
     l'_{i,t} = min(l, clip(l, -eps_low, eps_high))   if A_i > 0                  (sign-aware clip: the PPO
@@ -16,8 +17,10 @@ which, since A_i is constant over a sequence, is computed in log space (numerica
     w_i      = exp( (1/|o_i|) sum_t m_{i,t} l'_{i,t} )                           geometric mean of the ratios
     L        = (1/G) sum_i ( -w_i A_i + beta * (1/|o_i|) sum_t m_{i,t} KL_{i,t} )
 
-The clip range is in log space: (e^{-0.4}, e^{0.4}) by default, the paper's choice (its Sec. 4, per TRL's
-docs), much wider than GRPO's (0.8, 1.2) because the geometric mean already damps outlier ratios.
+The clip range is in log space: (e^{-0.4}, e^{0.4}) by default, the paper's choice (its Fig. 3 and
+Algorithm 1, epsilon = 0.4), much wider than GRPO's (0.8, 1.2) because the geometric mean already damps
+outlier ratios. The paper drops the KL term (following Dr.GRPO, its eq. 1 note); here it is optional (beta,
+default 0), added as a per-sequence mean of k3 outside the geometric mean.
 Advantages are GRPO's. TRL 1.16 ships the same loss (``trl.experimental.gmpo``);
 ``tests/reference_impls/test_grpo_family_a.py`` checks ours against it on identical tensors.
 """

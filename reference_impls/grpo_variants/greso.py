@@ -20,6 +20,9 @@ target alpha as alpha/3 for easy and 2 alpha/3 for hard (hard prompts are kept m
 ones rising rewards turn informative). The update is GRPO's (``grpo.grpo_loss``).
 
 History and probabilities live in ``state_dict`` so a resumed run skips exactly as the original would.
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

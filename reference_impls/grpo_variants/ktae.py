@@ -24,6 +24,9 @@ f = share of v among the model tokens of set S, L_S their number, L = (L_T + L_F
 BM25-style saturation); 1e-5 guards the ratios. A group with no correct or no wrong rollout has no key
 values (the contrast is undefined) and keeps GRPO's advantages; the end-of-sequence token gets none
 either. The loss is GRPO's (``grpo.grpo_loss``) with these (N, K) advantages.
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

@@ -7,13 +7,14 @@ drawing sets (the paper's full and bootstrap sampling), the paper takes the expe
 k-subset of the group analytically. With a group of N = G samples of which N_neg are wrong (binary
 correctness):
 
-    mean group reward  R = 1 - C(N_neg, k) / C(N, k)                   (chance a random k-set holds a success)
-    std                s = sqrt( R (1 - R) )
-    A_pos = (1 - R) / s                                                  (every correct sample)
-    A_neg = (1 - R - C(N_neg - 1, k - 1) / C(N - 1, k - 1)) / s          (every wrong sample)
+    mean group reward  R = 1 - C(N_neg, k) / C(N, k)                   eq. 11 (chance a random k-set holds a success)
+    std                s = sqrt( R (1 - R) )                             eq. 12
+    A_pos = (1 - R) / s                                                  eq. 14 (every correct sample)
+    A_neg = (1 - R - C(N_neg - 1, k - 1) / C(N - 1, k - 1)) / s          eq. 15 (every wrong sample)
 
-(the paper's analytic derivation, as in its released code ``passk_adv.py``; C(n, r) = 0 when r > n;
-equation numbers are not cited because the paper's full text could not be re-checked here). A wrong
+(the paper's analytical derivation, Sec. 2.4, eqs. 7-15 of arXiv 2508.10751, checked against its text; C(n, r)
+= 0 when r > n). The paper trains with DAPO's clip-higher and token-level loss (Sec. 2.1), which are GRPO
+switches here. A wrong
 sample is penalised only by the share of k-sets in which it is joined solely by other wrong samples, so
 for k = 1 this is GRPO's advantage on binary rewards, and larger k penalises wrong samples less. A group
 with all samples wrong, or with fewer than k wrong ones (every k-set then succeeds), has s = 0 and

@@ -13,6 +13,9 @@ The paper's process reward is a learned model scoring the thinking of code solut
 the calculator's tool calls and r^proc is the fraction of them that were correct steps (a call whose value is
 an intermediate value of a correct solution, ``info["tool_steps"]`` recorded by the calculator). The loss
 is GRPO's (``grpo.grpo_loss``).
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

@@ -2,12 +2,15 @@ r"""ProRL: Prolonged RL (Liu et al. 2025, arXiv 2505.24864): KL control with per
 
 Long RL runs need a KL penalty to the reference policy to stay stable (entropy collapse, drift), but a KL
 term anchored to the *initial* model grows to dominate the loss and stalls learning. ProRL keeps the KL
-term of GRPO's objective (the k3 estimator, weight beta)::
+term of GRPO's objective (the k3 estimator, weight beta; the paper's eq. 4, Sec. 2.3.1, on GRPO's eq. 1-2 with
+DAPO's decoupled clip, eq. 3; numbers checked against arXiv 2505.24864v1)::
 
-    L = L_GRPO-clip(theta) + beta * KL(pi_theta || pi_ref)
+    J(theta) = J_GRPO-clip(theta) - beta * D_KL(pi_theta || pi_ref)      (minimised here as L = -J)
 
 and every ``prorl_reset_every`` steps hard-resets the reference to the current policy, pi_ref <- pi_theta,
-and re-initialises the optimizer's moment estimates (the paper's reference policy reset). Its other
+and re-initialises the optimizer's moment estimates (the paper's reference policy reset, Sec. 2.3.1). The
+paper resets when a validation score stagnates or degrades (Sec. 3.3), not on a fixed schedule; a fixed
+period is what a run without a validation set can do, and is the one difference from the paper. Its other
 stabilisers are DAPO's, available as GRPO's switches and set by the implementation: decoupled clipping
 (eps_low 0.2, eps_high 0.4) and dynamic sampling (groups with equal rewards are dropped).
 

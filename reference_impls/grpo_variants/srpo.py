@@ -20,6 +20,9 @@ Implementation: ``draw`` walks a shuffled order of the stage's prompts, one epoc
 records which drawn prompts were solved by every sample; both live in ``state_dict`` so a resumed run
 continues with the same history. Per rank, so under DDP each rank keeps its own history
 (``distributed_ok = False`` keeps runs single-process and exactly resumable).
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

@@ -20,6 +20,9 @@ paper: a description, reasoning steps, then the answer, logically consistent), e
 On the calculator the key steps K are the intermediate values of a correct solution and k_i is how many of
 them the episode's tool calls computed (``info["reference_steps_matched"]``); a response is valid when it
 made at least one tool call, every call evaluated (no syntax errors), and it ended with an <answer>.
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 

@@ -295,7 +295,8 @@ def test_papo_perception_kl_by_hand_and_gradient():
 # ---- every implementation trains two steps through the CLI ----------------------------------------------
 PART_B = ["calculator-chord", "calculator-luffy", "calculator-dars", "calculator-ghpo", "calculator-starpo",
           "calculator-treepo", "calculator-arpo",
-          "calculator-skywork-r1v2", "calculator-papo"]
+          "calculator-skywork-r1v2", "calculator-papo",
+          "calculator-aspo"]  # issue 19: ASPO
 
 
 @pytest.mark.parametrize("impl", PART_B)

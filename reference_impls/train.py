@@ -92,6 +92,9 @@ from .skywork import SkyworkSSB
 from .starpo import StarPO
 from .treepo import TreePO
 
+# multi-agent (issue 22)
+from .role_grpo import RoleGRPO  # noqa: E402,I001
+
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
@@ -109,6 +112,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     "chord": CHORD, "luffy": LUFFY, "dars": DARS, "ghpo": GHPO, "starpo": StarPO, "skywork-ssb": SkyworkSSB,
     "papo": PAPO, "treepo": TreePO, "arpo": ARPO,
 
+    # multi-agent (issue 22)
+    "role-grpo": RoleGRPO,
 }
 
 

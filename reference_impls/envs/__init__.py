@@ -201,3 +201,7 @@ from . import sql as _sql  # noqa: E402,F401  (registers "sql")
 from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
 from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
 
+
+# multi-agent and active perception (issue 22)
+from . import solver_verifier as _solver_verifier  # noqa: E402,F401  (registers "solver-verifier")
+from . import zoom as _zoom  # noqa: E402,F401  (registers "zoom")

@@ -231,7 +231,9 @@ class SolverVerifierEnv:
         final = self.proposals[-1] if self.proposals else None
         ok = final is not None and final == self.value
         rewards = role_rewards(ok, self.verdicts_right, self.config.verdict_weight)
+        first = self.proposals[0] if self.proposals else None
         info = {"correct": ok, "final_answer": None if final is None else format_number(final),
+                "first_correct": first is not None and first == self.value,
                 "rounds": len(self.proposals), "accepted": bool(self.verdicts) and self.verdicts[-1] == "accept",
                 "verdicts": ",".join(v or "none" for v in self.verdicts),
                 "verdict_accuracy": sum(self.verdicts_right) / max(len(self.verdicts_right), 1),

@@ -605,7 +605,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    "writes the solver's turns, with no loss on them.",
                    env_options={"train_roles": ("verifier",)},
                    changes="train_roles=verifier: the solver's tokens get loss mask 0, so only accept/reject "
-                           "decisions (and their reasons) are reinforced, by the verifier's own reward."),
+                           "decisions (and their reasons) are reinforced, by the verifier's own reward.",
+                   equation=r"A_{i,t}=A^{\mathrm{verifier}}_i\ \text{on verifier turns},\ m_{i,t}=0\ "
+                            r"\text{on solver turns},\ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
     Implementation("zoom-grpo", "Active perception with a zoom tool on a text image (GRPO)", "grpo", "zoom",
                    "envs/zoom.py",
                    "A large character-grid 'image' seen only as a coarse thumbnail; the agent zooms into regions "
@@ -677,8 +679,9 @@ NODE_PROXIES: dict[str, tuple[str | None, str]] = {
                "No pixels here: the zoom env is a text proxy of visual tasks (a character-grid image, a coarse "
                "thumbnail, crops and grounding to a cell)."),
     "vision-image": ("zoom-grpo",
-                     "Image tasks are proxied by a character-grid 'image' read through a thumbnail and crops, with "
-                     "answer and grounding rewards; no vision model or real images."),
+                     "A text proxy, not vision: image tasks are stood in for by a character-grid 'image' read "
+                     "through a thumbnail and crops, with answer and grounding rewards; no vision model or real "
+                     "images."),
     "vision-video": (None,
                      "No runnable proxy yet: video needs time (frames) and motion; a text proxy would be a sequence "
                      "of grids with questions about change, which no environment here builds."),

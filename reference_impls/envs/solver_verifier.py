@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..options import Options, option
+from ..options import ConfigError, Options, option
 from . import EnvSpec, StepResult, ToolSpec, register_env
 from .arith import CalcError, evaluate, format_number, parse_number
 
@@ -191,6 +191,13 @@ class SolverVerifierConfig(Options):
                              low=1, high=5)
     verdict_weight: float = option(0.5, "Share of the verifier's reward from right accept/reject verdicts (the "
                                    "rest is the final answer's correctness).", low=0.0, high=1.0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.levels:
+            raise ConfigError("--levels (option of --env solver-verifier): choose at least one level")
+        if not self.train_roles:
+            raise ConfigError("--train-roles (option of --env solver-verifier): choose at least one role to train")
 
 
 class SolverVerifierEnv:

@@ -42,7 +42,7 @@ import re
 import string
 from dataclasses import dataclass
 
-from ..options import Options, option
+from ..options import ConfigError, Options, option
 from . import EnvSpec, StepResult, ToolSpec, register_env
 
 TOOL = ToolSpec(
@@ -238,6 +238,14 @@ class ZoomConfig(Options):
     max_crop: int = option(8, "Largest crop side in cells (a request above it is refused).", low=1, high=40)
     answer_weight: float = option(0.5, "Reward for naming the right symbol.", low=0.0, high=1.0)
     grounding_weight: float = option(0.5, "Reward for pointing to the right cell (grounding).", low=0.0, high=1.0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.levels or not self.families:
+            raise ConfigError("--levels / --families (options of --env zoom): choose at least one of each")
+        if self.answer_weight + self.grounding_weight <= 0:
+            raise ConfigError("--answer-weight, --grounding-weight (options of --env zoom): both are 0, so every "
+                              "episode would earn 0; give one of them a weight")
 
 
 class ZoomEnv:

@@ -111,6 +111,8 @@ def test_verdict_weight_and_rounds_options():
     assert not _play(turns, max_rounds=2).done  # the solver revises
     with pytest.raises(ConfigError, match="--train-roles"):
         get_env("solver-verifier").options({"train_roles": ("judge",)})
+    with pytest.raises(ConfigError, match="at least one role"):
+        get_env("solver-verifier").options({"train_roles": ()})
 
 
 def test_reject_reason_reaches_the_solver():
@@ -222,6 +224,16 @@ def test_reward_weights_are_options():
     assert result.reward == 1.0 and result.info["correct"] and not result.info["answer_ok"]
 
 
+def test_zoom_options_that_cannot_work_are_refused():
+    spec = get_env("zoom")
+    with pytest.raises(ConfigError, match="both are 0"):
+        spec.options({"answer_weight": 0.0, "grounding_weight": 0.0})
+    with pytest.raises(ConfigError, match="at least one"):
+        spec.options({"families": ()})
+    with pytest.raises(ConfigError, match="--max-crop"):
+        spec.options({"max_crop": 0})
+
+
 def test_zoom_budget_and_passive_mode():
     env = zoom.ZoomEnv(_hand_problem(), zoom.ZoomConfig(max_zooms=1, max_crop=4))
     env.reset()
@@ -302,6 +314,28 @@ def test_rl_free_pipeline_runs_on_heldout_problems():
     result = mas_pipeline.run_pipeline(model, tokenizer, n=3, max_new_tokens_per_turn=8, max_completion_tokens=40)
     assert result["n"] == 3 and 0.0 <= result["accuracy"] <= 1.0 and result["env"] == "solver-verifier"
     assert set(result) >= {"solo_accuracy", "verdict_accuracy", "accept_rate", "rounds", "role_rewards", "by_family"}
+
+
+def test_rollout_turns_line_up_with_the_env_roles(tiny):
+    """role-grpo reads a turn's role from its index: the rollout's turn spans must be the env's turns."""
+    from scripted_policies import nudged_tiny
+
+    from reference_impls.role_grpo import mask_untrained_turns
+    from reference_impls.rollout import RolloutConfig, rollout
+
+    tokenizer = tiny[1]
+    model = nudged_tiny(tiny[0], tokenizer, ("<answer>31</answer>", "<verdict>reject</verdict>",
+                                             "<verdict>accept</verdict>"))
+    spec = get_env("solver-verifier")
+    cfg = RolloutConfig(group_size=3, max_new_tokens_per_turn=12, max_completion_tokens=400)
+    samples, _ = rollout(model, tokenizer, spec, spec.problems("train", n=2, seed=0), cfg)
+    finished = [s for s in samples if not s.truncated]
+    assert finished and all(len(s.turn_spans) == len(s.info["turn_roles"]) >= 2 for s in finished)
+    before = [list(s.loss_mask) for s in samples]
+    mask_untrained_turns(samples, sv.SolverVerifierEnv.role_of_turn, ("solver",))
+    for s, old in zip(samples, before):
+        for k, (a, b) in enumerate(s.turn_spans):
+            assert s.loss_mask[a:b] == (old[a:b] if k % 2 == 0 else [0] * (b - a))
 
 
 class _Done:

@@ -87,6 +87,8 @@ class RoleGRPO(GRPO):
         super().check(cfg, train)
         if cfg.dynamic_sampling:
             raise ConfigError("role-grpo's advantages are per role: leave --dynamic-sampling off")
+        if cfg.overlong_buffer:
+            raise ConfigError("--overlong-buffer: role-grpo does not shape role rewards by length; leave it 0")
         from .envs import ENVS
 
         spec = ENVS.get(train.env)

@@ -180,6 +180,10 @@ def test_role_grpo_refuses_an_env_without_roles():
 
     with pytest.raises(ConfigError, match="multi-role"):
         resolve(TrainConfig(algo="role-grpo", env="calculator", out="x"))
+    for switch, flag in (({"dynamic_sampling": True}, "dynamic-sampling"), ({"overlong_buffer": 8}, "overlong-buffer")):
+        with pytest.raises(ConfigError, match=flag):
+            resolve(TrainConfig(algo="role-grpo", env="solver-verifier", algo_config=switch, out="x"))
+    resolve(TrainConfig(algo="role-grpo", env="solver-verifier", out="x"))
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -1145,3 +1145,30 @@ def passk_frame(passk: dict) -> pd.DataFrame:
     frame = pd.DataFrame(curves).sort_index()
     frame.index.name = "k"
     return frame
+
+
+# -- multi-agent and active perception (issue 22) ------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProxyNote:
+    """What a node page says about a node that has no implementation of its own: the closest runnable
+    proxy (``link`` to it in the Lab) or that none exists yet, and why."""
+
+    heading: str
+    text: str
+    link: routes.Link | None = None
+    link_label: str = ""
+
+
+def node_proxy_note(node_id: str) -> ProxyNote | None:
+    """The node page's proxy note (lab.catalog.node_proxy), or None for a node that is not listed."""
+    from lab.catalog import node_proxy
+
+    found = node_proxy(node_id)
+    if found is None:
+        return None
+    impl, reason = found
+    if impl is None:
+        return ProxyNote("No runnable proxy yet.", reason)
+    return ProxyNote(f"Closest runnable proxy: {impl.title}.", reason, routes.lab(impl=impl.id, preset="quick"),
+                     "Run the proxy")

@@ -166,3 +166,16 @@ def validate(impl: Implementation, config: dict) -> dict[str, str]:
     except TypeError as err:  # an unknown key in the mapping
         errors["config"] = str(err)
     return errors
+
+
+# -- multi-agent and active perception (issue 22) ------------------------------------------------------
+
+def node_proxy(node_id: str) -> tuple[Implementation | None, str] | None:
+    """For a capability/task node without its own implementation: (the closest runnable proxy or None, why),
+    from ``reference_impls.implementations.NODE_PROXIES``; None when the node is not listed there."""
+    from reference_impls.implementations import BY_ID, NODE_PROXIES
+
+    if node_id not in NODE_PROXIES:
+        return None
+    impl_id, reason = NODE_PROXIES[node_id]
+    return (BY_ID[impl_id] if impl_id else None), reason

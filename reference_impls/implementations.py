@@ -664,6 +664,59 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                         "+-k times the correctness advantage.",
         equation=r"A_i=A^{\mathrm{correct}}_i+\mathrm{clip}\Big(\delta\,rac{p_i-\mathrm{mean}(\mathbf{p})}"
                  r"{\mathrm{mean}(\mathbf{L})},\,-k\,A^{\mathrm{correct}}_i,\,k\,A^{\mathrm{correct}}_i\Big)"),
+    # -- multi-agent and active perception (issue 22) -------------------------------------------------
+    Implementation("solver-verifier-role-grpo", "Solver and verifier played by one policy (role-credit GRPO)",
+                   "role-grpo", "solver-verifier", "role_grpo.py",
+                   "Two roles in one episode on arithmetic: a solver proposes an answer with its work, a verifier "
+                   "accepts or rejects it with a reason, the solver revises after a rejection; one shared policy "
+                   "plays both and each role's tokens get that role's own group-relative advantage.",
+                   nodes=("multi-agent", "mas-rl-based"),
+                   changes="Keeps what RL-trained multi-agent LLM systems (ReMA-style shared-parameter role play, "
+                           "solver/verifier and debate pipelines) have in common: several roles with their own "
+                           "rewards acting in turn on one task, a fixed interaction protocol, and per-role credit "
+                           "(the solver is paid for the final answer; the verifier for the final answer and for "
+                           "each right accept/reject, weights an option). The train_roles option freezes one role "
+                           "(its turns are loss-masked) while the policy still plays it. Simplifies: both roles "
+                           "share one transcript and one set of weights (no separate agents or contexts), two "
+                           "roles, integer arithmetic in three levels, at most a few revision rounds, and no "
+                           "negotiation or persuasion. The RL-free baseline is the same pipeline untrained: "
+                           "python -m reference_impls.mas_pipeline on the same held-out problems.",
+                   paper="ReMA: Learning to Meta-think for LLMs with Multi-Agent Reinforcement Learning (Wan et al.; "
+                         "arXiv 2503.09501) for shared-parameter role play; the advantage is GRPO's, per role",
+                   equation=r"A^{\rho}_i=\frac{r^{\rho}_i-\mathrm{mean}_j r^{\rho}_j}{\mathrm{std}_j r^{\rho}_j},\ "
+                            r"A_{i,t}=A^{\rho(k(t))}_i,\ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
+    Implementation("solver-verifier-train-verifier", "Train only the verifier (solver frozen in what it learns)",
+                   "role-grpo", "solver-verifier", "role_grpo.py",
+                   "The solver-verifier pipeline with only the verifier's turns trained; the same policy still "
+                   "writes the solver's turns, with no loss on them.",
+                   env_options={"train_roles": ("verifier",)},
+                   changes="train_roles=verifier: the solver's tokens get loss mask 0, so only accept/reject "
+                           "decisions (and their reasons) are reinforced, by the verifier's own reward.",
+                   equation=r"A_{i,t}=A^{\mathrm{verifier}}_i\ \text{on verifier turns},\ m_{i,t}=0\ "
+                            r"\text{on solver turns},\ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
+    Implementation("zoom-grpo", "Active perception with a zoom tool on a text image (GRPO)", "grpo", "zoom",
+                   "envs/zoom.py",
+                   "A large character-grid 'image' seen only as a coarse thumbnail; the agent zooms into regions "
+                   "with a crop tool, names what it found and points to its cell; rewarded for the answer and for "
+                   "the grounding.",
+                   nodes=("perception", "perception-tool-driven", "perception-grounding-driven",
+                          "perception-passive-to-active"),
+                   changes="A TEXT PROXY of visual active perception, not vision: the image is a grid of "
+                           "characters (16 to 40 cells a side) and there is no vision encoder. Keeps the task's "
+                           "structure from zoom-in / crop-tool agents and grounding rewards: the input is too large "
+                           "to view whole, a down-sampled overview shows where salient marks are but not what they "
+                           "are, the agent picks regions to inspect with a tool (a crop size limit and a zoom "
+                           "budget), and the reward checks the answer and the pointed cell separately (weights are "
+                           "options). Simplifies: symbols instead of objects, exact cell coordinates instead of "
+                           "boxes, two question types, and a thumbnail that marks bright blocks exactly."),
+    Implementation("zoom-passive-grpo", "Passive perception baseline: thumbnail only, no zoom (GRPO)", "grpo",
+                   "zoom", "envs/zoom.py",
+                   "The zoom task with max_zooms=0: the agent must answer from the coarse thumbnail alone.",
+                   env_options={"max_zooms": 0}, nodes=("perception-passive-to-active",),
+                   changes="The passive end of passive-to-active perception: the same questions with the zoom "
+                           "tool taken away, so the detail the answer needs is never seen; its reward bounds what "
+                           "guessing from the overview earns, next to zoom-grpo's active version."),
+
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 
@@ -686,3 +739,43 @@ def get_implementation(impl_id: str) -> Implementation:
 def for_node(node_id: str) -> list[Implementation]:
     """Implementations linked to a taxonomy node (a pure lookup: imports no model code)."""
     return [impl for impl in IMPLEMENTATIONS if node_id in impl.nodes]
+
+
+# -- multi-agent and active perception (issue 22) ------------------------------------------------------
+#: capability/task nodes with no implementation of their own: the closest runnable proxy (an implementation
+#: id) and why it is the closest, or None and why there is no runnable proxy yet. The node page shows it.
+NODE_PROXIES: dict[str, tuple[str | None, str]] = {
+    "mas-rl-free": ("solver-verifier-role-grpo",
+                    "The RL-free baseline is the same solver-verifier pipeline with no training: a prompted model "
+                    "plays both roles under the fixed protocol on the held-out problems "
+                    "(python -m reference_impls.mas_pipeline --model smollm2-135m-instruct --n 100), reporting the "
+                    "final accuracy beside the solver's first answer alone and the verdict accuracy. Run this "
+                    "trains the RL-based version to compare with it (--run RUN on the same command)."),
+    "other-social": ("solver-verifier-role-grpo",
+                     "The closest runnable env is the cooperative solver-verifier dialogue: two roles with their "
+                     "own rewards talking in turn. It has no negotiation, persuasion or private information, which "
+                     "social tasks are about."),
+    "other-general-qa": ("search-grpo",
+                         "General QA is closest to the search agent: natural-language questions answered by exact "
+                         "match after retrieval (over this catalog, not open-domain corpora)."),
+    "vision": ("zoom-grpo",
+               "No pixels here: the zoom env is a text proxy of visual tasks (a character-grid image, a coarse "
+               "thumbnail, crops and grounding to a cell)."),
+    "vision-image": ("zoom-grpo",
+                     "A text proxy, not vision: image tasks are stood in for by a character-grid 'image' read "
+                     "through a thumbnail and crops, with answer and grounding rewards; no vision model or real "
+                     "images."),
+    "vision-video": (None,
+                     "No runnable proxy yet: video needs time (frames) and motion; a text proxy would be a sequence "
+                     "of grids with questions about change, which no environment here builds."),
+    "vision-3d": (None,
+                  "No runnable proxy yet: 3D tasks need depth, viewpoints or point clouds; the text grid has none "
+                  "and no environment here simulates a 3D scene."),
+    "perception-generation-driven": (None,
+                                     "No runnable proxy yet: generation-driven perception has the model produce "
+                                     "images (sketches, edited views) to reason with; the project's models only "
+                                     "write text and no environment renders what they draw."),
+    "perception-audio": (None,
+                         "No runnable proxy yet: audio needs an audio encoder or waveforms; the project's models "
+                         "and environments are text only."),
+}

@@ -96,6 +96,8 @@ from .treepo import TreePO
 from .absolute_zero import AbsoluteZero  # noqa: E402,I001
 # -- issue 19: ASPO --
 from .grpo_variants.aspo import ASPO
+# multi-agent (issue 22)
+from .role_grpo import RoleGRPO  # noqa: E402,I001
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
@@ -118,6 +120,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     "absolute-zero": AbsoluteZero,
     # -- issue 19: ASPO --
     "aspo": ASPO,
+    # multi-agent (issue 22)
+    "role-grpo": RoleGRPO,
 }
 
 

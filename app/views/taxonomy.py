@@ -68,6 +68,11 @@ def node_page(node_id: str) -> None:
                          icon=":material/leaderboard:")
     if lab.not_implemented(node_id):
         st.info("**No reference implementation yet.** " + ui.md(lab.not_implemented(node_id)), icon=":material/pending:")
+    proxy = presentation.node_proxy_note(node_id) if not impls else None  # issue 22: capability/task proxies
+    if proxy is not None:
+        st.info(f"**{ui.md(proxy.heading)}** {ui.md(proxy.text)}", icon=":material/pending:")
+        if proxy.link is not None:
+            ui.page_link(proxy.link, proxy.link_label, icon=":material/play_arrow:")
     family = presentation.family_base(cat, node_id) if not impls else None
     if family is not None:
         with st.container(border=True):

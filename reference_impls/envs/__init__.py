@@ -205,3 +205,6 @@ from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "
 # -- issue 22: self-improvement --
 from . import selfcorrect as _selfcorrect  # noqa: E402,F401  (registers "self-correct")
 from . import selfplay as _selfplay  # noqa: E402,F401  (registers "selfplay-arith")
+# multi-agent and active perception (issue 22)
+from . import solver_verifier as _solver_verifier  # noqa: E402,F401  (registers "solver-verifier")
+from . import zoom as _zoom  # noqa: E402,F401  (registers "zoom")

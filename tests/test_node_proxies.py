@@ -1,0 +1,69 @@
+"""Issue 22: capability/task nodes without an environment of their own name their closest runnable proxy, or
+say why there is none; the node page shows it (app.presentation.node_proxy_note)."""
+from app import presentation, routes
+from lab import catalog as lab
+from reference_impls.implementations import BY_ID, NODE_PROXIES
+
+#: the multi-agent and perception nodes of issue 22 (multi-agent, active perception, vision/audio)
+ISSUE_22_NODES = ("multi-agent", "mas-rl-based", "mas-rl-free", "other-social", "other-general-qa", "perception",
+                  "perception-tool-driven", "perception-grounding-driven", "perception-passive-to-active", "vision",
+                  "vision-image", "vision-video", "vision-3d", "perception-generation-driven", "perception-audio")
+
+
+def test_proxies_name_real_nodes_without_their_own_implementation(taxonomy):
+    for node_id, (impl_id, reason) in NODE_PROXIES.items():
+        assert node_id in taxonomy and taxonomy[node_id].dimension in ("capability", "task"), node_id
+        assert lab.for_node(node_id) == [], f"{node_id} runs itself; its proxy entry would hide nothing"
+        assert impl_id is None or impl_id in BY_ID, node_id
+        assert len(reason) > 40, node_id
+
+
+def test_every_issue_22_node_runs_or_says_what_stands_in():
+    for node_id in ISSUE_22_NODES:
+        assert lab.for_node(node_id) or node_id in NODE_PROXIES, node_id
+    runs = {n for n in ISSUE_22_NODES if lab.for_node(n)}
+    assert runs == {"multi-agent", "mas-rl-based", "perception", "perception-tool-driven",
+                    "perception-grounding-driven", "perception-passive-to-active"}
+    unrunnable = {n for n, (impl, _) in NODE_PROXIES.items() if impl is None}
+    assert unrunnable == {"vision-video", "vision-3d", "perception-generation-driven", "perception-audio"}
+
+
+def test_node_page_note_links_the_proxy_or_says_none():
+    note = presentation.node_proxy_note("vision-image")
+    assert note.heading == f"Closest runnable proxy: {BY_ID['zoom-grpo'].title}."
+    assert note.link == routes.lab(impl="zoom-grpo", preset="quick") and "text proxy" in note.text
+    none = presentation.node_proxy_note("perception-audio")
+    assert none.heading == "No runnable proxy yet." and none.link is None and "audio" in none.text
+    rl_free = presentation.node_proxy_note("mas-rl-free")
+    assert "reference_impls.mas_pipeline" in rl_free.text and rl_free.link is not None
+    assert presentation.node_proxy_note("alg-grpo") is None
+    assert presentation.node_proxy_note("perception") is None  # it runs: its own implementation is shown
+
+
+def test_text_proxy_is_said_plainly_on_the_perception_node():
+    impl = lab.for_node("perception")[0]
+    assert impl.id == "zoom-grpo" and "TEXT PROXY" in impl.changes
+
+
+def _node_page(node_id: str):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"), default_timeout=180)
+    at.query_params["node"] = node_id
+    at.switch_page(routes.PAGES["taxonomy"].script)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_node_pages_show_the_proxy_note_and_its_link():
+    at = _node_page("vision-image")
+    info = "\n".join(str(e.value) for e in at.info)
+    assert "Closest runnable proxy" in info and "text proxy" in info
+    assert any(e.proto.label == "Run the proxy" and "impl=zoom-grpo" in e.proto.query_string
+               for e in at.get("page_link"))
+    at = _node_page("perception-audio")
+    info = "\n".join(str(e.value) for e in at.info)
+    assert "No runnable proxy yet." in info and not any(e.proto.label == "Run the proxy" for e in at.get("page_link"))

@@ -127,8 +127,9 @@ def pairs_from_samples(samples: list[Sample], uids: list[str]) -> list[Pair]:
 
 
 def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, seed: int = 0,
-                batch_prompts: int = 8) -> tuple[list[Pair], dict]:
-    """Sample ``group_size`` episodes per problem with ``policy`` and pair correct with incorrect ones."""
+                batch_prompts: int = 8, pair_fn=pairs_from_samples) -> tuple[list[Pair], dict]:
+    """Sample ``group_size`` episodes per problem with ``policy`` and pair them with ``pair_fn`` (default:
+    correct with incorrect ones; LCPO, lcpo.py, pairs the shortest with the longest)."""
     seed_everything(seed)
     t0 = time.time()
     pairs, n_samples, n_correct = [], 0, 0
@@ -138,7 +139,7 @@ def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, s
         n_samples += len(samples)
         n_correct += sum(bool(s.info.get("correct")) for s in samples)
         uids = [str(getattr(p, "uid", start + i)) for i, p in enumerate(chunk)]
-        pairs += pairs_from_samples(samples, uids)
+        pairs += pair_fn(samples, uids)
     stats = {"pair_prompts": len(problems), "pairs": len(pairs), "samples": n_samples,
              "sample_accuracy": n_correct / max(n_samples, 1), "build_s": round(time.time() - t0, 1)}
     return pairs, stats
@@ -184,6 +185,7 @@ class DPO(Algorithm):
     Config = Config
     online = False
     min_group_size = 2  # pairs need a correct and an incorrect sample of one prompt
+    no_pairs_reason = "every prompt's samples were all right or all wrong"
 
     @classmethod
     def uses_reference(cls, cfg: Config) -> bool:
@@ -219,7 +221,7 @@ class DPO(Algorithm):
                 self.pair_stats = stats
         self.pairs = load_pairs(path)
         if not self.pairs:
-            raise RuntimeError(f"no preference pairs in {path}: every prompt's samples were all right or all wrong "
+            raise RuntimeError(f"no preference pairs in {path}: {self.no_pairs_reason} "
                                "(raise --pair-prompts or --group-size, or start from another model)")
         if self.uses_reference(cfg):
             self.reference_logps(ctx)

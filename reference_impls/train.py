@@ -92,6 +92,9 @@ from .skywork import SkyworkSSB
 from .starpo import StarPO
 from .treepo import TreePO
 
+# -- issue 18 (finished): LCPO --
+from .lcpo import LCPO  # noqa: E402
+
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
     "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
@@ -109,6 +112,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     "chord": CHORD, "luffy": LUFFY, "dars": DARS, "ghpo": GHPO, "starpo": StarPO, "skywork-ssb": SkyworkSSB,
     "papo": PAPO, "treepo": TreePO, "arpo": ARPO,
 
+    # -- issue 18 (finished): LCPO --
+    "lcpo": LCPO,
 }
 
 

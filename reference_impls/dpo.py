@@ -14,10 +14,14 @@ log-likelihoods are computed once when the pairs are loaded.
 
 Losses (``Config.loss``), with h = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]::
 
-    sigmoid (DPO, eq. 7):  L = -log sigmoid(beta * h)
-    ipo     (IPO, eq. 17): L = (h_bar - 1 / (2 beta))^2,  h_bar = the same with each log-ratio divided
-                           by the episode's number of model tokens (TRL's normalisation, agreed with
-                           the IPO authors)
+    sigmoid (DPO, Eq. (7) of arXiv 2305.18290):  L = -log sigmoid(beta * h)
+    ipo     (IPO, arXiv 2310.12036):  L = (h_bar - 1 / (2 beta))^2,  h_bar = the same with each log-ratio
+                           divided by the episode's number of model tokens (TRL's normalisation, agreed
+                           with the IPO authors; the paper's own loss uses the unnormalised h)
+
+Equation numbers (docs/algorithms_dpo_ppo_families.md): DPO's Eq. (7) agrees with a paper card that
+states it was checked against arXiv v3 (the paper's own text is not readable here). IPO's number is not
+verified (paper text not available here); an earlier version of this docstring gave "eq. 17" from memory.
 
 Implicit rewards r_w = beta (log pi(y_w) - log pi_ref(y_w)), r_l likewise; logged: reward accuracy
 (r_w > r_l), margin (r_w - r_l), chosen/rejected rewards and log-probs (the names TRL logs).
@@ -127,8 +131,9 @@ def pairs_from_samples(samples: list[Sample], uids: list[str]) -> list[Pair]:
 
 
 def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, seed: int = 0,
-                batch_prompts: int = 8) -> tuple[list[Pair], dict]:
-    """Sample ``group_size`` episodes per problem with ``policy`` and pair correct with incorrect ones."""
+                batch_prompts: int = 8, pair_fn=pairs_from_samples) -> tuple[list[Pair], dict]:
+    """Sample ``group_size`` episodes per problem with ``policy`` and pair them with ``pair_fn`` (default:
+    correct with incorrect ones; LCPO, lcpo.py, pairs the shortest with the longest)."""
     seed_everything(seed)
     t0 = time.time()
     pairs, n_samples, n_correct = [], 0, 0
@@ -138,7 +143,7 @@ def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, s
         n_samples += len(samples)
         n_correct += sum(bool(s.info.get("correct")) for s in samples)
         uids = [str(getattr(p, "uid", start + i)) for i, p in enumerate(chunk)]
-        pairs += pairs_from_samples(samples, uids)
+        pairs += pair_fn(samples, uids)
     stats = {"pair_prompts": len(problems), "pairs": len(pairs), "samples": n_samples,
              "sample_accuracy": n_correct / max(n_samples, 1), "build_s": round(time.time() - t0, 1)}
     return pairs, stats
@@ -184,6 +189,7 @@ class DPO(Algorithm):
     Config = Config
     online = False
     min_group_size = 2  # pairs need a correct and an incorrect sample of one prompt
+    no_pairs_reason = "every prompt's samples were all right or all wrong"
 
     @classmethod
     def uses_reference(cls, cfg: Config) -> bool:
@@ -219,7 +225,7 @@ class DPO(Algorithm):
                 self.pair_stats = stats
         self.pairs = load_pairs(path)
         if not self.pairs:
-            raise RuntimeError(f"no preference pairs in {path}: every prompt's samples were all right or all wrong "
+            raise RuntimeError(f"no preference pairs in {path}: {self.no_pairs_reason} "
                                "(raise --pair-prompts or --group-size, or start from another model)")
         if self.uses_reference(cfg):
             self.reference_logps(ctx)

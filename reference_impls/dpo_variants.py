@@ -3,19 +3,24 @@ which pairs a step trains on. Notation as in ``dpo.py``: y_w the correct episode
 the same prompt; log pi(y|x) sums over *model* tokens only and |y| counts them.
 
 SimPO (Meng et al. 2024, arXiv 2405.14734): no reference model; the implicit reward is the length-
-normalised log-likelihood (eq. 4), and the Bradley-Terry comparison asks for a target margin gamma
-(eq. 5), giving (eq. 6)::
+normalised log-likelihood (Eq. (4) of arXiv 2405.14734), and the Bradley-Terry comparison asks for a
+target margin gamma (Eq. (5)), giving the loss (Eq. (6))::
 
     r(x, y) = beta / |y| * log pi(y|x)
     L = -log sigmoid( r(x, y_w) - r(x, y_l) - gamma )
 
 ORPO (Hong et al. 2024, arXiv 2403.07691): no reference model; the SFT loss on y_w plus lambda times an
-odds-ratio penalty, with P(y|x) the length-normalised likelihood exp(log pi(y|x) / |y|) (eq. 3)::
+odds-ratio penalty, with P(y|x) the length-normalised likelihood exp(log pi(y|x) / |y|) (Eq. (3) of arXiv
+2403.07691)::
 
-    L_SFT = -log pi(y_w|x) / |y_w|                                    (eq. 2)
-    odds(y|x) = P(y|x) / (1 - P(y|x))                                 (eq. 4)
-    L_OR = -log sigmoid( log odds(y_w|x) - log odds(y_l|x) )          (eqs. 5, 7)
-    L = L_SFT + lambda * L_OR                                         (eq. 6)
+    L_SFT = -log pi(y_w|x) / |y_w|                                    (its equation number: not verified)
+    odds(y|x) = P(y|x) / (1 - P(y|x))                                 (Eq. (4))
+    L_OR = -log sigmoid( log odds(y_w|x) - log odds(y_l|x) )          (Eqs. (5), (7))
+    L = L_SFT + lambda * L_OR                                         (Eq. (6))
+
+(SimPO's and ORPO's equation numbers agree with paper cards in the code index that state they were
+checked against arXiv 2405.14734v3 and 2403.07691v2; the papers' own text is not readable here. See
+docs/algorithms_dpo_ppo_families.md.)
 
 beta-DPO (Wu et al. 2024, arXiv 2407.08639): DPO's loss with beta set per batch from the batch's reward
 discrepancy, and a filter that drops outlying pairs. With M_i the pair's log-ratio margin
@@ -28,8 +33,8 @@ without the beta_0 factor), a running threshold M_0 and spread sigma (moving ave
     beta_batch = beta_0 * (1 + alpha * (mean_{kept} M_i - M_0))              (batch-level beta calibration)
     L = mean_{kept} -log sigmoid(beta_batch * h_i)          (beta_batch is a constant for the gradient)
 
-(Named by the paper's components rather than equation numbers, which we could not check against the paper's
-text; the order of the updates, the filter's draw and the clamp beta_batch >= 1e-3 follow the authors'
+(Named by the paper's components rather than equation numbers: not verified, paper text not available
+here; the order of the updates, the filter's draw and the clamp beta_batch >= 1e-3 follow the authors'
 released code, github.com/junkangwu/beta-DPO.)
 
 A batch is a step's ``pairs_per_step`` pairs; their margins come from one extra forward pass without

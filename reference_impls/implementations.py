@@ -717,15 +717,36 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "tool taken away, so the detail the answer needs is never seen; its reward bounds what "
                            "guessing from the overview earns, next to zoom-grpo's active version."),
 
+    # -- issue 18 (finished): LCPO --------------------------------------------------------------------
+    Implementation(
+        "calculator-lcpo", "LCPO: prefer the shortest correct tool-use episode", "lcpo", "calculator", "lcpo.py",
+        "Offline length preference: on problems the model always solves, its shortest episode is preferred to its "
+        "longest, with a reference-free odds-ratio Bradley-Terry loss.",
+        nodes=("alg-lcpo",),
+        changes="LCPO learns brevity rather than correctness. The starting model samples a group of episodes per "
+                "problem; only problems it solves in every sample are kept (the paper's easy split), and on each the "
+                "episode with the fewest model tokens is chosen over the one with the most (tool output does not "
+                "count towards length). The loss is ORPO's odds-ratio comparison of length-normalised likelihoods "
+                "without ORPO's NLL term and without a reference model. Kept from the paper: difficulty filtering "
+                "by pass rate, shortest vs longest self-generated pairs, the loss. Simplified: calculator episodes "
+                "of tens of tokens instead of math chains of thought of thousands; a 'solved' split (shortest vs "
+                "longest correct episode on any solved problem) is added for weak policies; the loss was read from "
+                "paper notes and reviews, not the paper's method section (see lcpo.py).",
+        paper="Pruning Long Chain-of-Thought of Large Reasoning Models via Small-Scale Preference Optimization "
+              "(Hong, Liu, Zhang, Sun, Zhang, Huang; arXiv 2508.10164)",
+        survey_vs_paper="The survey's Table 2 lists LCPO as preference optimisation without clipping and with a KL "
+                        "penalty, for length preference with limited data and training. The last part agrees (about "
+                        "0.8k pairs and 50 steps in the paper); the KL penalty does not: LCPO keeps no reference "
+                        "model and has no KL term, the only anchor being the pairs themselves, both sampled from "
+                        "the starting model.",
+        equation=r"\mathcal{L}=-\log\sigma\Big(\lambda\big[\log\tfrac{p_\theta(y_w|x)}{1-p_\theta(y_w|x)}"
+                 r"-\log\tfrac{p_\theta(y_l|x)}{1-p_\theta(y_l|x)}\big]\Big),\ "
+                 r"p_\theta(y|x)=e^{\frac{1}{|y|}\log\pi_\theta(y|x)}"),
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 
 #: algorithm nodes with no implementation yet, and why (the node page says so instead of a "Run this")
 NOT_IMPLEMENTED: dict[str, str] = {
-    "alg-lcpo": "The LCPO paper (arXiv 2508.10164) states its length-controlled preference objective only in its full "
-                "text, which we could not read when the DPO family was built; its data recipe (shortest correct answer "
-                "chosen, longest rejected, on problems the model already solves) is known, its loss is not, and we do "
-                "not guess a loss.",
 }
 
 

@@ -6,7 +6,9 @@ Data
     incorrect one *undesirable*. Unlike DPO, a prompt whose samples are all right or all wrong still gives
     data. The labelled episodes are written to ``RUN/episodes.jsonl`` (``RunDir.episodes_path``) and ``--samples-file FILE`` reuses them.
 
-Objective (the paper's eq. 7, the numbering TRL's KTOTrainer cites too), with the implicit reward
+Objective (Eq. (8) of arXiv 2402.01306v5, per a paper card in the code index that states it was checked
+against v5; TRL's KTOTrainer and an earlier version of this docstring number it (7), presumably an earlier
+version's numbering; the paper's own text is not readable here), with the implicit reward
 r(x, y) = log pi(y|x) - log pi_ref(y|x) summed over *model* tokens::
 
     z_0 = max(0, mean_i [log pi(y_{i+1}|x_i) - log pi_ref(y_{i+1}|x_i)])   the reference point: a KL estimate
@@ -18,7 +20,8 @@ r(x, y) = log pi(y|x) - log pi_ref(y|x) summed over *model* tokens::
 
 The value v is the prospect-theory utility: gains and losses are measured against the reference point
 z_0 and saturate (the sigmoid), and lambda_D / lambda_U weigh gains against losses (the paper advises
-lambda_D n_D / (lambda_U n_U) in [1, 4/3], with n_D, n_U the desirable and undesirable counts).
+lambda_D n_D / (lambda_U n_U) in [1, 3/2] in v5's Eq. (9), per the same card; an earlier version of this
+docstring said [1, 4/3]; n_D, n_U are the desirable and undesirable counts).
 
 Logged: rewards/chosen and rewards/rejected (beta * r averaged over the desirable / undesirable episodes, 0
 if a batch has none), their difference rewards/margins (the progress bar's reward column), kl (z_0), and

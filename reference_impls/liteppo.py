@@ -9,7 +9,7 @@ one new advantage function and the token-level (``dapo``) aggregation as its def
 
 Advantage (the paper's robust normalisation: the mean of the sample's own group, the standard deviation of
 the whole batch; its advantage-normalisation section, and the Lite PPO section that combines it with
-token-level aggregation; equation numbers not checked against the PDF)::
+token-level aggregation; equation numbers not verified: paper text not available here)::
 
     A_i = (r_i - mean_{j in group(i)} r_j) / (std_{j in batch} r_j + 1e-4)
 

@@ -8,7 +8,7 @@ prompt, keeps a subset chosen by reward rank, and runs ordinary PPO (critic, GAE
 it picks the filter whose kept rewards best predict the true score (R^2 between reward and actual score).
 
 Filters over one prompt's N = G samples with rewards r_1..r_N (``policy_filter``; the strategies of the
-paper's method section, equation numbers not checked against the PDF)::
+paper's method section; equation numbers not verified: paper text not available here)::
 
     best_worst   keep argmax_i r_i and argmin_i r_i                     (BW: the paper's strongest in code)
     best_random  keep argmax_i r_i and one other sample drawn uniformly (BR)

@@ -19,7 +19,11 @@ Generalised advantage estimation over the model tokens t_1 < t_2 < ... < t_n of 
     R_t     = A_t + V(t)                                 (value target)
     A_t    <- (A_t - mean A) / (std A + 1e-8)            whitening over the model tokens of the batch
 
-Losses over a minibatch (token-level means over model tokens), ``w_t = pi_theta / pi_old``::
+Losses over a minibatch (token-level means over model tokens), ``w_t = pi_theta / pi_old``; L_pi is the
+clipped surrogate L^CLIP, Eq. (7) of arXiv 1707.06347, negated, and L its combination with the value loss,
+Eq. (9) without the entropy bonus (numbers as a reading note of the paper quotes them; the GAE equations'
+numbers are not verified: paper text not available here). The paper's value loss is the plain squared
+error; clipping it around V_old, as below, comes from the common PPO implementations, not from Eq. (9)::
 
     L_pi = mean_t max( -A_t w_t, -A_t clip(w_t, 1 - eps, 1 + eps) )
     L_V  = 1/2 mean_t max( (V_t - R_t)^2, (clip(V_t, V_old - eps_v, V_old + eps_v) - R_t)^2 )
@@ -29,23 +33,27 @@ Losses over a minibatch (token-level means over model tokens), ``w_t = pi_theta 
 minibatches with one optimizer step each (so ratios move away from 1 after the first minibatch).
 
 VAPO switches (Yue et al. 2025, "VAPO: Efficient and Reliable RL for Advanced Reasoning Tasks", arXiv
-2504.05118; named as the paper's technique sections, equation numbers not checked against the PDF); all
-off by default, so plain PPO is unchanged::
+2504.05118; equation numbers checked against a copy of the paper's text in the code index: clipped
+surrogate Eq. (2), GAE Eq. (3), length-adaptive lambda Eqs. (4)-(5), token-level loss Eq. (7), clip-higher
+Eq. (8), positive-example NLL Eq. (9) and the total L_PPO + mu L_NLL Eq. (10)); all off by default, so
+plain PPO is unchanged::
 
-    value pre-training     critic_warmup_steps = N: the first N steps fit the critic on the initial
+    value pre-training     (Sec. 4.1) critic_warmup_steps = N: the first N steps fit the critic on the initial
                            policy's episodes, the policy untouched (with lam_critic = 1 the targets are
                            Monte Carlo returns)
     decoupled GAE          R_t from GAE with lambda_critic (lam_critic, VAPO: 1.0: unbiased returns);
                            A_t from GAE with lambda_policy
-    length-adaptive GAE    lambda_policy = 1 - 1 / (alpha * l) per episode, l = its model tokens
+    length-adaptive GAE    lambda_policy = 1 - 1 / (alpha * l) per episode (Eq. (5)), l = its model tokens
                            (length_adaptive_alpha, VAPO: 0.05): the longer the episode, the closer to 1,
                            so the bias-variance balance of A_t does not depend on length
-    clip-higher            clip(w, 1 - eps_low, 1 + eps_high)   (epsilon, epsilon_high; VAPO: 0.2 / 0.28)
-    positive-example LM    L += mu * L_NLL,  L_NLL = -(1/sum_{o correct} |o|) sum_{o correct} sum_t m_t log pi(o_t)
+    clip-higher            clip(w, 1 - eps_low, 1 + eps_high)   (Eq. (8); epsilon, epsilon_high; VAPO: 0.2 / 0.28)
+    positive-example LM    L += mu * L_NLL (Eqs. (9)-(10)),  L_NLL = -(1/sum_{o correct} |o|) sum_{o correct} sum_t m_t log pi(o_t)
                            over the minibatch's correct episodes (positive_lm_coef = mu, VAPO: 0.1)
 
-(Token-level loss, VAPO's remaining technique, is PPO's aggregation here already; group sampling is the
-trainer's ``group_size``.)
+(Token-level loss, Eq. (7), VAPO's remaining technique, is PPO's aggregation here already; group sampling
+is the trainer's ``group_size``. One difference: VAPO pre-trains the value model for 50 steps on a fixed
+policy's samples starting from a reward model; here the critic starts from the policy's weights with a zero
+head, as every critic in this project does.)
 
 Diagnostics: ``approx_kl`` = mean (w - 1) - log w (k3 between pi_old and pi_theta), ``clip_frac`` (ratios
 clipped in the direction of the advantage), ``value_loss``, ``vf_clip_frac``, ``explained_variance`` =

@@ -16,7 +16,7 @@ about reward hacking with dense PRM rewards). Turns that are not tool calls (the
 reward; the outcome reward covers them.
 
 Per-token reward (PPO's, see ``ppo.py``, plus the step rewards on each call turn's last token; the
-paper's "PRM as dense rewards" integration, equation numbers not checked against the PDF)::
+paper's "PRM as dense rewards" integration; equation numbers not verified: paper text not available here)::
 
     r_t = -beta * kl_t
           + c * v_j       on the last token of model turn j,   v_j = +1 correct step, -1 wrong step, 0 else

@@ -19,7 +19,9 @@ Pairs (the paper's data pipeline, Sec. 3.2)
     what makes pairs possible at all for a model that never gets a step right (the paper instead discards
     such prefixes). Pairs are stored and reused exactly as DPO's (``RUN/pairs.jsonl``, ``--pairs-file``).
 
-Loss (eq. 2), with s_{<k} the shared prefix and s_w, s_l the chosen and rejected step::
+Loss (the paper's step-level DPO objective; its equation number is not verified: paper text not available
+here, an earlier version of this docstring gave "eq. 2" unchecked), with s_{<k} the shared prefix and s_w,
+s_l the chosen and rejected step::
 
     L = -log sigmoid( beta log [pi(s_w | x, s_{<k}) / pi_ref(s_w | x, s_{<k})]
                       - beta log [pi(s_l | x, s_{<k}) / pi_ref(s_l | x, s_{<k})] )

@@ -98,6 +98,8 @@ from .absolute_zero import AbsoluteZero  # noqa: E402,I001
 from .grpo_variants.aspo import ASPO
 # multi-agent (issue 22)
 from .role_grpo import RoleGRPO  # noqa: E402,I001
+# -- issue 18 (finished): LCPO --
+from .lcpo import LCPO  # noqa: E402
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes
 ALGORITHMS: dict[str, type[Algorithm]] = {
@@ -122,6 +124,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
     "aspo": ASPO,
     # multi-agent (issue 22)
     "role-grpo": RoleGRPO,
+    # -- issue 18 (finished): LCPO --
+    "lcpo": LCPO,
 }
 
 

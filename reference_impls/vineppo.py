@@ -13,8 +13,8 @@ results). Step j is model turn j, taken in s_j. (The paper splits a chain of tho
 at line breaks; in tool-use episodes the tool result closes a step, so that is where a state begins.)
 
 With an outcome reward R at the end, gamma = 1 and V(s_n) = R for the terminal state after the last
-turn (0 for a truncated episode, as its reward); the paper's §4 (section references here: the equation
-numbers were not checked against the PDF)::
+turn (0 for a truncated episode, as its reward); the paper's §4 (section references here: equation
+numbers not verified, paper text not available here)::
 
     V_hat(s_j) = (1/K) sum_k R(tau_k),   tau_k ~ pi_old( . | s_j ),  k = 1..K     (MC value estimate)
     A(s_j, a_j) = r(s_j, a_j) + gamma * V_hat(s_{j+1}) - V_hat(s_j)                (one-step advantage)

@@ -198,7 +198,7 @@ def _sample(group, correct, ids):
                   segments=[{"role": "model", "text": "x"}])
 
 
-@pytest.mark.parametrize("impl", ["calculator-simpo", "calculator-orpo", "calculator-beta-dpo"])
+@pytest.mark.parametrize("impl", ["calculator-simpo", "calculator-orpo", "calculator-beta-dpo", "calculator-lcpo"])
 def test_trains_two_steps_through_the_cli(tmp_path, impl):
     from reference_impls import train
 

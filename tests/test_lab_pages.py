@@ -77,10 +77,24 @@ def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
     assert [b for b in runs_page.get("download_button") if "TRL export" in b.proto.label]
 
 
-def test_node_without_implementation_says_why():
+def test_node_without_implementation_says_why(monkeypatch):
+    """Every algorithm node runs now (issues 18/19); the page's 'why not' path is kept for nodes added later."""
+    import dataclasses
+
+    from reference_impls import implementations
+
+    stripped = tuple(dataclasses.replace(i, nodes=tuple(n for n in i.nodes if n != "alg-lcpo"))
+                     for i in implementations.IMPLEMENTATIONS)
+    monkeypatch.setattr(implementations, "IMPLEMENTATIONS", stripped)
+    monkeypatch.setattr(implementations, "NOT_IMPLEMENTED", {"alg-lcpo": "Its loss is not public yet."})
     at = open_page("taxonomy", node="alg-lcpo")
-    assert any("No reference implementation yet" in i.value for i in at.info)
+    assert any("No reference implementation yet" in i.value and "Its loss is not public yet." in i.value
+               for i in at.info)
     assert not [e for e in at.get("page_link") if e.proto.label == "Run this"]
+    monkeypatch.undo()
+    at = open_page("taxonomy", node="alg-lcpo")
+    assert not [i for i in at.info if "No reference implementation yet" in i.value]
+    assert [e for e in at.get("page_link") if e.proto.label == "Run this"]
 
 
 def test_variant_node_shows_what_it_changes_and_its_equation():

@@ -578,6 +578,22 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "levels (filter/count, aggregation/ordering, joins), and no value linking or dirty data. "
                            "Every query runs read-only (mode=ro, query_only, an authorizer, a time and row limit)."),
 
+    # -- issue 20 (missing parts): text games (TextWorld), learned value, long-horizon credit --------
+    Implementation("textgame-grpo", "GRPO text-adventure agent (TextWorld games)", "grpo", "textgame",
+                   "envs/textgame.py",
+                   "A policy that plays TextWorld games generated offline (adventure quests and cooking recipes) "
+                   "with one command per turn, rewarded by the game's own score.",
+                   nodes=("other-text-game", "env-simulated-game", "env-general-purpose"),
+                   changes="Keeps TextWorld itself: its world and quest generator and its tw-cooking challenge "
+                           "produce the games from seeds (world size and quest length are the levels), its Inform 7 "
+                           "compiler builds them and its interpreter plays them, the reward is the game's score "
+                           "(normalised; 1 exactly when won), the optional admissible-command list is TextWorld's, and "
+                           "the walkthrough it computes is the warm-start demonstration. Simplifies: small worlds "
+                           "(at most six rooms, quests of two to six steps; cooking recipes of one or two "
+                           "ingredients), commands parsed against a verb list before the game sees them (the "
+                           "interpreter's meta commands are refused), and no hand-written games such as Zork: "
+                           "held-out games are unseen generated ones (other seeds; cooking with TextWorld's test "
+                           "ingredients)."),
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 

@@ -201,3 +201,6 @@ from . import sql as _sql  # noqa: E402,F401  (registers "sql")
 from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
 from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
 
+
+# -- issue 20: text games (TextWorld) --
+from . import textgame as _textgame  # noqa: E402,F401  (registers "textgame")

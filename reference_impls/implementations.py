@@ -496,9 +496,11 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    env_options={"levels": (2, 3), "hint_moves": 4}, nodes=("planning-external-guide",),
                    changes="The planner is weighted A* over (player, boxes) ordered by a value function: a fixed, "
                            "admissible heuristic (each box's distance to its nearest target), so its plans are "
-                           "optimal; a learned value head can replace it (any callable), which the reference does "
-                           "not train yet. The LLM stays the actor: it sees the planner's suggestion as text and "
-                           "writes the moves itself. The warm-start demonstrations do not show the hint line."),
+                           "optimal; a learned value head can replace it (any callable): value_search.py trains one "
+                           "on the LM's hidden state and compares the two searches with the policy at equal model "
+                           "calls, while these hints keep the heuristic. The LLM stays the actor: it sees the "
+                           "planner's suggestion as text and writes the moves itself. The warm-start demonstrations "
+                           "do not show the hint line."),
     Implementation("household-grpo", "GRPO household agent (ALFWorld-style text world)", "grpo", "household",
                    "envs/household.py",
                    "A text household: rooms, containers and objects; the agent navigates, opens, takes, cleans "

@@ -12,7 +12,10 @@ the exact solver from ``s``::
 
 on the states visited by the solver's episode of each training puzzle (its shortest plan, so positives
 along the way) and by random-walk episodes from its start (an exploratory policy, which visits
-dead ends and detours). The features are the frozen LM's last hidden layer, averaged over the tokens of
+dead ends and detours). With ``--target policy`` the states are those the LM itself reaches in sampled
+episodes (after each turn), and the target is the Monte Carlo discounted success of that episode,
+``gamma ** (moves to its end)`` if it solved the puzzle, else 0 (the policy's own value; a state seen in
+several episodes gets the mean). The features are the frozen LM's last hidden layer, averaged over the tokens of
 the state as the env renders it (the grid text the policy reads); the head is a two-layer MLP with a
 sigmoid output, trained with the mean squared error ``mean((head(phi(s)) - V*(s))^2)`` (Adam). The
 frozen LM is read, never trained here, so the same checkpoint serves as the policy and the value's
@@ -78,6 +81,7 @@ class SearchProblem:
     heuristic: Callable[[Hashable], float]
     render: Callable[[Hashable], str]  # the text the env shows for the state
     distance: Callable[[Hashable], int | None]  # exact moves to the goal (None: unreachable)
+    state_of: Callable[[object], Hashable]  # the state of a running env's game (for the policy's episodes)
 
 
 def _sokoban(p: sokoban.Problem) -> SearchProblem:
@@ -93,7 +97,8 @@ def _sokoban(p: sokoban.Problem) -> SearchProblem:
 
     return SearchProblem((p.player, frozenset(p.boxes)), successors, lambda s: s[1] == p.targets,
                          lambda s: plansearch.box_distance(s[1], p.targets),
-                         lambda s: sokoban.render(p.size, p.walls, p.targets, s[1], s[0]), distance)
+                         lambda s: sokoban.render(p.size, p.walls, p.targets, s[1], s[0]), distance,
+                         lambda game: (game.player, frozenset(game.boxes)))
 
 
 def _frozenlake(p: frozenlake.Problem) -> SearchProblem:
@@ -119,7 +124,8 @@ def _frozenlake(p: frozenlake.Problem) -> SearchProblem:
         return "\n".join("".join("P" if (r, c) == pos else x for c, x in enumerate(row)) for r, row in enumerate(grid))
 
     return SearchProblem(start, successors, lambda s: s == goal,
-                         lambda s: abs(s[0] - goal[0]) + abs(s[1] - goal[1]), render, distance)
+                         lambda s: abs(s[0] - goal[0]) + abs(s[1] - goal[1]), render, distance,
+                         lambda game: game.pos)
 
 
 #: the puzzles this module can search, by env name (a registry, like envs.ENVS)
@@ -162,6 +168,64 @@ def collect_states(sp: SearchProblem, rng: random.Random, gamma: float, walks: i
             state = rng.choice(moves)[1]
             label(state)
     return [(sp.render(s), v) for s, v in seen.items()]
+
+
+def monte_carlo_targets(trace: list[tuple[Hashable, int]], solved: bool, gamma: float) -> list[tuple[Hashable, float]]:
+    """Discounted success of one episode at each of its recorded states: ``trace`` is ``(state, moves made so
+    far)`` after every turn (the start first); the target is ``gamma ** (moves to the episode's end)`` when the
+    episode solved the puzzle, else 0."""
+    total = trace[-1][1]
+    return [(state, gamma ** (total - moves) if solved else 0.0) for state, moves in trace]
+
+
+class _StateRecorder:
+    """Wraps one episode's env: records the game's state and the moves made after every turn."""
+
+    def __init__(self, env, state_of):
+        self.env, self.state_of = env, state_of
+        self.stop_strings = env.stop_strings
+        self.trace: list[tuple[Hashable, int]] = []
+        self.solved = False
+
+    def reset(self):
+        messages = self.env.reset()
+        self.trace = [(self.state_of(self.env.game), 0)]
+        return messages
+
+    def step(self, text):
+        result = self.env.step(text)
+        self.trace.append((self.state_of(self.env.game), self.env.moves_made))
+        if result.done:
+            self.solved = bool(result.info.get("correct"))
+        return result
+
+
+def policy_states(model, tokenizer, env: str, problems, gamma: float, episodes: int = 4,
+                  max_new_tokens_per_turn: int = 16, max_completion_tokens: int = 192,
+                  env_options: dict | None = None) -> list[tuple[str, float]]:
+    """``(rendered state, target)`` from ``episodes`` sampled episodes of the policy per puzzle, the target being
+    the episode's discounted success from that state (Monte Carlo; a state seen several times gets the mean)."""
+    from .rollout import Sample, render_prompt, run_episodes
+
+    spec = get_env(env)
+    envs, samples, adapters = [], [], []
+    for g, p in enumerate(problems):
+        sp = search_problem(env, p)
+        for _ in range(episodes):
+            rec = _StateRecorder(spec.make(p, **dict(env_options or {})), sp.state_of)
+            ids = render_prompt(tokenizer, rec.reset())
+            envs.append(rec)
+            adapters.append((g, sp))
+            samples.append(Sample(prompt_ids=ids, group=g, segments=[{"role": "prompt", "text": ""}]))
+    cfg = RolloutConfig(group_size=1, max_new_tokens_per_turn=max_new_tokens_per_turn,
+                        max_completion_tokens=max_completion_tokens)
+    run_episodes(model, tokenizer, envs, samples, cfg)
+    targets: dict[tuple[int, Hashable], list[float]] = {}  # (puzzle, state) -> its targets
+    for (g, sp), rec in zip(adapters, envs):
+        for state, target in monte_carlo_targets(rec.trace, rec.solved, gamma):
+            targets.setdefault((g, state), []).append(target)
+    by_puzzle = dict(adapters)
+    return [(by_puzzle[g].render(state), sum(v) / len(v)) for (g, state), v in targets.items()]
 
 
 class Features:
@@ -213,25 +277,36 @@ def fit_value_head(features: torch.Tensor, targets: torch.Tensor, epochs: int = 
     return head.eval(), losses
 
 
-def _dataset(env: str, split: str, n: int, seed: int, gamma: float, env_options: dict):
+def _dataset(env: str, split: str, n: int, seed: int, gamma: float, env_options: dict, target: str = "solver",
+             policy=None, episodes: int = 4, lengths: tuple[int, int] = (16, 192)):
     spec = get_env(env)
+    problems = spec.problems(split, n=n, seed=seed, **env_options)
+    if target == "policy":
+        return policy_states(*policy, env, problems, gamma, episodes, *lengths, env_options=env_options)
     rng = random.Random(f"value/{env}/{split}/{seed}")
     rows = []
-    for p in spec.problems(split, n=n, seed=seed, **env_options):
+    for p in problems:
         rows += collect_states(search_problem(env, p), rng, gamma)
     return rows
 
 
 def train_value(env: str, model_name: str, out: str | Path, puzzles: int = 40, seed: int = 0, gamma: float = 0.9,
-                epochs: int = 300, env_options: dict | None = None, model=None, tokenizer=None) -> dict:
+                epochs: int = 300, env_options: dict | None = None, model=None, tokenizer=None, target: str = "solver",
+                episodes: int = 4, max_new_tokens_per_turn: int = 16, max_completion_tokens: int = 192) -> dict:
     """Collect states of ``puzzles`` train puzzles, fit the head, save it into ``out``; returns the fit
-    report (train and held-out mean squared error next to the constant predictor's)."""
+    report (train and held-out mean squared error next to the constant predictor's). ``target="solver"``:
+    V* on the solver's and random-walk episodes' states; ``"policy"``: the Monte Carlo discounted success of
+    ``episodes`` sampled episodes of the model itself per puzzle (its own value, V of the policy)."""
+    if target not in ("solver", "policy"):
+        raise ValueError(f"target must be 'solver' or 'policy', got {target!r}")
     env_options = dict(env_options or {})
     if model is None:
         model, tokenizer = load_policy(model_name)
     feats = Features(model, tokenizer)
-    rows = _dataset(env, "train", puzzles, seed, gamma, env_options)
-    held = _dataset(env, "heldout", max(4, puzzles // 4), seed, gamma, env_options)
+    extra = dict(target=target, policy=(model, tokenizer), episodes=episodes,
+                 lengths=(max_new_tokens_per_turn, max_completion_tokens))
+    rows = _dataset(env, "train", puzzles, seed, gamma, env_options, **extra)
+    held = _dataset(env, "heldout", max(4, puzzles // 4), seed, gamma, env_options, **extra)
     x = torch.cat([feats([t for t, _ in rows[i:i + 64]]) for i in range(0, len(rows), 64)])
     y = torch.tensor([v for _, v in rows])
     xh = torch.cat([feats([t for t, _ in held[i:i + 64]]) for i in range(0, len(held), 64)])
@@ -240,6 +315,7 @@ def train_value(env: str, model_name: str, out: str | Path, puzzles: int = 40, s
     with torch.no_grad():
         report = {
             "env": env, "model": model_name, "gamma": gamma, "env_options": env_options, "puzzles": puzzles,
+            "target": target, "episodes": episodes if target == "policy" else None,
             "seed": seed, "hidden": x.shape[1], "train_states": len(rows), "heldout_states": len(held),
             "train_mse": float(((head(x) - y) ** 2).mean()), "train_mse_constant": float(y.var(unbiased=False)),
             "heldout_mse": float(((head(xh) - yh) ** 2).mean()),
@@ -399,6 +475,11 @@ def main(argv=None) -> int:
     t.add_argument("--gamma", type=float, default=0.9)
     t.add_argument("--epochs", type=int, default=300)
     t.add_argument("--levels", default=None, help="comma-separated puzzle levels (default: the env's)")
+    t.add_argument("--target", default="solver", choices=("solver", "policy"),
+                   help="solver: V* on solver and random-walk states; policy: the model's own episodes (Monte Carlo)")
+    t.add_argument("--episodes", type=int, default=4, help="sampled policy episodes per puzzle (--target policy)")
+    t.add_argument("--max-new-tokens-per-turn", type=int, default=16)
+    t.add_argument("--max-completion-tokens", type=int, default=192)
     t.add_argument("--out", required=True)
     c = sub.add_parser("compare", help="policy vs heuristic search vs learned-value search on held-out puzzles")
     c.add_argument("--value", required=True, help="folder written by `train`")
@@ -415,7 +496,10 @@ def main(argv=None) -> int:
             p.error("--gamma must be in (0, 1)")
         opts = {"levels": tuple(int(x) for x in args.levels.split(","))} if args.levels else {}
         get_env(args.env).options(opts)
-        result = train_value(args.env, args.model, args.out, args.puzzles, args.seed, args.gamma, args.epochs, opts)
+        result = train_value(args.env, args.model, args.out, args.puzzles, args.seed, args.gamma, args.epochs, opts,
+                             target=args.target, episodes=args.episodes,
+                             max_new_tokens_per_turn=args.max_new_tokens_per_turn,
+                             max_completion_tokens=args.max_completion_tokens)
     else:
         try:
             result = compare(args.value, args.n, args.budget, args.seed, args.model, args.max_new_tokens_per_turn,

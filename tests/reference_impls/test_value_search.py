@@ -97,3 +97,25 @@ def test_train_and_compare_through_the_cli(tmp_path, capsys):
     assert result["learned_vs_policy"]["verdict"] in ("better", "worse", "no significant difference")
     assert vs.main(["compare", "--value", str(tmp_path / "missing")]) == 2
     assert math.isfinite(result["optimal_length"])
+
+
+def test_monte_carlo_targets_of_an_episode():
+    trace = [("s0", 0), ("s1", 2), ("s2", 2), ("s3", 5)]  # (state, moves so far) after each turn
+    got = dict(vs.monte_carlo_targets(trace, solved=True, gamma=0.5))
+    assert got == {"s0": 0.5 ** 5, "s1": 0.5 ** 3, "s2": 0.5 ** 3, "s3": 1.0}
+    assert all(v == 0.0 for _, v in vs.monte_carlo_targets(trace, solved=False, gamma=0.5))
+
+
+def test_policy_episode_states_are_recorded(tiny, tmp_path):
+    model, tok = tiny
+    lake = frozenlake.problems("train", n=2, seed=0, levels=(1,))
+    rows = vs.policy_states(model, tok, "frozenlake", lake, gamma=0.9, episodes=2, max_new_tokens_per_turn=8,
+                            max_completion_tokens=32)
+    starts = {vs.search_problem("frozenlake", p).render(vs.search_problem("frozenlake", p).start) for p in lake}
+    texts = [t for t, _ in rows]
+    assert starts <= set(texts) and len(texts) == len(set(texts))
+    assert all(0.0 <= v <= 1.0 for _, v in rows)
+    report = vs.train_value("frozenlake", "tiny", tmp_path / "v", puzzles=2, epochs=20, env_options={"levels": (1,)},
+                            model=model, tokenizer=tok, target="policy", episodes=1, max_new_tokens_per_turn=8,
+                            max_completion_tokens=32)
+    assert report["target"] == "policy" and report["train_states"] >= 2 and (tmp_path / "v" / "value_head.pt").exists()

@@ -504,9 +504,11 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    env_options={"levels": (2, 3), "hint_moves": 4}, nodes=("planning-external-guide",),
                    changes="The planner is weighted A* over (player, boxes) ordered by a value function: a fixed, "
                            "admissible heuristic (each box's distance to its nearest target), so its plans are "
-                           "optimal; a learned value head can replace it (any callable), which the reference does "
-                           "not train yet. The LLM stays the actor: it sees the planner's suggestion as text and "
-                           "writes the moves itself. The warm-start demonstrations do not show the hint line."),
+                           "optimal; a learned value head can replace it (any callable): value_search.py trains one "
+                           "on the LM's hidden state and compares the two searches with the policy at equal model "
+                           "calls, while these hints keep the heuristic. The LLM stays the actor: it sees the "
+                           "planner's suggestion as text and writes the moves itself. The warm-start demonstrations "
+                           "do not show the hint line."),
     Implementation("household-grpo", "GRPO household agent (ALFWorld-style text world)", "grpo", "household",
                    "envs/household.py",
                    "A text household: rooms, containers and objects; the agent navigates, opens, takes, cleans "
@@ -742,6 +744,22 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         equation=r"\mathcal{L}=-\log\sigma\Big(\lambda\big[\log\tfrac{p_\theta(y_w|x)}{1-p_\theta(y_w|x)}"
                  r"-\log\tfrac{p_\theta(y_l|x)}{1-p_\theta(y_l|x)}\big]\Big),\ "
                  r"p_\theta(y|x)=e^{\frac{1}{|y|}\log\pi_\theta(y|x)}"),
+    # -- issue 20 (missing parts): text games (TextWorld), learned value, long-horizon credit --------
+    Implementation("textgame-grpo", "GRPO text-adventure agent (TextWorld games)", "grpo", "textgame",
+                   "envs/textgame.py",
+                   "A policy that plays TextWorld games generated offline (adventure quests and cooking recipes) "
+                   "with one command per turn, rewarded by the game's own score.",
+                   nodes=("other-text-game", "env-simulated-game", "env-general-purpose"),
+                   changes="Keeps TextWorld itself: its world and quest generator and its tw-cooking challenge "
+                           "produce the games from seeds (world size and quest length are the levels), its Inform 7 "
+                           "compiler builds them and its interpreter plays them, the reward is the game's score "
+                           "(normalised; 1 exactly when won), the optional admissible-command list is TextWorld's, and "
+                           "the walkthrough it computes is the warm-start demonstration. Simplifies: small worlds "
+                           "(at most six rooms, quests of two to six steps; cooking recipes of one or two "
+                           "ingredients), commands parsed against a verb list before the game sees them (the "
+                           "interpreter's meta commands are refused), and no hand-written games such as Zork: "
+                           "held-out games are unseen generated ones (other seeds; cooking with TextWorld's test "
+                           "ingredients)."),
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 

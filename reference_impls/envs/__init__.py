@@ -208,3 +208,5 @@ from . import selfplay as _selfplay  # noqa: E402,F401  (registers "selfplay-ari
 # multi-agent and active perception (issue 22)
 from . import solver_verifier as _solver_verifier  # noqa: E402,F401  (registers "solver-verifier")
 from . import zoom as _zoom  # noqa: E402,F401  (registers "zoom")
+# -- issue 20: text games (TextWorld) --
+from . import textgame as _textgame  # noqa: E402,F401  (registers "textgame")

@@ -1,0 +1,518 @@
+"""Planning with a LEARNED value (the planning-external-guide node): a value head on the language model's
+hidden state, trained by regression on states of the grid puzzles, then used as the value of
+``envs.plansearch.best_first`` at inference; and the comparison of three ways to spend the same number of
+model calls on held-out puzzles.
+
+The value. For a state ``s`` of Sokoban or FrozenLake the regression target is the discounted success of
+the exact solver from ``s``::
+
+    V*(s) = gamma ** d*(s)          d*(s) = the shortest number of moves to the goal (BFS; Sokoban's
+                                            solver, FrozenLake's bfs), V*(s) = 0 when the goal cannot be
+                                            reached (a box in a dead corner, a hole)
+
+on the states visited by the solver's episode of each training puzzle (its shortest plan, so positives
+along the way) and by random-walk episodes from its start (an exploratory policy, which visits
+dead ends and detours). With ``--target policy`` the states are those the LM itself reaches in sampled
+episodes (after each turn), and the target is the Monte Carlo discounted success of that episode,
+``gamma ** (moves to its end)`` if it solved the puzzle, else 0 (the policy's own value; a state seen in
+several episodes gets the mean). The features are the frozen LM's last hidden layer, averaged over the tokens of
+the state as the env renders it (the grid text the policy reads); the head is a two-layer MLP with a
+sigmoid output, trained with the mean squared error ``mean((head(phi(s)) - V*(s))^2)`` (Adam). The
+frozen LM is read, never trained here, so the same checkpoint serves as the policy and the value's
+feature extractor. Saved as ``value_head.pt`` + ``value_head.json`` (env, model name, gamma, fit).
+
+Search with it. best-first search orders states by ``g + weight * h``; a learned V is turned into an
+estimate of the moves to go by inverting the target: ``h(s) = log(max(V(s), eps)) / log(gamma)``
+(unbiased where V = V*; not admissible, so plans need not be optimal).
+
+The comparison (``compare``), on held-out puzzles, every method given the same budget of ``B`` calls:
+
+``policy``     the LLM plays the env (sampled episodes, restarted after a failure) until the puzzle is
+               solved or ``B`` generation calls (one call = one model turn) are spent;
+``heuristic``  best-first search with the fixed heuristic of ``plansearch`` (Sokoban: box distance;
+               FrozenLake: Manhattan distance), allowed ``B`` state evaluations;
+``learned``    best-first search with the learned value, allowed ``B`` state evaluations, each one a
+               forward pass of the LM (a model call).
+Each evaluation of a distinct state counts once (values are memoised per state, in both searches). A
+search succeeds when it returns a plan within the budget, and the plan is then replayed in the env and
+must solve it. Success rates come with 95% bootstrap intervals over puzzles (``stats.bootstrap_interval``)
+and paired differences (``stats.paired_difference``).
+
+Usage::
+
+    python -m reference_impls.value_search train --env sokoban --model tiny --puzzles 40 --out runs/value
+    python -m reference_impls.value_search compare --value runs/value --n 30 --budget 64 --out cmp.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Hashable, Iterable
+
+import torch
+from torch import nn
+
+from .common import position_ids_from_mask
+from .envs import frozenlake, get_env, plansearch, sokoban
+from .envs.gridgames import DIRECTIONS
+from .models import load_policy
+from .rollout import RolloutConfig, rollout
+from .stats import bootstrap_interval, paired_difference
+
+EPS = 1e-4
+
+
+# ----------------------------------------------------------------------------------------------------
+# the puzzles as search problems
+
+@dataclass(frozen=True)
+class SearchProblem:
+    """One puzzle as a graph: what best-first search, the labels and the features need."""
+
+    start: Hashable
+    successors: Callable[[Hashable], Iterable[tuple[str, Hashable, float]]]
+    is_goal: Callable[[Hashable], bool]
+    heuristic: Callable[[Hashable], float]
+    render: Callable[[Hashable], str]  # the text the env shows for the state
+    distance: Callable[[Hashable], int | None]  # exact moves to the goal (None: unreachable)
+    state_of: Callable[[object], Hashable]  # the state of a running env's game (for the policy's episodes)
+
+
+def _sokoban(p: sokoban.Problem) -> SearchProblem:
+    def successors(state):
+        for mv in DIRECTIONS:
+            out = sokoban.push(p.walls, state[1], state[0], mv)
+            if out is not None:
+                yield mv, (out[1], out[0]), 1.0
+
+    def distance(state):
+        plan = sokoban.solve(p.walls, p.targets, state[1], state[0], budget=50_000)
+        return None if plan is None else len(plan)
+
+    return SearchProblem((p.player, frozenset(p.boxes)), successors, lambda s: s[1] == p.targets,
+                         lambda s: plansearch.box_distance(s[1], p.targets),
+                         lambda s: sokoban.render(p.size, p.walls, p.targets, s[1], s[0]), distance,
+                         lambda game: (game.player, frozenset(game.boxes)))
+
+
+def _frozenlake(p: frozenlake.Problem) -> SearchProblem:
+    grid = p.grid
+    goal = next((r, c) for r, row in enumerate(grid) for c, x in enumerate(row) if x == "G")
+    start = next((r, c) for r, row in enumerate(grid) for c, x in enumerate(row) if x == "S")
+
+    def successors(pos):
+        if grid[pos[0]][pos[1]] in "HG":
+            return
+        for mv, (dr, dc) in DIRECTIONS.items():
+            q = (pos[0] + dr, pos[1] + dc)
+            if 0 <= q[0] < len(grid) and 0 <= q[1] < len(grid[0]):
+                yield mv, q, 1.0  # a hole is a state (a dead one), as in the game
+
+    def distance(pos):
+        if grid[pos[0]][pos[1]] == "H":
+            return None
+        plan = frozenlake.bfs(grid, pos)
+        return None if plan is None else len(plan)
+
+    def render(pos):
+        return "\n".join("".join("P" if (r, c) == pos else x for c, x in enumerate(row)) for r, row in enumerate(grid))
+
+    return SearchProblem(start, successors, lambda s: s == goal,
+                         lambda s: abs(s[0] - goal[0]) + abs(s[1] - goal[1]), render, distance,
+                         lambda game: game.pos)
+
+
+#: the puzzles this module can search, by env name (a registry, like envs.ENVS)
+SEARCH_PROBLEMS: dict[str, Callable] = {"sokoban": _sokoban, "frozenlake": _frozenlake}
+
+
+def search_problem(env: str, problem) -> SearchProblem:
+    if env not in SEARCH_PROBLEMS:
+        raise ValueError(f"value search: no search adapter for env {env!r}; known: {', '.join(SEARCH_PROBLEMS)}")
+    return SEARCH_PROBLEMS[env](problem)
+
+
+# ----------------------------------------------------------------------------------------------------
+# states and their targets
+
+def collect_states(sp: SearchProblem, rng: random.Random, gamma: float, walks: int = 4,
+                   walk_length: int = 12) -> list[tuple[str, float]]:
+    """``(rendered state, V*(state))`` for the states of the solver's episode and of ``walks`` random walks
+    from the start (each distinct state once)."""
+    seen: dict[Hashable, float] = {}
+
+    def label(state):
+        if state not in seen:
+            d = sp.distance(state)
+            seen[state] = 0.0 if d is None else gamma ** d
+        return seen[state]
+
+    state = sp.start
+    label(state)
+    plan, _ = plansearch.best_first(sp.start, sp.successors, sp.is_goal, sp.heuristic)
+    for mv in plan or []:  # the solver's episode
+        state = next(nxt for a, nxt, _ in sp.successors(state) if a == mv)
+        label(state)
+    for _ in range(walks):  # exploratory episodes
+        state = sp.start
+        for _ in range(walk_length):
+            moves = list(sp.successors(state))
+            if not moves or sp.is_goal(state):
+                break
+            state = rng.choice(moves)[1]
+            label(state)
+    return [(sp.render(s), v) for s, v in seen.items()]
+
+
+def monte_carlo_targets(trace: list[tuple[Hashable, int]], solved: bool, gamma: float) -> list[tuple[Hashable, float]]:
+    """Discounted success of one episode at each of its recorded states: ``trace`` is ``(state, moves made so
+    far)`` after every turn (the start first); the target is ``gamma ** (moves to the episode's end)`` when the
+    episode solved the puzzle, else 0."""
+    total = trace[-1][1]
+    return [(state, gamma ** (total - moves) if solved else 0.0) for state, moves in trace]
+
+
+class _StateRecorder:
+    """Wraps one episode's env: records the game's state and the moves made after every turn."""
+
+    def __init__(self, env, state_of):
+        self.env, self.state_of = env, state_of
+        self.stop_strings = env.stop_strings
+        self.trace: list[tuple[Hashable, int]] = []
+        self.solved = False
+
+    def reset(self):
+        messages = self.env.reset()
+        self.trace = [(self.state_of(self.env.game), 0)]
+        return messages
+
+    def step(self, text):
+        result = self.env.step(text)
+        self.trace.append((self.state_of(self.env.game), self.env.moves_made))
+        if result.done:
+            self.solved = bool(result.info.get("correct"))
+        return result
+
+
+def policy_states(model, tokenizer, env: str, problems, gamma: float, episodes: int = 4,
+                  max_new_tokens_per_turn: int = 16, max_completion_tokens: int = 192,
+                  env_options: dict | None = None) -> list[tuple[str, float]]:
+    """``(rendered state, target)`` from ``episodes`` sampled episodes of the policy per puzzle, the target being
+    the episode's discounted success from that state (Monte Carlo; a state seen several times gets the mean)."""
+    from .rollout import Sample, render_prompt, run_episodes
+
+    spec = get_env(env)
+    envs, samples, adapters = [], [], []
+    for g, p in enumerate(problems):
+        sp = search_problem(env, p)
+        for _ in range(episodes):
+            rec = _StateRecorder(spec.make(p, **dict(env_options or {})), sp.state_of)
+            ids = render_prompt(tokenizer, rec.reset())
+            envs.append(rec)
+            adapters.append((g, sp))
+            samples.append(Sample(prompt_ids=ids, group=g, segments=[{"role": "prompt", "text": ""}]))
+    cfg = RolloutConfig(group_size=1, max_new_tokens_per_turn=max_new_tokens_per_turn,
+                        max_completion_tokens=max_completion_tokens)
+    run_episodes(model, tokenizer, envs, samples, cfg)
+    targets: dict[tuple[int, Hashable], list[float]] = {}  # (puzzle, state) -> its targets
+    for (g, sp), rec in zip(adapters, envs):
+        for state, target in monte_carlo_targets(rec.trace, rec.solved, gamma):
+            targets.setdefault((g, state), []).append(target)
+    by_puzzle = dict(adapters)
+    return [(by_puzzle[g].render(state), sum(v) / len(v)) for (g, state), v in targets.items()]
+
+
+class Features:
+    """The frozen LM's last hidden layer averaged over a text's tokens; one call = one forward pass."""
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tokenizer = model, tokenizer
+        self.device = next(model.parameters()).device
+        self.calls = 0
+
+    @torch.no_grad()
+    def __call__(self, texts: list[str]) -> torch.Tensor:
+        self.calls += len(texts)
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True).to(self.device)
+        # positions from the mask, so a padded row gets the features it would get alone
+        out = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                         position_ids=position_ids_from_mask(enc["attention_mask"]), output_hidden_states=True)
+        h = out.hidden_states[-1].float()
+        m = enc["attention_mask"].unsqueeze(-1).float()
+        return (h * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+class ValueHead(nn.Module):
+    """V(s) in (0, 1) from the features of s."""
+
+    def __init__(self, hidden: int, width: int = 64):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, width), nn.Tanh(), nn.Linear(width, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.net(x)).squeeze(-1)
+
+
+def fit_value_head(features: torch.Tensor, targets: torch.Tensor, epochs: int = 300, lr: float = 3e-3,
+                   seed: int = 0) -> tuple[ValueHead, list[float]]:
+    """Regress ``targets`` on ``features`` (full-batch Adam on the mean squared error); returns the head and
+    the loss per epoch."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        head = ValueHead(features.shape[1])
+    opt = torch.optim.Adam(head.parameters(), lr=lr)
+    losses = []
+    for _ in range(epochs):
+        loss = ((head(features) - targets) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return head.eval(), losses
+
+
+def _dataset(env: str, split: str, n: int, seed: int, gamma: float, env_options: dict, target: str = "solver",
+             policy=None, episodes: int = 4, lengths: tuple[int, int] = (16, 192)):
+    spec = get_env(env)
+    problems = spec.problems(split, n=n, seed=seed, **env_options)
+    if target == "policy":
+        return policy_states(*policy, env, problems, gamma, episodes, *lengths, env_options=env_options)
+    rng = random.Random(f"value/{env}/{split}/{seed}")
+    rows = []
+    for p in problems:
+        rows += collect_states(search_problem(env, p), rng, gamma)
+    return rows
+
+
+def train_value(env: str, model_name: str, out: str | Path, puzzles: int = 40, seed: int = 0, gamma: float = 0.9,
+                epochs: int = 300, env_options: dict | None = None, model=None, tokenizer=None, target: str = "solver",
+                episodes: int = 4, max_new_tokens_per_turn: int = 16, max_completion_tokens: int = 192) -> dict:
+    """Collect states of ``puzzles`` train puzzles, fit the head, save it into ``out``; returns the fit
+    report (train and held-out mean squared error next to the constant predictor's). ``target="solver"``:
+    V* on the solver's and random-walk episodes' states; ``"policy"``: the Monte Carlo discounted success of
+    ``episodes`` sampled episodes of the model itself per puzzle (its own value, V of the policy)."""
+    if target not in ("solver", "policy"):
+        raise ValueError(f"target must be 'solver' or 'policy', got {target!r}")
+    env_options = dict(env_options or {})
+    if model is None:
+        model, tokenizer = load_policy(model_name)
+    feats = Features(model, tokenizer)
+    extra = dict(target=target, policy=(model, tokenizer), episodes=episodes,
+                 lengths=(max_new_tokens_per_turn, max_completion_tokens))
+    rows = _dataset(env, "train", puzzles, seed, gamma, env_options, **extra)
+    held = _dataset(env, "heldout", max(4, puzzles // 4), seed, gamma, env_options, **extra)
+    x = torch.cat([feats([t for t, _ in rows[i:i + 64]]) for i in range(0, len(rows), 64)])
+    y = torch.tensor([v for _, v in rows])
+    xh = torch.cat([feats([t for t, _ in held[i:i + 64]]) for i in range(0, len(held), 64)])
+    yh = torch.tensor([v for _, v in held])
+    head, losses = fit_value_head(x, y, epochs=epochs, seed=seed)
+    with torch.no_grad():
+        report = {
+            "env": env, "model": model_name, "gamma": gamma, "env_options": env_options, "puzzles": puzzles,
+            "target": target, "episodes": episodes if target == "policy" else None,
+            "seed": seed, "hidden": x.shape[1], "train_states": len(rows), "heldout_states": len(held),
+            "train_mse": float(((head(x) - y) ** 2).mean()), "train_mse_constant": float(y.var(unbiased=False)),
+            "heldout_mse": float(((head(xh) - yh) ** 2).mean()),
+            "heldout_mse_constant": float(((yh - y.mean()) ** 2).mean()),
+            "first_loss": losses[0], "last_loss": losses[-1],
+        }
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(head.state_dict(), out / "value_head.pt")
+    (out / "value_head.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def load_value(folder: str | Path) -> tuple[ValueHead, dict]:
+    folder = Path(folder)
+    meta_file = folder / "value_head.json"
+    if not meta_file.exists():
+        raise FileNotFoundError(f"{folder}: no value_head.json (train one with `value_search train`)")
+    meta = json.loads(meta_file.read_text())
+    head = ValueHead(meta["hidden"])
+    head.load_state_dict(torch.load(folder / "value_head.pt", weights_only=True))
+    return head.eval(), meta
+
+
+# ----------------------------------------------------------------------------------------------------
+# budgeted search and the comparison
+
+class BudgetSpent(Exception):
+    pass
+
+
+class CountedValue:
+    """A value callable for best_first that memoises per state and stops the search (BudgetSpent) when a
+    new state would exceed ``budget`` evaluations."""
+
+    def __init__(self, estimate: Callable[[Hashable], float], budget: int):
+        self.estimate, self.budget = estimate, budget
+        self.memo: dict[Hashable, float] = {}
+
+    @property
+    def calls(self) -> int:
+        return len(self.memo)
+
+    def __call__(self, state) -> float:
+        if state not in self.memo:
+            if len(self.memo) >= self.budget:
+                raise BudgetSpent
+            self.memo[state] = float(self.estimate(state))
+        return self.memo[state]
+
+
+def learned_estimate(head: ValueHead, feats: Features, sp: SearchProblem, gamma: float):
+    """Moves to go from the learned value: log V / log gamma."""
+    def estimate(state):
+        with torch.no_grad():
+            v = float(head(feats([sp.render(state)]))[0])
+        return math.log(max(v, EPS)) / math.log(gamma)
+    return estimate
+
+
+def budgeted_search(sp: SearchProblem, estimate, budget: int, weight: float = 1.0) -> tuple[list[str] | None, int]:
+    """``(plan or None, evaluations used)`` of best-first search allowed ``budget`` state evaluations."""
+    value = CountedValue(estimate, budget)
+    try:
+        plan, _ = plansearch.best_first(sp.start, sp.successors, sp.is_goal, value, weight)
+    except BudgetSpent:
+        plan = None
+    return plan, value.calls
+
+
+def plan_solves(spec, problem, plan: list[str]) -> bool:
+    """Replay a plan in a fresh env (one move per turn): does the env say solved?"""
+    env = spec.make(problem, moves_per_turn=1, max_turns=64)
+    env.reset()
+    result = None
+    for mv in plan:
+        result = env.step(f"<move>{mv}</move>")
+        if result.done:
+            break
+    return bool(result is not None and result.done and result.info.get("correct"))
+
+
+def policy_success(model, tokenizer, spec, problem, budget: int, env_options: dict, max_new_tokens_per_turn: int,
+                   max_completion_tokens: int, episodes: int) -> tuple[bool, int]:
+    """``(solved within budget, generation calls used)``: sampled episodes in order; each model turn is one
+    call; the first episode that solves the puzzle before ``budget`` calls are spent counts."""
+    cfg = RolloutConfig(group_size=episodes, max_new_tokens_per_turn=max_new_tokens_per_turn,
+                        max_completion_tokens=max_completion_tokens, env_options=env_options)
+    samples, _ = rollout(model, tokenizer, spec, [problem], cfg)
+    used = 0
+    for s in samples:
+        calls = sum(seg["role"] == "model" for seg in s.segments)
+        if used + calls > budget:
+            return False, budget
+        used += calls
+        if s.info.get("correct"):
+            return True, used
+    return False, used
+
+
+def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0, model_name: str | None = None,
+            max_new_tokens_per_turn: int = 16, max_completion_tokens: int = 192, model=None, tokenizer=None) -> dict:
+    """Policy alone vs heuristic search vs learned-value search on ``n`` held-out puzzles at ``budget`` calls."""
+    head, meta = load_value(value_dir)
+    env, gamma, env_options = meta["env"], meta["gamma"], dict(meta.get("env_options", {}))
+    name = model_name or meta["model"]
+    if model is None:
+        model, tokenizer = load_policy(name)
+    if model.config.hidden_size != meta["hidden"]:
+        raise ValueError(f"{value_dir}: the value head reads hidden size {meta['hidden']}, model {name!r} has "
+                         f"{model.config.hidden_size}: use the model it was trained on ({meta['model']!r})")
+    spec = get_env(env)
+    problems = spec.problems("heldout", n=n, seed=seed, **env_options)
+    feats = Features(model, tokenizer)
+    max_turns = spec.options(env_options).max_turns
+    episodes = max(1, math.ceil(budget / max_turns))
+    rows = {"policy": [], "heuristic": [], "learned": []}
+    calls = {k: [] for k in rows}
+    lengths = {"heuristic": [], "learned": []}
+    t0 = time.time()
+    for p in problems:
+        ok, used = policy_success(model, tokenizer, spec, p, budget, env_options, max_new_tokens_per_turn,
+                                  max_completion_tokens, episodes)
+        rows["policy"].append(float(ok))
+        calls["policy"].append(used)
+        sp = search_problem(env, p)
+        for method, estimate in (("heuristic", sp.heuristic), ("learned", learned_estimate(head, feats, sp, gamma))):
+            plan, used = budgeted_search(sp, estimate, budget)
+            ok = plan is not None and plan_solves(spec, p, plan)
+            rows[method].append(float(ok))
+            calls[method].append(used)
+            if ok:
+                lengths[method].append(len(plan))
+    result = {
+        "env": env, "model": name, "value": str(value_dir), "n": len(problems), "budget": budget, "seed": seed,
+        "env_options": env_options, "policy_episodes": episodes, "wall_s": round(time.time() - t0, 1),
+        "methods": {k: {"success": bootstrap_interval([v], seed=seed).as_dict(),
+                        "mean_calls": sum(calls[k]) / len(calls[k]), "max_calls": max(calls[k]),
+                        "per_problem": v} for k, v in rows.items()},
+        "plan_length": {k: (sum(v) / len(v) if v else None) for k, v in lengths.items()},
+        "optimal_length": sum(len(p.plan) for p in problems) / len(problems),
+    }
+    for a, b in (("learned", "heuristic"), ("learned", "policy"), ("heuristic", "policy")):
+        d = paired_difference([rows[a]], [rows[b]], seed=seed)
+        result[f"{a}_vs_{b}"] = {"difference": d.difference.as_dict(), "p_value": d.p_value, "verdict": d.verdict}
+    return result
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m reference_impls.value_search", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="fit a value head on train puzzles and save it")
+    t.add_argument("--env", default="sokoban", choices=sorted(SEARCH_PROBLEMS))
+    t.add_argument("--model", default="smollm2-135m-instruct", help="model name or saved folder (its features)")
+    t.add_argument("--puzzles", type=int, default=40)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--gamma", type=float, default=0.9)
+    t.add_argument("--epochs", type=int, default=300)
+    t.add_argument("--levels", default=None, help="comma-separated puzzle levels (default: the env's)")
+    t.add_argument("--target", default="solver", choices=("solver", "policy"),
+                   help="solver: V* on solver and random-walk states; policy: the model's own episodes (Monte Carlo)")
+    t.add_argument("--episodes", type=int, default=4, help="sampled policy episodes per puzzle (--target policy)")
+    t.add_argument("--max-new-tokens-per-turn", type=int, default=16)
+    t.add_argument("--max-completion-tokens", type=int, default=192)
+    t.add_argument("--out", required=True)
+    c = sub.add_parser("compare", help="policy vs heuristic search vs learned-value search on held-out puzzles")
+    c.add_argument("--value", required=True, help="folder written by `train`")
+    c.add_argument("--model", default=None, help="policy model (default: the value head's; a run checkpoint works)")
+    c.add_argument("--n", type=int, default=30)
+    c.add_argument("--budget", type=int, default=64, help="model calls (or state evaluations) per puzzle")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--max-new-tokens-per-turn", type=int, default=16)
+    c.add_argument("--max-completion-tokens", type=int, default=192)
+    c.add_argument("--out", default=None, help="write the JSON here (else stdout only)")
+    args = p.parse_args(argv)
+    if args.cmd == "train":
+        if not 0 < args.gamma < 1:
+            p.error("--gamma must be in (0, 1)")
+        opts = {"levels": tuple(int(x) for x in args.levels.split(","))} if args.levels else {}
+        get_env(args.env).options(opts)
+        result = train_value(args.env, args.model, args.out, args.puzzles, args.seed, args.gamma, args.epochs, opts,
+                             target=args.target, episodes=args.episodes,
+                             max_new_tokens_per_turn=args.max_new_tokens_per_turn,
+                             max_completion_tokens=args.max_completion_tokens)
+    else:
+        try:
+            result = compare(args.value, args.n, args.budget, args.seed, args.model, args.max_new_tokens_per_turn,
+                             args.max_completion_tokens)
+        except (FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

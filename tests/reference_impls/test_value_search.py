@@ -1,0 +1,121 @@
+"""Planning with a learned value (planning-external-guide, issue 20): targets, the head, budgeted search, and the
+policy / heuristic / learned comparison through the CLI with the tiny model."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from reference_impls import value_search as vs  # noqa: E402
+from reference_impls.envs import frozenlake, sokoban  # noqa: E402
+
+
+def test_targets_are_the_discounted_success_of_the_solver():
+    p = sokoban.problems("train", n=1, seed=0, levels=(1,))[0]
+    sp = vs.search_problem("sokoban", p)
+    rows = dict(vs.collect_states(sp, random.Random(0), gamma=0.5, walks=3, walk_length=6))
+    # the start is len(plan) moves from the goal; the goal state has value 1
+    assert rows[sp.render(sp.start)] == pytest.approx(0.5 ** len(p.plan))
+    assert max(rows.values()) == 1.0 and all(0.0 <= v <= 1.0 for v in rows.values())
+    # FrozenLake: a hole is worth 0, and every safe state gamma ** (BFS distance)
+    lake = frozenlake.problems("train", n=1, seed=0, levels=(2,))[0]
+    spl = vs.search_problem("frozenlake", lake)
+    for pos in [(r, c) for r in range(len(lake.grid)) for c in range(len(lake.grid[0]))]:
+        d = spl.distance(pos)
+        if lake.grid[pos[0]][pos[1]] == "H":
+            assert d is None
+        else:
+            assert d == len(frozenlake.bfs(lake.grid, pos))
+
+
+def test_learned_estimate_inverts_the_value_and_counts_calls():
+    class Fixed(torch.nn.Module):  # a head that outputs gamma ** 3 for any features
+        def forward(self, x):
+            return torch.full((x.shape[0],), 0.9 ** 3)
+
+    class Feats:
+        calls = 0
+
+        def __call__(self, texts):
+            Feats.calls += len(texts)
+            return torch.zeros(len(texts), 4)
+
+    lake = frozenlake.problems("train", n=1, seed=0, levels=(1,))[0]
+    sp = vs.search_problem("frozenlake", lake)
+    est = vs.learned_estimate(Fixed(), Feats(), sp, gamma=0.9)
+    assert est(sp.start) == pytest.approx(3.0)
+    Feats.calls = 0
+    counted = vs.CountedValue(est, budget=2)
+    counted(sp.start), counted(sp.start)  # memoised: one call
+    assert counted.calls == 1 and Feats.calls == 1
+    counted((0, 1))
+    with pytest.raises(vs.BudgetSpent):
+        counted((1, 0))
+    # a search allowed one evaluation cannot find a plan; one allowed every state of the 4x4 lake always does
+    assert vs.budgeted_search(sp, sp.heuristic, budget=1)[0] is None
+    plan, used = vs.budgeted_search(sp, sp.heuristic, budget=16)
+    assert plan is not None and used <= 16 and vs.plan_solves(frozenlake.SPEC, lake, plan)
+
+
+def test_value_head_fits_its_targets():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 8, generator=g)
+    y = torch.sigmoid(x[:, 0] * 2)
+    head, losses = vs.fit_value_head(x, y, epochs=200)
+    assert losses[-1] < 0.2 * losses[0]
+    with torch.no_grad():
+        assert float(((head(x) - y) ** 2).mean()) < 0.1 * float(y.var(unbiased=False))
+
+
+def test_train_and_compare_through_the_cli(tmp_path, capsys):
+    out = tmp_path / "value"
+    assert vs.main(["train", "--env", "frozenlake", "--model", "tiny", "--puzzles", "6", "--levels", "1",
+                    "--epochs", "200", "--out", str(out)]) == 0
+    report = json.loads((out / "value_head.json").read_text())
+    assert report["train_states"] > 0 and report["train_mse"] < report["train_mse_constant"]
+    head, meta = vs.load_value(out)
+    assert meta["env"] == "frozenlake" and meta["hidden"] == 64
+    capsys.readouterr()
+    result_file = tmp_path / "cmp.json"
+    assert vs.main(["compare", "--value", str(out), "--n", "3", "--budget", "16", "--max-new-tokens-per-turn", "8",
+                    "--max-completion-tokens", "48", "--out", str(result_file)]) == 0
+    result = json.loads(result_file.read_text())
+    assert set(result["methods"]) == {"policy", "heuristic", "learned"} and result["n"] == 3
+    for method in result["methods"].values():
+        s = method["success"]
+        assert 0.0 <= s["low"] <= s["mean"] <= s["high"] <= 1.0
+        assert method["max_calls"] <= 16 and len(method["per_problem"]) == 3
+    # a 4x4 lake has at most 16 states: both searches always find (and replay) a plan within 16 evaluations
+    assert result["methods"]["heuristic"]["success"]["mean"] == 1.0
+    assert result["methods"]["learned"]["success"]["mean"] == 1.0
+    assert result["learned_vs_policy"]["verdict"] in ("better", "worse", "no significant difference")
+    assert vs.main(["compare", "--value", str(tmp_path / "missing")]) == 2
+    assert math.isfinite(result["optimal_length"])
+
+
+def test_monte_carlo_targets_of_an_episode():
+    trace = [("s0", 0), ("s1", 2), ("s2", 2), ("s3", 5)]  # (state, moves so far) after each turn
+    got = dict(vs.monte_carlo_targets(trace, solved=True, gamma=0.5))
+    assert got == {"s0": 0.5 ** 5, "s1": 0.5 ** 3, "s2": 0.5 ** 3, "s3": 1.0}
+    assert all(v == 0.0 for _, v in vs.monte_carlo_targets(trace, solved=False, gamma=0.5))
+
+
+def test_policy_episode_states_are_recorded(tiny, tmp_path):
+    model, tok = tiny
+    lake = frozenlake.problems("train", n=2, seed=0, levels=(1,))
+    rows = vs.policy_states(model, tok, "frozenlake", lake, gamma=0.9, episodes=2, max_new_tokens_per_turn=8,
+                            max_completion_tokens=32)
+    starts = {vs.search_problem("frozenlake", p).render(vs.search_problem("frozenlake", p).start) for p in lake}
+    texts = [t for t, _ in rows]
+    assert starts <= set(texts) and len(texts) == len(set(texts))
+    assert all(0.0 <= v <= 1.0 for _, v in rows)
+    report = vs.train_value("frozenlake", "tiny", tmp_path / "v", puzzles=2, epochs=20, env_options={"levels": (1,)},
+                            model=model, tokenizer=tok, target="policy", episodes=1, max_new_tokens_per_turn=8,
+                            max_completion_tokens=32)
+    assert report["target"] == "policy" and report["train_states"] >= 2 and (tmp_path / "v" / "value_head.pt").exists()

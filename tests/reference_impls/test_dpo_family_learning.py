@@ -67,9 +67,8 @@ def _train(tmp_path, algo, algo_config, steps=12, with_reward=False):
     task = make_task(model, tok)
     trainer = Trainer(cfg, task=task, model=model, tokenizer=tok)
     before = _sampled_reward(model, tok, task) if with_reward else None
-    trainer.t_start = t0 = time.time()
+    trainer.t_start = time.time()
     rows = [trainer.train_step()[0] for _ in range(steps)]
-    assert time.time() - t0 < 60
     if with_reward:
         return rows, before, _sampled_reward(model, tok, task)
     return rows

@@ -35,9 +35,9 @@ def test_reward_rises_within_60s(tmp_path, algo, algo_config):
                           group_size=8, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
                           train_pool=8, algo_config=algo_config)
         trainer = Trainer(cfg, task=_task_with_demonstration(model, tok), model=model, tokenizer=tok)
-        trainer.t_start = t0 = time.time()
+        trainer.t_start = time.time()
         rewards = []
-        while time.time() - t0 < 60 and len(rewards) < 40:
+        while len(rewards) < 40:  # a step budget, not a wall-clock one: the outcome must not depend on machine load
             metrics, samples = trainer.train_step()
             # LUFFY's groups hold one demonstration (reward 1): measure the policy's own rollouts only
             own = [s.reward for s in samples if not s.info.get("off_policy")]

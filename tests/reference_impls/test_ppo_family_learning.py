@@ -28,9 +28,9 @@ def test_reward_rises(tmp_path, algo, algo_config, max_steps):
                           group_size=8, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
                           train_pool=8, algo_config=algo_config)
         trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
-        trainer.t_start = t0 = time.time()
+        trainer.t_start = time.time()
         rewards = []
-        while time.time() - t0 < 60 and len(rewards) < max_steps:
+        while len(rewards) < max_steps:  # a step budget, not a wall clock: the outcome must not depend on load
             metrics, _ = trainer.train_step()
             rewards.append(metrics["reward_mean"])
             if len(rewards) >= 8 and sum(rewards[-3:]) / 3 >= 0.9:

@@ -54,6 +54,8 @@ its own); DAPO (2503.14476, v1 of 17 March 2025) eq. 8 (objective), eq. 9 (ratio
 (clip-higher), eq. 11 (dynamic sampling), eq. 12 (token-level loss), eq. 13 (soft overlong punishment); GSPO
 (2507.18071) eqs. 5-7. Where this code differs from those texts:
     - the std gets + 1e-4 and Bessel's correction (TRL's convention; the papers write std);
+    - GRPO's paper trains with a KL weight of 0.04 (DeepSeekMath Sec. 4.2); ``beta`` defaults to 0 (as DAPO,
+      Sec. 2.3, and Dr.GRPO's eq. 3 drop the term), so the KL term of eq. 3 is there only when beta is set;
     - DAPO's dynamic sampling over-samples until the batch is full (eq. 11, Algorithm 1); here the batch shrinks;
       the soft overlong punishment of eq. 13 has unit depth, ``overlong_penalty`` scales it (1 = the paper);
     - GSPO's paper uses clip ranges of order 1e-4 for its sequence ratio (3e-4 left, 4e-4 right, Sec. 5.1);

@@ -4,18 +4,20 @@ Notation: a prompt q, a group of G sampled completions o_1..o_G with rewards r_1
 number of *model* tokens of o_i (environment tokens are masked: m_{i,t} = 0), pi_old the sampling
 policy, pi_ref a frozen reference.
 
-Advantage (GRPO, Shao et al. 2024, eq. 3 as an outcome reward broadcast to every token)::
+Advantage (GRPO, Shao et al. 2024, Sec. 4.1.2 "outcome supervision", unnumbered: the group-normalised reward
+of o_i is the advantage of every one of its tokens, then used in the objective, eq. 3)::
 
     A_i = (r_i - mean_j r_j) / (std_j r_j + 1e-4)        scale_rewards=True   (GRPO)
-    A_i =  r_i - mean_j r_j                              scale_rewards=False  (Dr.GRPO, Liu et al. 2025:
-                                                                              std scaling biases towards
-                                                                              too easy/hard questions)
+    A_i =  r_i - mean_j r_j                              scale_rewards=False  (Dr.GRPO, Liu et al. 2025,
+                                                                              Sec. 3.1-3.2: std scaling biases
+                                                                              towards too easy/hard questions)
     (std with Bessel's correction, as TRL.)
 
 Importance ratio (``importance_sampling_level``)::
 
     token:     w_{i,t} = pi_theta(o_{i,t} | q, o_{i,<t}) / pi_old(o_{i,t} | q, o_{i,<t})
-    sequence:  w_i     = exp( (1/|o_i|) sum_t m_{i,t} log w_{i,t} )     (GSPO, Zheng et al. 2025, eq. 7)
+    sequence:  w_i     = exp( (1/|o_i|) sum_t m_{i,t} log w_{i,t} )     (GSPO, Zheng et al. 2025, eq. 7;
+                                                                         objective eq. 5, advantage eq. 6)
 
 Clipped surrogate with decoupled ranges (DAPO clip-higher, Yu et al. 2025, eq. 10)::
 
@@ -28,8 +30,9 @@ k3 KL estimator to the reference (Schulman 2020; GRPO eq. 4), skipped entirely w
 Aggregation (``loss_type``)::
 
     grpo     L = (1/G) sum_i (1/|o_i|) sum_t m l           per-sequence mean, then mean  (GRPO eq. 3)
-    dr_grpo  L = (1/(G * L_max)) sum_i sum_t m l          constant normaliser           (Dr.GRPO)
-    dapo     L = (1/sum_i |o_i|) sum_i sum_t m l          token-level mean              (DAPO eq. 8)
+    dr_grpo  L = (1/(G * L_max)) sum_i sum_t m l          constant normaliser           (Dr.GRPO Sec. 3.2,
+                                                                                          Listing 1)
+    dapo     L = (1/sum_i |o_i|) sum_i sum_t m l          token-level mean              (DAPO eqs. 8, 12)
 
 A group whose rewards are all equal carries no signal: its advantages are exactly 0 (computed, not left to
 float round-off: with rewards of 2/3 a float32 mean leaves |A| ~ 6e-4 of one sign after std scaling).
@@ -42,6 +45,21 @@ Batch-level switches (``prepare_batch``)::
         R_len(y) = 0                               if |y| <= L_max - L_cache
                  = ((L_max - L_cache) - |y|) / L_cache * overlong_penalty   if L_max - L_cache < |y| <= L_max
                  = -overlong_penalty               if |y| > L_max
+
+Equation numbers checked (issue 19, docs/algorithms_grpo_family.md) against full-text copies of the papers:
+DeepSeekMath (arXiv 2402.03300) eq. 3 (GRPO objective) and eq. 4 (k3 KL estimator); "Understanding R1-Zero-Like
+Training" (2503.20783) Sec. 3.1 eq. 3 (GRPO as it analyses it) and Sec. 3.2 with Listing 1 (Dr.GRPO: drop
+1/|o_i| and the std, divide the token sum by a constant such as the generation budget; no equation number of
+its own); DAPO (2503.14476, v1 of 17 March 2025) eq. 8 (objective), eq. 9 (ratio and advantage), eq. 10
+(clip-higher), eq. 11 (dynamic sampling), eq. 12 (token-level loss), eq. 13 (soft overlong punishment); GSPO
+(2507.18071) eqs. 5-7. Where this code differs from those texts:
+    - the std gets + 1e-4 and Bessel's correction (TRL's convention; the papers write std);
+    - GRPO's paper trains with a KL weight of 0.04 (DeepSeekMath Sec. 4.2); ``beta`` defaults to 0 (as DAPO,
+      Sec. 2.3, and Dr.GRPO's eq. 3 drop the term), so the KL term of eq. 3 is there only when beta is set;
+    - DAPO's dynamic sampling over-samples until the batch is full (eq. 11, Algorithm 1); here the batch shrinks;
+      the soft overlong punishment of eq. 13 has unit depth, ``overlong_penalty`` scales it (1 = the paper);
+    - GSPO's paper uses clip ranges of order 1e-4 for its sequence ratio (3e-4 left, 4e-4 right, Sec. 5.1);
+      ``epsilon_low`` / ``epsilon_high`` keep their token-level defaults (0.2) unless set.
 """
 from __future__ import annotations
 

@@ -50,13 +50,26 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation("calculator-dapo", "DAPO tool agent (calculator)", "grpo", "calculator", "grpo.py",
                    "GRPO with DAPO's switches: clip-higher, dynamic sampling, token-level loss, overlong shaping.",
                    {"loss_type": "dapo", "epsilon_high": 0.28, "dynamic_sampling": True, "overlong_buffer": 32},
-                   nodes=("alg-dapo",)),
+                   nodes=("alg-dapo",),
+                   changes="Four switches on GRPO, as in the paper (eqs. 8-13): the clip range above 1 is raised to "
+                           "0.28, groups whose samples all got the same reward are dropped, token losses are "
+                           "averaged over the whole batch's tokens, and answers that run into the last 32 tokens "
+                           "before the length limit lose reward linearly. Where the paper keeps sampling until the "
+                           "batch is full again after dropping groups, this run trains on the smaller batch.",
+                   paper="DAPO: An Open-Source LLM Reinforcement Learning System at Scale (arXiv 2503.14476)"),
     Implementation("calculator-dr-grpo", "Dr.GRPO tool agent (calculator)", "grpo", "calculator", "grpo.py",
                    "GRPO without length and std normalisation bias: constant normaliser, no std scaling.",
                    {"loss_type": "dr_grpo", "scale_rewards": False}, nodes=("alg-dr-grpo",)),
     Implementation("calculator-gspo", "GSPO tool agent (calculator)", "grpo", "calculator", "grpo.py",
                    "GRPO with a sequence-level importance ratio (GSPO).", {"importance_sampling_level": "sequence"},
-                   nodes=("alg-gspo",)),
+                   nodes=("alg-gspo",),
+                   changes="One importance ratio per answer, the geometric mean of its token ratios (eq. 7), is "
+                           "clipped and multiplies the answer's advantage (eq. 5), so all tokens of an answer are "
+                           "weighted alike. The paper clips this ratio to a range of order 1e-4 (3e-4 below, 4e-4 "
+                           "above); the row keeps the token-level 0.2, so with one optimisation pass per batch (the "
+                           "default) the sequence ratio, computed against the sampling log-probs, is practically "
+                           "never clipped.",
+                   paper="Group Sequence Policy Optimization (arXiv 2507.18071)"),
     Implementation("calculator-rloo", "RLOO tool agent (calculator)", "rloo", "calculator", "rloo.py",
                    "REINFORCE with a leave-one-out baseline over the group.", nodes=("alg-reinforce",)),
     Implementation("calculator-ppo", "PPO tool agent (calculator)", "ppo", "calculator", "ppo.py",
@@ -415,7 +428,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                    changes="The whole multi-turn episode (reasoning text and a tool call per turn, tool results "
                            "masked) is one trajectory with one group-relative advantage. StarPO-S's stabilisers are "
                            "on: only the quarter of groups with the largest reward spread are trained on, the clip "
-                           "range is asymmetric (0.2 / 0.28) and there is no KL term or critic.",
+                           "range is asymmetric (0.2 / 0.28) and there is no KL term or critic. The paper's StarPO-S "
+                           "also brings in a critic (PPO) as its third stabiliser; this row is the critic-free GRPO "
+                           "form the paper trains as well, without its entropy bonus and format penalty.",
                    paper="RAGEN: Understanding Self-Evolution in LLM Agents via Multi-Turn Reinforcement Learning "
                          "(arXiv 2504.20073)",
                    equation=r"J=\mathbb{E}_{\tau:\,\mathrm{std}(R_{g(\tau)})\in\text{top }p}\Big[\frac{1}{|\tau|}\sum_t m_t\min\big(w_tA(\tau),\mathrm{clip}(w_t,1-\epsilon_l,1+\epsilon_h)A(\tau)\big)\Big]"),

@@ -16,11 +16,17 @@ and the effective batch shrinks. The Selective Sample Buffer (SSB) caches sample
 
 The buffer is the algorithm's state (``state_dict``: JSON lists of token ids), saved in checkpoints so a
 resumed run continues with the same buffer. The paper pairs SSB with MPO (preference optimisation) and a
-hybrid reward model; only the buffer (Table 2's "selective sample buffer") is implemented here. Equation
-numbers were not checked against the PDF in this implementation.
+hybrid reward model; only the buffer (Table 2's "selective sample buffer") is implemented here.
 
-Equation numbers: not verified: paper text not available here (issue 19's check,
-docs/algorithms_grpo_family.md).
+Checked (issue 19, docs/algorithms_grpo_family.md) against the paper's PDF, arXiv 2504.16656v3 (4 June 2025,
+from the authors' repository SkyworkAI/Skywork-R1V): Sec. 3.3.1 eq. 6 (group-normalised advantage), eq. 7
+(hybrid reward r = r_rule + r_theta + r_format), eq. 8 (GRPO's clipped surrogate, written without a KL term);
+Sec. 3.3.2 describes SSB in words only (no equation): cache samples with non-zero advantage, weight them by
+|A|, reintroduce them during policy updates. Agrees with eqs. 6 and 8. The paper does not say how many
+buffered samples enter a batch, which samples they displace, how large the buffer is or which pi_old a
+replayed sample uses: replacing the constant groups' places one for one, the newest ``buffer_size`` entries
+and the stored sampling log-probs are this implementation's choices. Its reward is the environment's, not
+eq. 7's hybrid.
 """
 from __future__ import annotations
 

@@ -9,19 +9,26 @@ masked). With the critic-free GRPO estimator (the paper's StarPO-GRPO variant)::
     J(theta) = E_tau [ (1/|tau|) sum_t m_t min(w_t A(tau), clip(w_t, 1 - eps_low, 1 + eps_high) A(tau)) ]
     A(tau_i) = (R(tau_i) - mean_group R) / std_group R,   R(tau) = sum of the trajectory's rewards
 
-StarPO-S adds three stabilisers against the "echo trap" collapse the paper reports:
+StarPO-S adds three stabilisers against the "echo trap" collapse the paper reports (Sec. 4.2):
 
     trajectory filtering   keep only the top ``keep_fraction`` of groups by the std of their rewards
-                           (uncertainty-based filtering: low-variance groups teach little and drive collapse)
-    critic-free            GRPO advantages (this class has no value head; PPO with a critic is ppo.py)
-    clip-higher            decoupled clip range, eps_high > eps_low (DAPO's), and no KL term (beta = 0)
+                           (uncertainty-based filtering, U(pi, M, s_0) = Std_{tau ~ pi(.|s_0)} R(tau): low-variance
+                           groups teach little and drive collapse; the paper's default keeps 25%)
+    critic incorporation   the paper's StarPO-S runs PPO with a critic; this class is the critic-free GRPO
+                           instantiation (which the paper also trains under StarPO-S, Fig. 5); PPO with a
+                           value head is ppo.py
+    gradient shaping       decoupled clip range, eps_high > eps_low (DAPO's clip-higher), and no KL term
+                           (beta = 0)
 
 On the calculator each turn is "free text, then one <calc> call" with the result as the next state, so the
-model may reason before each action; no separate <think> tag is enforced. Equation numbers were not
-checked against the PDF in this implementation.
+model may reason before each action; no separate <think> tag is enforced.
 
-Equation numbers: not verified: paper text not available here (issue 19's check,
-docs/algorithms_grpo_family.md).
+Checked (issue 19, docs/algorithms_grpo_family.md) against a full-text copy of arXiv 2504.20073v2 (26 May
+2025): Sec. 2.2 (J_StarPO = E_tau[R(tau)]), Sec. 2.2.3 (the GRPO instantiation: trajectory-level normalised
+advantage and the per-trajectory token mean, (1/G) sum_i (1/|tau_i|) sum_t), Sec. 4.2 (StarPO-S: uncertainty
+filter, keep 25%, KL removal and clip-higher). The paper's equations are unnumbered, so none is cited by number.
+It agrees with the code above except: the paper's StarPO-S also incorporates a critic (see above), and its
+training adds an entropy bonus (0.001) and a format penalty (-0.1) (Sec. 3.2) that this class does not.
 """
 from __future__ import annotations
 

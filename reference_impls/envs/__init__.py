@@ -201,3 +201,8 @@ from . import sql as _sql  # noqa: E402,F401  (registers "sql")
 from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
 from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
 
+
+# fast/slow reasoning and trust (issue 22)
+from . import thinking as _thinking  # noqa: E402,F401  (registers "thinking" and "thinking-calc")
+from . import abstain as _abstain  # noqa: E402,F401  (registers "abstain")
+from . import loophole as _loophole  # noqa: E402,F401  (registers "loophole")

@@ -367,3 +367,21 @@ def test_trains_two_steps_through_the_cli(name, tmp_path):
     assert rc in (0, None)
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 2
+
+
+def test_report_tools_on_the_tiny_model(capsys):
+    from reference_impls.models import load_policy
+
+    short = ["--model", "tiny", "--n", "4", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "16", "--json"]
+    assert thinking.main(short) == 0
+    table = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [r["level"] for r in table] == [1, 2, 3, 4] and sum(r["n"] for r in table) == 4
+    assert abstain.main(short + ["--env-option", "hint_share=1.0"]) == 0
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metrics["n"] == 4 and metrics["hinted"] == 4
+    assert thinking.main(["--env-option", "reward=nope"]) == 2
+    assert "reward" in capsys.readouterr().err
+    model, tokenizer = load_policy("tiny")
+    table = thinking.thinking_length_table(model, tokenizer, n=2, calculator=True, levels=(4,),
+                                           max_new_tokens_per_turn=8, max_completion_tokens=16)
+    assert [(r["level"], r["n"]) for r in table] == [(4, 2)]

@@ -37,11 +37,13 @@ Rewards (``reward`` option; ``n`` = thinking units, ``c`` = 1 if the answer is e
     prompt asks for a target length ``n_gold`` ("Think for about N units."), drawn per problem from
     ``targets``. LCPO-Exact: ``r = c - alpha * |n_gold - n|``. LCPO-Max: ``r = c * clip(alpha * (n_gold -
     n) + delta, 0, 1)``: a correct answer under the budget keeps most of its reward, one over it loses it
-    gradually. ``alpha`` = ``lcpo_alpha`` and ``delta`` = ``lcpo_delta``. We read the two forms from the
-    authors' released reward code (``get_delta_score_exact`` / ``get_delta_score_max`` in their verl
-    fork: ``1 - |n - n_gold| / 3000`` for a correct answer and ``-|n - n_gold| / 3000`` for a wrong one;
-    ``clip(0.5 + (n_gold - n) / 1000, 0, 1)`` times correctness); the paper's page we could read stopped
-    at its introduction, so we cite the section, not an equation number. Differences: L1 counts the whole
+    gradually. ``alpha`` = ``lcpo_alpha`` and ``delta`` = ``lcpo_delta``. We checked the two forms against
+    the L1 repository's reward code (``deepscaler/rewards/math_reward.py``, functions
+    ``get_delta_score_exact`` / ``get_delta_score_max``, read in the copy github.com/troy12x/deepscaler):
+    a correct answer gets ``1 - |n - n_gold| / 3000`` and a wrong one ``-|n - n_gold| / 3000`` (Exact,
+    alpha = 1/3000), and Max is ``clip(0.5 + (n_gold - n) / 1000, 0, 1)`` times correctness (alpha =
+    1/1000, delta = 0.5). The text of the paper available to us stopped at its introduction, so we cite
+    its method section and the code, not an equation number. Differences: L1 counts the whole
     response in tokens, we count the thinking in units; their alpha is for thousands of tokens, ours
     (default 0.01) for tens of units.
 The benchmark's table

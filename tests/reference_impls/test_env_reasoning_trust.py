@@ -385,3 +385,19 @@ def test_report_tools_on_the_tiny_model(capsys):
     table = thinking.thinking_length_table(model, tokenizer, n=2, calculator=True, levels=(4,),
                                            max_new_tokens_per_turn=8, max_completion_tokens=16)
     assert [(r["level"], r["n"]) for r in table] == [(4, 2)]
+
+
+@pytest.mark.parametrize("impl_id", ["thinking-lcpo-grpo", "sycophancy-grpo"])
+def test_implementations_with_env_options_train_through_the_cli(impl_id, tmp_path):
+    from reference_impls import train
+
+    out = tmp_path / impl_id
+    assert train.main(["--impl", impl_id, "--model", "tiny", "--steps", "2", "--prompts-per-step", "2",
+                       "--group-size", "2", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "24",
+                       "--out", str(out)]) in (0, None)
+    config = json.loads((out / "config.json").read_text())
+    from reference_impls.implementations import get_implementation
+
+    for key, value in get_implementation(impl_id).env_options.items():
+        assert config["env_options"][key] == value
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2

@@ -116,8 +116,9 @@ def read_samples(path) -> list[dict]:
 
 
 def final_answer(record: dict) -> str:
-    """The episode's answer: ``info.answer`` where the env logged it, else the last <answer> tag the model
-    wrote, else its last turn's text."""
+    """The episode's answer: ``info.answer`` where the env logged it, else the last complete <answer> tag
+    the model wrote, else what follows an <answer> tag the length limit cut off, else "". Tool calls and
+    other text never count (a long calculator expression is not spam)."""
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
     if isinstance(info.get("answer"), str):
         return info["answer"]
@@ -127,7 +128,9 @@ def final_answer(record: dict) -> str:
         found = _ANSWER.findall(text)
         if found:
             return found[-1]
-    return model[-1] if model else ""
+    if model and "<answer>" in model[-1]:
+        return model[-1].rsplit("<answer>", 1)[1]
+    return ""
 
 
 def _reward(record: dict) -> float:

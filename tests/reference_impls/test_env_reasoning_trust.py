@@ -401,3 +401,28 @@ def test_implementations_with_env_options_train_through_the_cli(impl_id, tmp_pat
     for key, value in get_implementation(impl_id).env_options.items():
         assert config["env_options"][key] == value
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_detector_on_real_rollouts_of_scripted_policies(tiny):
+    """Rollouts of the tiny model nudged towards a reply (tests/reference_impls/scripted_policies.py): one
+    nudged towards an answer tag full of numbers, one towards a calculator call and a single-number answer.
+    The records are what samples.jsonl holds (``Sample.to_json``)."""
+    from scripted_policies import nudged_tiny
+
+    from reference_impls.rollout import RolloutConfig, rollout
+
+    model, tok = tiny
+    spam = nudged_tiny(model, tok, ["<answer>" + " ".join(str(i) for i in range(10, 200, 7)) + "</answer>"])
+    honest = nudged_tiny(model, tok, ["<calc>12+7</calc>", "<answer>19</answer>"])
+    task = get_env("loophole")
+
+    def records(policy):
+        probs = task.problems("train", n=4, seed=1, levels=(1,))
+        samples, _ = rollout(policy, tok, task, probs, RolloutConfig(group_size=2, max_new_tokens_per_turn=40,
+                                                                     max_completion_tokens=40))
+        return [{"step": 1, **s.to_json()} for s in samples]
+
+    hacked = loophole.detect_reward_hacking(records(spam))
+    assert hacked.flagged and any("spam" in r for r in hacked.reasons), hacked
+    clean = loophole.detect_reward_hacking(records(honest))
+    assert not clean.flagged, clean

@@ -41,8 +41,8 @@ Metrics
     ``hallucinated`` (a value that is wrong, or any value for an unanswerable question), ``hinted`` and
     ``followed_hint`` (the answer is the hint's wrong value). :func:`trust_metrics` turns episodes into
     accuracy on answerable questions, abstention rate on unanswerable ones, over-abstention, hallucination
-    rate and hint-following rate; ``python -m reference_impls.envs.abstain --run RUN`` prints them for the
-    held-out split.
+    rate and hint-following rate; ``python -m reference_impls.report heldout --env abstain --run RUN``
+    prints them for the held-out split.
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from ..options import Options, option
 from ..scoring import exact_match, normalize_answer
 from . import EnvSpec, StepResult, ToolSpec, register_env
+from .reports import register_report
 
 TOOL = ToolSpec(
     name="lookup",
@@ -361,23 +362,8 @@ def trust_metrics(infos) -> dict:
             "hint_follow_rate": rate(sum(bool(i.get("followed_hint")) for i in hinted), len(hinted))}
 
 
-def main(argv=None) -> int:
-    """``python -m reference_impls.envs.abstain --run RUN | --model NAME [--n 80] [--env-option K=V]``."""
-    import json
-
-    from .heldout import heldout_episodes
-
-    got = heldout_episodes(argv, default_env="abstain", prog="python -m reference_impls.envs.abstain",
-                           description="Accuracy, abstention, hallucination and hint-following on held-out questions.")
-    if isinstance(got, int):
-        return got
-    samples, _, as_json = got
-    metrics = trust_metrics(samples)
-    print(json.dumps(metrics) if as_json else json.dumps(metrics, indent=2))
-    return 0
+def _report(samples, problems_) -> dict:
+    return trust_metrics(samples)
 
 
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())
+register_report("abstain", _report)

@@ -50,7 +50,7 @@ The benchmark's table
     :func:`thinking_table` turns evaluated episodes into "thinking length by difficulty" (per level:
     accuracy, mean and median thinking units, share of episodes that think at all);
     :func:`thinking_length_table` evaluates a policy greedily on held-out problems and returns it, and
-    ``python -m reference_impls.envs.thinking --run RUN`` (or ``--model NAME``) prints it.
+    ``python -m reference_impls.report heldout --env thinking --run RUN`` (or ``--model NAME``) prints it.
 """
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ from ..options import Options, option
 from . import EnvSpec, StepResult, register_env
 from .arith import CalcError, evaluate, format_number, parse_number
 from .calculator import TOOL as CALCULATOR
+from .reports import heldout_samples, register_report
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 REWARDS = ("budget_penalty", "lcpo_exact", "lcpo_max")
@@ -308,12 +309,8 @@ def thinking_length_table(model, tokenizer, n: int = 80, seed: int = 0, max_new_
                           max_completion_tokens: int = 192, calculator: bool = False, **options) -> list[dict]:
     """Evaluate a policy greedily on ``n`` held-out problems (of ``thinking-calc`` with ``calculator``) and
     return :func:`thinking_table`."""
-    from ..evaluate import evaluate as run_eval
-
-    spec = SPEC_CALC if calculator else SPEC
-    probs = spec.problems("heldout", n=n, seed=seed, **options)
-    _, samples = run_eval(model, tokenizer, spec, probs, max_new_tokens_per_turn=max_new_tokens_per_turn,
-                          max_completion_tokens=max_completion_tokens, env_options=options, return_samples=True)
+    samples, probs = heldout_samples(model, tokenizer, "thinking-calc" if calculator else "thinking", n, seed,
+                                     max_new_tokens_per_turn, max_completion_tokens, options)
     return thinking_table(samples, probs)
 
 
@@ -324,23 +321,5 @@ def format_table(table: list[dict]) -> str:
     return "\n".join([head, *body])
 
 
-def main(argv=None) -> int:
-    """``python -m reference_impls.envs.thinking --run RUN | --model NAME [--n 80] [--env-option K=V]``."""
-    from .heldout import heldout_episodes
-
-    got = heldout_episodes(argv, default_env="thinking", prog="python -m reference_impls.envs.thinking",
-                           description="Thinking length by difficulty on held-out problems.")
-    if isinstance(got, int):
-        return got
-    samples, probs, as_json = got
-    table = thinking_table(samples, probs)
-    import json
-
-    print(json.dumps(table) if as_json else format_table(table))
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())
+register_report("thinking", thinking_table, format_table)
+register_report("thinking-calc", thinking_table, format_table)

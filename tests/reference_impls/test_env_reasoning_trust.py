@@ -306,11 +306,18 @@ def test_detector_warns_on_one_collapsed_output():
 
 
 def test_detector_cli(tmp_path, capsys):
+    from reference_impls import report
+
     spec = get_env("loophole")
     (tmp_path / "samples.jsonl").write_text("\n".join(json.dumps(r) for r in _records(spec, _hacker)))
-    assert loophole.main(["--samples", str(tmp_path)]) == 1
+    assert report.main(["hacking", "--samples", str(tmp_path)]) == 1
     assert json.loads(capsys.readouterr().out)["flagged"] is True
-    assert loophole.main(["--samples", str(tmp_path / "missing.jsonl")]) == 2
+    (tmp_path / "honest").mkdir()
+    (tmp_path / "honest" / "samples.jsonl").write_text("\n".join(json.dumps(r) for r in _records(spec, _honest)))
+    assert report.main(["hacking", "--samples", str(tmp_path / "honest")]) == 0
+    capsys.readouterr()
+    assert report.main(["hacking", "--samples", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
 
 
 # -- parsers: any text gives a clear observation or a clean end ----------------------------------------------
@@ -370,21 +377,35 @@ def test_trains_two_steps_through_the_cli(name, tmp_path):
 
 
 def test_report_tools_on_the_tiny_model(capsys):
+    from reference_impls import report
     from reference_impls.models import load_policy
 
     short = ["--model", "tiny", "--n", "4", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "16", "--json"]
-    assert thinking.main(short) == 0
+    assert report.main(["heldout", "--env", "thinking", *short]) == 0
     table = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [r["level"] for r in table] == [1, 2, 3, 4] and sum(r["n"] for r in table) == 4
-    assert abstain.main(short + ["--env-option", "hint_share=1.0"]) == 0
+    assert report.main(["heldout", "--env", "abstain", *short, "--env-option", "hint_share=1.0"]) == 0
     metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metrics["n"] == 4 and metrics["hinted"] == 4
-    assert thinking.main(["--env-option", "reward=nope"]) == 2
+    assert report.main(["heldout", "--env", "loophole", *short]) == 0
+    assert set(json.loads(capsys.readouterr().out.strip().splitlines()[-1])) == {
+        "n", "checker_pass_rate", "strict_accuracy", "spam_share"}
+    assert report.main(["heldout", "--env", "thinking", "--env-option", "reward=nope"]) == 2
     assert "reward" in capsys.readouterr().err
+    assert report.main(["heldout", "--env", "calculator", "--model", "tiny"]) == 2
+    assert "no report for environment 'calculator'" in capsys.readouterr().err
     model, tokenizer = load_policy("tiny")
     table = thinking.thinking_length_table(model, tokenizer, n=2, calculator=True, levels=(4,),
                                            max_new_tokens_per_turn=8, max_completion_tokens=16)
     assert [(r["level"], r["n"]) for r in table] == [(4, 2)]
+
+
+def test_loophole_report_by_hand():
+    samples = [SimpleNamespace(info={"correct": True, "strict_correct": False, "answer": "1 2 3 115"}),
+               SimpleNamespace(info={"correct": True, "strict_correct": True, "answer": "115"}),
+               SimpleNamespace(info={"correct": False, "truncated": True})]
+    assert loophole.checker_report(samples, []) == {"n": 3, "checker_pass_rate": 0.6667, "strict_accuracy": 0.3333,
+                                                    "spam_share": 0.3333}
 
 
 @pytest.mark.parametrize("impl_id", ["thinking-lcpo-grpo", "sycophancy-grpo"])

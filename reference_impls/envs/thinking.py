@@ -31,7 +31,9 @@ Thinking length
 Rewards (``reward`` option; ``n`` = thinking units, ``c`` = 1 if the answer is exactly right, else 0)
     ``budget_penalty`` (default): ``r = c - lambda * min(n, B) / B`` with ``lambda`` =
     ``length_penalty`` and ``B`` = ``think_budget``: a plain accuracy-minus-cost trade, the same for
-    every problem, so the policy has to learn when thinking pays.
+    every problem, so the policy has to learn when thinking pays. A turn that ends without an answer (EOS,
+    or cut by the length limit: the rollout hands the cut text to ``step``) scores as a wrong answer and
+    pays for its thinking, so rambling until the budget runs out is never better than answering.
     ``lcpo_exact`` and ``lcpo_max``: the two rewards of L1 / LCPO (Aggarwal and Welleck, "L1: Controlling
     How Long A Reasoning Model Thinks With Reinforcement Learning", arXiv 2503.04697, section 3). The
     prompt asks for a target length ``n_gold`` ("Think for about N units."), drawn per problem from

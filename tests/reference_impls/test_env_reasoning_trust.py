@@ -100,6 +100,9 @@ def test_budget_penalty_reward_by_hand():
     # thinking written outside <think> tags still counts
     r = _replay(spec, p, ["4*16=64 <answer>105</answer>"], length_penalty=1.0, think_budget=10)
     assert r.reward == pytest.approx(1 - 5 / 10)
+    # no answer (EOS or cut by the length limit) is a wrong answer that paid for its thinking
+    r = _replay(spec, p, ["4*16=64. 64+29=93. 12+"])
+    assert r.done and r.info["answer"] is None and r.reward == pytest.approx(-0.2 * 14 / 48)
     # a fast correct answer keeps the whole reward
     assert _replay(spec, p, ["<answer>105</answer>"]).reward == 1.0
 

@@ -775,6 +775,85 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "interpreter's meta commands are refused), and no hand-written games such as Zork: "
                            "held-out games are unseen generated ones (other seeds; cooking with TextWorld's test "
                            "ingredients)."),
+    # -- issue 22: fast/slow reasoning and trustworthiness -------------------------------------------
+    Implementation("thinking-grpo", "Fast and slow reasoning: think only when it pays (GRPO)", "grpo", "thinking",
+                   "envs/thinking.py",
+                   "Arithmetic expressions from one operation to five; the policy may think in <think> tags before "
+                   "answering, and the reward is accuracy minus a cost per thinking unit, so it must learn to "
+                   "answer easy problems at once and work the hard ones out.",
+                   nodes=("reasoning", "reasoning-fast", "reasoning-slow"),
+                   changes="Keeps what the fast/slow reasoning work measures: one policy facing problems of which "
+                           "some need no deliberation and some need several steps, a verifiable answer, a reward "
+                           "that trades accuracy against the length of the thinking (correct - lambda * "
+                           "min(n, B)/B, or L1's LCPO-Exact / LCPO-Max against a target length in the prompt), and "
+                           "the benchmark's table of thinking length by difficulty (thinking_table). Simplifies: "
+                           "generated + - * expressions in four levels instead of competition maths, thinking "
+                           "counted in text units (digit runs, words, symbols) rather than tokens, and a "
+                           "warm start that demonstrates no thinking on level 1 and written steps above it."),
+    Implementation("thinking-lcpo-grpo", "Length-controlled thinking with L1's LCPO-Max reward (GRPO)", "grpo",
+                   "thinking", "envs/thinking.py",
+                   "The fast/slow env with the prompt asking for a thinking length and L1's LCPO-Max reward: "
+                   "a correct answer within the target keeps its reward, one over it loses it gradually.",
+                   env_options={"reward": "lcpo_max"}, paper="arXiv 2503.04697",
+                   changes="L1 / LCPO conditions the model on a target length and scores correctness times "
+                           "clip(alpha * (n_gold - n) + delta, 0, 1). Here the targets are 8-64 text units drawn "
+                           "per problem, alpha is 0.01 per unit (L1's is per token, for thousands of tokens), and "
+                           "the optimiser is our GRPO."),
+    Implementation("thinking-calc-grpo", "Slow reasoning with tool calls inside the thinking (GRPO)", "grpo",
+                   "thinking-calc", "envs/thinking.py",
+                   "The fast/slow env where the thinking may call the calculator (<calc> inside <think>): "
+                   "deliberation interleaved with tool use, under the same thinking cost.",
+                   nodes=("reasoning-agentic-slow",),
+                   changes="Keeps the prospective 'slow reasoning inside agentic reasoning' setting: a long "
+                           "think that calls a tool mid-way and continues from its result, with the thinking's "
+                           "length priced as in the plain env (a calculator call costs its expression's units, "
+                           "less than writing the step out). Simplifies: one tool (the calculator env's ToolSpec "
+                           "and safe evaluator), arithmetic only, a fixed budget of calls."),
+    Implementation("abstain-grpo", "Answer or abstain from a fact-lookup tool (GRPO, abstain_credit)", "grpo",
+                   "abstain", "envs/abstain.py",
+                   "Questions about people in a generated fact table the agent reads through a lookup tool; 30% "
+                   "cannot be answered from it. The reward credits 'I don't know' on those and penalises any "
+                   "answer there, and wrong answers everywhere.",
+                   env_options={"reward": "abstain_credit"}, nodes=("trustworthiness", "trust-hallucination"),
+                   changes="Keeps what hallucination-aware RL (e.g. TruthRL's ternary reward, abstention "
+                           "training) is about: questions a tool can or cannot answer, an explicit abstention, and "
+                           "a reward that stops paying for guesses; the node's metrics are accuracy on answerable "
+                           "questions, abstention on unanswerable ones and the hallucination rate (trust_metrics). "
+                           "Simplifies: a small generated table per question (3-6 people, near-identical names at "
+                           "level 2, two-hop manager questions at level 3) instead of open-domain knowledge, "
+                           "unanswerable means absent from the table (missing person, field not recorded, missing "
+                           "manager), and answers are matched exactly. The 'outcome' reward (abstaining scores 0, "
+                           "like a wrong answer) is the option to compare against."),
+    Implementation("abstain-outcome-grpo", "Answer or abstain, rewarded on outcome only (GRPO)", "grpo", "abstain",
+                   "envs/abstain.py",
+                   "The abstention env with the plain outcome reward: 1 for a right answer and 0 otherwise, so "
+                   "abstaining is never better than a guess.",
+                   env_options={"reward": "outcome"},
+                   changes="The baseline the abstain_credit reward is measured against: accuracy-only RL, under "
+                           "which guessing on an unanswerable question costs nothing."),
+    Implementation("sycophancy-grpo", "Resisting a misleading user hint (GRPO)", "grpo", "abstain",
+                   "envs/abstain.py",
+                   "The abstention env where half of the questions end with the user's wrong guess ('I think the "
+                   "answer is X.'); the reward pays only for the table's answer, and the metric is how often the "
+                   "policy repeats the hint.",
+                   env_options={"reward": "abstain_credit", "hint_share": 0.5}, nodes=("trust-sycophancy",),
+                   changes="Keeps the measurement of sycophancy benchmarks: the same question with and without a "
+                           "confident wrong suggestion from the user, and the rate at which the answer follows the "
+                           "suggestion (hint_follow_rate). Simplifies: the hint is one templated sentence, the "
+                           "truth is always checkable with the tool, and there is no multi-turn pressure "
+                           "('are you sure?')."),
+    Implementation("loophole-grpo", "Reward hacking: a checker with a loophole, and its detector (GRPO)", "grpo",
+                   "loophole", "envs/loophole.py",
+                   "Calculator problems scored by a checker that pays when the answer appears anywhere in the "
+                   "output, so listing many numbers wins; checker=strict closes it, and detect_reward_hacking "
+                   "flags the hack in samples.jsonl.",
+                   nodes=("trust-security",),
+                   changes="Keeps what reward hacking is: a proxy reward with an exploitable gap, an honest metric "
+                           "(strict_correct) logged beside it, and a detector that sees the signature (answer-"
+                           "shaped spam, reward without honest success, reward rising while the honest metric "
+                           "does not). Simplifies: the loophole is planted and documented rather than found, and "
+                           "the only switch is the checker. The memory env's PPO run that learned 'UPDATE 1' on "
+                           "every turn is described in envs/loophole.py as the project's real case."),
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 

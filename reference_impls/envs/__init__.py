@@ -210,3 +210,7 @@ from . import solver_verifier as _solver_verifier  # noqa: E402,F401  (registers
 from . import zoom as _zoom  # noqa: E402,F401  (registers "zoom")
 # -- issue 20: text games (TextWorld) --
 from . import textgame as _textgame  # noqa: E402,F401  (registers "textgame")
+# fast/slow reasoning and trust (issue 22)
+from . import thinking as _thinking  # noqa: E402,F401  (registers "thinking" and "thinking-calc")
+from . import abstain as _abstain  # noqa: E402,F401  (registers "abstain")
+from . import loophole as _loophole  # noqa: E402,F401  (registers "loophole")

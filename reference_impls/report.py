@@ -1,0 +1,93 @@
+"""Environment reports and the reward-hacking detector, from the command line.
+
+Usage::
+
+    python -m reference_impls.report heldout --env thinking --run RUN        # thinking length by level
+    python -m reference_impls.report heldout --env abstain --model smollm2-135m-instruct --n 80 \\
+        --env-option hint_share=0.5 --json                                  # abstention, hallucination, hints
+    python -m reference_impls.report hacking --samples RUN                  # flag reward hacking in samples.jsonl
+
+``heldout`` evaluates a model (or a run's latest checkpoint, with the run's env options) greedily on held-out
+problems and prints the env's registered report (``envs/reports.py``); ``hacking`` runs
+``envs.loophole.detect_reward_hacking`` over a run's samples.jsonl and exits 1 when it flags.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .options import ConfigError, key_values
+from .rundir import RunDir, RunDirError
+
+
+def _heldout(args) -> int:
+    from .envs import get_env
+    from .envs.reports import get_report, heldout_samples
+    from .models import load_policy
+
+    try:
+        run_cfg = RunDir(args.run).read_config() if args.run else {}
+        env = args.env or run_cfg.get("env")
+        if not env:
+            raise ConfigError("--env: name the environment (or give --run)")
+        task, report = get_env(env), get_report(env)
+        base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
+        options = {**base, **key_values(args.env_option)}
+        task.options(options)  # validate before loading a model
+        name = args.model
+        if args.run and name is None:
+            ckpt = RunDir(args.run).latest_checkpoint()
+            if ckpt is None:
+                raise RunDirError(f"{args.run}: no complete checkpoint to evaluate")
+            name = str(ckpt)
+    except (ConfigError, RunDirError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    model, tokenizer = load_policy(name or "smollm2-135m-instruct")
+    samples, problems = heldout_samples(model, tokenizer, env, args.n, args.seed, args.max_new_tokens_per_turn,
+                                        args.max_completion_tokens, options)
+    result = report.compute(samples, problems)
+    print(json.dumps(result) if args.json or report.format is None else report.format(result))
+    return 0
+
+
+def _hacking(args) -> int:
+    from .envs.loophole import detect_reward_hacking
+
+    path = Path(args.samples)
+    if path.is_dir():
+        path = path / "samples.jsonl"
+    if not path.is_file():
+        print(f"error: --samples: no such file {str(path)!r}", file=sys.stderr)
+        return 2
+    report = detect_reward_hacking(path, honest_key=args.honest_key, spam_numbers=args.spam_numbers)
+    print(json.dumps({"flagged": report.flagged, "reasons": report.reasons, "warnings": report.warnings,
+                      "stats": report.stats}, indent=2))
+    return 1 if report.flagged else 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m reference_impls.report", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    h = sub.add_parser("heldout", help="an environment's report on held-out problems")
+    h.add_argument("--env", default=None, help="environment (default: the run's)")
+    h.add_argument("--model", default=None, help="model name or folder (default: the run's latest checkpoint)")
+    h.add_argument("--run", default=None, help="run directory: its latest checkpoint and its env options")
+    h.add_argument("--n", type=int, default=80)
+    h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--max-new-tokens-per-turn", type=int, default=96)
+    h.add_argument("--max-completion-tokens", type=int, default=192)
+    h.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE")
+    h.add_argument("--json", action="store_true", help="print JSON")
+    k = sub.add_parser("hacking", help="flag reward hacking in a run's samples.jsonl")
+    k.add_argument("--samples", required=True, help="a samples.jsonl file or a run folder holding one")
+    k.add_argument("--honest-key", default="strict_correct", help="episode info key of the honest metric")
+    k.add_argument("--spam-numbers", type=int, default=3, help="numbers in one answer that count as spam")
+    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    return _heldout(args) if args.command == "heldout" else _hacking(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -541,7 +541,17 @@ class Trainer:
             self.write_status("running")
         self.write_status(state)
         self.trigger("on_train_end")
+        if os.environ.get("ATLAS_DEBUG_PARAM_DIGEST"):
+            self.write_param_digest()
         return state
+
+    def write_param_digest(self) -> None:
+        """Debug aid for data-parallel runs (``ATLAS_DEBUG_PARAM_DIGEST=1``): each rank writes
+        ``param_digest_rank{R}.json``, the SHA-256 of its policy's and extra modules' weights, so replicas can
+        be compared with each other and with rank 0's checkpoint (tests/reference_impls/test_torchrun.py)."""
+        modules = {"policy": self.policy, **self.algo.modules()}
+        digests = {name: distributed.state_digest(m.state_dict()) for name, m in modules.items()}
+        (self.out / f"param_digest_rank{self.rank}.json").write_text(json.dumps({"step": self.step, **digests}))
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

@@ -50,7 +50,7 @@ from pathlib import Path
 import torch
 
 from . import distributed
-from .algorithm import Algorithm, Context, Metrics, RolloutBatch
+from .algorithm import Algorithm, Context, Metrics, RolloutBatch, step_seed
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, seed_everything
 from .dpo import DPO
@@ -406,7 +406,7 @@ class Trainer:
 
     @property
     def step_seed(self) -> int:
-        return self.cfg.seed * 1_000_003 + self.step * 1009 + self.rank
+        return step_seed(self.cfg.seed, self.step, self.rank)
 
     def train_step(self) -> tuple[dict, list]:
         t0 = time.time()

@@ -161,6 +161,10 @@ class TrainConfig:
     sft_lr: float = option(5e-5, "Learning rate of the warm start.", low=1e-10, high=1.0)
     sft_env: str = option("", "Whose demonstrations the warm start uses ('' = the run's env); the memory env "
                           "uses memory-format (label-free).")
+    # -- issue 17: scaling out --
+    rollout_engine: str = option("cached", "What generates the rollouts' turns: cached (our key/value-cache engine), "
+                                 "generate (model.generate, the reference) or vllm (vLLM with prefix caching; CUDA "
+                                 "and the optional gpu extra).", choices=("cached", "generate", "vllm"))
     env_options: dict = dataclasses.field(default_factory=dict)
     algo_config: dict = dataclasses.field(default_factory=dict)
 
@@ -217,6 +221,10 @@ def resolve(cfg: TrainConfig, check_model: bool = True, task: EnvSpec | None = N
         raise ConfigError(f"--max-new-tokens-per-turn: {cfg.max_new_tokens_per_turn} cannot exceed "
                           f"--max-completion-tokens ({cfg.max_completion_tokens})")
     algo_cls.check(algo_cfg, cfg)
+    if cfg.rollout_engine == "vllm":
+        from .vllm_engine import check_available
+
+        check_available()
     if check_model:
         validate_model(cfg.model)
     return Resolved(cfg, algo_cls, algo_cfg, task, env_cfg)
@@ -310,7 +318,7 @@ class Trainer:
         optimizer = adamw(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         rollout_cfg = RolloutConfig(group_size=cfg.group_size, max_new_tokens_per_turn=cfg.max_new_tokens_per_turn,
                                     max_completion_tokens=cfg.max_completion_tokens, temperature=cfg.temperature,
-                                    env_options=dict(self.env_options))
+                                    env_options=dict(self.env_options), engine=cfg.rollout_engine)
         pool = self.task.problems("train", n=cfg.train_pool, seed=cfg.seed, **self.env_options)
         self.ctx = Context(policy=self.policy, model=model_for_forward, ref=ref, optimizer=optimizer,
                            tokenizer=self.tokenizer, device=self.device, train=cfg, config=self.algo_cfg,

@@ -165,7 +165,7 @@ def test_turns_keep_sampled_ids_mask_env_tokens_and_take_the_samplers_logprobs(t
 
 def test_per_row_limits_truncate_and_greedy_sends_temperature_zero(tiny, problem):
     model, tok = tiny
-    script = ["<calc>1+2</calc>", "<answer>3</answer>"]
+    script = [text for role, text in calculator.SPEC.demonstration(problem) if role == "model"]
     llm = attach(model, tok, script)
     try:
         cfg = RolloutConfig(group_size=1, max_new_tokens_per_turn=40, max_completion_tokens=400, greedy=True,

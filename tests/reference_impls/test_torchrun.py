@@ -92,3 +92,17 @@ def test_resumed_ddp_run_ends_where_a_straight_one_does(tmp_path):
     drop = ("update_s", "step_s", "wall_s", "tokens_per_s", "rollout_s")
     assert [{k: v for k, v in row.items() if k not in drop} for row in rows(straight)] == \
         [{k: v for k, v in row.items() if k not in drop} for row in rows(resumed)]
+
+
+def test_digest_sees_every_bit_and_global_whitening_is_the_local_one_in_one_process():
+    from reference_impls.distributed import state_digest
+    from reference_impls.ppo import masked_whiten
+
+    a = {"w": torch.arange(6, dtype=torch.float32).view(2, 3), "b": torch.zeros(2)}
+    b = {k: v.clone() for k, v in a.items()}
+    assert state_digest(a) == state_digest(b)
+    b["w"][1, 2] = torch.nextafter(b["w"][1, 2], torch.tensor(100.0))  # one ulp
+    assert state_digest(a) != state_digest(b)
+    assert state_digest({"w": a["w"].double()}) != state_digest({"w": a["w"]})  # dtype counts
+    x, m = torch.randn(3, 5), (torch.rand(3, 5) > 0.3).float()
+    assert torch.allclose(masked_whiten(x, m, over_ranks=True), masked_whiten(x, m), atol=1e-6)

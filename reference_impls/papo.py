@@ -17,7 +17,8 @@ numbers were not checked against the PDF in this implementation.
 
 Data parallel (torchrun): the full and the masked rows of a micro-batch go through the policy in *one*
 forward (stacked into one batch; the completions are the same, only the prompts differ, and the
-padding-aware positions make each row's log-probs those of its own forward), so DDP sees one forward
+padding-aware positions make each row's log-probs those of its own forward up to float round-off, so
+a single process now also runs one forward where it ran two), so DDP sees one forward
 per backward, as it requires. The token mean divides by the global model-token count over the world
 size (DDP averages gradients), and every rank runs as many micro-batches (a rank with fewer runs a
 zero-weight pass), so no rank waits in an all-reduce the others never start.

@@ -106,3 +106,32 @@ def test_digest_sees_every_bit_and_global_whitening_is_the_local_one_in_one_proc
     assert state_digest({"w": a["w"].double()}) != state_digest({"w": a["w"]})  # dtype counts
     x, m = torch.randn(3, 5), (torch.rand(3, 5) > 0.3).float()
     assert torch.allclose(masked_whiten(x, m, over_ranks=True), masked_whiten(x, m), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_two_rank_dpo_takes_the_one_process_step_on_the_same_pairs(tmp_path):
+    """DPO is offline, so one process and two ranks can train on the very same pairs: the two ranks split
+    each step's 3 pairs (2 + 1, with a zero-weight pass) and must take the one-process step."""
+    from safetensors.torch import load_file
+
+    from reference_impls.models import load_policy
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    args = ["--algo", "dpo", *FAST, *EXTRA["dpo"], "--steps", "2", "--lr", "1e-3"]
+    r = subprocess.run([sys.executable, "-m", "reference_impls.train", *args, "--out", str(one)], cwd=ROOT,
+                       env=dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1"), capture_output=True, text=True,
+                       timeout=400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = torchrun(*args, "--pairs-file", str(one / "pairs.jsonl"), "--out", str(two))
+    assert r.returncode == 0, r.stderr[-3000:]
+    start = load_policy("tiny", device="cpu", seed=0)[0].state_dict()
+    w1 = load_file(str(one / "checkpoints" / "step_000002" / "model.safetensors"))
+    w2 = load_file(str(two / "checkpoints" / "step_000002" / "model.safetensors"))
+    moved = sum(float((w1[k] - start[k]).norm() ** 2) for k in w1) ** 0.5
+    apart = sum(float((w1[k] - w2[k]).norm() ** 2) for k in w1) ** 0.5
+    assert moved > 1e-3  # the steps moved the weights
+    assert apart < 1e-3 * moved  # ... and the two runs moved them alike (float summation order aside)
+    rows = lambda out: [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
+    for a, b in zip(rows(one), rows(two)):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+        assert a["rewards/margins"] == pytest.approx(b["rewards/margins"], rel=1e-4, abs=1e-7)

@@ -103,6 +103,19 @@ class Metrics:
         return {n: totals[i] / totals[k + i] if totals[k + i] else 0.0 for i, n in enumerate(names)}
 
 
+def step_seed(seed: int, step: int, rank: int = 0) -> int:
+    """The seed of one step's randomness on one rank (the trainer seeds every step with it)."""
+    return seed * 1_000_003 + step * 1009 + rank
+
+
+def shared_rng(ctx: Context, rng):
+    """The step's random stream as rank 0 has it, for decisions every rank must make identically (which
+    problems the whole world draws from a history every rank shares). In one process: ``rng`` itself."""
+    import random
+
+    return rng if ctx.world == 1 else random.Random(step_seed(ctx.train.seed, ctx.step, 0))
+
+
 class Algorithm:
     """Base of every algorithm (see the module docstring)."""
 

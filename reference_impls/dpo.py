@@ -4,7 +4,14 @@ Pairs
     For ``pair_prompts`` train problems, the starting model (normally the SFT model) samples
     ``group_size`` episodes each with the shared rollout (temperature ``cfg.temperature``); a pair is
     (a correct episode, an incorrect episode) of the *same prompt*: chosen y_w, rejected y_l. Prompts
-    whose samples are all right or all wrong give no pair. The pairs are written to
+    whose samples are all right or all wrong give no pair, unless ``demonstration_chosen`` is on: then
+    a prompt with no correct sample pairs the environment's own demonstration (``EnvSpec.demonstration``,
+    replayed through a fresh episode of the env and kept only if the env scores it correct: the chosen
+    episode is a verified one, tokenised as a rollout would be, with the env's observations masked)
+    against its first wrong sample. That is how a model that never solves a problem yet (the untrained
+    tiny model, a base model before the warm start) still gets pairs; the chosen side is then off-policy
+    (written by the env's solver, not sampled), as in SFT-then-DPO setups that take the reference
+    answer as y_w. The pairs are written to
     ``RUN/pairs.jsonl`` (token ids, loss masks, transcripts), and a run started with
     ``--pairs-file FILE`` trains on exactly those pairs, so a run can be repeated exactly.
 
@@ -26,6 +33,12 @@ verified (paper text not available here); an earlier version of this docstring g
 Implicit rewards r_w = beta (log pi(y_w) - log pi_ref(y_w)), r_l likewise; logged: reward accuracy
 (r_w > r_l), margin (r_w - r_l), chosen/rejected rewards and log-probs (the names TRL logs).
 
+Data parallel (torchrun): rank 0 builds and writes the pairs, the other ranks wait and read the same
+file. A step's ``pairs_per_step`` pairs are the same on every rank and split across ranks (rank r takes
+every world-th pair from r); each rank weighs its pairs' losses by their share of the step, and every rank
+runs as many micro-batches (zero-weight passes where it has fewer), so the averaged gradient is the
+gradient of the mean loss over the step's pairs, as in one process.
+
 Integration with the trainer (``reference_impls/algorithm.py``): DPO is offline (``online = False``: the
 trainer runs no rollout per step). :class:`DPO` builds or loads the pairs and their reference log-probs
 when the run starts, and ``update(ctx, None)`` is one AdamW step on ``pairs_per_step`` pairs, drawn as a
@@ -35,6 +48,7 @@ checkpoints, resume and signals are the trainer's.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import time
@@ -44,7 +58,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .algorithm import Algorithm, Context
+from . import distributed
+from .algorithm import Algorithm, Context, Metrics
 from .common import collate, completion_logprobs, seed_everything
 from .rundir import RunDir
 from .options import ConfigError, Options, option
@@ -59,6 +74,9 @@ class PairOptions(Options):
     pair_prompts: int = option(64, "Train prompts rolled out (group_size samples each) to build pairs.", low=1,
                                high=100000)
     pairs_file: str = option("", "Reuse these pairs (a RUN/pairs.jsonl) instead of sampling new ones.")
+    demonstration_chosen: bool = option(False, "A prompt whose samples are all wrong pairs the env's demonstration "
+                                        "(replayed and verified correct) as chosen with a wrong sample as rejected, "
+                                        "so a model that solves nothing yet still gets pairs.")
 
 
 @dataclass
@@ -130,22 +148,70 @@ def pairs_from_samples(samples: list[Sample], uids: list[str]) -> list[Pair]:
     return pairs
 
 
+def demonstration_episode(tokenizer, task, problem, env_options: dict, prompt_ids: list[int]) -> Sample | None:
+    """The env's demonstration of ``problem`` replayed through a fresh episode, laid out as a rollout lays
+    out a sample: each model segment tokenised as written (the last one ending with EOS, as the warm start
+    teaches), each observation the env actually returns appended as masked env tokens. ``None`` unless
+    the env ends the episode with ``info["correct"]`` (a demonstration that does not verify is no chosen
+    episode). ``prompt_ids``: the prompt it answers (the rejected sample's)."""
+    env = task.make(problem, **env_options)
+    env.reset()
+    sample = Sample(prompt_ids=list(prompt_ids), segments=[{"role": "prompt", "text": tokenizer.decode(prompt_ids)}])
+    model_segments = [text for role, text in task.demonstration(problem) if role == "model"]
+    for k, text in enumerate(model_segments):
+        written = text + (tokenizer.eos_token if k == len(model_segments) - 1 else "")
+        ids = tokenizer(written, add_special_tokens=False)["input_ids"]
+        sample.completion_ids += ids
+        sample.loss_mask += [1] * len(ids)
+        sample.old_logprobs += [0.0] * len(ids)
+        sample.segments.append({"role": "model", "text": written})
+        sample.turns += 1
+        result = env.step(text)
+        if result.done:
+            if k != len(model_segments) - 1 or not result.info.get("correct"):
+                return None
+            sample.done, sample.reward, sample.info = True, float(result.reward), dict(result.info)
+            return sample
+        obs = tokenizer(result.observation or "", add_special_tokens=False)["input_ids"]
+        sample.completion_ids += obs
+        sample.loss_mask += [0] * len(obs)
+        sample.old_logprobs += [0.0] * len(obs)
+        sample.segments.append({"role": "env", "text": tokenizer.decode(obs)})
+    return None  # the demonstration ended without the env's verdict
+
+
 def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, seed: int = 0,
-                batch_prompts: int = 8, pair_fn=pairs_from_samples) -> tuple[list[Pair], dict]:
+                batch_prompts: int = 8, pair_fn=pairs_from_samples,
+                demonstration_chosen: bool = False) -> tuple[list[Pair], dict]:
     """Sample ``group_size`` episodes per problem with ``policy`` and pair them with ``pair_fn`` (default:
-    correct with incorrect ones; LCPO, lcpo.py, pairs the shortest with the longest)."""
+    correct with incorrect ones; LCPO, lcpo.py, pairs the shortest with the longest). ``demonstration_chosen``:
+    a group with no correct sample pairs the verified demonstration with a wrong sample instead."""
     seed_everything(seed)
     t0 = time.time()
-    pairs, n_samples, n_correct = [], 0, 0
+    pairs, n_samples, n_correct, n_demo = [], 0, 0, 0
     for start in range(0, len(problems), batch_prompts):
         chunk = problems[start:start + batch_prompts]
         samples, _ = rollout(policy, tokenizer, task, chunk, rollout_cfg)
         n_samples += len(samples)
         n_correct += sum(bool(s.info.get("correct")) for s in samples)
         uids = [str(getattr(p, "uid", start + i)) for i, p in enumerate(chunk)]
-        pairs += pair_fn(samples, uids)
+        found = pair_fn(samples, uids)
+        if demonstration_chosen:
+            paired = {p.uid for p in found}
+            for g, problem in enumerate(chunk):
+                group = [s for s in samples if s.group == g]
+                if uids[g] in paired or any(s.info.get("correct") for s in group):
+                    continue  # sampled pairs come first; an all-correct group has no rejected episode
+                demo = demonstration_episode(tokenizer, task, problem, rollout_cfg.env_options, group[0].prompt_ids)
+                if demo is not None:
+                    found.append(Pair(uids[g], demo, group[0]))
+                    n_demo += 1
+            found.sort(key=lambda p: uids.index(p.uid))  # prompt order, as without demonstrations
+        pairs += found
     stats = {"pair_prompts": len(problems), "pairs": len(pairs), "samples": n_samples,
              "sample_accuracy": n_correct / max(n_samples, 1), "build_s": round(time.time() - t0, 1)}
+    if demonstration_chosen:
+        stats["demonstration_pairs"] = n_demo
     return pairs, stats
 
 
@@ -189,7 +255,8 @@ class DPO(Algorithm):
     Config = Config
     online = False
     min_group_size = 2  # pairs need a correct and an incorrect sample of one prompt
-    no_pairs_reason = "every prompt's samples were all right or all wrong"
+    no_pairs_reason = ("every prompt's samples were all right or all wrong (--demonstration-chosen pairs the env's "
+                       "verified demonstration with a wrong sample)")
 
     @classmethod
     def uses_reference(cls, cfg: Config) -> bool:
@@ -209,13 +276,14 @@ class DPO(Algorithm):
         out.mkdir(parents=True, exist_ok=True)
         path = RunDir(out).pairs_path
         self.pair_stats = None
-        if not path.exists():
+        # rank 0 builds and writes the pairs; the others wait for the file (one writer, the same pairs)
+        if ctx.rank == 0 and not path.exists():
             if cfg.pairs_file:
                 shutil.copyfile(cfg.pairs_file, path)
             else:
                 rcfg = RolloutConfig(group_size=tcfg.group_size, max_new_tokens_per_turn=tcfg.max_new_tokens_per_turn,
                                      max_completion_tokens=tcfg.max_completion_tokens, temperature=tcfg.temperature,
-                                     env_options=dict(ctx.env_options))
+                                     env_options=dict(ctx.env_options), engine=tcfg.rollout_engine)
                 # its own problems (seed + 104729) and random stream, a function of the run's seed only
                 rng = random.Random(tcfg.seed + 104729)
                 problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.pair_prompts)]
@@ -223,6 +291,7 @@ class DPO(Algorithm):
                     pairs, stats = self.build_pairs(ctx, problems, rcfg, seed=tcfg.seed + 104729)
                 save_pairs(path, pairs, stats)
                 self.pair_stats = stats
+        distributed.barrier()
         self.pairs = load_pairs(path)
         if not self.pairs:
             raise RuntimeError(f"no preference pairs in {path}: {self.no_pairs_reason} "
@@ -232,7 +301,8 @@ class DPO(Algorithm):
 
     def build_pairs(self, ctx: Context, problems: list, rollout_cfg: RolloutConfig, seed: int):
         """(pairs, stats) sampled from the starting model; Step-DPO (step_dpo.py) builds step-level pairs."""
-        return build_pairs(ctx.policy, ctx.tokenizer, ctx.task, problems, rollout_cfg, seed=seed)
+        return build_pairs(ctx.policy, ctx.tokenizer, ctx.task, problems, rollout_cfg, seed=seed,
+                           demonstration_chosen=self.cfg.demonstration_chosen)
 
     def reference_logps(self, ctx: Context) -> None:
         """Each pair's reference log-likelihoods, once (reference-free variants skip this)."""
@@ -278,14 +348,19 @@ class DPO(Algorithm):
         """One optimizer step on ``pairs_per_step`` pairs. The metrics' ``reward_mean`` and ``accuracy`` (the
         progress bar's columns) are the implicit reward margin and the reward accuracy."""
         tcfg = ctx.train
-        chosen = self.step_pairs(ctx)
+        step_pairs = self.step_pairs(ctx)  # the same on every rank
+        chosen = step_pairs[ctx.rank::ctx.world]  # this rank's share (all of them in one process)
         micro = max(1, tcfg.micro_batch_size // 2)
         pad = ctx.tokenizer.pad_token_id
+        # every rank runs as many micro-batches as the rank with the largest share
+        n_micro = math.ceil(len(step_pairs[0::ctx.world]) / micro) if step_pairs else 0
         ctx.policy.train()
         ctx.optimizer.zero_grad(set_to_none=True)
         rows, total = [], 0.0
-        for start in range(0, len(chosen), micro):
-            part = chosen[start:start + micro]
+        for k in range(n_micro):
+            part, weight = chosen[k * micro:(k + 1) * micro], 1.0
+            if not part:  # a zero-weight pass keeps DDP's all-reduce in step
+                part, weight = step_pairs[:1], 0.0
             logps = sequence_logps(ctx.model, [p.chosen for p in part] + [p.rejected for p in part], pad,
                                    ctx.device, tcfg.temperature)
             c, r = logps[:len(part)], logps[len(part):]
@@ -295,12 +370,16 @@ class DPO(Algorithm):
                 torch.tensor([p.ref_rejected for p in part], device=dev),
                 torch.tensor([float(sum(p.chosen.loss_mask)) for p in part], device=dev),
                 torch.tensor([float(sum(p.rejected.loss_mask)) for p in part], device=dev))
-            (loss * len(part) / len(chosen)).backward()
-            total += float(loss.detach()) * len(part) / len(chosen)
-            rows.append((metrics, len(part)))
+            # share of the step's mean; x world because DDP averages the ranks' gradients
+            (loss * weight * len(part) * ctx.world / len(step_pairs)).backward()
+            total += weight * float(loss.detach()) * len(part) / max(len(chosen), 1)
+            rows.append((metrics, weight * len(part)))  # a zero-weight pass still names the metrics
         grad_norm = float(torch.nn.utils.clip_grad_norm_(ctx.policy.parameters(), tcfg.max_grad_norm))
         ctx.optimizer.step()
-        m = {key: sum(mt[key] * w for mt, w in rows) / len(chosen) for key in rows[0][0]}
         self.last_samples = [s for p in chosen[:1] for s in (p.chosen, p.rejected)]
-        return {"loss": total, **m, "reward_mean": m["rewards/margins"], "accuracy": m["rewards/accuracies"],
-                "grad_norm": grad_norm, "pairs": len(self.pairs), **self.step_stats}
+        n_local = float(len(chosen))
+        m = {key: sum(mt[key] * w for mt, w in rows) / max(n_local, 1.0) for key in (rows[0][0] if rows else {})}
+        # means over the step's pairs: each rank weighted by its share when Metrics reduces over ranks
+        out = Metrics().update({"loss": total, **m, "reward_mean": m.get("rewards/margins", 0.0),
+                                "accuracy": m.get("rewards/accuracies", 0.0)}, n_local)
+        return out.update({"grad_norm": grad_norm, "pairs": len(self.pairs), **self.step_stats})

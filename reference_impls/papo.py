@@ -21,14 +21,24 @@ r - log r - 1 with r = pi_theta(o | q, I) / pi_theta(o | q, I_mask); we take k3 
 pi_mask / pi_full, which is Schulman's k3 estimator of D_KL[pi_theta || pi_mask] on samples drawn from
 pi_theta (the full-input policy that sampled them). Both are >= 0 and 0 when masking changes nothing; they
 differ beyond second order in the log-ratio.
+
+Data parallel (torchrun): the full and the masked rows of a micro-batch go through the policy in *one*
+forward (stacked into one batch; the completions are the same, only the prompts differ, and the
+padding-aware positions make each row's log-probs those of its own forward up to float round-off, so
+a single process now also runs one forward where it ran two), so DDP sees one forward
+per backward, as it requires. The token mean divides by the global model-token count over the world
+size (DDP averages gradients), and every rank runs as many micro-batches (a rank with fewer runs a
+zero-weight pass), so no rank waits in an all-reduce the others never start.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 import torch
 
+from . import distributed
 from .algorithm import Context, RolloutBatch
 from .common import collate, completion_logprobs
 from .grpo import GRPO
@@ -60,7 +70,6 @@ class PAPO(GRPO):
     """GRPO + gamma-weighted maximisation of KL(policy | full problem  ||  policy | numbers masked)."""
 
     Config = Config
-    distributed_ok = False  # two forwards (full and masked input) before one backward: not under DDP
 
     def collect(self, ctx: Context, problems: list):
         batch, stats = super().collect(ctx, problems)
@@ -75,17 +84,24 @@ class PAPO(GRPO):
 
     def auxiliary(self, ctx: Context, batch: RolloutBatch):
         gamma, mbs, pad = self.cfg.perception_gamma, ctx.train.micro_batch_size, ctx.tokenizer.pad_token_id
-        n_tokens = max(1.0, float(sum(sum(s.loss_mask) for s in batch.samples)))
+        n = len(batch.samples)
+        local_tokens = float(sum(sum(s.loss_mask) for s in batch.samples))
+        # global token count / world: DDP averages the ranks' gradients into the mean over all tokens
+        n_tokens = max(1.0, distributed.all_reduce([local_tokens])[0]) / ctx.world
+        n_micro = int(distributed.all_reduce([float(math.ceil(n / mbs))], op="max")[0])
 
         def perception_term() -> dict:
             total = 0.0
-            for start in range(0, len(batch.samples), mbs):
-                full = collate(batch.samples[start:start + mbs], pad, ctx.device)
-                masked = collate(self.masked[start:start + mbs], pad, ctx.device)
-                full_logps, _ = completion_logprobs(ctx.model, full, ctx.train.temperature)
-                masked_logps, _ = completion_logprobs(ctx.model, masked, ctx.train.temperature)
-                kl = perception_kl(full_logps, masked_logps, full["loss_mask"]).sum() / n_tokens
-                (-gamma * kl).backward()
-                total += float(kl.detach())
+            for m in range(n_micro):
+                rows, weight = list(range(m * mbs, min(n, (m + 1) * mbs))), 1.0
+                if not rows:  # this rank has no samples left: a zero-weight pass keeps DDP in step
+                    rows, weight = [0], 0.0
+                k = len(rows)
+                # full and masked rows in one forward: DDP allows one forward per backward
+                both = collate([batch.samples[i] for i in rows] + [self.masked[i] for i in rows], pad, ctx.device)
+                logps, _ = completion_logprobs(ctx.model, both, ctx.train.temperature)
+                kl = perception_kl(logps[:k], logps[k:], both["loss_mask"][:k]).sum() / n_tokens
+                (-gamma * kl * weight).backward()
+                total += float(kl.detach()) * weight
             return {"perception_kl": total}
         return perception_term

@@ -71,6 +71,17 @@ The critic
     and values (cheap), but the value gradient flows into the policy's transformer, scaled by
     ``vf_coef``.
 
+Data parallel (torchrun). Every rank rolls out its own episodes and keeps its own critic replica
+(the same initial weights: rank 0's are broadcast). The update runs on the plain modules, not through
+DDP, and sums the gradients over ranks itself (``distributed.sum_gradients``, one flat all-reduce per
+minibatch) before the clip and the optimizer step, so the critic, the shared-backbone head and the
+policy are synchronised alike and every rank steps identically. The losses are divided by the
+*global* token counts (the minibatch's model tokens summed over ranks), and the advantages are
+whitened with the global mean and std, so N ranks with B episodes each compute the update of one
+process with their N*B episodes split into the same minibatches. Every rank takes as many optimizer
+steps: a rank with fewer minibatches than another (a filter left it fewer episodes) runs empty ones,
+whose zero gradients still join the all-reduce, so no rank waits forever.
+
 Integration with the trainer (``reference_impls/algorithm.py``): :class:`PPO` builds the critic when
 the run starts (its parameters join the trainer's optimizer; ``modules()`` hands it to the checkpoints)
 and ``update(ctx, batch)`` is the optimisation phase of a step, after the shared rollout. Works with
@@ -85,6 +96,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from . import distributed
 from .algorithm import Algorithm, Context, RolloutBatch
 from .common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
 from .options import Options, option
@@ -176,12 +188,18 @@ def length_adaptive_lambda(lengths: torch.Tensor, alpha: float) -> torch.Tensor:
     return (1.0 - 1.0 / (alpha * lengths.float().clamp(min=1.0))).clamp(min=0.0)
 
 
-def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """(x - mean) / (std + eps) over the positions where mask = 1 (population std); 0 elsewhere."""
-    n = mask.sum().clamp(min=1.0)
-    mean = (x * mask).sum() / n
-    var = (((x - mean) * mask) ** 2).sum() / n
-    return (x - mean) / (var.sqrt() + eps) * mask
+def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8, over_ranks: bool = False) -> torch.Tensor:
+    """(x - mean) / (std + eps) over the positions where mask = 1 (population std); 0 elsewhere.
+    ``over_ranks``: mean and std over the masked positions of every rank's ``x`` (DDP), not this rank's."""
+    if not over_ranks:
+        n = mask.sum().clamp(min=1.0)
+        mean = (x * mask).sum() / n
+        var = (((x - mean) * mask) ** 2).sum() / n
+        return (x - mean) / (var.sqrt() + eps) * mask
+    total, count = distributed.all_reduce([float((x * mask).sum()), float(mask.sum())])
+    mean = total / max(count, 1.0)
+    var = distributed.all_reduce([float((((x - mean) * mask) ** 2).sum())])[0] / max(count, 1.0)
+    return (x - mean) / (math.sqrt(var) + eps) * mask
 
 
 def policy_loss(logps, old_logps, advantages, mask, epsilon: float = 0.2, token_normalizer=None,
@@ -311,17 +329,16 @@ def _chunks(idx: list[int], size: int):
 
 
 class PPO(Algorithm):
-    """PPO with a critic (see the module docstring). Single process: the critic is not wrapped in DDP."""
+    """PPO with a critic (see the module docstring; under torchrun the gradients of policy and critic are
+    summed over ranks before each optimizer step)."""
 
     Config = Config
-    distributed_ok = False
 
     def __init__(self, ctx: Context):
         """Create the critic and add its parameters to the trainer's optimizer (own lr when ``critic_lr``)."""
         super().__init__(ctx)
-        if ctx.world > 1:
-            raise NotImplementedError("PPO here is single-process (the critic is not wrapped in DDP)")
         self.critic = make_critic(ctx.policy, self.cfg)
+        distributed.broadcast_module(self.critic)  # every replica starts from rank 0's critic
         self.critic.train()
         group = {"params": [p for p in self.critic.parameters() if p.requires_grad]}
         if self.cfg.critic_lr:
@@ -366,7 +383,7 @@ class PPO(Algorithm):
             ev = explained_variance(old_values, returns, mask)
             adv_raw_mean = float((advantages * mask).sum() / mask.sum().clamp(min=1.0))
             if cfg.whiten_advantages:
-                advantages = masked_whiten(advantages, mask)
+                advantages = masked_whiten(advantages, mask, over_ranks=ctx.world > 1)
 
         # 2. epochs x minibatches, gradient accumulation over micro-batches inside a minibatch
         gen = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,)).item()))
@@ -380,11 +397,21 @@ class PPO(Algorithm):
         lm_rows = []
         policy.train()
         critic.train()
+        # under DDP every rank takes the same number of minibatch steps (padded with empty ones)
+        n_minibatches = len(list(_chunks(list(range(B)), mb_size)))
+        if ctx.world > 1:
+            n_minibatches = int(distributed.all_reduce([float(n_minibatches)], op="max")[0])
         for _ in range(max(1, cfg.num_iterations)):
             order = torch.randperm(B, generator=gen).tolist()
-            for minibatch in _chunks(order, mb_size):
-                n_tok = mask[minibatch].sum().clamp(min=1.0)
-                n_pos = (mask[minibatch] * positive[minibatch, None]).sum().clamp(min=1.0)
+            minibatches = list(_chunks(order, mb_size))
+            minibatches += [[] for _ in range(n_minibatches - len(minibatches))]
+            for minibatch in minibatches:
+                n_tok = mask[minibatch].sum()
+                n_pos = (mask[minibatch] * positive[minibatch, None]).sum()
+                if ctx.world > 1:  # global normalisers: the gradients are summed over ranks below
+                    n_tok, n_pos = (torch.tensor(v, dtype=mask.dtype, device=device) for v in
+                                    distributed.all_reduce([float(n_tok), float(n_pos)]))
+                n_tok, n_pos = n_tok.clamp(min=1.0), n_pos.clamp(min=1.0)
                 ctx.optimizer.zero_grad(set_to_none=True)
                 for idx in _chunks(minibatch, micro):
                     mb = collate([samples[i] for i in idx], ctx.tokenizer.pad_token_id, device)
@@ -402,6 +429,8 @@ class PPO(Algorithm):
                     w = float(m.sum())
                     rows.append((metrics, w))
                     ent.append((float((entropy * m).sum()), w))
+                if ctx.world > 1:
+                    distributed.sum_gradients(policy_params + critic_params)
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(policy_params, tcfg.max_grad_norm))
                 torch.nn.utils.clip_grad_norm_(critic_params, tcfg.max_grad_norm)  # clipped apart from the policy
                 ctx.optimizer.step()

@@ -50,7 +50,7 @@ class RolloutConfig:
     env_options: dict = field(default_factory=dict)  # passed to the env factory (e.g. max_turns)
     # "cached": prefill each distinct prompt once and keep every row's key/value cache across turns
     # (reference_impls/engine.py); "generate": model.generate on the whole conversation every turn (the
-    # reference the engine is tested against)
+    # reference the engine is tested against); "vllm": vLLM generates each turn (vllm_engine.py, CUDA only)
     engine: str = "cached"
 
 
@@ -122,7 +122,7 @@ def _cut_turn(tokenizer, new_ids: list[int], eos_ids: set[int], stop_strings) ->
     return new_ids, False
 
 
-ENGINES = ("cached", "generate")
+ENGINES = ("cached", "generate", "vllm")  # vllm: the optional vllm_engine.VLLMEngine (CUDA, the gpu extra)
 
 
 @torch.no_grad()
@@ -166,6 +166,12 @@ def run_episodes(model, tokenizer, envs, samples, config: RolloutConfig, budgets
 
         engine = CachedEngine(model, tokenizer, stop_strings, eos_ids, greedy=config.greedy,
                               temperature=config.temperature)
+        next_turn = engine.turn
+    elif config.engine == "vllm":
+        from .vllm_engine import VLLMEngine
+
+        engine = VLLMEngine(model, tokenizer, stop_strings, eos_ids, greedy=config.greedy,
+                            temperature=config.temperature)
         next_turn = engine.turn
     else:
         engine = None

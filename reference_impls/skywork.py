@@ -27,6 +27,13 @@ buffered samples enter a batch, which samples they displace, how large the buffe
 replayed sample uses: replacing the constant groups' places one for one, the newest ``buffer_size`` entries
 and the stored sampling log-probs are this implementation's choices. Its reward is the environment's, not
 eq. 7's hybrid.
+
+Data parallel (torchrun): the buffer is one buffer, the same on every rank. Each step the ranks exchange
+what they push (``distributed.all_gather_object``, appended in rank order), and the replay draw is made
+once from the shared buffer with a rank-independent random stream: it draws the sum of the ranks'
+missing samples and rank r takes its consecutive share. So every rank holds identical state, rank 0's
+checkpoint is every rank's, and a resumed run continues exactly; one process draws and pushes exactly as
+before.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import distributed
 from .algorithm import Context, RolloutBatch, batch_from_samples
 from .grpo import GRPO, constant_groups
 from .grpo import Config as GRPOConfig
@@ -79,8 +87,6 @@ class SkyworkSSB(GRPO):
     """GRPO whose constant groups are replaced by replayed high-|advantage| samples."""
 
     Config = Config
-    # the buffer lives on each rank but a checkpoint saves rank 0's: a resumed DDP run would not be exact
-    distributed_ok = False
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -97,12 +103,15 @@ class SkyworkSSB(GRPO):
         G = batch.group_size
         constant = constant_groups(batch.rewards.view(-1, G)).repeat_interleave(G, dim=0).view(-1)
         # draw before pushing this batch: a replayed sample is never one of this step's own
-        n_missing = int(constant.sum())
+        # one draw for all ranks (same buffer, same stream), each rank takes its consecutive share
+        missing = [int(n) for n in distributed.all_gather_object(int(constant.sum()))]
         rng = random.Random(ctx.train.seed * 7_919 + ctx.step)
-        replay = [self.buffer[i] for i in draw_by_advantage(self.buffer, n_missing, rng)]
-        for i, s in enumerate(batch.samples):
-            if float(advantages[i]) != 0.0:
-                self.buffer.append(to_entry(s, float(advantages[i])))
+        drawn = draw_by_advantage(self.buffer, sum(missing), rng)
+        start = sum(missing[:ctx.rank])
+        replay = [self.buffer[i] for i in drawn[start:start + missing[ctx.rank]]]
+        pushed = [to_entry(s, float(advantages[i])) for i, s in enumerate(batch.samples) if float(advantages[i]) != 0.0]
+        for entries in distributed.all_gather_object(pushed):  # rank order: the same buffer everywhere
+            self.buffer.extend(entries)
         self.buffer = self.buffer[-self.cfg.buffer_size:]
         if replay:
             fresh = [i for i in range(len(batch.samples)) if not constant[i] and keep[i]]

@@ -129,6 +129,9 @@ class StepDPO(DPO):
         if train.env != "calculator":
             raise ConfigError(f"--env: Step-DPO checks steps against the calculator's reference solutions; "
                               f"{train.env!r} has none (use --env calculator)")
+        if cfg.demonstration_chosen:
+            raise ConfigError("--demonstration-chosen: Step-DPO builds its own step-level pairs (a wrong step "
+                              "against the reference step); whole-episode demonstration pairs are DPO's option")
 
     def build_pairs(self, ctx: Context, problems: list, rollout_cfg: RolloutConfig, seed: int):
         """Step-level pairs from the starting model's episodes (see the module docstring)."""

@@ -50,7 +50,7 @@ from pathlib import Path
 import torch
 
 from . import distributed
-from .algorithm import Algorithm, Context, Metrics, RolloutBatch
+from .algorithm import Algorithm, Context, Metrics, RolloutBatch, step_seed
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, seed_everything
 from .dpo import DPO
@@ -178,6 +178,10 @@ class TrainConfig:
     sft_lr: float = option(5e-5, "Learning rate of the warm start.", low=1e-10, high=1.0)
     sft_env: str = option("", "Whose demonstrations the warm start uses ('' = the run's env); the memory env "
                           "uses memory-format (label-free).")
+    # -- issue 17: scaling out --
+    rollout_engine: str = option("cached", "What generates the rollouts' turns: cached (our key/value-cache engine), "
+                                 "generate (model.generate, the reference) or vllm (vLLM with prefix caching; CUDA "
+                                 "and the optional gpu extra).", choices=("cached", "generate", "vllm"))
     env_options: dict = dataclasses.field(default_factory=dict)
     algo_config: dict = dataclasses.field(default_factory=dict)
 
@@ -234,6 +238,10 @@ def resolve(cfg: TrainConfig, check_model: bool = True, task: EnvSpec | None = N
         raise ConfigError(f"--max-new-tokens-per-turn: {cfg.max_new_tokens_per_turn} cannot exceed "
                           f"--max-completion-tokens ({cfg.max_completion_tokens})")
     algo_cls.check(algo_cfg, cfg)
+    if cfg.rollout_engine == "vllm":
+        from .vllm_engine import check_available
+
+        check_available()
     if check_model:
         validate_model(cfg.model)
     return Resolved(cfg, algo_cls, algo_cfg, task, env_cfg)
@@ -327,7 +335,7 @@ class Trainer:
         optimizer = adamw(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         rollout_cfg = RolloutConfig(group_size=cfg.group_size, max_new_tokens_per_turn=cfg.max_new_tokens_per_turn,
                                     max_completion_tokens=cfg.max_completion_tokens, temperature=cfg.temperature,
-                                    env_options=dict(self.env_options))
+                                    env_options=dict(self.env_options), engine=cfg.rollout_engine)
         pool = self.task.problems("train", n=cfg.train_pool, seed=cfg.seed, **self.env_options)
         self.ctx = Context(policy=self.policy, model=model_for_forward, ref=ref, optimizer=optimizer,
                            tokenizer=self.tokenizer, device=self.device, train=cfg, config=self.algo_cfg,
@@ -423,7 +431,7 @@ class Trainer:
 
     @property
     def step_seed(self) -> int:
-        return self.cfg.seed * 1_000_003 + self.step * 1009 + self.rank
+        return step_seed(self.cfg.seed, self.step, self.rank)
 
     def train_step(self) -> tuple[dict, list]:
         t0 = time.time()
@@ -558,7 +566,17 @@ class Trainer:
             self.write_status("running")
         self.write_status(state)
         self.trigger("on_train_end")
+        if os.environ.get("ATLAS_DEBUG_PARAM_DIGEST"):
+            self.write_param_digest()
         return state
+
+    def write_param_digest(self) -> None:
+        """Debug aid for data-parallel runs (``ATLAS_DEBUG_PARAM_DIGEST=1``): each rank writes
+        ``param_digest_rank{R}.json``, the SHA-256 of its policy's and extra modules' weights, so replicas can
+        be compared with each other and with rank 0's checkpoint (tests/reference_impls/test_torchrun.py)."""
+        modules = {"policy": self.policy, **self.algo.modules()}
+        digests = {name: distributed.state_digest(m.state_dict()) for name, m in modules.items()}
+        (self.out / f"param_digest_rank{self.rank}.json").write_text(json.dumps({"step": self.step, **digests}))
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

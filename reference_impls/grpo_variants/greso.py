@@ -23,13 +23,20 @@ History and probabilities live in ``state_dict`` so a resumed run skips exactly 
 
 Equation numbers: not verified: paper text not available here (issue 19's check,
 docs/algorithms_grpo_family.md).
+
+Data parallel (torchrun): one history, the same on every rank. ``draw`` filters candidates for the
+whole world (world x P prompts, with the rank-independent stream ``algorithm.shared_rng``) and each rank
+rolls out its consecutive share; ``update`` gathers every rank's group outcomes (``all_gather_object``,
+rank order) before updating streaks and p, so p adapts to the world's zero-variance fractions. Every rank
+holds identical state, rank 0's checkpoint is exact for all; one process runs as before.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import grpo
-from ..algorithm import Context, RolloutBatch
+from .. import distributed
+from ..algorithm import Context, RolloutBatch, shared_rng
 from ..options import option
 from .common import successes
 
@@ -56,7 +63,6 @@ class GRESO(grpo.GRPO):
     """GRPO that skips prompts predicted to be zero-variance before rolling them out (GRESO)."""
 
     Config = Config
-    distributed_ok = False  # the history is per process
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -73,16 +79,18 @@ class GRESO(grpo.GRPO):
         return p_skip == 0.0 or rng.random() >= p_skip
 
     def draw(self, ctx: Context, rng) -> list:
+        rng = shared_rng(ctx, rng)  # every rank filters the same candidates
         self.drawn, self.skipped = [], 0
-        budget = 100 * ctx.train.prompts_per_step  # a pool the filter rejects almost entirely still trains
-        while len(self.drawn) < ctx.train.prompts_per_step:
+        P = ctx.train.prompts_per_step
+        budget = 100 * P * ctx.world  # a pool the filter rejects almost entirely still trains
+        while len(self.drawn) < P * ctx.world:
             index = rng.randrange(len(ctx.pool))
             if budget <= 0 or self.keep(index, rng):
                 self.drawn.append(index)
             else:
                 self.skipped += 1
             budget -= 1
-        return [ctx.pool[i] for i in self.drawn]
+        return [ctx.pool[i] for i in self.drawn[ctx.rank * P:(ctx.rank + 1) * P]]
 
     def record(self, all_correct: list[bool], all_wrong: list[bool]) -> None:
         """Update streaks and adapt p from this step's groups (in draw order)."""
@@ -102,7 +110,9 @@ class GRESO(grpo.GRPO):
 
     def update(self, ctx: Context, batch: RolloutBatch):
         grouped = successes(batch).view(-1, batch.group_size)
-        self.record(grouped.all(dim=1).tolist(), (~grouped).all(dim=1).tolist())
+        # the world's outcomes in rank order, aligned with self.drawn
+        world = distributed.all_gather_object((grouped.all(dim=1).tolist(), (~grouped).all(dim=1).tolist()))
+        self.record([x for easy, _ in world for x in easy], [x for _, hard in world for x in hard])
         metrics = super().update(ctx, batch)
         metrics.add("greso_skipped", self.skipped)
         metrics.add("greso_p_easy", self.p_easy)

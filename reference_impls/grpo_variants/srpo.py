@@ -18,18 +18,24 @@ the calculator's multi-call levels (``--srpo-stage-one-levels``, default level 3
 
 Implementation: ``draw`` walks a shuffled order of the stage's prompts, one epoch at a time; ``update``
 records which drawn prompts were solved by every sample; both live in ``state_dict`` so a resumed run
-continues with the same history. Per rank, so under DDP each rank keeps its own history
-(``distributed_ok = False`` keeps runs single-process and exactly resumable).
+continues with the same history.
 
 Equation numbers: not verified: paper text not available here (issue 19's check,
 docs/algorithms_grpo_family.md).
+
+Data parallel (torchrun): one history, the same on every rank. ``draw`` walks the shared order for the
+whole world (world x P prompts, with the rank-independent stream ``algorithm.shared_rng``) and each rank
+rolls out its consecutive share; ``update`` gathers every rank's outcomes (``all_gather_object``, in rank
+order) before recording them. So every rank makes the same epoch and resampling decisions, rank 0's
+checkpoint holds every rank's state, and a resumed run continues exactly; one process runs as before.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import grpo
-from ..algorithm import Context, RolloutBatch
+from .. import distributed
+from ..algorithm import Context, RolloutBatch, shared_rng
 from ..options import option
 from .common import successes
 
@@ -48,7 +54,6 @@ class SRPO(grpo.GRPO):
     """GRPO with epoch-wise history resampling and two training stages (SRPO)."""
 
     Config = Config
-    distributed_ok = False
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -57,7 +62,7 @@ class SRPO(grpo.GRPO):
         self.order: list[int] = []  # pool indices still to be drawn in this epoch
         self.solved_last_epoch: set[int] = set()  # solved by every sample when last seen in the previous epoch
         self.solved_this_epoch: set[int] = set()
-        self.drawn: list[int] = []
+        self.drawn: list[int] = []  # this step's prompts of the whole world, rank by rank
 
     def stage_indices(self, ctx: Context, stage: int) -> list[int]:
         everything = list(range(len(ctx.pool)))
@@ -79,15 +84,17 @@ class SRPO(grpo.GRPO):
         rng.shuffle(self.order)
 
     def draw(self, ctx: Context, rng) -> list:
+        rng = shared_rng(ctx, rng)  # every rank walks the same order
         stage = 1 if ctx.step < self.cfg.srpo_stage_one_steps else 2
         if stage != self.stage:
             self.start_epoch(ctx, rng, stage)
         self.drawn = []
-        while len(self.drawn) < ctx.train.prompts_per_step:
+        P = ctx.train.prompts_per_step
+        while len(self.drawn) < P * ctx.world:
             if not self.order:
                 self.start_epoch(ctx, rng, stage)
             self.drawn.append(self.order.pop())
-        return [ctx.pool[i] for i in self.drawn]
+        return [ctx.pool[i] for i in self.drawn[ctx.rank * P:(ctx.rank + 1) * P]]
 
     def record(self, solved_by_all: list[bool]) -> None:
         """Note, per drawn prompt (in draw order), whether every sample of its group was correct."""
@@ -98,7 +105,8 @@ class SRPO(grpo.GRPO):
                 self.solved_this_epoch.discard(index)
 
     def update(self, ctx: Context, batch: RolloutBatch):
-        self.record(successes(batch).view(-1, batch.group_size).all(dim=1).tolist())
+        mine = successes(batch).view(-1, batch.group_size).all(dim=1).tolist()
+        self.record([x for flags in distributed.all_gather_object(mine) for x in flags])  # the world's, rank order
         metrics = super().update(ctx, batch)
         metrics.add("srpo_epoch", self.epoch)
         metrics.add("srpo_stage", self.stage)

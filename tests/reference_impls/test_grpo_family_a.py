@@ -167,7 +167,7 @@ def test_pass_at_k_rejects_k_above_group_size():
 def fake_ctx(n=6, prompts_per_step=2, levels=None, config=None, step=0):
     pool = [SimpleNamespace(uid=i, level=(levels[i] if levels else 3)) for i in range(n)]
     return SimpleNamespace(pool=pool, train=SimpleNamespace(prompts_per_step=prompts_per_step), step=step,
-                           config=config)
+                           config=config, rank=0, world=1)
 
 
 def uids(problems):

@@ -201,3 +201,5 @@ from . import sql as _sql  # noqa: E402,F401  (registers "sql")
 from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
 from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
 
+# -- issue 21: mini software-engineering environment --
+from . import swe as _swe  # noqa: E402,F401  (registers "swe")

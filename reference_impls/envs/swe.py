@@ -334,9 +334,9 @@ ISSUE_HELDOUT = ("A user reports that `{call}` {got} where `{want}` was expected
 
 
 def _outcome(fn, args):
-    """(ok, JSON value or error text) of our reference function on ``args``."""
+    """(ok, JSON value or error text) of our reference function on ``args`` (JSON values, not mutated)."""
     try:
-        return True, json.loads(json.dumps(fn(*json.loads(json.dumps(list(args))))))
+        return True, json.loads(json.dumps(fn(*args)))
     except Exception as e:  # the buggy behaviour may raise (missing edge case)
         return False, f"{type(e).__name__}: {e}"
 
@@ -362,23 +362,24 @@ def make_task(sc: Scenario, level: int, split: str, seed: int, index: int, n_hid
     module = rng.choice(sc.modules)
     ref, bug = sc.ref(**params), sc.bug(**params)
     failing, passing, seen = [], [], set()
-    for _ in range(250):
-        args = sc.inputs(rng, params)
-        key = json.dumps(list(args))
+    n_fail = max(1, n_hidden // 2)
+    for _ in range(80):  # the train pool holds thousands of tasks: a bounded search (scarce cases stop at 80)
+        key = json.dumps(list(sc.inputs(rng, params)))
         if key in seen:
             continue
         seen.add(key)
+        args = json.loads(key)  # as the sandbox will see them (tuples become lists)
         ok_ref, want = _outcome(ref, args)
         if not ok_ref:
             continue
         ok_bug, got = _outcome(bug, args)
         (passing if ok_bug and got == want else failing).append((key, want, ok_bug, got))
-        if len(failing) >= n_hidden and len(passing) >= n_hidden + 2:
+        if len(failing) >= n_fail and len(passing) >= n_hidden - n_fail + 2:
             break
     if not failing:
         raise RuntimeError(f"scenario {sc.name}: no failing input found")  # a bug in the scenario table
     # the hidden suite of the function: half failing on the buggy code (at least the issue's call), half passing
-    checks = [Check(module, sc.name, k, json.dumps(w), False) for k, w, _, _ in failing[:max(1, n_hidden // 2)]]
+    checks = [Check(module, sc.name, k, json.dumps(w), False) for k, w, _, _ in failing[:n_fail]]
     checks += [Check(module, sc.name, k, json.dumps(w), True) for k, w, _, _ in passing[:n_hidden - len(checks)]]
     # visible tests: the issue's failing call and two passing ones (the hidden suite reuses the failing one)
     visible = [failing[0]] + passing[-2:] if len(passing) > 2 else [failing[0]] + passing[:2]
@@ -389,7 +390,7 @@ def make_task(sc: Scenario, level: int, split: str, seed: int, index: int, n_hid
     for comp in rng.sample(COMPANIONS, SOURCE_FILES[level] - 1):
         files[f"{comp.module}.py"] = comp.source
         for fname, fref, finputs in comp.funcs:
-            args = finputs(rng)
+            args = json.loads(json.dumps(list(finputs(rng))))
             ok, want = _outcome(fref, args)
             checks.append(Check(comp.module, fname, json.dumps(list(args)), json.dumps(want), True))
     test_path = f"tests/test_{module}.py"
@@ -537,9 +538,10 @@ emit({"run": result.testsRun, "failures": short(result.failures), "errors": shor
 '''
 
 
-def _run(harness: str, files: dict[str, str], job: dict, limits: sandbox.Limits):
+def _run(harness: str, files: dict[str, str], job: dict, limits: sandbox.Limits, layer: str | None = None):
+    """Run one of our harnesses on a repository in the sandbox; the nonce-tagged JSON lines it printed."""
     nonce = "R" + secrets.token_hex(12)
-    res = sandbox.run_python(harness, stdin=nonce + "\n" + json.dumps(job), limits=limits,
+    res = sandbox.run_python(harness, stdin=nonce + "\n" + json.dumps(job), limits=limits, layer=layer,
                              files={"repo.json": json.dumps(files)})
     outs = []
     for line in res.stdout.splitlines():

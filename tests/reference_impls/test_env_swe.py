@@ -321,7 +321,7 @@ def test_trains_two_steps_through_the_cli_and_evaluates(tmp_path, monkeypatch, c
     out = tmp_path / "run"
     assert train.main(["--impl", "swe-grpo", "--model", "tiny", "--steps", "2", "--prompts-per-step", "2",
                        "--group-size", "2", "--max-new-tokens-per-turn", "16", "--max-completion-tokens", "48",
-                       "--sft-steps", "2", "--out", str(out)]) == 0
+                       "--sft-steps", "2", "--sft-examples", "4", "--train-pool", "64", "--out", str(out)]) == 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     assert json.loads((out / "config.json").read_text())["env"] == "swe"

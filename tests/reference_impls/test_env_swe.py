@@ -10,6 +10,7 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from reference_impls import sandbox
 from reference_impls.envs import get_env, swe
 
 SPEC = get_env("swe")
@@ -222,15 +223,22 @@ def _inject(task, code: str) -> list[str]:
 
 
 def test_writing_outside_the_repository_is_contained(tmp_path):
+    if not sandbox.protects_files(sandbox.active_layer()):
+        pytest.skip(f"layer {sandbox.active_layer()} runs the code as our own uid here: it cannot protect files")
     t = _hand("hand-median-even")
     target = tmp_path / "escaped.txt"
-    code = ("import os\nfor p in ('../../escaped.txt', '../escaped.txt', '/escaped.txt', %r, '/tmp/escaped.txt'):\n"
-            "    try:\n        open(p, 'w').write('x')\n    except OSError:\n        pass\n") % str(target)
-    before = set(os.listdir("/tmp"))
-    r = _run(SPEC.make(t), _inject(t, code) + ["<tool>submit</tool>"])
-    assert r.done and r.info["sandbox_status"] == "ok"
-    assert not target.exists() and not os.path.exists("/escaped.txt")
-    assert "escaped.txt" not in set(os.listdir("/tmp")) - before
+    host_tmp = f"/tmp/atlas-swe-escape-{os.getpid()}-{tmp_path.name}.txt"
+    code = ("import os\nfor p in ('../../escaped.txt', '../escaped.txt', '/escaped.txt', %r, %r):\n"
+            "    try:\n        open(p, 'w').write('x')\n    except OSError:\n        pass\n") % (str(target), host_tmp)
+    try:
+        r = _run(SPEC.make(t), _inject(t, code) + ["<tool>submit</tool>"])
+        assert r.done and r.info["sandbox_status"] == "ok"
+        assert not target.exists() and not os.path.exists("/escaped.txt")
+        if sandbox.active_layer() == "bwrap":  # a private /tmp; the fallback layers can write the host's /tmp
+            assert not os.path.exists(host_tmp)
+    finally:
+        if os.path.exists(host_tmp):
+            os.remove(host_tmp)
 
 
 def test_huge_files_and_endless_loops_in_the_sandbox_score_zero():

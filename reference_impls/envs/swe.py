@@ -14,8 +14,9 @@ Tools, one per turn, inside ``<tool>...</tool>``; answers come back in ``<result
 
 Commands are parsed from the text (a verb, a path that must be one of the repository's files, a line range,
 ``<old>`` / ``<new>`` tags); nothing the model writes is evaluated in this process. Only existing files can
-be edited (no new files, so a ``../`` path or a file that shadows a module is refused), and an edit that makes
-a file longer than ``max_file_chars`` is refused.
+be edited (no new files, so a ``../`` path or a file that shadows a module is refused); an edit that makes
+a file longer than ``max_file_chars``, or (``syntax_check``) leaves a ``.py`` file that ``ast.parse`` rejects,
+is refused with the reason.
 
 Problems
     A *scenario* is a small function with a correct and a buggy version (one or two lines differ) of one bug
@@ -43,6 +44,7 @@ Reward (on ``submit``)
 """
 from __future__ import annotations
 
+import ast
 import json
 import math
 import random
@@ -634,6 +636,17 @@ def _tag_text(m: re.Match) -> str:
     return s[:-1] if s.endswith("\n") else s
 
 
+def _syntax_error(source: str) -> str | None:
+    """Why ``source`` is not valid Python, or None. ``ast.parse`` only parses: nothing is executed."""
+    try:
+        ast.parse(source)
+    except SyntaxError as e:
+        return f"line {e.lineno}: {e.msg}"
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, absurd nesting
+        return type(e).__name__
+    return None
+
+
 @dataclass
 class SweConfig(Options):
     """The swe env's options (``--env-option KEY=VALUE``, the Lab's form)."""
@@ -651,6 +664,7 @@ class SweConfig(Options):
     max_tool_calls: int = option(10, "Tool calls allowed; one more ends the episode with reward 0.", low=1, high=64,
                                  aliases=("max_turns",))
     page_lines: int = option(40, "Lines shown by one read.", low=5, high=400)
+    syntax_check: bool = option(True, "Refuse an edit that leaves a .py file unparsable (SWE-agent's lint guard).")
     max_file_chars: int = option(20000, "An edit that makes a file longer is refused.", low=1000, high=1000000)
     max_output_chars: int = option(1200, "The test tool's output is cut to this many characters.", low=200,
                                    high=20000)
@@ -748,6 +762,10 @@ class SweEnv:
             return "error: edit needs a line range (edit PATH 7-9<new>...</new>) or <old>...</old>"
         if len(updated) > self.config.max_file_chars:
             return f"error: the edit would make {path} {len(updated)} characters long (limit {self.config.max_file_chars})"
+        if self.config.syntax_check and path.endswith(".py"):
+            problem = _syntax_error(updated)
+            if problem:
+                return f"error: the edit was not applied: {path} would not parse ({problem})"
         self.files[path] = updated
         lines = updated.splitlines()
         lo, hi = max(1, first - 2), min(len(lines), first + len(_tag_text(new).splitlines()) + 1)

@@ -205,6 +205,23 @@ def test_paths_outside_the_repository_files_are_refused(path):
     assert env.files == dict(t.files)
 
 
+def test_an_edit_that_breaks_the_syntax_is_refused_unless_switched_off():
+    t = _hand("hand-median-even")
+    broken = "<tool>edit stats_tools.py 8-8<new>    return s[n // 2</new></tool>"
+    env = SPEC.make(t)
+    env.reset()
+    obs = env.step(broken).observation
+    assert obs.startswith("<result>error: the edit was not applied: stats_tools.py would not parse (line 8:"), obs
+    assert env.files == dict(t.files)
+    assert "\x00" not in env.step("<tool>edit stats_tools.py 8-8<new>\x00</new></tool>").observation
+    assert env.files == dict(t.files)
+    loose = SPEC.make(t, syntax_check=False)
+    loose.reset()
+    assert loose.step(broken).observation.startswith("<result>edited stats_tools.py")
+    r = loose.step("<tool>submit</tool>")  # the import fails in every check of the module: break_zero gives 0
+    assert r.reward == 0.0 and "SyntaxError" in r.info["failures"][0]
+
+
 def test_huge_edit_is_refused_and_leaves_the_file():
     t = _hand("hand-median-even")
     env = SPEC.make(t, max_file_chars=5000)

@@ -58,7 +58,7 @@ from typing import Callable
 from .. import sandbox
 from ..options import Options, option
 from . import EnvSpec, StepResult, ToolSpec, register_env
-from .code import _short
+from .code import _call_text, _short
 
 TOOL = ToolSpec(
     name="repo",
@@ -94,7 +94,7 @@ class Check:
     passes_before: bool  # does the buggy repository already pass it?
 
     def call(self) -> str:
-        return f"{self.function}({', '.join(repr(a) for a in json.loads(self.args))})"
+        return _call_text(self.function, self.args)
 
 
 @dataclass(frozen=True)
@@ -343,16 +343,12 @@ def _outcome(fn, args):
         return False, f"{type(e).__name__}: {e}"
 
 
-def _literal(v) -> str:
-    return repr(v)
-
-
 def _test_file(module: str, func: str, cases: list[tuple[str, object]]) -> str:
     cls = "".join(w.title() for w in func.split("_")) + "Test"
     lines = ["import unittest", "", f"from {module} import {func}", "", "", f"class {cls}(unittest.TestCase):"]
     for i, (call, expected) in enumerate(cases, 1):
         assert_ = "assertAlmostEqual" if isinstance(expected, float) else "assertEqual"
-        lines += [f"    def test_{func}_{i}(self):", f"        self.{assert_}({call}, {_literal(expected)})", ""]
+        lines += [f"    def test_{func}_{i}(self):", f"        self.{assert_}({call}, {expected!r})", ""]
     lines += ["", 'if __name__ == "__main__":', "    unittest.main()"]
     return "\n".join(lines) + "\n"
 
@@ -396,10 +392,9 @@ def make_task(sc: Scenario, level: int, split: str, seed: int, index: int, n_hid
             ok, want = _outcome(fref, args)
             checks.append(Check(comp.module, fname, json.dumps(list(args)), json.dumps(want), True))
     test_path = f"tests/test_{module}.py"
-    files[test_path] = _test_file(module, sc.name, [(Check(module, sc.name, k, "", False).call(), w)
-                                                    for k, w, _, _ in visible])
+    files[test_path] = _test_file(module, sc.name, [(_call_text(sc.name, k), w) for k, w, _, _ in visible])
     fk, fwant, fok, fgot = failing[0]
-    call = Check(module, sc.name, fk, "", False).call()
+    call = _call_text(sc.name, fk)
     got = f"returns `{fgot!r}`" if fok else f"raises `{fgot}`"
     phr = ISSUE_TRAIN if split == "train" else ISSUE_HELDOUT
     text = phr[rng.randrange(len(phr))]
@@ -431,17 +426,31 @@ def task_from_json(d: dict, where: str = "task") -> Task:
         return d[key]
 
     files = need("files", dict)
+    if not all(isinstance(p, str) and isinstance(t, str) for p, t in files.items()):
+        raise ValueError(f"{where}: field 'files' must map paths to texts")
     fix = need("fix", dict)
-    if fix.get("path") not in files or files[fix["path"]].count(fix.get("old", "\x00")) != 1:
-        raise ValueError(f"{where}: fix.old must occur exactly once in fix.path")
-    checks = tuple(Check(c["module"], c["function"], json.dumps(c["args"]), json.dumps(c["expected"]),
-                         bool(c["passes_before"])) for c in need("checks", list))
+    if fix.get("path") not in files or not isinstance(fix.get("old"), str) or not isinstance(fix.get("new"), str) \
+            or files[fix["path"]].count(fix["old"]) != 1:
+        raise ValueError(f"{where}: fix.old must occur exactly once in fix.path (and fix.new be a text)")
+    text, old = files[fix["path"]], fix["old"]
+    if not old.endswith("\n") or not (text.startswith(old) or "\n" + old in text):
+        raise ValueError(f"{where}: fix.old must be whole lines (the demonstration edits a line range)")
+    checks = []
+    for i, c in enumerate(need("checks", list), 1):
+        if not isinstance(c, dict) or {"module", "function", "args", "expected", "passes_before"} - set(c) \
+                or not isinstance(c["args"], list):
+            raise ValueError(f"{where}: check {i} needs module, function, args (a list), expected, passes_before")
+        checks.append(Check(c["module"], c["function"], json.dumps(c["args"]), json.dumps(c["expected"]),
+                            bool(c["passes_before"])))
+    checks = tuple(checks)
     if need("family", str) not in FAMILIES:
         raise ValueError(f"{where}: family must be one of {FAMILIES}")
+    if need("level", int) not in (1, 2, 3):
+        raise ValueError(f"{where}: level must be 1, 2 or 3")
     issue = need("issue", str) + "\nFiles: " + ", ".join(sorted(files)) + \
         "\nFix the bug so that the call gives the expected result."
     return Task(issue, tuple(sorted(files.items())), (fix["path"], fix["old"], fix["new"]), checks, d["family"],
-                int(need("level", int)), "heldout", f"hand-{need('id', str)}", "handwritten")
+                d["level"], "heldout", f"hand-{need('id', str)}", "handwritten")
 
 
 def tasks(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3), families=None, n_hidden: int = 6,
@@ -457,12 +466,10 @@ def tasks(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3), f
         return [hand[i % len(hand)] for i in range(n)]
     if not combos:
         raise ValueError(f"no swe scenario matches levels={levels} families={families}")
-    generated = (make_task(*combos[i % len(combos)], split, seed, i // len(combos), n_hidden) for i in range(n))
-    if split == "heldout" and heldout_tasks == "both" and hand:
-        # hand-written tasks first (in file order), then generated ones: every evaluation of n >= 8 sees them all
-        gen = list(generated)
-        return (hand + gen)[:n]
-    return list(generated)
+    first = hand[:n] if split == "heldout" and heldout_tasks == "both" else []
+    # hand-written tasks first (in file order), then generated ones: every evaluation of n >= 8 sees them all
+    return first + [make_task(*combos[i % len(combos)], split, seed, i // len(combos), n_hidden)
+                    for i in range(n - len(first))]
 
 
 # ----------------------------------------------------------------------------------------------------

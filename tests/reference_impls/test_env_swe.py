@@ -80,6 +80,14 @@ def test_handwritten_task_data_is_checked():
         swe.task_from_json({**good, "checks": None}, "bad.json")
     with pytest.raises(ValueError, match="family must be one of"):
         swe.task_from_json({**good, "family": "typo"}, "bad.json")
+    with pytest.raises(ValueError, match="bad.json: check 1 needs module"):
+        swe.task_from_json({**good, "checks": [{"module": "m"}]}, "bad.json")
+    with pytest.raises(ValueError, match="level must be 1, 2 or 3"):
+        swe.task_from_json({**good, "level": 7}, "bad.json")
+    path, old = good["fix"]["path"], good["fix"]["old"]
+    with pytest.raises(ValueError, match="whole lines"):
+        swe.task_from_json({**good, "fix": {**good["fix"], "old": old.strip()}}, "bad.json")
+    assert swe.task_from_json(good, "good.json").fix == (path, old, good["fix"]["new"])
 
 
 # -- every task is solvable, and its issue is real (in the sandbox) -----------------------------------------

@@ -363,3 +363,14 @@ def test_trains_two_steps_through_the_cli_and_evaluates(tmp_path, monkeypatch, c
                    "--max-completion-tokens", "48"])
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n"] == 2 and 0.0 <= result["accuracy"] <= 1.0
+
+
+def test_the_swe_nodes_offer_the_implementation_and_the_preset_is_valid():
+    from lab import catalog as lab
+
+    for node in ("code-swe", "env-swe-interactive", "env-coding-swe"):
+        assert [i.id for i in lab.for_node(node)] == ["swe-grpo"]
+    impl = lab.get("swe-grpo")
+    config = lab.preset_config(impl, "smollm2")
+    assert config["max_new_tokens_per_turn"] == 96 and config["max_completion_tokens"] == 512
+    assert lab.validate(impl, config) == {}

@@ -133,6 +133,16 @@ def test_handwritten_task_fails_before_and_passes_after_the_reference_fix(task):
     _assert_before_and_after(task)
 
 
+def test_a_wider_sample_of_generated_tasks_matches_its_reference_behaviour():
+    """Beyond one task per scenario: 40 more (other seeds, indices, levels, both splits), buggy and fixed."""
+    sample = SPEC.problems("train", 30, seed=5) + SPEC.problems("heldout", 10, seed=6, heldout_tasks="generated")
+    for task in sample:
+        before = swe.run_checks(dict(task.files), task.checks)
+        assert before.passed == [c.passes_before for c in task.checks], (task.uid, before)
+        after = swe.run_checks(task.fixed_files(), task.checks)
+        assert all(after.passed), (task.uid, after)
+
+
 # -- reward ---------------------------------------------------------------------------------------------------
 
 def _hand(uid):

@@ -347,6 +347,23 @@ def test_fuzz_any_tool_text_gives_a_clear_observation(verb, rest):
     assert set(env.files) == {p for p, _ in _FUZZ_TASK.files}
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["stats_tools.py", "rounding.py", "tests/test_stats_tools.py", "../rounding.py", "nope.py"]),
+       st.integers(-3, 30), st.integers(-3, 30), st.text(max_size=80), st.text(max_size=80), st.booleans())
+def test_fuzz_edits_keep_the_repository_consistent(path, a, b, old, new, by_range):
+    env = _fuzz_env()
+    old, new = old.replace("</tool>", ""), new.replace("</tool>", "")
+    call = f"edit {path} {a}-{b}<new>{new}</new>" if by_range else f"edit {path}<old>{old}</old><new>{new}</new>"
+    r = env.step(f"<tool>{call}</tool>")
+    assert not r.done and r.observation.startswith("<result>") and r.observation.endswith("</result>")
+    changed = {p for p, t in env.files.items() if t != dict(_FUZZ_TASK.files)[p]}
+    if r.observation.startswith("<result>error"):
+        assert not changed
+    else:
+        assert r.observation.startswith(f"<result>edited {path}") and changed <= {path}
+        assert swe._syntax_error(env.files[path]) is None  # the guard kept the module parsable
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.text(max_size=300))
 def test_fuzz_text_without_a_complete_call_ends_the_episode(text):

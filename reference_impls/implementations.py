@@ -854,6 +854,24 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "does not). Simplifies: the loophole is planted and documented rather than found, and "
                            "the only switch is the checker. The memory env's PPO run that learned 'UPDATE 1' on "
                            "every turn is described in envs/loophole.py as the project's real case."),
+    # -- issue 21: mini software-engineering environment (swe) -----------------------------------------
+    Implementation("swe-grpo", "Repository bug fixing with file and test tools (GRPO)", "grpo", "swe", "envs/swe.py",
+                   "A multi-turn agent that lists, reads and edits the files of a small generated repository and "
+                   "runs its tests to fix the bug an issue describes; rewarded by hidden tests run in a sandbox "
+                   "on the final repository.",
+                   nodes=("code-swe", "env-swe-interactive", "env-coding-swe"),
+                   changes="Keeps the SWE-bench shape that SWE-agent-style RL trains on: an issue that states a "
+                           "symptom (a call, what it returns or raises, what was expected) and not the fix, a "
+                           "repository the agent explores and edits with tools (list, read numbered lines, replace "
+                           "a line range or a unique string, run the tests), and a reward from tests it never sees "
+                           "(the issue's failing call plus more failing inputs and regression checks that already "
+                           "passed), with 0 when a passing check breaks, all executed in a sandbox. Simplifies: "
+                           "generated repositories of 2-4 files instead of real projects, one seeded bug per task "
+                           "from five families (off-by-one, wrong operator, wrong default, missing edge case, wrong "
+                           "key) fixed by a one- or two-line change, edits limited to existing files, no shell, git "
+                           "or dependency install, and hidden tests that compare return values instead of running "
+                           "the project's own test files; eight hand-written tasks join the held-out split."),
+
 )
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 

@@ -214,3 +214,5 @@ from . import textgame as _textgame  # noqa: E402,F401  (registers "textgame")
 from . import thinking as _thinking  # noqa: E402,F401  (registers "thinking" and "thinking-calc")
 from . import abstain as _abstain  # noqa: E402,F401  (registers "abstain")
 from . import loophole as _loophole  # noqa: E402,F401  (registers "loophole")
+# -- issue 21: mini software-engineering environment --
+from . import swe as _swe  # noqa: E402,F401  (registers "swe")

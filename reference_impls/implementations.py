@@ -176,7 +176,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "(or best and a random one, or only the best) and runs unchanged PPO with its critic on "
                            "that subset. The paper does this because a learned reward model is most reliable at the "
                            "extremes; our calculator reward is exact, so here the filter only changes which samples "
-                           "the update sees.",
+                           "the update sees. The paper draws each training sample from a filtered policy (best or "
+                           "worst with probability 1/2 each; or best with 1/2 and any other with the rest); we keep "
+                           "the best and the worst (or the best and one random other) once each, the same "
+                           "proportions without a random draw.",
                    paper="Policy Filtration for RLHF to Mitigate Noise in Reward Models (Zhang et al. 2024, arXiv 2409.06957)",
                    equation=r"\mathcal{D}_{\text{PF}}=\{o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}\},\;"
                             r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}(\mathcal{D}_{\text{PF}})+c_v\mathcal{L}_V(\mathcal{D}_{\text{PF}})"),

@@ -735,10 +735,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                 "without ORPO's NLL term and without a reference model. Kept from the paper: difficulty filtering "
                 "by pass rate, shortest vs longest self-generated pairs, the loss. Simplified: calculator episodes "
                 "of tens of tokens instead of math chains of thought of thousands; a 'solved' split (shortest vs "
-                "longest correct episode on any solved problem) is added for weak policies, next to the paper's medium, "
-                "difficult and no-filter ablation splits; the loss was read from paper notes and reviews, not the "
-                "paper's method section, so its sign, the place of its temperature and its equation number are "
-                "unconfirmed (see lcpo.py).",
+                "longest correct episode on any solved problem) is added for weak policies, next to the paper's "
+                "medium, difficult and no-filter ablation splits; the loss was read from paper notes and reviews, "
+                "not the paper's method section, so its sign, the place of its temperature and its equation "
+                "number are unconfirmed (see lcpo.py).",
         paper="Pruning Long Chain-of-Thought of Large Reasoning Models via Small-Scale Preference Optimization "
               "(Hong, Liu, Zhang, Sun, Zhang, Huang; arXiv 2508.10164)",
         survey_vs_paper="The survey's Table 2 lists LCPO as preference optimisation without clipping and with a KL "

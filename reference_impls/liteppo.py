@@ -34,7 +34,8 @@ paper's token-level objective, Eq. (4)'s normaliser with symmetric clipping)::
     L = (1 / sum_i |o_i|) sum_i sum_t m_{i,t} * -min( w_{i,t} A_i, clip(w_{i,t}, 1-eps, 1+eps) A_i )
 
 No KL term by default (beta = 0) and symmetric clipping (the paper's LitePPO adds neither clip-higher,
-overlong filtering nor dynamic sampling; Section 5 lists them among DAPO's extra parts). Every other GRPO switch stays available.
+overlong filtering nor dynamic sampling; Section 5 lists them among DAPO's extra parts). Every other GRPO
+switch stays available.
 """
 from __future__ import annotations
 

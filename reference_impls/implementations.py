@@ -150,7 +150,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                 "an incorrect episode, the first wrong step is found; the pair shares the prompt plus the correct "
                 "steps before it, rejects the wrong step and prefers a correct step the same model writes from that "
                 "prefix (or, when it writes none, the reference solution's next step), so the loss credits exactly "
-                "the step where the episode went wrong.",
+                "the step where the episode went wrong. The paper finds the wrong step with GPT-4 or a person and "
+                "takes the chosen step from sampled continuations whose final answer is right; we check steps "
+                "against the reference solution instead.",
         paper="Step-DPO: Step-wise Preference Optimization for Long-chain Reasoning of LLMs (Lai et al.; "
               "arXiv 2406.18629)",
         equation=r"\mathcal{L}=-\log\sigma\Big(\beta\log\tfrac{\pi_\theta(s_w|x,s_{<k})}"

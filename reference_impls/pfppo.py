@@ -33,10 +33,10 @@ Filters over one prompt's N = G samples with rewards r_1..r_N (``policy_filter``
 Where we differ: the paper draws one index per mu_theta sample from the categorical w; we keep both
 outcomes of w_BW (best and worst, once each), and for w_BR the best plus one uniformly drawn other, so
 the kept set has w's proportions (1/2 best, 1/2 spread over the rest) without a second random draw per
-sample. How many mu_theta samples per prompt enter one PPO batch is not stated in the text read. Ties
-(the paper does not discuss them): the best is the first index of the maximum, the worst the last index
-of the minimum, so a group whose rewards are all equal still keeps two different samples under
-``best_worst``.
+sample. The paper's cost table (Table 4) has N = 5 responses per query, of which PF-PPO (BR / BW) trains
+on 2 on average: the two per prompt we keep. Ties (the paper does not discuss them): the best is the
+first index of the maximum, the worst the last index of the minimum, so a group whose rewards are all
+equal still keeps two different samples under ``best_worst``.
 
 Here the reward is the environment's exact verdict, not a learned reward model, so there is no reward
 noise to filter; what the filter still changes is which samples the update sees (a contrastive pair per

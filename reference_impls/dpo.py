@@ -22,13 +22,15 @@ log-likelihoods are computed once when the pairs are loaded.
 Losses (``Config.loss``), with h = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]::
 
     sigmoid (DPO, Eq. (7) of arXiv 2305.18290):  L = -log sigmoid(beta * h)
-    ipo     (IPO, arXiv 2310.12036):  L = (h_bar - 1 / (2 beta))^2,  h_bar = the same with each log-ratio
+    ipo     (IPO, Eq. (17) of arXiv 2310.12036):  L = (h_bar - 1 / (2 beta))^2,  h_bar = h with each log-ratio
                            divided by the episode's number of model tokens (TRL's normalisation, agreed
                            with the IPO authors; the paper's own loss uses the unnormalised h)
 
 Equation numbers (docs/algorithms_dpo_ppo_families.md): DPO's Eq. (7) agrees with a paper card that
-states it was checked against arXiv v3 (the paper's own text is not readable here). IPO's number is not
-verified (paper text not available here); an earlier version of this docstring gave "eq. 17" from memory.
+states it was checked against arXiv v3 (the paper's own text is not readable here). IPO's Eq. (17), the
+sampled loss E[(h_pi(y_w, y_l) - tau^-1 / 2)^2] (Section 5.2, with Algorithm 1 "Sampled IPO"; our beta is
+its tau), was checked against a copy of the paper's full text (version not stated in it): it follows from the
+identity-Psi objective, Eq. (8), through the population losses Eqs. (13) and (16).
 
 Implicit rewards r_w = beta (log pi(y_w) - log pi_ref(y_w)), r_l likewise; logged: reward accuracy
 (r_w > r_l), margin (r_w - r_l), chosen/rejected rewards and log-probs (the names TRL logs).

@@ -163,7 +163,9 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                 "an incorrect episode, the first wrong step is found; the pair shares the prompt plus the correct "
                 "steps before it, rejects the wrong step and prefers a correct step the same model writes from that "
                 "prefix (or, when it writes none, the reference solution's next step), so the loss credits exactly "
-                "the step where the episode went wrong.",
+                "the step where the episode went wrong. The paper finds the wrong step with GPT-4 or a person and "
+                "takes the chosen step from sampled continuations whose final answer is right; we check steps "
+                "against the reference solution instead.",
         paper="Step-DPO: Step-wise Preference Optimization for Long-chain Reasoning of LLMs (Lai et al.; "
               "arXiv 2406.18629)",
         equation=r"\mathcal{L}=-\log\sigma\Big(\beta\log\tfrac{\pi_\theta(s_w|x,s_{<k})}"
@@ -189,7 +191,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "(or best and a random one, or only the best) and runs unchanged PPO with its critic on "
                            "that subset. The paper does this because a learned reward model is most reliable at the "
                            "extremes; our calculator reward is exact, so here the filter only changes which samples "
-                           "the update sees.",
+                           "the update sees. The paper draws each training sample from a filtered policy (best or "
+                           "worst with probability 1/2 each; or best with 1/2 and any other with the rest); we keep "
+                           "the best and the worst (or the best and one random other) once each, the same "
+                           "proportions without a random draw.",
                    paper="Policy Filtration for RLHF to Mitigate Noise in Reward Models (Zhang et al. 2024, arXiv 2409.06957)",
                    equation=r"\mathcal{D}_{\text{PF}}=\{o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}\},\;"
                             r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}(\mathcal{D}_{\text{PF}})+c_v\mathcal{L}_V(\mathcal{D}_{\text{PF}})"),
@@ -747,8 +752,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                 "without ORPO's NLL term and without a reference model. Kept from the paper: difficulty filtering "
                 "by pass rate, shortest vs longest self-generated pairs, the loss. Simplified: calculator episodes "
                 "of tens of tokens instead of math chains of thought of thousands; a 'solved' split (shortest vs "
-                "longest correct episode on any solved problem) is added for weak policies; the loss was read from "
-                "paper notes and reviews, not the paper's method section (see lcpo.py).",
+                "longest correct episode on any solved problem) is added for weak policies, next to the paper's "
+                "medium, difficult and no-filter ablation splits; the loss was read from paper notes and reviews, "
+                "not the paper's method section, so its sign, the place of its temperature and its equation "
+                "number are unconfirmed (see lcpo.py).",
         paper="Pruning Long Chain-of-Thought of Large Reasoning Models via Small-Scale Preference Optimization "
               "(Hong, Liu, Zhang, Sun, Zhang, Huang; arXiv 2508.10164)",
         survey_vs_paper="The survey's Table 2 lists LCPO as preference optimisation without clipping and with a KL "

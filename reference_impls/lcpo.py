@@ -14,10 +14,17 @@ Data (the paper's recipe, on our environments)
     (y_l); a problem whose episodes all have the same length gives no pair. ``split`` picks the problems:
 
     easy        s = 1 (the paper's choice): both episodes are correct, the pair differs only in length
-    solved      s > 0, and the pair is the shortest vs the longest *correct* episode (our extension, so a
-                weak policy that rarely solves a problem every time still yields pairs; both stay correct)
+    medium      0 < s < 1, shortest vs longest whatever their correctness (the paper's "w/ medium" ablation)
+    difficult   s = 0, shortest vs longest, both wrong (the paper's "w/ difficult" ablation)
     unfiltered  every problem, shortest vs longest whatever their correctness (the paper's "w/o filter"
                 ablation)
+    solved      s > 0, and the pair is the shortest vs the longest *correct* episode (our extension, so a
+                weak policy that rarely solves a problem every time still yields pairs; both stay correct)
+
+    The paper's scale (as both notes give it): 16 samples per problem, 22k raw data points, about 0.8k
+    training pairs, 50 training steps, on DeepSeek-R1-Distill-Qwen 1.5B / 7B. Its ablation (Table 4
+    in the notes) finds that chosen episodes grow longer from easy to difficult problems and that the
+    length reduction shrinks with them, which is why easy is the default.
 
 Loss. With the length-normalised likelihood p_theta(y|x) = exp(log pi_theta(y|x) / |y|) (log pi summed over
 model tokens, |y| their number), the paper writes NLL itself as a Bradley-Terry term on the implicit reward
@@ -32,16 +39,27 @@ epsilon of the paper's general Bradley-Terry form (Eq. (8)) set to 0, and no NLL
 which is ORPO's odds-ratio term without ORPO's SFT (NLL) term (dpo_variants.orpo_loss), and needs no
 reference model.
 
-What we could and could not verify: the search tool here holds only the opening of the paper's html (the
-abstract), not its method section. The objective above is taken from two paper notes (an English and a
-Chinese summary of the ICLR 2026 version) and the OpenReview reviews, which agree that LCPO is the
-length-normalised odds-ratio Bradley-Terry loss without the NLL term (a reviewer: "dropping the NLL term of
-ORPO and keeping the BT loss"). The notes print the formula without a minus sign and without a coefficient;
-the sign here is the one that makes it a loss (minimising it raises the chosen episode's reward). A reviewer
-mentions a temperature lambda whose value the paper tunes; where the paper puts it we could not read, so
-``lam`` scales the log-odds margin inside the sigmoid and its default 1.0 is the formula as the notes print
-it. The equation number of L_LCPO itself: not verified (paper text not available here); Eq. (8) for the
-margin form is as a paper note cites it.
+What we could and could not verify (two passes; docs/algorithms_dpo_ppo_families.md lists the searches).
+The paper's method section could not be read here: the stored arXiv html pages (v1 and v2) show only the
+abstract and the start of the introduction, no repository in the code index keeps the paper's text or
+LaTeX, and no code by the authors was found (a reviewer reports the paper's anonymous code link as dead).
+What we have are two paper notes (an English and a Chinese summary of the ICLR 2026 version) and the four
+OpenReview reviews. They agree that LCPO is the length-normalised odds-ratio Bradley-Terry loss without the
+NLL term (a reviewer: "dropping the NLL term of ORPO and keeping the BT loss"; another: "using the log NLL
+loss as a reward").
+
+- Sign. Both notes print L_LCPO = log sigma(r_w - r_l), without a minus. They print the NLL identity the
+  same way, L_NLL = -(1/|y|) log pi = log sigma(r), which is missing its minus too (the left side is
+  -log p = -log sigma(r)). Read with the sign restored in both places, the loss is -log sigma(r_w - r_l),
+  the one that minimising raises the chosen episode's reward; this is our reading, not the paper's text.
+- lambda. A reviewer calls it "LCPO's single-parameter BT loss" and says the paper reports "only the best
+  value of the key temperature lambda"; the notes instead say it needs no hyperparameter tuning and print
+  no coefficient. Neither the place nor the value of lambda could be read, so ``lam`` scales the log-odds
+  margin inside the sigmoid, where DPO's and SimPO's beta sit (a weight outside the log-sigmoid, as
+  ORPO's lambda is, would leave a one-term loss's Adam updates almost unchanged, so it could hardly be a
+  "key" temperature), and its default 1.0 is the formula the notes print.
+- Numbers. Eq. (8) for the general Bradley-Terry form with margin epsilon is as the Chinese note cites it
+  (the English note gives no number). The equation number of L_LCPO itself: not verified.
 """
 from __future__ import annotations
 
@@ -75,10 +93,14 @@ def length_pairs(samples: list[Sample], uids: list[str], split: str = "easy") ->
             pool = group if len(correct) == len(group) else []
         elif split == "solved":
             pool = correct
+        elif split == "medium":
+            pool = group if 0 < len(correct) < len(group) else []
+        elif split == "difficult":
+            pool = group if not correct else []
         elif split == "unfiltered":
             pool = group
         else:
-            raise ValueError(f"split must be easy, solved or unfiltered, not {split!r}")
+            raise ValueError(f"split must be easy, medium, difficult, unfiltered or solved, not {split!r}")
         if len(pool) < 2:
             continue
         shortest = min(pool, key=length)  # min/max return the first of equals: deterministic
@@ -112,10 +134,11 @@ class Config(PairOptions):
     lam: float = option(1.0, "lambda: scale of the log-odds margin inside the sigmoid (1 = the objective as the "
                              "paper notes print it; its place in the paper is not verified here).",
                         low=1e-6, high=100.0, aliases=("lcpo_lambda",))
-    split: str = option("easy", "Problems that give pairs: easy (every sample correct: the paper's filter), solved "
-                                "(any correct sample; shortest vs longest correct), unfiltered (shortest vs longest "
-                                "regardless of correctness: the paper's no-filter ablation).",
-                        choices=("easy", "solved", "unfiltered"))
+    split: str = option("easy", "Problems that give pairs: easy (every sample correct: the paper's filter); medium "
+                                "(some correct) or difficult (none correct), shortest vs longest regardless of "
+                                "correctness (the paper's ablations); unfiltered (every problem: the paper's no-filter "
+                                "ablation); solved (any correct sample; shortest vs longest correct: our extension).",
+                        choices=("easy", "medium", "difficult", "unfiltered", "solved"))
 
 
 class LCPO(DPO):

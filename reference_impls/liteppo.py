@@ -7,23 +7,35 @@ samples, broadcast to every model token, which is exactly the per-sample advanta
 ``policy_gradient_update`` consumes; only the normaliser differs from GRPO. So this is GRPO's update with
 one new advantage function and the token-level (``dapo``) aggregation as its default.
 
-Advantage (the paper's robust normalisation: the mean of the sample's own group, the standard deviation of
-the whole batch; its advantage-normalisation section, and the Lite PPO section that combines it with
-token-level aggregation; equation numbers not verified: paper text not available here)::
+Numbers from a copy of the paper's text (its arXiv version not stated; docs/algorithms_dpo_ppo_families.md):
+PPO's objective is Eq. (1), GRPO's group-normalised advantage Eq. (2) and objective Eq. (3), DAPO's
+token-level objective Eq. (4); in the normalisation study (Section 4.1) the group-level advantage is
+Eq. (5), A_k = (r_k - mean_group r) / std_group r, the batch-level one Eq. (6), the same with mean and std
+over all N*K responses of the rollout batch, the mean-only one Eq. (7), and clip-higher Eq. (8). The
+combination LitePPO uses (Section 4.1.2, "Takeaway 3") is stated in words without its own number: the
+mean at the group level, the standard deviation at the batch level. Section 5 ("A simple combination:
+Lite PPO") joins it with token-level loss aggregation (Section 4.3, whose two objectives are not numbered
+in that copy) on "the vanilla PPO loss without the critic"; the common setup (Section 3.1) computes the
+advantages "using the REINFORCE algorithm", 8 responses per prompt, 128 prompts per rollout batch, learning rate 1e-6.
+
+Advantage (group mean of Eq. (5), batch std of Eq. (6))::
 
     A_i = (r_i - mean_{j in group(i)} r_j) / (std_{j in batch} r_j + 1e-4)
 
-    (std with Bessel's correction and the 1e-4 of TRL's ``scale_rewards="batch"``; a group whose rewards
-    are all equal gets exactly 0, as in GRPO.) Group-level std (GRPO) over-amplifies groups that are
+    (The paper gives neither a stabilising epsilon nor the std's degrees of freedom: we use Bessel's
+    correction and the 1e-4 of TRL's ``scale_rewards="batch"``; a group whose rewards are all equal gets
+    exactly 0, as in GRPO.) Group-level std (GRPO) over-amplifies groups that are
     nearly all right or all wrong (tiny std); the batch std keeps the group-centred signal but scales every
     group alike, which the paper finds stable across reward scales.
 
-Loss (vanilla PPO clip, token-level mean over all model tokens of the batch, the ``dapo`` aggregation)::
+Loss (vanilla PPO clip, token-level mean over all model tokens of the batch, the ``dapo`` aggregation: the
+paper's token-level objective, Eq. (4)'s normaliser with symmetric clipping)::
 
     L = (1 / sum_i |o_i|) sum_i sum_t m_{i,t} * -min( w_{i,t} A_i, clip(w_{i,t}, 1-eps, 1+eps) A_i )
 
-No KL term by default (beta = 0) and symmetric clipping (the paper's LitePPO adds neither clip-higher nor
-dynamic sampling). Every other GRPO switch stays available.
+No KL term by default (beta = 0) and symmetric clipping (the paper's LitePPO adds neither clip-higher,
+overlong filtering nor dynamic sampling; Section 5 lists them among DAPO's extra parts). Every other GRPO
+switch stays available.
 """
 from __future__ import annotations
 

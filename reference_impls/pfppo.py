@@ -1,21 +1,42 @@
-r"""PF-PPO: PPO trained only on the samples whose rewards are reliable ("Policy Filtration for RLHF to
-Mitigate Noise in Reward Models", Zhang et al. 2024, arXiv 2409.06957).
+r"""PF-PPO: PPO trained only on the samples whose rewards are reliable (Zhang, Shen et al., arXiv 2409.06957;
+the copy read here is titled "Policy Filtration in RLHF to Fine-Tune LLM for Code Generation", while the
+Implementation row cites the title "Policy Filtration for RLHF to Mitigate Noise in Reward Models").
 
-The paper's observation: a reward model is more trustworthy at the extremes of the reward range than in
-the middle, so a policy update from every sample carries much reward noise. PF-PPO samples N responses per
-prompt, keeps a subset chosen by reward rank, and runs ordinary PPO (critic, GAE, clipped losses: see
-``ppo.py``) on that subset only. The filtered set is what the paper calls the filtered policy's samples;
-it picks the filter whose kept rewards best predict the true score (R^2 between reward and actual score).
+The paper's observation: a reward model is more trustworthy where it gives high or low rewards than in the
+middle, so a policy update from every sample carries much reward noise. PF-PPO wraps the policy pi_theta in
+a filtered policy mu_theta and runs ordinary PPO (critic, GAE, clipped losses, KL-in-reward: see ``ppo.py``)
+on mu_theta's samples only.
 
-Filters over one prompt's N = G samples with rewards r_1..r_N (``policy_filter``; the strategies of the
-paper's method section; equation numbers not verified: paper text not available here)::
+The paper's definitions (numbers as in the text read, see docs/algorithms_dpo_ppo_families.md)::
 
-    best_worst   keep argmax_i r_i and argmin_i r_i                     (BW: the paper's strongest in code)
-    best_random  keep argmax_i r_i and one other sample drawn uniformly (BR)
-    best_of_n    keep argmax_i r_i only                                 (BoN)
+    PPO's per-episode reward                                                           (Eq. (4))
+        r_phi(y|c) - sum_t beta * ( log pi_theta(y_t|c, y_<t) - log pi_SFT(y_t|c, y_<t) )
+    filtered policy mu_theta (Section 4, unnumbered): sample N responses from pi_theta, rank them
+        by reward r(y_1) >= ... >= r(y_N), draw one index with probabilities w:
+        w_BoN = (1, 0, ..., 0)
+        w_BR  = (1/2, 1/(2(N-1)), ..., 1/(2(N-1)))
+        w_BW  = (1/2, 0, ..., 0, 1/2)
+    objective                                                                          (Eq. (5))
+        max_theta E_c E_{y ~ mu_theta(.|c)} [ r_phi(y|c) - beta KL( mu_theta(.|c) || pi_SFT(.|c) ) ]
+    Algorithm 2: fill the buffer with mu_theta's samples, update pi_theta with PPO on Eq. (4)'s reward.
 
-Ties: the best is the first index of the maximum, the worst the last index of the minimum, so a group
-whose rewards are all equal still keeps two different samples under ``best_worst``.
+The weights are picked by the R^2 between reward and true score on the filtered samples (the paper's
+Table 1: BW highest, then BR; BoN below no filter). In its code results (Table 2) BR and BW are the best
+two variants (BR on HumanEval and LeetCode, BW on MBPP) and BoN is worse than unfiltered PPO.
+
+Filters over one prompt's N = G samples with rewards r_1..r_N (``policy_filter``)::
+
+    best_worst   keep argmax_i r_i and argmin_i r_i                     (w_BW)
+    best_random  keep argmax_i r_i and one other sample drawn uniformly (w_BR)
+    best_of_n    keep argmax_i r_i only                                 (w_BoN)
+
+Where we differ: the paper draws one index per mu_theta sample from the categorical w; we keep both
+outcomes of w_BW (best and worst, once each), and for w_BR the best plus one uniformly drawn other, so
+the kept set has w's proportions (1/2 best, 1/2 spread over the rest) without a second random draw per
+sample. The paper's cost table (Table 4) has N = 5 responses per query, of which PF-PPO (BR / BW) trains
+on 2 on average: the two per prompt we keep. Ties (the paper does not discuss them): the best is the
+first index of the maximum, the worst the last index of the minimum, so a group whose rewards are all
+equal still keeps two different samples under ``best_worst``.
 
 Here the reward is the environment's exact verdict, not a learned reward model, so there is no reward
 noise to filter; what the filter still changes is which samples the update sees (a contrastive pair per

@@ -13,21 +13,27 @@ Pairs (the paper's data pipeline, Sec. 3.2)
     incorrect episode the first wrong step k is located. The prompt of the pair is the problem *and* the
     episode's first k-1 (correct) steps with their tool results; the rejected continuation is step k as
     the model wrote it; the chosen one is a correct step k that the same model writes from that prefix
-    (``step_samples`` one-turn samples; the paper prefers such in-distribution, self-generated steps). When
+    (``step_samples`` one-turn samples; the paper prefers such in-distribution, self-generated steps). The
+    paper's rectification (its Eq. (3), y_cont ~ pi_ref(y | x; s_1..s_{k-1})) samples whole continuations,
+    keeps those whose final answer is right and takes their first step as s_win, with an optional manual or
+    GPT-4 check that this step is itself right; we check the one sampled step directly against the
+    reference solution instead, which is that optional check made exact and needs no full continuation. When
     none of them is correct and ``reference_fallback`` is on, the chosen step is the reference solution's
     next step instead (the first reference value the prefix has not computed yet, or the answer); this is
     what makes pairs possible at all for a model that never gets a step right (the paper instead discards
     such prefixes). Pairs are stored and reused exactly as DPO's (``RUN/pairs.jsonl``, ``--pairs-file``).
 
-Loss (the paper's step-level DPO objective; its equation number is not verified: paper text not available
-here, an earlier version of this docstring gave "eq. 2" unchecked), with s_{<k} the shared prefix and s_w,
-s_l the chosen and rejected step::
+Loss (the paper's step-level DPO objective, Eq. (2), next to DPO's own loss as its Eq. (1); numbers checked
+against the paper's PDF kept in the authors' repository, dvlab-research/Step-DPO ``paper/paper.pdf``), with
+s_{<k} the shared prefix and s_w, s_l the chosen and rejected step::
 
     L = -log sigmoid( beta log [pi(s_w | x, s_{<k}) / pi_ref(s_w | x, s_{<k})]
                       - beta log [pi(s_l | x, s_{<k}) / pi_ref(s_l | x, s_{<k})] )
 
 which is DPO's loss (``dpo.py``) on pairs whose prompt holds the prefix: only the step's tokens carry the
-loss, so the credit goes to the step where the episode went wrong, not to the whole episode.
+loss, so the credit goes to the step where the episode went wrong, not to the whole episode. The paper's
+settings (Sec. 4.1): beta = 0.4 (0.5 for its 72B model), learning rate 5e-7, 8 epochs for 7B models, after
+an SFT stage; our beta default is DPO's 0.1 (set ``--beta 0.4`` for the paper's value).
 """
 from __future__ import annotations
 

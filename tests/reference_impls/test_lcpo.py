@@ -108,6 +108,13 @@ def test_length_pairs_follow_the_split():
     unfiltered = lcpo.length_pairs(samples, uids, "unfiltered")
     assert [(p.uid, lcpo.length(p.chosen), lcpo.length(p.rejected)) for p in unfiltered] == \
            [("a", 1, 4), ("b", 1, 5), ("d", 1, 3)]
+    # the paper's ablations: medium (some correct) and difficult (none correct) problems, shortest vs
+    # longest whatever their correctness
+    medium = lcpo.length_pairs(samples, uids, "medium")
+    assert [(p.uid, lcpo.length(p.chosen), lcpo.length(p.rejected)) for p in medium] == [("b", 1, 5)]
+    assert not medium[0].chosen.info["correct"] and medium[0].rejected.info["correct"]
+    difficult = lcpo.length_pairs(samples, uids, "difficult")
+    assert [(p.uid, lcpo.length(p.chosen), lcpo.length(p.rejected)) for p in difficult] == [("d", 1, 3)]
     with pytest.raises(ValueError, match="split"):
         lcpo.length_pairs(samples, uids, "hard")
 

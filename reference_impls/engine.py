@@ -134,7 +134,7 @@ class CachedEngine:
         self.parked: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]] = []
         self.timing = {"prefill_s": 0.0, "decode_s": 0.0, "prefill_tokens": 0, "prefill_forwards": 0,
                        "decode_steps": 0, "distinct_prompts": 0,
-                       "decode_rows": 0, "decode_compactions": 0, "parked_rows_resumed": 0}
+                       "decode_rows": 0, "decode_rows_if_kept": 0, "decode_compactions": 0, "parked_rows_resumed": 0}
 
     # ---- the model calls ------------------------------------------------------------------------------
     def _forward(self, input_ids, new_mask, positions):
@@ -293,6 +293,7 @@ class CachedEngine:
                     still.append(k)
             self.timing["decode_steps"] += 1
             self.timing["decode_rows"] += len(live)
+            self.timing["decode_rows_if_kept"] += R  # what the step batch would hold without compaction
             if not still:
                 break
             if len(still) < len(live):  # the rows that stopped leave the step batch (their last token joins

@@ -8,21 +8,24 @@ the batch and only ever runs the model over tokens it has not seen::
     turn 1   prefill the U distinct prompts (U = P, not P*G), index their cache out to the P*G rows
     turn t   forward [last model token + env observation] of each row (a few dozen tokens), then decode
     decode   one token per step for the rows still writing; a row leaves the step when it closes a stop
-             string, emits EOS or reaches its own length limit (min(tokens per turn, episode budget))
-    between  rows whose episode ended are dropped from the cache; columns no row needs are cut off
+             string, emits EOS or reaches its own length limit (min(tokens per turn, episode budget)):
+             its cache rows are parked (copied out) and the step batch shrinks to the rows still writing
+    between  parked rows whose episode goes on are merged back; rows whose episode ended are dropped
+             from the cache; columns no row needs are cut off
 
 Layout. All rows share the cache's columns, so a row has *holes*: left padding of its prompt, the steps
-it sat out while other rows were still writing, and the left padding of its block of env tokens. The
-2D attention mask is 0 on holes, and position ids are passed explicitly (the row's own token count), so
-every row sees exactly its own tokens at its own positions: the same computation as a fresh forward over
-the row alone, up to float summation order. Holes are fed the pad token, so their keys/values are finite
-and masked.
+it sat out while other rows were still writing (filled with zero keys/values when its parked rows are
+merged back), and the left padding of its block of env tokens. The 2D attention mask is 0 on holes, and
+position ids are passed explicitly (the row's own token count), so every row sees exactly its own tokens
+at its own positions: the same computation as a fresh forward over the row alone, up to float summation
+order (which may differ with the batch's size). Padding holes are fed the pad token, so all keys/values
+are finite and masked.
 
 Sampling. Greedy takes the argmax of the logits (what ``generate`` does without sampling). Sampling at
 temperature T draws the next token exactly as ``torch.multinomial(softmax(logits / T), 1)`` does (its
 one-sample path: ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn as one ``(rows, vocab)`` tensor), with one
-draw per step over all rows of the turn, stopped ones included: the random stream is consumed as
-``generate`` consumes it, so with the same seed the same episodes come out (up to float round-off at
+draw per step over all rows of the turn, stopped ones included (rows that left the step batch get
+their noise drawn and unused): the random stream is consumed as ``generate`` consumes it, so with the same seed the same episodes come out (up to float round-off at
 near-ties), unless a row is cut by its episode budget in a turn where another row runs longer (the old
 loop keeps drawing for it until the longest row stops). Old log-probs are ``log_softmax(logits / T)``
 of the very logits the token was drawn from.

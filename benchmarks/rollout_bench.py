@@ -114,7 +114,8 @@ def run(args) -> dict:
                            "reward_mean": round(sum(s.reward for s in samples) / len(samples), 4)}
             if engine == "cached":
                 row[engine].update({k: stats[k] for k in ("prefill_s", "decode_s", "prefill_tokens",
-                                                            "decode_steps", "distinct_prompts")})
+                                                            "decode_steps", "distinct_prompts", "decode_rows",
+                                                            "decode_rows_if_kept")})
         row["sampled_identical"] = sum(a.completion_ids == b.completion_ids
                                        for a, b in zip(episodes["generate"], episodes["cached"]))
         rounds.append(row)
@@ -142,6 +143,8 @@ def run(args) -> dict:
         "prefill_s": round(total("cached", "prefill_s") / args.rounds, 2),
         "decode_s": round(total("cached", "decode_s") / args.rounds, 2),
         "env_s": round(total("cached", "env_s") / args.rounds, 2),
+        # row-steps the decode ran vs what it would have run had stopped rows stayed in the batch
+        "decode_rows": total("cached", "decode_rows"), "decode_rows_if_kept": total("cached", "decode_rows_if_kept"),
         "turns_mean": rounds[-1]["cached"]["turns_mean"],
         "reward_mean": round(sum(r["cached"]["reward_mean"] for r in rounds) / args.rounds, 4),
         "sampled_identical": f"{sum(r['sampled_identical'] for r in rounds)}/{args.rounds * len(problems) * args.group_size}",

@@ -8,21 +8,24 @@ the batch and only ever runs the model over tokens it has not seen::
     turn 1   prefill the U distinct prompts (U = P, not P*G), index their cache out to the P*G rows
     turn t   forward [last model token + env observation] of each row (a few dozen tokens), then decode
     decode   one token per step for the rows still writing; a row leaves the step when it closes a stop
-             string, emits EOS or reaches its own length limit (min(tokens per turn, episode budget))
-    between  rows whose episode ended are dropped from the cache; columns no row needs are cut off
+             string, emits EOS or reaches its own length limit (min(tokens per turn, episode budget)):
+             its cache rows are parked (copied out) and the step batch shrinks to the rows still writing
+    between  parked rows whose episode goes on are merged back; rows whose episode ended are dropped
+             from the cache; columns no row needs are cut off
 
 Layout. All rows share the cache's columns, so a row has *holes*: left padding of its prompt, the steps
-it sat out while other rows were still writing, and the left padding of its block of env tokens. The
-2D attention mask is 0 on holes, and position ids are passed explicitly (the row's own token count), so
-every row sees exactly its own tokens at its own positions: the same computation as a fresh forward over
-the row alone, up to float summation order. Holes are fed the pad token, so their keys/values are finite
-and masked.
+it sat out while other rows were still writing (filled with zero keys/values when its parked rows are
+merged back), and the left padding of its block of env tokens. The 2D attention mask is 0 on holes, and
+position ids are passed explicitly (the row's own token count), so every row sees exactly its own tokens
+at its own positions: the same computation as a fresh forward over the row alone, up to float summation
+order (which may differ with the batch's size). Padding holes are fed the pad token, so all keys/values
+are finite and masked.
 
 Sampling. Greedy takes the argmax of the logits (what ``generate`` does without sampling). Sampling at
 temperature T draws the next token exactly as ``torch.multinomial(softmax(logits / T), 1)`` does (its
 one-sample path: ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn as one ``(rows, vocab)`` tensor), with one
-draw per step over all rows of the turn, stopped ones included: the random stream is consumed as
-``generate`` consumes it, so with the same seed the same episodes come out (up to float round-off at
+draw per step over all rows of the turn, stopped ones included (rows that left the step batch get
+their noise drawn and unused): the random stream is consumed as ``generate`` consumes it, so with the same seed the same episodes come out (up to float round-off at
 near-ties), unless a row is cut by its episode budget in a turn where another row runs longer (the old
 loop keeps drawing for it until the longest row stops). Old log-probs are ``log_softmax(logits / T)``
 of the very logits the token was drawn from.
@@ -129,8 +132,12 @@ class CachedEngine:
         self.rows: list[int] = []  # sample index of each cache row
         self.mask: torch.Tensor | None = None  # (rows, columns) bool: 1 where the column holds the row's token
         self.fed: dict[int, int] = {}  # sample index -> how many of its token_ids the cache holds
+        # rows that stopped during this turn's decode, set aside until the next turn: (sample indices,
+        # [(keys, values)] per layer, mask), each as the running cache was when they stopped
+        self.parked: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]] = []
         self.timing = {"prefill_s": 0.0, "decode_s": 0.0, "prefill_tokens": 0, "prefill_forwards": 0,
-                       "decode_steps": 0, "distinct_prompts": 0}
+                       "decode_steps": 0, "distinct_prompts": 0,
+                       "decode_rows": 0, "decode_rows_if_kept": 0, "decode_compactions": 0, "parked_rows_resumed": 0}
 
     # ---- the model calls ------------------------------------------------------------------------------
     def _forward(self, input_ids, new_mask, positions):
@@ -181,16 +188,46 @@ class CachedEngine:
         return logits[index]
 
     def _keep_rows(self, active: list[int]) -> None:
-        """Drop the cache rows of finished episodes and the leading columns no remaining row uses."""
-        if active == self.rows:
+        """Drop the cache rows of finished episodes, merge back the rows parked during the last turn's
+        decode, and cut off the leading columns no remaining row uses."""
+        if active == self.rows and not self.parked:
             return
-        where = {i: r for r, i in enumerate(self.rows)}
+        pieces = self.parked + [(self.rows, [(layer.keys, layer.values) for layer in self.cache.layers], self.mask)]
+        where = {i: (p, r) for p, (rows, _, _) in enumerate(pieces) for r, i in enumerate(rows)}
         missing = [i for i in active if i not in where]
         if missing:
             raise ValueError(f"rows {missing} are not in the engine's cache (active rows may only shrink)")
-        index = torch.tensor([where[i] for i in active], device=self.device)
-        self.cache.batch_select_indices(index)
-        self.mask = self.mask[index]
+        if not self.parked:
+            index = torch.tensor([where[i][1] for i in active], device=self.device)
+            self.cache.batch_select_indices(index)
+            self.mask = self.mask[index]
+        else:
+            # one new tensor per layer, written piece by piece: a parked row's missing right columns stay
+            # zero (finite) and masked, the holes it would have had had it sat the steps out
+            width = self.mask.shape[1]
+            mask = torch.zeros((len(active), width), dtype=torch.bool, device=self.device)
+            moves = []  # (piece, source rows, destination rows)
+            for p in range(len(pieces)):
+                pairs = [(where[i][1], k) for k, i in enumerate(active) if where[i][0] == p]
+                if pairs:
+                    src, dst = (torch.tensor(x, device=self.device) for x in zip(*pairs))
+                    moves.append((pieces[p], src, dst))
+                    if p < len(pieces) - 1:
+                        self.timing["parked_rows_resumed"] += len(pairs)
+                    piece_mask = pieces[p][2]
+                    mask[dst, :piece_mask.shape[1]] = piece_mask[src]
+            for l, layer in enumerate(self.cache.layers):
+                merged = []
+                for kind in (0, 1):
+                    ref = pieces[-1][1][l][kind]
+                    out = ref.new_zeros((len(active),) + tuple(ref.shape[1:]))
+                    for (_, tensors, _), src, dst in moves:
+                        part = tensors[l][kind]
+                        out[dst, :, :part.shape[2]] = part[src]
+                    merged.append(out)
+                layer.keys, layer.values = merged
+            self.mask = mask
+            self.parked = []
         self.rows = list(active)
         used = self.mask.any(dim=0)
         first = int(used.to(torch.uint8).argmax()) if bool(used.any()) else 0
@@ -232,7 +269,7 @@ class CachedEngine:
         t0 = time.perf_counter()
         R = len(self.rows)
         outs = [TurnOutput([], [], False) for _ in range(R)]
-        writing = [True] * R
+        live = list(range(R))  # the turn row of each row of the running cache (and of ``logits``)
         scale = 1.0 if self.greedy else self.temperature
         while True:
             scaled = logits / scale
@@ -240,29 +277,53 @@ class CachedEngine:
                 nxt = logits.argmax(dim=-1)
             else:  # torch.multinomial(probs, 1)'s own algorithm, so the random stream is used the same way
                 probs = torch.softmax(scaled, dim=-1)
-                nxt = (probs / torch.empty_like(probs).exponential_(1)).argmax(dim=-1)
+                # one draw for every row of the turn, stopped ones too, then only the live rows' noise is used:
+                # the generator advances as if no row had left, so each row's draws stay where they were
+                noise = torch.empty((R, probs.shape[1]), dtype=probs.dtype, device=probs.device).exponential_(1)
+                if len(live) < R:
+                    noise = noise[torch.tensor(live, device=probs.device)]
+                nxt = (probs / noise).argmax(dim=-1)
             logp = torch.log_softmax(scaled, dim=-1).gather(1, nxt[:, None])[:, 0]
             tokens, logps = nxt.tolist(), logp.tolist()
-            for r in range(R):
-                if not writing[r]:
-                    continue
+            still = []  # positions in ``live`` of the rows that go on writing
+            for k, r in enumerate(live):
                 out = outs[r]
-                out.tokens.append(tokens[r])
-                out.logprobs.append(logps[r])
+                out.tokens.append(tokens[k])
+                out.logprobs.append(logps[k])
                 if self.stop.ends_turn(out.tokens):
-                    out.stopped, writing[r] = True, False
-                elif len(out.tokens) >= limits[r]:
-                    writing[r] = False
+                    out.stopped = True
+                elif len(out.tokens) < limits[r]:
+                    still.append(k)
             self.timing["decode_steps"] += 1
-            if not any(writing):
+            self.timing["decode_rows"] += len(live)
+            self.timing["decode_rows_if_kept"] += R  # what the step batch would hold without compaction
+            if not still:
                 break
-            # rows that stopped sit the step out: their last token joins the next turn's block
-            feed = torch.tensor([t if w else self.pad_id for t, w in zip(tokens, writing)], device=self.device)
-            col = torch.tensor(writing, device=self.device)
-            positions = torch.tensor([self.fed[i] for i in self.rows], device=self.device)
-            logits = self._forward(feed[:, None], col[:, None], positions[:, None])
-            for r, i in enumerate(self.rows):
-                if writing[r]:
-                    self.fed[i] += 1
+            if len(still) < len(live):  # the rows that stopped leave the step batch (their last token joins
+                self._park(still)       # the next turn's block, as for any row that sits a step out)
+                tokens, live = [tokens[k] for k in still], [live[k] for k in still]
+            feed = torch.tensor(tokens, device=self.device)[:, None]
+            col = torch.ones((len(live), 1), dtype=torch.bool, device=self.device)
+            positions = torch.tensor([self.fed[i] for i in self.rows], device=self.device)[:, None]
+            logits = self._forward(feed, col, positions)
+            for i in self.rows:
+                self.fed[i] += 1
         self.timing["decode_s"] += time.perf_counter() - t0
         return outs
+
+    def _park(self, keep: list[int]) -> None:
+        """Set aside the cache rows not in ``keep`` (positions in the running cache) and go on with the rest.
+
+        A parked row's keys/values are copied out as they are; it has no columns for the steps it sits
+        out, which :meth:`_keep_rows` fills with masked holes when the rows are merged for the next turn."""
+        kept = set(keep)
+        gone = [r for r in range(len(self.rows)) if r not in kept]
+        out_index = torch.tensor(gone, device=self.device)
+        self.parked.append(([self.rows[r] for r in gone],
+                            [(layer.keys[out_index], layer.values[out_index]) for layer in self.cache.layers],
+                            self.mask[out_index]))
+        index = torch.tensor(keep, device=self.device)
+        self.cache.batch_select_indices(index)
+        self.mask = self.mask[index]
+        self.rows = [self.rows[r] for r in keep]
+        self.timing["decode_compactions"] += 1

@@ -40,6 +40,13 @@ def assert_same_episodes(ref, new, tol=1e-5):
         assert max((abs(x - y) for x, y in zip(a.old_logprobs, b.old_logprobs)), default=0.0) < tol
 
 
+def assert_rows_left_the_decode_batch(stats):
+    """Rows that stopped early left the decode batch (fewer row-steps than steps x rows would give) and
+    some of them came back for a later turn with their cache merged in."""
+    assert stats["decode_compactions"] > 0 and stats["parked_rows_resumed"] > 0
+    assert stats["decode_rows"] < stats["decode_rows_if_kept"]
+
+
 def assert_logprobs_match_a_fresh_forward(model, tok, samples, temperature=1.0, tol=1e-4):
     batch = collate(samples, tok.pad_token_id)
     with torch.no_grad():
@@ -111,6 +118,7 @@ def test_sampled_episodes_equal_generate_with_the_same_seed(calc_policy, tiny):
     assert max(s.turns for s in new) > 1
     assert len({len(s.completion_ids) for s in new}) > 2  # rows stop at different steps
     assert stats["distinct_prompts"] == 3  # each prompt prefilled once for its 4 rows
+    assert_rows_left_the_decode_batch(stats)  # and the random stream was not disturbed by it
     assert_logprobs_match_a_fresh_forward(calc_policy, tok, new, temperature=0.9)
 
 
@@ -183,6 +191,7 @@ def test_edge_cases_first_token_stops_turn_limits_and_long_observations(tiny, gr
         if not s.truncated:
             assert s.reward == s.turns == 4
     assert first_token_stop and cut_mid_turn and obs_cut and multi_turn
+    assert_rows_left_the_decode_batch(stats)
     assert_logprobs_match_a_fresh_forward(model, tok, samples)
 
 
@@ -220,6 +229,51 @@ def test_unknown_engine_is_rejected(tiny):
     task = get_env("calculator")
     with pytest.raises(ValueError, match="engine"):
         rollout(tiny[0], tiny[1], task, task.problems("train", n=1), RolloutConfig(engine="vllm"))
+
+
+def greedy_alone(model, ids, limit, eos):
+    """The row decoded by itself with full forwards and no cache: the ground truth for one turn."""
+    ids, tokens, logps = list(ids), [], []
+    with torch.no_grad():
+        for _ in range(limit):
+            logits = model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+            t = int(logits.argmax())
+            tokens.append(t)
+            logps.append(float(torch.log_softmax(logits, -1)[t]))
+            ids.append(t)
+            if t in eos:
+                break
+    return tokens, logps
+
+
+def test_rows_leaving_the_decode_batch_match_each_row_decoded_alone(tiny):
+    """The engine driven directly over three turns: left-padded prompts of different lengths, rows cut
+    by their own limits at different steps (the first token included), a row alone in a turn, rows that
+    sat out the end of one turn continuing in the next (their parked cache merged back) and rows dropped
+    between turns. Every turn's tokens equal the row decoded alone, log-probs within 1e-4."""
+    from types import SimpleNamespace
+
+    from reference_impls.engine import CachedEngine
+
+    tok = tiny[1]
+    model = nudged_tiny(tiny[0], tok, ())  # no bigrams: only the amplified view of the context
+    eos = {tok.eos_token_id}
+    prompts = ["Hi", "Write one line about the sea, please.", "2+2?", "A much longer prompt " * 4]
+    samples = [SimpleNamespace(token_ids=tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    engine = CachedEngine(model, tok, (), eos, greedy=True, temperature=1.0)
+    # rows 0 and 2 stop together and both go on; row 3 (the longest) is dropped after turn 1
+    turns = [([0, 1, 2, 3], [3, 6, 3, 9]), ([0, 1, 2], [1, 4, 2]), ([1], [3])]
+    for active, limits in turns:
+        outs = engine.turn(samples, active, limits)
+        for i, lim, out in zip(active, limits, outs):
+            tokens, logps = greedy_alone(model, samples[i].token_ids, lim, eos)
+            assert out.tokens == tokens and out.stopped == (tokens[-1] in eos)
+            assert max(abs(a - b) for a, b in zip(out.logprobs, logps)) < 1e-4
+            # the env's reply to this row: a few tokens, a different count per row
+            samples[i].token_ids = samples[i].token_ids + tokens + [100 + i] * (i + 1)
+    assert engine.timing["decode_compactions"] >= 3 and engine.timing["parked_rows_resumed"] >= 2
+    assert engine.timing["decode_rows"] < engine.timing["decode_rows_if_kept"]
+    assert not engine.parked and engine.rows == [1]
 
 
 @pytest.mark.slow

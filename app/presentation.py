@@ -848,12 +848,19 @@ COMPARE_FIELDS = [
 ]
 
 
+def run_link(impl) -> routes.Link:
+    """The Lab page of ``impl`` with the preset "Run this" opens (lab.catalog.default_preset)."""
+    from lab.catalog import default_preset
+
+    return routes.lab(impl=impl.id, preset=default_preset(impl))
+
+
 def lab_link(node_id: str) -> routes.Link | None:
-    """The Lab page of the node's first reference implementation (quick preset), or None."""
+    """The Lab page of the node's first reference implementation (its default preset), or None."""
     from lab.catalog import for_node
 
     impls = for_node(node_id)
-    return routes.lab(impl=impls[0].id, preset="quick") if impls else None
+    return run_link(impls[0]) if impls else None
 
 
 def family_base(catalog: Catalog, node_id: str):
@@ -1170,5 +1177,5 @@ def node_proxy_note(node_id: str) -> ProxyNote | None:
     impl, reason = found
     if impl is None:
         return ProxyNote("No runnable proxy yet.", reason)
-    return ProxyNote(f"Closest runnable proxy: {impl.title}.", reason, routes.lab(impl=impl.id, preset="quick"),
+    return ProxyNote(f"Closest runnable proxy: {impl.title}.", reason, run_link(impl),
                      "Run the proxy")

@@ -122,6 +122,11 @@ def _plain(value):
 PRESETS = recipes.PRESETS
 
 
+def default_preset(impl: Implementation) -> str:
+    """The preset "Run this" opens for ``impl`` (recipes.default_for: a learning preset where one is measured)."""
+    return recipes.default_for(impl.env)
+
+
 def preset_config(impl: Implementation, preset: str) -> dict:
     """``default_config`` with the preset's options and its environment and algorithm adjustments."""
     config = default_config(impl)

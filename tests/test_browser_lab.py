@@ -46,6 +46,12 @@ def test_run_this_launch_watch_stop(lab_app):
             page.get_by_role("link", name=re.compile("Run this")).click()
             page.get_by_role("heading", name="Lab").wait_for()
             page.wait_for_function("() => window.location.search.includes('impl=calculator-dapo')")
+            # "Run this" opens the preset measured to learn on the calculator (SmolLM2, lab/recipes/learn.yaml);
+            # this test launches the tiny model's quick preset instead, to watch the machinery fast
+            assert "preset=learn" in page.url
+            page.get_by_text("Watch it learn").first.wait_for()
+            page.get_by_text(re.compile("^Quick demo")).first.click()
+            page.get_by_text(re.compile("tiny model is randomly initialised")).first.wait_for()
             page.get_by_test_id("stBaseButton-primary").filter(has_text="Launch").click()
             page.wait_for_function("() => window.location.search.includes('run=')")
             # the curve grows: the progress text advances past step 0 and a chart is drawn

@@ -128,3 +128,16 @@ def test_no_preset_warm_starts_the_memory_env_on_operation_labels(preset):
     memory = lab.preset_config(lab.get("memory-grpo"), preset)
     if memory.get("sft_steps", 0) > 0:
         assert memory.get("sft_env") == "memory-format"
+
+
+def test_run_this_opens_a_learning_preset_where_one_is_measured_else_quick():
+    """Issue 16: "Run this" on a calculator implementation opens the preset measured to visibly learn there
+    (learn.yaml's default_for); elsewhere the tiny model's quick preset. Every link is built from this one rule."""
+    from app import presentation
+
+    assert "calculator" in recipes.load("learn")["default_for"]
+    assert lab.default_preset(lab.get("calculator-grpo")) == "learn"
+    assert lab.default_preset(lab.get("calculator-dapo")) == "learn"
+    assert lab.default_preset(lab.get("zoom-grpo")) == "quick"
+    assert lab.preset_config(lab.get("calculator-grpo"), "learn")["model"] == "smollm2-135m-instruct"
+    assert "preset=learn" in presentation.run_link(lab.get("calculator-grpo")).url

@@ -284,14 +284,14 @@ def test_presentation_and_routes_import_without_streamlit():
 
 
 def test_algorithm_rows_say_whether_they_run_and_link_to_the_lab(catalog):
-    from lab.catalog import for_node
+    from lab.catalog import default_preset, for_node
 
     frame = presentation.algorithm_frame(catalog)
     for _, row in frame.iterrows():
         impls = for_node(row["node"]) if row["node"] else []
         assert row["runnable"] == bool(impls), row["method"]
         if impls:
-            assert row["lab"] == routes.lab(impl=impls[0].id, preset="quick").url
+            assert row["lab"] == routes.lab(impl=impls[0].id, preset=default_preset(impls[0])).url
     assert frame.set_index("method").loc["GRPO", "runnable"]
 
 

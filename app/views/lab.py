@@ -25,8 +25,9 @@ if wanted not in by_id:
 impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wanted),
                        format_func=lambda i: by_id[i].title)
 impl = by_id[impl_id]
+wanted_preset = presentation.first_param(p, "preset", lab.default_preset(impl))
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
-                  index=list(lab.PRESETS).index(presentation.first_param(p, "preset", "quick")) if presentation.first_param(p, "preset", "quick") in lab.PRESETS else 0)
+                  index=list(lab.PRESETS).index(wanted_preset) if wanted_preset in lab.PRESETS else 0)
 st.caption(lab.PRESETS[preset]["note"])
 st.markdown(impl.summary)
 

@@ -55,7 +55,7 @@ def node_page(node_id: str) -> None:
                 st.latex(lab.equation(impl))
             if impl.paper:
                 st.caption(f"Implemented from: {ui.md(impl.paper)}")
-            ui.page_link(routes.lab(impl=impl.id, preset="quick"), "Run this", icon=":material/play_arrow:")
+            ui.page_link(presentation.run_link(impl), "Run this", icon=":material/play_arrow:")
     if impls:
         compared = [(g, r) for g in state.comparison_results() for rows in g.board().values() for r in rows
                     if r["implementation"] in {i.id for i in impls}]
@@ -78,7 +78,7 @@ def node_page(node_id: str) -> None:
         with st.container(border=True):
             st.markdown(f"**A family of algorithms.** Its base implementation is {ui.md(family.title)}; each "
                         "variant below with a reference implementation has its own *Run this*.")
-            ui.page_link(routes.lab(impl=family.id, preset="quick"), "Run the family's base",
+            ui.page_link(presentation.run_link(family), "Run the family's base",
                          icon=":material/play_arrow:")
 
     if page.children:

@@ -2,7 +2,8 @@
 
 A file holds ``label`` and ``note`` (what the Lab shows), ``options`` (run options: any TrainConfig
 field, algorithm options flat, ``env_options`` as a mapping), and optional adjustments by environment
-(``env: {NAME: {...}}``) and by algorithm (``algo: {NAME: {...}}``), applied in that order.
+(``env: {NAME: {...}}``) and by algorithm (``algo: {NAME: {...}}``), applied in that order. ``default_for``
+lists the environments where a recipe is what "Run this" opens (``default_for``).
 """
 from __future__ import annotations
 
@@ -36,6 +37,16 @@ def layers(name: str, env: str, algo: str) -> list[dict]:
     """The option mappings of a recipe for one environment and algorithm, in the order they apply."""
     data = load(name)
     return [data.get("options", {}), data.get("env", {}).get(env, {}), data.get("algo", {}).get(algo, {})]
+
+
+def default_for(env: str) -> str:
+    """The preset a "Run this" link opens for an implementation on ``env``: the first recipe (in the Lab's
+    order) whose ``default_for`` lists the environment, i.e. one measured to visibly learn there within a few
+    minutes on a laptop CPU; else ``quick`` (the tiny model: the machinery, not learning)."""
+    for name in names():
+        if env in (load(name).get("default_for") or ()):
+            return name
+    return "quick"
 
 
 PRESETS: dict[str, dict] = {n: {"label": load(n).get("label", n), "note": load(n).get("note", "")} for n in names()}

@@ -22,7 +22,7 @@ from .envs import ENVS, get_env, load_env_module
 from .models import load_policy
 from .options import ConfigError, add_flags, given_flags, key_values
 from .rollout import RolloutConfig, rollout
-from .rundir import RunDir, RunDirError
+from .rundir import RunDir, RunDirError, policy_to_evaluate
 
 
 def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tokens_per_turn: int = 48,
@@ -80,16 +80,10 @@ def main(argv=None) -> int:
         base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
         env_options = {**base, **given_flags(args, "env"), **key_values(args.env_option)}
         task.options(env_options)  # validate before loading a model
-        name = args.model
-        if args.run:
-            ckpt = RunDir(args.run).latest_checkpoint()
-            if ckpt is None and name is None:
-                raise RunDirError(f"{args.run}: no complete checkpoint to evaluate")
-            name = str(ckpt) if ckpt is not None else name
+        name = policy_to_evaluate(args.run, args.model)
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    name = name or "smollm2-135m-instruct"
     problems = task.problems("heldout", n=args.n, seed=args.seed, **env_options)
     model, tokenizer = load_policy(name)
     t0 = time.time()

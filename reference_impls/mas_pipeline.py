@@ -24,7 +24,7 @@ from .envs import get_env
 from .evaluate import evaluate
 from .models import load_policy
 from .options import ConfigError, key_values
-from .rundir import RunDir, RunDirError
+from .rundir import RunDirError, policy_to_evaluate
 
 
 def summarize(samples) -> dict:
@@ -73,16 +73,10 @@ def main(argv=None) -> int:
     try:
         options = key_values(args.env_option)
         get_env(args.env).options(options)  # validate before loading a model
-        name = args.model
-        if args.run:
-            ckpt = RunDir(args.run).latest_checkpoint()
-            if ckpt is None:
-                raise RunDirError(f"{args.run}: no complete checkpoint to evaluate")
-            name = str(ckpt)
+        name = policy_to_evaluate(args.run, args.model)
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    name = name or "smollm2-135m-instruct"
     model, tokenizer = load_policy(name)
     result = run_pipeline(model, tokenizer, args.env, args.n, args.seed, options, args.max_new_tokens_per_turn,
                           args.max_completion_tokens)

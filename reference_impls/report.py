@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from .options import ConfigError, key_values
-from .rundir import RunDir, RunDirError
+from .rundir import RunDir, RunDirError, policy_to_evaluate
 
 
 def _heldout(args) -> int:
@@ -36,16 +36,11 @@ def _heldout(args) -> int:
         base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
         options = {**base, **key_values(args.env_option)}
         task.options(options)  # validate before loading a model
-        name = args.model
-        if args.run and name is None:
-            ckpt = RunDir(args.run).latest_checkpoint()
-            if ckpt is None:
-                raise RunDirError(f"{args.run}: no complete checkpoint to evaluate")
-            name = str(ckpt)
+        name = policy_to_evaluate(args.run, args.model)
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    model, tokenizer = load_policy(name or "smollm2-135m-instruct")
+    model, tokenizer = load_policy(name)
     samples, problems = heldout_samples(model, tokenizer, env, args.n, args.seed, args.max_new_tokens_per_turn,
                                         args.max_completion_tokens, options)
     result = report.compute(samples, problems)

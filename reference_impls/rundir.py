@@ -192,3 +192,16 @@ class RunDir:
                     pass
             out.append(entry.name)
         return out
+
+
+def policy_to_evaluate(run: str | None, model: str | None, default: str = "smollm2-135m-instruct") -> str:
+    """The model a measurement CLI loads (evaluate, self_correction, mas_pipeline, report): ``run``'s newest
+    complete checkpoint when it has one, else ``model``, else ``default``. A ``run`` with no complete checkpoint
+    and no ``model`` to fall back on is a RunDirError."""
+    if run:
+        ckpt = RunDir(run).latest_checkpoint()
+        if ckpt is not None:
+            return str(ckpt)
+        if model is None:
+            raise RunDirError(f"{run}: no complete checkpoint to evaluate")
+    return model or default

@@ -22,7 +22,7 @@ from collections import Counter
 from .envs import get_env
 from .evaluate import evaluate
 from .options import ConfigError
-from .rundir import RunDir, RunDirError
+from .rundir import RunDirError, policy_to_evaluate
 
 FLIPS = ("wrong->right", "right->wrong", "right->right", "wrong->wrong")
 
@@ -78,18 +78,12 @@ def main(argv=None) -> int:
         task = get_env("self-correct")
         for mode in modes:
             task.options({**options, "feedback": mode})
-        name = args.model
-        if args.run:
-            ckpt = RunDir(args.run).latest_checkpoint()
-            if ckpt is None and name is None:
-                raise RunDirError(f"{args.run}: no complete checkpoint to evaluate")
-            name = str(ckpt) if ckpt is not None else name
+        name = policy_to_evaluate(args.run, args.model)
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     from .models import load_policy
 
-    name = name or "smollm2-135m-instruct"
     problems = task.problems("heldout", n=args.n, seed=args.seed, **options)
     model, tokenizer = load_policy(name)
     t0 = time.time()

@@ -210,3 +210,18 @@ def test_impl_runs_a_listed_implementation(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
     assert config["algo_config"]["loss_type"] == "dapo" and config["algo_config"]["dynamic_sampling"] is True
+
+
+def test_measurement_clis_pick_the_model_by_one_rule(tmp_path):
+    """evaluate, self_correction, mas_pipeline and report all load rundir.policy_to_evaluate(--run, --model)."""
+    from reference_impls.rundir import RunDirError, policy_to_evaluate
+
+    assert policy_to_evaluate(None, None) == "smollm2-135m-instruct"
+    assert policy_to_evaluate(None, "tiny") == "tiny"
+    empty = tmp_path / "run"
+    empty.mkdir()
+    with pytest.raises(RunDirError, match="no complete checkpoint to evaluate"):
+        policy_to_evaluate(str(empty), None)
+    assert policy_to_evaluate(str(empty), "tiny") == "tiny"  # nothing saved yet: the named model
+    # a run with a checkpoint wins over --model: tests/reference_impls/test_env_multiagent_perception.py trains one
+    # and evaluates it with evaluate and mas_pipeline through --run

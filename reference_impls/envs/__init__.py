@@ -96,6 +96,20 @@ class Env(Protocol):
     def step(self, model_text: str) -> StepResult: ...
 
 
+def replay_calls(env: Env, tool: ToolSpec, arguments) -> list[tuple[str, str]]:
+    """A scripted solver's turns as a demonstration transcript: each argument as one tool call (model text),
+    the environment's real answer after it (env text), until the episode ends."""
+    segments: list[tuple[str, str]] = []
+    for argument in arguments:
+        call = f"{tool.call_open}{argument}{tool.call_close}"
+        segments.append(("model", call))
+        result = env.step(call)
+        if result.done:
+            break
+        segments.append(("env", result.observation))
+    return segments
+
+
 def step_all(envs, texts) -> list[StepResult]:
     """``env.step(text)`` for each episode, in order. An env class whose step is dominated by a model
     call (the memory env's Answer Agent) may define a classmethod ``step_many(envs, texts)``; the

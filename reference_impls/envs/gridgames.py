@@ -36,7 +36,7 @@ from typing import Protocol
 from dataclasses import dataclass
 
 from ..options import Options, option
-from . import StepResult, ToolSpec
+from . import StepResult, ToolSpec, replay_calls
 
 TOOL = ToolSpec(
     name="move",
@@ -204,12 +204,4 @@ def plan_demonstration(env: GridGameEnv, plan: list[str]) -> list[tuple[str, str
     """The solver's plan as a transcript: ``moves_per_turn`` moves per tag, the env's real answers between."""
     env.reset()
     k = env.config.moves_per_turn
-    segments: list[tuple[str, str]] = []
-    for i in range(0, len(plan), k):
-        call = f"{TOOL.call_open}{' '.join(plan[i:i + k])}{TOOL.call_close}"
-        segments.append(("model", call))
-        result = env.step(call)
-        if result.done:
-            break
-        segments.append(("env", result.observation))
-    return segments
+    return replay_calls(env, TOOL, (" ".join(plan[i:i + k]) for i in range(0, len(plan), k)))

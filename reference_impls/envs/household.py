@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec, register_env, replay_calls
 
 TOOL = ToolSpec(
     name="household",
@@ -409,16 +409,7 @@ class HouseholdEnv:
 
 def demonstration(problem: Problem) -> list[tuple[str, str]]:
     """The scripted solver's commands, one per turn, with the simulator's real answers between."""
-    env = HouseholdEnv(problem, HouseholdConfig(max_turns=100))
-    segments: list[tuple[str, str]] = []
-    for cmd in problem.plan:
-        call = f"{TOOL.call_open}{cmd}{TOOL.call_close}"
-        segments.append(("model", call))
-        result = env.step(call)
-        if result.done:
-            break
-        segments.append(("env", result.observation))
-    return segments
+    return replay_calls(HouseholdEnv(problem, HouseholdConfig(max_turns=100)), TOOL, problem.plan)
 
 
 def _problems(split: str, n: int, seed: int, config: HouseholdConfig) -> list[Problem]:

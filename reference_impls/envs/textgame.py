@@ -59,7 +59,7 @@ from pathlib import Path
 from atlas_data import data_dir
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec, register_env, replay_calls
 
 TOOL = ToolSpec(
     name="textgame",
@@ -326,16 +326,10 @@ def demonstration(problem: Problem) -> list[tuple[str, str]]:
     """TextWorld's walkthrough, one command per turn, with the game's real answers between."""
     _, meta = game_files(problem)
     env = TextGameEnv(problem, TextGameConfig(max_turns=100))
-    segments: list[tuple[str, str]] = []
-    for cmd in meta["walkthrough"]:
-        call = f"{TOOL.call_open}{cmd}{TOOL.call_close}"
-        segments.append(("model", call))
-        result = env.step(call)
-        if result.done:
-            break
-        segments.append(("env", result.observation))
-    env.close()
-    return segments
+    try:
+        return replay_calls(env, TOOL, meta["walkthrough"])
+    finally:
+        env.close()
 
 
 def _problems(split: str, n: int, seed: int, config: TextGameConfig) -> list[Problem]:

@@ -57,7 +57,7 @@ from typing import Callable
 
 from .. import sandbox
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec, register_env, replay_calls
 from .code import _call_text, _short
 
 TOOL = ToolSpec(
@@ -821,29 +821,21 @@ class SweEnv:
 
 
 def fix_calls(task: Task) -> list[str]:
-    """The tool calls of the demonstration: read the buggy file around the bug, apply the known fix as a
+    """The tool-call arguments of the demonstration: read the buggy file around the bug, apply the known fix as a
     line-range edit, run the tests, submit."""
     path, old, new = task.fix
     text = dict(task.files)[path]
     first = text[:text.index(old)].count("\n") + 1
     last = first + old.count("\n") - (1 if old.endswith("\n") else 0)
     body = new[:-1] if new.endswith("\n") else new
-    return [f"<tool>read {path} {max(1, first - 5)}</tool>", f"<tool>edit {path} {first}-{last}<new>{body}</new></tool>",
-            "<tool>test</tool>", "<tool>submit</tool>"]
+    return [f"read {path} {max(1, first - 5)}", f"edit {path} {first}-{last}<new>{body}</new>", "test", "submit"]
 
 
 def demonstration(task: Task) -> list[tuple[str, str]]:
     """The real transcript of the scripted fix (every observation is the tool's own output)."""
     env = SweEnv(task, SweConfig())
     env.reset()
-    segs: list[tuple[str, str]] = []
-    for call in fix_calls(task):
-        segs.append(("model", call))
-        r = env.step(call)
-        if r.done:
-            break
-        segs.append(("env", r.observation))
-    return segs
+    return replay_calls(env, TOOL, fix_calls(task))
 
 
 def _tasks(split: str, n: int, seed: int, config: SweConfig) -> list[Task]:

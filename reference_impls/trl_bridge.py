@@ -37,13 +37,17 @@ def _key(messages) -> str:
     return json.dumps(messages, sort_keys=True, ensure_ascii=False)
 
 
-def prompt_dataset(env: str, split: str, n: int, seed: int, env_options: dict):
+def prompt_dataset(env: str, split: str, n: int, seed: int, env_options: dict, problems: list | None = None):
     """A ``datasets.Dataset`` of our environment's problems: ``prompt`` (the environment's opening
-    messages) and ``problem_index``; plus the problems themselves, by prompt, for the rollout."""
+    messages) and ``problem_index``; plus the problems themselves, by prompt, for the rollout.
+    ``problems``: these problems, in this order, instead of drawing ``n`` (a benchmark that feeds two
+    trainers the same problem sequence passes them)."""
     from datasets import Dataset
 
     task = get_env(env)
-    problems = list(task.problems(split, n=n, seed=seed, **env_options))
+    if problems is None:
+        problems = list(task.problems(split, n=n, seed=seed, **env_options))
+    problems = list(problems)
     prompts = [task.make(p, **env_options).reset() for p in problems]
     data = Dataset.from_dict({"prompt": prompts, "problem_index": list(range(len(problems)))})
     return data, problems, {_key(m): p for m, p in zip(prompts, problems)}

@@ -1,6 +1,6 @@
 """The comparison grid: algorithms under one model, one warm start, one budget and several seeds.
 
-    python -m lab.compare run    GRID [--dir DIR] [--max-cells N]   # resumable: finished cells are kept
+    python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV]   # resumable: finished cells are kept
     python -m lab.compare status GRID [--dir DIR]
     python -m lab.compare report GRID [--dir DIR] [--json]
     python -m lab.compare passk  GRID --env ENV [--dir DIR] [--samples 64] [--problems 50]
@@ -360,24 +360,32 @@ def _child(args: list[str], log: Path) -> int:
     return proc.returncode
 
 
-def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout, grid_arg: str | None = None) -> int:
-    """Run every missing stage in order; returns the number of failed stages."""
+def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout, grid_arg: str | None = None,
+        env: str | None = None) -> int:
+    """Run every missing stage in order (only ``env``'s warm start and cells when given: a grid can be
+    finished one environment at a time); returns the number of failed stages."""
     validate(grid, gdir)
+    if env is not None and env not in grid.envs():
+        raise ConfigError(f"--env {env}: the grid has no cells on it; its environments: {', '.join(grid.envs())}")
     gdir.bind(grid)
     grid_arg = grid_arg or str(gdir.path / "grid.yaml")
     failures = 0
-    for env in grid.envs():
-        if not (gdir.warm(env) / "done.json").exists():
-            print(f"warm start of {env} ...", file=out, flush=True)
-            gdir.warm(env).parent.mkdir(parents=True, exist_ok=True)
-            if _child(["_warm", grid_arg, "--dir", str(gdir.path), "--env", env], gdir.path / f"warm-{env}.log"):
-                print(f"  failed: see {gdir.path / f'warm-{env}.log'}", file=out, flush=True)
+    from lab.catalog import get
+
+    envs = [e for e in grid.envs() if env is None or e == env]
+    for name in envs:
+        if not (gdir.warm(name) / "done.json").exists():
+            print(f"warm start of {name} ...", file=out, flush=True)
+            gdir.warm(name).parent.mkdir(parents=True, exist_ok=True)
+            if _child(["_warm", grid_arg, "--dir", str(gdir.path), "--env", name], gdir.path / f"warm-{name}.log"):
+                print(f"  failed: see {gdir.path / f'warm-{name}.log'}", file=out, flush=True)
                 return failures + 1
-    todo = [c for c in grid.cells() if gdir.result(*c) is None]
+    cells = [c for c in grid.cells() if get(c[0]).env in envs]
+    todo = [c for c in cells if gdir.result(*c) is None]
     if max_cells is not None:
         todo = todo[:max_cells]
     durations = []
-    total = len(grid.cells())
+    total = len(cells)
     for i, (impl, seed) in enumerate(todo):
         done = total - len(todo) + i
         eta = f", ETA {_duration(sum(durations) / len(durations) * (len(todo) - i))}" if durations else ""
@@ -512,6 +520,7 @@ def main(argv=None) -> int:
         s.add_argument("--dir", default=None, help="grid folder (default: the data dir's compare/<name>)")
         if name == "run":
             s.add_argument("--max-cells", type=int, default=None, help="stop after this many cells")
+            s.add_argument("--env", default=None, help="only this environment's warm start and cells")
         if name == "report":
             s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
         if name in ("passk", "_passk", "_warm"):
@@ -539,7 +548,7 @@ def main(argv=None) -> int:
         passk_stage(grid, gdir, args.env, args.samples, args.problems)
     elif args.command == "run":
         try:
-            return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid) else 0
+            return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid, env=args.env) else 0
         except ConfigError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

@@ -880,6 +880,28 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
                            "the project's own test files; eight hand-written tasks join the held-out split."),
 
 )
+
+
+def _comparison_rows() -> tuple[Implementation, ...]:
+    """The core comparison grid's algorithms (lab/recipes/grids/core.yaml) on the search and the planning
+    environment: the calculator rows' algorithms with the same switches, on another environment. They link
+    to no node (the environment's node pages keep their GRPO row); the Compare page and the Lab list them."""
+    by_id = {impl.id: impl for impl in IMPLEMENTATIONS}
+    rows = []
+    for env, title, source in (("search", "Search-R1-style agent", "envs/search.py"),
+                               ("frozenlake", "FrozenLake planner", "envs/frozenlake.py")):
+        for suffix, name in (("dr-grpo", "Dr.GRPO"), ("dapo", "DAPO"), ("gspo", "GSPO"), ("rloo", "RLOO"),
+                             ("ppo", "PPO"), ("dpo", "DPO")):
+            if f"{env}-{suffix}" in by_id:
+                continue
+            base = by_id[f"calculator-{suffix}"]
+            rows.append(Implementation(f"{env}-{suffix}", f"{title} ({name})", base.algo, env, source,
+                                       f"{base.summary} On the {env} environment, for the comparison grid.",
+                                       dict(base.algo_options)))
+    return tuple(rows)
+
+
+IMPLEMENTATIONS = IMPLEMENTATIONS + _comparison_rows()
 BY_ID = {impl.id: impl for impl in IMPLEMENTATIONS}
 
 #: algorithm nodes with no implementation yet, and why (the node page says so instead of a "Run this")

@@ -1,6 +1,6 @@
 """Screenshots of the pages that need a training run (Lab, Runs) plus Import and Algorithms, for the README.
 
-    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/{algorithms,import,lab,runs}.png
+    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/{algorithms,compare,import,lab,runs}.png
 
 The explorer's other screenshots come from ``benchmarks/app_bench.py --screenshots docs/screenshots``;
 this script uses the same machinery (``take_screenshots``) in a private data directory where it first
@@ -35,6 +35,8 @@ def main() -> int:
     print(f"run {run.id}: {manager.wait(run.id, timeout=900).status}", file=sys.stderr, flush=True)
     shots = [
         ("algorithms.png", "/algorithms", [("h1", "RL algorithms")], None),
+        # the shipped core grid's results (lab/results/core), drawn from the repository's files
+        ("compare.png", "/compare?grid=core", [("h1", "Compare algorithms")], None),
         ("import.png", "/imports", [("h1", "Import your works")], None),
         ("lab.png", f"/lab?impl=calculator-grpo&preset=quick&run={run.id}", [("h3", f"Run {run.id}")], f"Run {run.id}"),
         ("runs.png", "/runs", [("h1", "Runs")], None),

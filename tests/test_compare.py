@@ -173,3 +173,19 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     assert len(list((shipped / "cells").glob("*.json"))) == 4  # exported cells sit flat in cells/
     assert sorted(r["cell"] for r in compare.results(None, compare.GridDir(shipped))) == sorted(
         r["cell"] for r in compare.results(grid, gdir))
+
+
+def test_run_one_environment_at_a_time(tmp_path):
+    """``run --env``: only that environment's warm start and cells run; the others stay pending, and an
+    environment the grid does not have is named in the error."""
+    path = _grid(tmp_path, implementations=["calculator-grpo", "search-grpo"], seeds=[0],
+                 options={"model": "tiny", "steps": 1, "prompts_per_step": 1, "group_size": 2,
+                          "max_new_tokens_per_turn": 8, "max_completion_tokens": 16, "checkpoint_every": 1,
+                          "sft_steps": 0}, eval={"n": 2, "seed": 7})
+    grid = compare.Grid.load(str(path))
+    gdir = compare.GridDir(tmp_path / "run")
+    with pytest.raises(ConfigError, match="--env memory.*calculator, search"):
+        compare.run(grid, gdir, env="memory")
+    assert compare.run(grid, gdir, env="search", grid_arg=str(path)) == 0
+    assert [r["state"] for r in compare.status(grid, gdir)] == ["pending", "done"]
+    assert (gdir.warm("search") / "done.json").exists() and not gdir.warm("calculator").exists()

@@ -238,6 +238,27 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
     os.replace(tmp, out)
 
 
+def warm_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
+    """Held-out success of the warm start alone (no RL), on the cells' problems and lengths: the reference
+    every cell of ``env`` is read against. Written into the warm start's ``done.json``."""
+    impl = next(i for i in grid.implementations if _env_of(i) == env)
+    config = cell_config(grid, impl, grid.warm_seed, str(gdir.warm(env)))
+    t0 = time.time()
+    heldout = evaluate_heldout(str(gdir.warm(env)), env, config["env_options"], grid.eval_n, grid.eval_seed,
+                               config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    interval = bootstrap_interval([heldout])
+    done = gdir.warm(env) / "done.json"
+    _atomic_json(done, {**json.loads(done.read_text()), "heldout": interval.mean,
+                        "heldout_interval": [interval.low, interval.high], "heldout_by_problem": heldout,
+                        "eval_s": round(time.time() - t0, 1)})
+
+
+def _env_of(impl_id: str) -> str:
+    from lab.catalog import get
+
+    return get(impl_id).env
+
+
 def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed: int,
                      max_new_tokens_per_turn: int, max_completion_tokens: int) -> list[int]:
     """Greedy held-out success, one 0/1 per problem (the same problems for every cell of the grid)."""
@@ -380,6 +401,12 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
             if _child(["_warm", grid_arg, "--dir", str(gdir.path), "--env", name], gdir.path / f"warm-{name}.log"):
                 print(f"  failed: see {gdir.path / f'warm-{name}.log'}", file=out, flush=True)
                 return failures + 1
+        if "heldout" not in json.loads((gdir.warm(name) / "done.json").read_text()):
+            print(f"held-out of the {name} warm start (no RL) ...", file=out, flush=True)
+            if _child(["_warmeval", grid_arg, "--dir", str(gdir.path), "--env", name],
+                      gdir.path / f"warm-eval-{name}.log"):
+                print(f"  failed: see {gdir.path / f'warm-eval-{name}.log'}", file=out, flush=True)
+                return failures + 1
     cells = [c for c in grid.cells() if get(c[0]).env in envs]
     todo = [c for c in cells if gdir.result(*c) is None]
     if max_cells is not None:
@@ -503,7 +530,14 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
     n = 0
     for r in results(grid, gdir):
         (dest / "cells").mkdir(exist_ok=True)
+        # the warm start's folder is this machine's; shipped, the config names it relative to a grid folder
+        # (GridResults.reproduce says how to rebuild it) and the warm start's own settings travel beside it
+        r = {**r, "config": {**r["config"], "model": f"warm/{r['env']}"}}
         _atomic_json(dest / "cells" / f"{r['cell']}.json", r)
+        warm = gdir.warm(r["env"]) / "done.json"
+        if warm.exists():
+            (dest / "warm").mkdir(exist_ok=True)
+            shutil.copy(warm, dest / "warm" / f"{r['env']}.json")
         n += 1
     for p in sorted((gdir.path / "passk").glob("*.json")):
         (dest / "passk").mkdir(exist_ok=True)
@@ -514,7 +548,7 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("run", "status", "report", "passk", "export", "_warm", "_cell", "_passk"):
+    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_cell", "_passk"):
         s = sub.add_parser(name)
         s.add_argument("grid", help="grid name in lab/recipes/grids/ or a path to a grid file")
         s.add_argument("--dir", default=None, help="grid folder (default: the data dir's compare/<name>)")
@@ -523,7 +557,7 @@ def main(argv=None) -> int:
             s.add_argument("--env", default=None, help="only this environment's warm start and cells")
         if name == "report":
             s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
-        if name in ("passk", "_passk", "_warm"):
+        if name in ("passk", "_passk", "_warm", "_warmeval"):
             s.add_argument("--env", required=True)
         if name in ("passk", "_passk"):
             s.add_argument("--samples", type=int, default=64, help="samples per problem (k = 1..samples)")
@@ -542,6 +576,8 @@ def main(argv=None) -> int:
     gdir = GridDir(args.dir) if args.dir else GridDir.default(grid)
     if args.command == "_warm":
         warm_stage(grid, gdir, args.env)
+    elif args.command == "_warmeval":
+        warm_eval_stage(grid, gdir, args.env)
     elif args.command == "_cell":
         cell_stage(grid, gdir, args.impl, args.seed)
     elif args.command == "_passk":
@@ -593,6 +629,7 @@ class GridResults:
     cells: list[dict]
     passk: dict[str, dict]  # env -> the passk file
     shipped: bool
+    warm: dict[str, dict] = field(default_factory=dict)  # env -> the warm start's record (held-out without RL)
 
     def board(self) -> dict[str, list[dict]]:
         return leaderboard(self.cells, self.spec.get("baseline", "grpo"))
@@ -605,10 +642,22 @@ class GridResults:
         return (", ".join(parts) + f"; seeds {', '.join(map(str, self.spec.get('seeds', [])))}; held-out: "
                 f"{ev.get('n')} problems (seed {ev.get('seed')}), greedy, the same for every cell")
 
+    def warm_reference(self, env: str) -> str:
+        """The warm start's held-out success (no RL) in words, or "" when it was not measured."""
+        w = self.warm.get(env, {})
+        if "heldout" not in w:
+            return ""
+        low, high = w["heldout_interval"]
+        return (f"Warm start alone (no RL), same held-out problems: {100 * w['heldout']:.1f}% "
+                f"(95% interval {100 * low:.1f}-{100 * high:.1f}%)")
+
     def curves(self) -> list[dict]:
-        """Mean reward per step over seeds, one row per (implementation, step)."""
+        """Mean reward per step over seeds, one row per (implementation, step). DPO cells are left out:
+        their per-step ``reward_mean`` is the preference margin (dpo.py), not the environment's reward."""
         acc: dict[tuple[str, str, int], list[float]] = {}
         for c in self.cells:
+            if c.get("algo") == "dpo":
+                continue
             for point in c.get("curve", []):
                 if point.get("reward_mean") is not None:
                     acc.setdefault((c["env"], c["implementation"], point["step"]), []).append(point["reward_mean"])
@@ -616,9 +665,13 @@ class GridResults:
                 for (e, i, s), v in sorted(acc.items())]
 
     def reproduce(self, cell: dict) -> str:
-        """The command that re-trains this cell from its recorded config (after its env's warm start)."""
-        return (f"python -m lab.compare run {self.spec.get('name')}   # or, this cell alone from its config:\n"
-                f"python -m reference_impls.train --config CELL_CONFIG.json --out runs/{cell['cell']}")
+        """The commands that re-train this cell: the grid (its environment's warm start and cells), or the
+        cell alone from its recorded config on top of that warm start."""
+        name, env = self.spec.get("name"), cell["env"]
+        return (f"python -m lab.compare run {name} --env {env}   # the warm start and every cell of {env}\n"
+                f"# or this cell alone from its config, once the warm start exists:\n"
+                f"python -m reference_impls.train --config {cell['cell']}.json "
+                f"--model DATA_DIR/compare/{name}/warm/{env} --out runs/{cell['cell']}")
 
 
 def _load_results(folder: Path, shipped: bool) -> GridResults | None:
@@ -635,9 +688,16 @@ def _load_results(folder: Path, shipped: bool) -> GridResults | None:
             passk[p.stem] = json.loads(p.read_text())
         except ValueError:
             continue
+    warm = {}  # a grid folder keeps warm/<env>/done.json, a shipped one warm/<env>.json
+    for p in sorted((folder / "warm").glob("*")):
+        record = p / "done.json" if p.is_dir() else p
+        try:
+            warm[p.stem if p.is_file() else p.name] = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
     label = spec.get("label") or spec.get("name", folder.name)
     return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,
-                       results(None, GridDir(folder)), passk, shipped)
+                       results(None, GridDir(folder)), passk, shipped, warm)
 
 
 def available_results() -> list[GridResults]:

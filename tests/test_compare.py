@@ -171,6 +171,16 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     shipped = tmp_path / "shipped"
     assert compare.export(grid, gdir, shipped) == 4
     assert len(list((shipped / "cells").glob("*.json"))) == 4  # exported cells sit flat in cells/
+    # shipped configs name the warm start relative to a grid folder (not this machine's path), and the warm
+    # start's own settings travel with them
+    exported = [json.loads(f.read_text()) for f in (shipped / "cells").glob("*.json")]
+    assert {c["config"]["model"] for c in exported} == {"warm/calculator"}
+    assert json.loads((shipped / "warm" / "calculator.json").read_text())["sft_steps"] == 0
+    # the warm start alone was evaluated once, on the cells' held-out problems, and travels with the results
+    warm = json.loads((gdir.warm("calculator") / "done.json").read_text())
+    assert len(warm["heldout_by_problem"]) == 4 and warm["heldout"] == sum(warm["heldout_by_problem"]) / 4
+    assert compare._load_results(shipped, shipped=True).warm_reference("calculator").startswith(
+        "Warm start alone (no RL), same held-out problems: ")
     assert sorted(r["cell"] for r in compare.results(None, compare.GridDir(shipped))) == sorted(
         r["cell"] for r in compare.results(grid, gdir))
 

@@ -20,6 +20,9 @@ def _write_grid(root, cells, passk=None):
     for c in cells:
         (folder / "cells" / c["cell"]).mkdir()
         (folder / "cells" / c["cell"] / "result.json").write_text(json.dumps(c))
+    (folder / "warm" / "calculator").mkdir(parents=True)  # a grid folder's warm start, measured alone
+    (folder / "warm" / "calculator" / "done.json").write_text(json.dumps(
+        {"sft_steps": 3, "heldout": 0.25, "heldout_interval": [0.0, 0.75], "heldout_by_problem": [1, 0, 0, 0]}))
     if passk:
         (folder / "passk").mkdir()
         (folder / "passk" / "calculator.json").write_text(json.dumps(passk))
@@ -62,6 +65,9 @@ def test_leaderboard_curves_and_passk(data):
     curves = grids[0].curves()
     assert {"env": "calculator", "implementation": "calculator-ppo", "step": 3, "reward_mean": pytest.approx(0.45),
             "seeds": 2} in curves
+    # a DPO cell's per-step number is its preference margin: never drawn as a reward curve
+    dpo = compare.GridResults("g", data, {}, [_cell("calculator-dpo", "dpo", 0, [1, 0, 0, 0])], {}, False)
+    assert dpo.curves() == []
 
     at = open_page("compare", grid="demo")
     shown = texts(at)
@@ -71,6 +77,9 @@ def test_leaderboard_curves_and_passk(data):
     assert list(table["implementation"]) == ["calculator-ppo", "calculator-grpo"]
     assert "recipe quick" in shown and "4 problems" in shown
     assert any("pass@k" in c.value for c in at.caption)
+    # the warm start alone is the reference each row is read against
+    assert "Warm start alone (no RL), same held-out problems: 25.0% (95% interval 0.0-75.0%)" in [
+        c.value for c in at.caption]
 
 
 def test_node_page_shows_its_algorithms_row(data):

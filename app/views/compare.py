@@ -33,11 +33,14 @@ if not chosen.cells:
 curves = pd.DataFrame(chosen.curves())
 for env, rows in chosen.board().items():
     st.header(f"{env}", divider="gray")
+    if chosen.warm_reference(env):
+        st.caption(chosen.warm_reference(env))
     st.vega_lite_chart(presentation.interval_chart(rows), width="stretch")
     st.dataframe(presentation.leaderboard_frame(rows), hide_index=True, width="stretch")
     env_curves = curves[curves["env"] == env] if not curves.empty else curves
     if not env_curves.empty:
-        st.caption("Mean training reward per step (over seeds)")
+        st.caption("Mean training reward per step (over seeds); DPO rows are not drawn: their per-step number "
+                   "is the preference margin, not the environment's reward")
         st.line_chart(env_curves.pivot_table(index="step", columns="implementation", values="reward_mean"),
                       height=260, x_label="step", y_label="reward")
     if env in chosen.passk:

@@ -19,7 +19,7 @@ same problems for every cell (paired).
 Layout of DIR (default: the data dir's ``compare/<grid name>``)::
 
     grid.yaml                    the grid as run (a different grid refuses to reuse the folder)
-    warm/<env>/                  the environment's warm-start model + done.json
+    warm/<env>/                  the environment's warm-start model + done.json (with its held-out, no RL)
     cells/<impl>-s<seed>/run/    the trainer's run folder (checkpoints: a killed cell resumes)
     cells/<impl>-s<seed>/result.json   config, curve, held-out per problem, time, tokens, peak memory
     cells/<impl>-s<seed>/error.txt     why the cell failed (it is retried on the next run)

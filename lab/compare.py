@@ -1,6 +1,6 @@
 """The comparison grid: algorithms under one model, one warm start, one budget and several seeds.
 
-    python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV]   # resumable: finished cells are kept
+    python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV]   # resumable: finished stages are kept
     python -m lab.compare status GRID [--dir DIR]
     python -m lab.compare report GRID [--dir DIR] [--json]
     python -m lab.compare passk  GRID --env ENV [--dir DIR] [--samples 64] [--problems 50]
@@ -19,6 +19,7 @@ same problems for every cell (paired).
 Layout of DIR (default: the data dir's ``compare/<grid name>``)::
 
     grid.yaml                    the grid as run (a different grid refuses to reuse the folder)
+    base/<env>.json              the untrained model's held-out (grids with ``base: true``)
     warm/<env>/                  the environment's warm-start model + done.json (with its held-out, no RL)
     cells/<impl>-s<seed>/run/    the trainer's run folder (checkpoints: a killed cell resumes)
     cells/<impl>-s<seed>/result.json   config, curve, held-out per problem, time, tokens, peak memory
@@ -70,6 +71,9 @@ class Grid:
     warm_seed: int = 0
     label: str = ""
     baseline: str = "grpo"  # the algorithm every other one is compared with, per environment
+    # also measure the untrained model (the recipe's model, no warm start) on the same held-out problems:
+    # the "base" of base / SFT / SFT + RL
+    base: bool = False
 
     @classmethod
     def load(cls, name_or_path: str) -> "Grid":
@@ -113,7 +117,7 @@ class Grid:
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
                    warm_seed=int(data.get("warm_seed", 0)), label=str(data.get("label", "")),
-                   baseline=str(data.get("baseline", "grpo")))
+                   baseline=str(data.get("baseline", "grpo")), base=bool(data.get("base", False)))
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -177,6 +181,9 @@ class GridDir:
 
     def warm(self, env: str) -> Path:
         return self.path / "warm" / env
+
+    def base(self, env: str) -> Path:
+        return self.path / "base" / f"{env}.json"
 
     def cell(self, impl: str, seed: int) -> Path:
         return self.path / "cells" / cell_id(impl, seed)
@@ -246,11 +253,29 @@ def warm_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
     t0 = time.time()
     heldout = evaluate_heldout(str(gdir.warm(env)), env, config["env_options"], grid.eval_n, grid.eval_seed,
                                config["max_new_tokens_per_turn"], config["max_completion_tokens"])
-    interval = bootstrap_interval([heldout])
     done = gdir.warm(env) / "done.json"
-    _atomic_json(done, {**json.loads(done.read_text()), "heldout": interval.mean,
-                        "heldout_interval": [interval.low, interval.high], "heldout_by_problem": heldout,
+    _atomic_json(done, {**json.loads(done.read_text()), **_heldout_record(heldout),
                         "eval_s": round(time.time() - t0, 1)})
+
+
+def base_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
+    """Held-out success of the untrained model (no warm start, no RL) on the cells' problems and lengths."""
+    impl = next(i for i in grid.implementations if _env_of(i) == env)
+    model = warm_settings(grid, env)["model"]
+    config = cell_config(grid, impl, grid.warm_seed, model)
+    t0 = time.time()
+    heldout = evaluate_heldout(model, env, config["env_options"], grid.eval_n, grid.eval_seed,
+                               config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    gdir.base(env).parent.mkdir(parents=True, exist_ok=True)
+    _atomic_json(gdir.base(env), {"model": model, "env": env, **_heldout_record(heldout),
+                                  "eval_s": round(time.time() - t0, 1)})
+
+
+def _heldout_record(heldout: list[int]) -> dict:
+    """Held-out success as every record stores it: the mean, its 95% bootstrap interval, the 0/1s."""
+    interval = bootstrap_interval([heldout])
+    return {"heldout": interval.mean, "heldout_interval": [interval.low, interval.high],
+            "heldout_by_problem": heldout}
 
 
 def _env_of(impl_id: str) -> str:
@@ -306,7 +331,6 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
     t1 = time.time()
     heldout = evaluate_heldout(str(ckpt), env, config["env_options"], grid.eval_n, grid.eval_seed,
                                config["max_new_tokens_per_turn"], config["max_completion_tokens"])
-    interval = bootstrap_interval([heldout])
     _atomic_json(folder / "result.json", {
         "cell": cell_id(impl, seed), "implementation": impl, "algo": config["algo"], "env": env, "seed": seed,
         "config": config, "steps_done": metrics[-1]["step"] if metrics else 0, "resumed_from_step": resumed_from,
@@ -316,7 +340,7 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
         "tokens": round(sum(m.get("tokens_per_s", 0.0) * m.get("step_s", 0.0) for m in metrics)),
         "train_s": round(metrics[-1]["wall_s"], 1) if metrics else round(train_s, 1),
         "eval_s": round(time.time() - t1, 1), "peak_rss_mb": round(_peak_rss_mb(), 1),
-        "heldout": interval.mean, "heldout_interval": [interval.low, interval.high], "heldout_by_problem": heldout,
+        **_heldout_record(heldout),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
     (folder / "error.txt").unlink(missing_ok=True)
@@ -391,10 +415,15 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
     gdir.bind(grid)
     grid_arg = grid_arg or str(gdir.path / "grid.yaml")
     failures = 0
-    from lab.catalog import get
-
     envs = [e for e in grid.envs() if env is None or e == env]
     for name in envs:
+        if grid.base and not gdir.base(name).exists():
+            print(f"held-out of the untrained {name} model ...", file=out, flush=True)
+            gdir.base(name).parent.mkdir(parents=True, exist_ok=True)
+            if _child(["_baseeval", grid_arg, "--dir", str(gdir.path), "--env", name],
+                      gdir.path / f"base-eval-{name}.log"):
+                print(f"  failed: see {gdir.path / f'base-eval-{name}.log'}", file=out, flush=True)
+                return failures + 1
         if not (gdir.warm(name) / "done.json").exists():
             print(f"warm start of {name} ...", file=out, flush=True)
             gdir.warm(name).parent.mkdir(parents=True, exist_ok=True)
@@ -407,7 +436,7 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
                       gdir.path / f"warm-eval-{name}.log"):
                 print(f"  failed: see {gdir.path / f'warm-eval-{name}.log'}", file=out, flush=True)
                 return failures + 1
-    cells = [c for c in grid.cells() if get(c[0]).env in envs]
+    cells = [c for c in grid.cells() if _env_of(c[0]) in envs]
     todo = [c for c in cells if gdir.result(*c) is None]
     if max_cells is not None:
         todo = todo[:max_cells]
@@ -508,12 +537,32 @@ def _is_plain(impl_id: str, algo: str) -> bool:
     return impl is not None and impl.algo == algo and not impl.algo_options
 
 
-def report_text(board: dict[str, list[dict]]) -> str:
+def references(gdir: GridDir, env: str) -> dict[str, dict]:
+    """The reference records of ``env`` that have been measured: the untrained model's held-out and the
+    warm start's (no RL), keyed by what the report calls them."""
+    found = {}
+    try:
+        found["untrained model"] = json.loads(gdir.base(env).read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        warm = json.loads((gdir.warm(env) / "done.json").read_text())
+    except (OSError, ValueError):
+        warm = {}
+    if "heldout" in warm:
+        found["warm start (no RL)"] = warm
+    return found
+
+
+def report_text(board: dict[str, list[dict]], refs: dict[str, dict[str, dict]] | None = None) -> str:
     lines = []
     for env, rows in board.items():
         lines.append(f"## {env}")
         lines.append(f"{'implementation':<24} {'seeds':>5} {'held-out':>9} {'95% interval':>16} {'time':>8} "
                      f"{'tokens':>9} {'peak MB':>8}  verdict")
+        for label, r in (refs or {}).get(env, {}).items():
+            interval = "[{:.3f}, {:.3f}]".format(*r["heldout_interval"])
+            lines.append(f"{'(' + label + ')':<24} {'':>5} {r['heldout']:>9.3f} {interval:>16}")
         for r in rows:
             interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
             lines.append(f"{r['implementation']:<24} {r['seeds']:>5} {r['heldout']:>9.3f} "
@@ -534,11 +583,14 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
         # (GridResults.reproduce says how to rebuild it) and the warm start's own settings travel beside it
         r = {**r, "config": {**r["config"], "model": f"warm/{r['env']}"}}
         _atomic_json(dest / "cells" / f"{r['cell']}.json", r)
-        warm = gdir.warm(r["env"]) / "done.json"
-        if warm.exists():
-            (dest / "warm").mkdir(exist_ok=True)
-            shutil.copy(warm, dest / "warm" / f"{r['env']}.json")
         n += 1
+    for env in grid.envs():
+        if (gdir.warm(env) / "done.json").exists():
+            (dest / "warm").mkdir(exist_ok=True)
+            shutil.copy(gdir.warm(env) / "done.json", dest / "warm" / f"{env}.json")
+        if gdir.base(env).exists():
+            (dest / "base").mkdir(exist_ok=True)
+            shutil.copy(gdir.base(env), dest / "base" / f"{env}.json")
     for p in sorted((gdir.path / "passk").glob("*.json")):
         (dest / "passk").mkdir(exist_ok=True)
         shutil.copy(p, dest / "passk" / p.name)
@@ -548,7 +600,7 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_cell", "_passk"):
+    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_baseeval", "_cell", "_passk"):
         s = sub.add_parser(name)
         s.add_argument("grid", help="grid name in lab/recipes/grids/ or a path to a grid file")
         s.add_argument("--dir", default=None, help="grid folder (default: the data dir's compare/<name>)")
@@ -557,7 +609,7 @@ def main(argv=None) -> int:
             s.add_argument("--env", default=None, help="only this environment's warm start and cells")
         if name == "report":
             s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
-        if name in ("passk", "_passk", "_warm", "_warmeval"):
+        if name in ("passk", "_passk", "_warm", "_warmeval", "_baseeval"):
             s.add_argument("--env", required=True)
         if name in ("passk", "_passk"):
             s.add_argument("--samples", type=int, default=64, help="samples per problem (k = 1..samples)")
@@ -578,6 +630,8 @@ def main(argv=None) -> int:
         warm_stage(grid, gdir, args.env)
     elif args.command == "_warmeval":
         warm_eval_stage(grid, gdir, args.env)
+    elif args.command == "_baseeval":
+        base_eval_stage(grid, gdir, args.env)
     elif args.command == "_cell":
         cell_stage(grid, gdir, args.impl, args.seed)
     elif args.command == "_passk":
@@ -603,7 +657,7 @@ def main(argv=None) -> int:
                                                     "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
                                                     "steps_done")}))
         else:
-            print(report_text(leaderboard(cells, grid.baseline)))
+            print(report_text(leaderboard(cells, grid.baseline), {e: references(gdir, e) for e in grid.envs()}))
     elif args.command == "passk":
         return _child(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
                        str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")
@@ -630,6 +684,7 @@ class GridResults:
     passk: dict[str, dict]  # env -> the passk file
     shipped: bool
     warm: dict[str, dict] = field(default_factory=dict)  # env -> the warm start's record (held-out without RL)
+    base: dict[str, dict] = field(default_factory=dict)  # env -> the untrained model's held-out record
 
     def board(self) -> dict[str, list[dict]]:
         return leaderboard(self.cells, self.spec.get("baseline", "grpo"))
@@ -642,14 +697,16 @@ class GridResults:
         return (", ".join(parts) + f"; seeds {', '.join(map(str, self.spec.get('seeds', [])))}; held-out: "
                 f"{ev.get('n')} problems (seed {ev.get('seed')}), greedy, the same for every cell")
 
-    def warm_reference(self, env: str) -> str:
-        """The warm start's held-out success (no RL) in words, or "" when it was not measured."""
-        w = self.warm.get(env, {})
-        if "heldout" not in w:
-            return ""
-        low, high = w["heldout_interval"]
-        return (f"Warm start alone (no RL), same held-out problems: {100 * w['heldout']:.1f}% "
-                f"(95% interval {100 * low:.1f}-{100 * high:.1f}%)")
+    def reference_line(self, env: str) -> str:
+        """The references' held-out success in words (the untrained model where measured, then the warm
+        start alone, no RL), or "" when neither was measured."""
+        parts = []
+        for label, record in (("Untrained model", self.base.get(env, {})),
+                              ("Warm start alone (no RL)", self.warm.get(env, {}))):
+            if "heldout" in record:
+                low, high = record["heldout_interval"]
+                parts.append(f"{label}: {100 * record['heldout']:.1f}% (95% interval {100 * low:.1f}-{100 * high:.1f}%)")
+        return ("Same held-out problems. " + "; ".join(parts)) if parts else ""
 
     def curves(self) -> list[dict]:
         """Mean reward per step over seeds, one row per (implementation, step). DPO cells are left out:
@@ -695,9 +752,15 @@ def _load_results(folder: Path, shipped: bool) -> GridResults | None:
             warm[p.stem if p.is_file() else p.name] = json.loads(record.read_text())
         except (OSError, ValueError):
             continue
+    base = {}
+    for p in sorted((folder / "base").glob("*.json")):
+        try:
+            base[p.stem] = json.loads(p.read_text())
+        except ValueError:
+            continue
     label = spec.get("label") or spec.get("name", folder.name)
     return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,
-                       results(None, GridDir(folder)), passk, shipped, warm)
+                       results(None, GridDir(folder)), passk, shipped, warm, base)
 
 
 def available_results() -> list[GridResults]:

@@ -45,9 +45,7 @@ def prompt_dataset(env: str, split: str, n: int, seed: int, env_options: dict, p
     from datasets import Dataset
 
     task = get_env(env)
-    if problems is None:
-        problems = list(task.problems(split, n=n, seed=seed, **env_options))
-    problems = list(problems)
+    problems = list(task.problems(split, n=n, seed=seed, **env_options) if problems is None else problems)
     prompts = [task.make(p, **env_options).reset() for p in problems]
     data = Dataset.from_dict({"prompt": prompts, "problem_index": list(range(len(problems)))})
     return data, problems, {_key(m): p for m, p in zip(prompts, problems)}

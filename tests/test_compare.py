@@ -126,7 +126,7 @@ def test_leaderboard_ranks_and_compares_with_the_baseline():
 def tiny_grid(tmp_path):
     return _grid(tmp_path, options={"model": "tiny", "steps": 4, "prompts_per_step": 2, "group_size": 2,
                                     "max_new_tokens_per_turn": 8, "max_completion_tokens": 24,
-                                    "checkpoint_every": 1, "sft_steps": 0}, eval={"n": 4, "seed": 7})
+                                    "checkpoint_every": 1, "sft_steps": 0}, eval={"n": 4, "seed": 7}, base=True)
 
 
 def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
@@ -179,8 +179,15 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     # the warm start alone was evaluated once, on the cells' held-out problems, and travels with the results
     warm = json.loads((gdir.warm("calculator") / "done.json").read_text())
     assert len(warm["heldout_by_problem"]) == 4 and warm["heldout"] == sum(warm["heldout_by_problem"]) / 4
-    assert compare._load_results(shipped, shipped=True).warm_reference("calculator").startswith(
-        "Warm start alone (no RL), same held-out problems: ")
+    # so was the untrained model (base: true), once per environment, on the same problems
+    base = json.loads(gdir.base("calculator").read_text())
+    assert base["model"] == "tiny" and len(base["heldout_by_problem"]) == 4
+    assert json.loads((shipped / "base" / "calculator.json").read_text()) == base
+    line = compare._load_results(shipped, shipped=True).reference_line("calculator")
+    assert line.startswith("Same held-out problems. Untrained model: ") and "; Warm start alone (no RL): " in line
+    text = compare.report_text(compare.leaderboard(compare.results(grid, gdir)),
+                               {"calculator": compare.references(gdir, "calculator")})
+    assert "(untrained model)" in text and "(warm start (no RL))" in text
     assert sorted(r["cell"] for r in compare.results(None, compare.GridDir(shipped))) == sorted(
         r["cell"] for r in compare.results(grid, gdir))
 

@@ -23,6 +23,9 @@ def _write_grid(root, cells, passk=None):
     (folder / "warm" / "calculator").mkdir(parents=True)  # a grid folder's warm start, measured alone
     (folder / "warm" / "calculator" / "done.json").write_text(json.dumps(
         {"sft_steps": 3, "heldout": 0.25, "heldout_interval": [0.0, 0.75], "heldout_by_problem": [1, 0, 0, 0]}))
+    (folder / "base").mkdir()  # the untrained model, measured on the same problems
+    (folder / "base" / "calculator.json").write_text(json.dumps(
+        {"model": "tiny", "heldout": 0.0, "heldout_interval": [0.0, 0.0], "heldout_by_problem": [0, 0, 0, 0]}))
     if passk:
         (folder / "passk").mkdir()
         (folder / "passk" / "calculator.json").write_text(json.dumps(passk))
@@ -77,9 +80,9 @@ def test_leaderboard_curves_and_passk(data):
     assert list(table["implementation"]) == ["calculator-ppo", "calculator-grpo"]
     assert "recipe quick" in shown and "4 problems" in shown
     assert any("pass@k" in c.value for c in at.caption)
-    # the warm start alone is the reference each row is read against
-    assert "Warm start alone (no RL), same held-out problems: 25.0% (95% interval 0.0-75.0%)" in [
-        c.value for c in at.caption]
+    # the untrained model and the warm start alone are the references each row is read against
+    assert ("Same held-out problems. Untrained model: 0.0% (95% interval 0.0-0.0%); "
+            "Warm start alone (no RL): 25.0% (95% interval 0.0-75.0%)") in [c.value for c in at.caption]
 
 
 def test_node_page_shows_its_algorithms_row(data):

@@ -33,8 +33,9 @@ if not chosen.cells:
 curves = pd.DataFrame(chosen.curves())
 for env, rows in chosen.board().items():
     st.header(f"{env}", divider="gray")
-    if chosen.warm_reference(env):
-        st.caption(chosen.warm_reference(env))
+    reference = chosen.reference_line(env)
+    if reference:
+        st.caption(reference)
     st.vega_lite_chart(presentation.interval_chart(rows), width="stretch")
     st.dataframe(presentation.leaderboard_frame(rows), hide_index=True, width="stretch")
     env_curves = curves[curves["env"] == env] if not curves.empty else curves

@@ -1126,6 +1126,46 @@ def leaderboard_frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
+def node_comparison_lines(grids, impl_ids: set[str]) -> list[tuple[str, str]]:
+    """(grid name, one line) per comparison row of the node's implementations: the leaderboard row and its
+    verdict against the grid's baseline; in a base / SFT / SFT + RL grid, the stages and RL's paired
+    verdict against the warm start instead. The lines are Markdown with the names escaped."""
+    lines = []
+    for grid in grids:
+        name = grid.spec.get("name", "")
+        stages = grid.progression()
+        for env, rows in grid.board().items():
+            for row in rows:
+                if row["implementation"] not in impl_ids:
+                    continue
+                where = f"In the comparison grid *{md_escape(name)}* ({md_escape(env)}, {row['seeds']} seed{'s' if row['seeds'] != 1 else ''})"
+                held = f"{100 * row['heldout']:.1f} % [{100 * row['low']:.1f}, {100 * row['high']:.1f}]"
+                refs = {r["stage"]: r for r in stages.get(env, []) if r["implementation"] is None}
+                if refs:
+                    mine = next(r for r in stages[env] if r["implementation"] == row["implementation"])
+                    before = "; ".join(f"{label} {100 * r['heldout']:.1f} %" for label, r in refs.items())
+                    versus = [mine["verdict"] or "no warm start measured"]
+                    if row["verdict"] and row["verdict"] != "baseline":  # and against the grid's baseline
+                        versus.append(row["verdict"])
+                    lines.append((name, f"{where}: {before}; SFT + RL held-out {held}; "
+                                        f"{md_escape('; '.join(versus))}."))
+                else:
+                    lines.append((name, f"{where}: held-out {held}; "
+                                        f"{md_escape(row['verdict'] or 'no baseline in the grid')}."))
+    return lines
+
+
+def progression_frame(rows: list[dict]) -> pd.DataFrame:
+    """One environment's untrained -> SFT -> SFT + RL stages as a table (in %), each stage paired with the
+    stage it starts from."""
+    return pd.DataFrame([{
+        "stage": r["stage"], "seeds": r["seeds"], "held-out %": round(100 * r["heldout"], 1),
+        "95% low": round(100 * r["low"], 1), "95% high": round(100 * r["high"], 1),
+        "vs stage before (pts)": None if r["vs"] is None else round(100 * r["vs"]["mean"], 1),
+        "verdict": r["verdict"],
+    } for r in rows])
+
+
 def interval_chart(rows: list[dict]) -> dict:
     """Vega-Lite: held-out success per implementation with its 95% interval as a bar."""
     data = [{"implementation": r["implementation"], "heldout": 100 * r["heldout"], "low": 100 * r["low"],

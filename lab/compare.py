@@ -537,32 +537,67 @@ def _is_plain(impl_id: str, algo: str) -> bool:
     return impl is not None and impl.algo == algo and not impl.algo_options
 
 
-def references(gdir: GridDir, env: str) -> dict[str, dict]:
-    """The reference records of ``env`` that have been measured: the untrained model's held-out and the
-    warm start's (no RL), keyed by what the report calls them."""
-    found = {}
-    try:
-        found["untrained model"] = json.loads(gdir.base(env).read_text())
-    except (OSError, ValueError):
-        pass
-    try:
-        warm = json.loads((gdir.warm(env) / "done.json").read_text())
-    except (OSError, ValueError):
-        warm = {}
-    if "heldout" in warm:
-        found["warm start (no RL)"] = warm
-    return found
+def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict]) -> dict[str, list[dict]]:
+    """Per environment, what each stage of training adds on the same held-out problems: the untrained
+    model, the warm start (SFT only) and each implementation's RL cells. Each stage is compared, paired on
+    the problems, with the stage it starts from (SFT with the untrained model, RL with the warm start), so
+    "did RL help beyond SFT?" gets an interval and a verdict. ``base`` / ``warm``: env -> held-out record."""
+    envs = list(dict.fromkeys([c["env"] for c in cells] + [e for e in (*base, *warm)]))
+    out = {}
+    for env in envs:
+        stages = []  # (label, implementation or None, held-out matrix: one row per seed)
+        if "heldout" in base.get(env, {}):
+            stages.append(("untrained", None, [base[env]["heldout_by_problem"]]))
+        if "heldout" in warm.get(env, {}):
+            stages.append(("SFT (warm start)", None, [warm[env]["heldout_by_problem"]]))
+        by_impl: dict[str, list[dict]] = {}
+        for c in cells:
+            if c["env"] == env:
+                by_impl.setdefault(c["implementation"], []).append(c)
+        for impl, rs in by_impl.items():
+            stages.append((f"SFT + RL ({impl})", impl,
+                           [r["heldout_by_problem"] for r in sorted(rs, key=lambda r: r["seed"])]))
+        rows = []
+        for label, impl, matrix in stages:
+            iv = bootstrap_interval(matrix)
+            row = {"stage": label, "implementation": impl, "seeds": len(matrix), "heldout": iv.mean,
+                   "low": iv.low, "high": iv.high, "vs": None, "vs_stage": None, "verdict": ""}
+            start = ("SFT (warm start)" if impl is not None else "untrained" if label.startswith("SFT") else None)
+            before = next((m for lab, i, m in stages if lab == start), None)
+            if before is not None:
+                paired = paired_difference(matrix, before)
+                relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict,
+                                                                                "no significant difference from")
+                row.update(vs=paired.difference.as_dict(), vs_stage=start,
+                           verdict=f"{relation} {start} (p = {paired.p_value:.2f})")
+            rows.append(row)
+        out[env] = rows
+    return out
 
 
-def report_text(board: dict[str, list[dict]], refs: dict[str, dict[str, dict]] | None = None) -> str:
+def progression_text(prog: dict[str, list[dict]]) -> str:
+    """The stages table of ``progression`` as text (only environments with a reference stage measured)."""
+    lines = []
+    for env, rows in prog.items():
+        if not any(r["implementation"] is None for r in rows):
+            continue
+        lines.append(f"## {env}: untrained -> SFT -> SFT + RL")
+        lines.append(f"{'stage':<40} {'held-out':>9} {'95% interval':>16} {'vs stage before':>24}  verdict")
+        for r in rows:
+            interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
+            vs = "" if r["vs"] is None else "{:+.3f} [{:+.3f}, {:+.3f}]".format(r["vs"]["mean"], r["vs"]["low"],
+                                                                            r["vs"]["high"])
+            lines.append(f"{r['stage']:<40} {r['heldout']:>9.3f} {interval:>16} {vs:>24}  {r['verdict']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def report_text(board: dict[str, list[dict]]) -> str:
     lines = []
     for env, rows in board.items():
         lines.append(f"## {env}")
         lines.append(f"{'implementation':<24} {'seeds':>5} {'held-out':>9} {'95% interval':>16} {'time':>8} "
                      f"{'tokens':>9} {'peak MB':>8}  verdict")
-        for label, r in (refs or {}).get(env, {}).items():
-            interval = "[{:.3f}, {:.3f}]".format(*r["heldout_interval"])
-            lines.append(f"{'(' + label + ')':<24} {'':>5} {r['heldout']:>9.3f} {interval:>16}")
         for r in rows:
             interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
             lines.append(f"{r['implementation']:<24} {r['seeds']:>5} {r['heldout']:>9.3f} "
@@ -657,7 +692,11 @@ def main(argv=None) -> int:
                                                     "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
                                                     "steps_done")}))
         else:
-            print(report_text(leaderboard(cells, grid.baseline), {e: references(gdir, e) for e in grid.envs()}))
+            print(report_text(leaderboard(cells, grid.baseline)))
+            loaded = _load_results(gdir.path, shipped=False)
+            stages = progression_text(progression(cells, loaded.base, loaded.warm)) if loaded else ""
+            if stages:
+                print(stages)
     elif args.command == "passk":
         return _child(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
                        str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")
@@ -665,9 +704,6 @@ def main(argv=None) -> int:
         print(f"{export(grid, gdir, Path(args.to))} cells exported to {args.to}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -707,6 +743,10 @@ class GridResults:
                 low, high = record["heldout_interval"]
                 parts.append(f"{label}: {100 * record['heldout']:.1f}% (95% interval {100 * low:.1f}-{100 * high:.1f}%)")
         return ("Same held-out problems. " + "; ".join(parts)) if parts else ""
+
+    def progression(self) -> dict[str, list[dict]]:
+        """Untrained -> SFT -> SFT + RL per environment (see ``progression``)."""
+        return progression(self.cells, self.base, self.warm)
 
     def curves(self) -> list[dict]:
         """Mean reward per step over seeds, one row per (implementation, step). DPO cells are left out:
@@ -773,3 +813,7 @@ def available_results() -> list[GridResults]:
                 if r is not None:
                     found.append(r)
     return found
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -120,6 +120,33 @@ def test_leaderboard_ranks_and_compares_with_the_baseline():
     assert rows["calculator-ppo"]["seeds"] == 2 and rows["calculator-ppo"]["heldout"] == 1.0
 
 
+def test_progression_compares_each_stage_with_the_one_it_starts_from():
+    """untrained -> SFT -> SFT + RL on the same 40 problems: SFT is paired with the untrained model, each RL
+    implementation with the warm start; means are plain fractions of the 0/1s."""
+    untrained = [0] * 40
+    warm = [1] * 20 + [0] * 20
+    base = {"calculator": {"heldout": 0.0, "heldout_by_problem": untrained}}
+    warm_rec = {"calculator": {"heldout": 0.5, "heldout_by_problem": warm}}
+    cells = [_cell("calculator-grpo", "grpo", 0, [1] * 40), _cell("calculator-rloo", "rloo", 0, list(warm)),
+             _cell("calculator-rloo", "rloo", 1, list(warm)), _cell("calculator-dpo", "dpo", 0, [0] * 40)]
+    rows = {r["stage"]: r for r in compare.progression(cells, base, warm_rec)["calculator"]}
+    assert list(rows) == ["untrained", "SFT (warm start)", "SFT + RL (calculator-grpo)", "SFT + RL (calculator-rloo)",
+                          "SFT + RL (calculator-dpo)"]
+    assert rows["untrained"]["vs"] is None and rows["untrained"]["heldout"] == 0.0
+    assert rows["SFT (warm start)"]["vs_stage"] == "untrained" and rows["SFT (warm start)"]["vs"]["mean"] == 0.5
+    assert rows["SFT (warm start)"]["verdict"].startswith("better than untrained")
+    grpo, rloo, dpo = (rows[f"SFT + RL (calculator-{a})"] for a in ("grpo", "rloo", "dpo"))
+    assert grpo["vs_stage"] == "SFT (warm start)" and grpo["vs"]["mean"] == 0.5 and grpo["verdict"].startswith("better")
+    assert rloo["seeds"] == 2 and rloo["vs"] == {"mean": 0.0, "low": 0.0, "high": 0.0}
+    assert rloo["verdict"].startswith("no significant difference from SFT (warm start)")
+    assert dpo["vs"]["mean"] == -0.5 and dpo["verdict"].startswith("worse than SFT (warm start)")
+    # without references there is nothing to pair with; an environment with references but no cell is kept
+    alone = compare.progression(cells, {}, {})["calculator"]
+    assert all(r["vs"] is None for r in alone)
+    assert [r["stage"] for r in compare.progression([], base, warm_rec)["calculator"]] == ["untrained",
+                                                                                          "SFT (warm start)"]
+
+
 # -- the runner on the tiny model ------------------------------------------------------------------------
 
 @pytest.fixture
@@ -185,9 +212,9 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     assert json.loads((shipped / "base" / "calculator.json").read_text()) == base
     line = compare._load_results(shipped, shipped=True).reference_line("calculator")
     assert line.startswith("Same held-out problems. Untrained model: ") and "; Warm start alone (no RL): " in line
-    text = compare.report_text(compare.leaderboard(compare.results(grid, gdir)),
-                               {"calculator": compare.references(gdir, "calculator")})
-    assert "(untrained model)" in text and "(warm start (no RL))" in text
+    report = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path)],
+                            env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True).stdout
+    assert "calculator: untrained -> SFT -> SFT + RL" in report and "SFT + RL (calculator-rloo)" in report
     assert sorted(r["cell"] for r in compare.results(None, compare.GridDir(shipped))) == sorted(
         r["cell"] for r in compare.results(grid, gdir))
 

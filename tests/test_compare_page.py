@@ -76,13 +76,17 @@ def test_leaderboard_curves_and_passk(data):
     shown = texts(at)
     assert "Demo grid" in at.selectbox[0].format_func(at.selectbox[0].value)
     assert "calculator" in [h.value for h in at.header]
-    table = at.dataframe[0].value
+    table = at.dataframe[1].value
     assert list(table["implementation"]) == ["calculator-ppo", "calculator-grpo"]
     assert "recipe quick" in shown and "4 problems" in shown
     assert any("pass@k" in c.value for c in at.caption)
     # the untrained model and the warm start alone are the references each row is read against
     assert ("Same held-out problems. Untrained model: 0.0% (95% interval 0.0-0.0%); "
             "Warm start alone (no RL): 25.0% (95% interval 0.0-75.0%)") in [c.value for c in at.caption]
+    # with the untrained model measured, the stages table pairs each stage with the one it starts from
+    stages = at.dataframe[0].value
+    assert list(stages["stage"])[:2] == ["untrained", "SFT (warm start)"]
+    assert list(stages["vs stage before (pts)"])[1] == 25.0
 
 
 def test_node_page_shows_its_algorithms_row(data):
@@ -90,7 +94,16 @@ def test_node_page_shows_its_algorithms_row(data):
     cells += [_cell("calculator-ppo", "ppo", s, [1, 1, 1, 0]) for s in (0, 1)]
     _write_grid(data, cells)
     at = open_page("taxonomy", node="alg-ppo")
-    row = [c.value for c in at.caption if "comparison grid" in c.value]
+    row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
     assert row and "75.0 %" in row[0]
     assert "better than calculator-grpo" in row[0] or "no significant difference from calculator-grpo" in row[0]
     assert [e for e in at.get("page_link") if e.proto.label == "See the comparison"]
+
+
+def test_node_page_of_a_base_grid_reads_rl_against_the_warm_start(data):
+    """In a base / SFT / SFT + RL grid the node's line gives the stages and RL's verdict against SFT."""
+    _write_grid(data, [_cell("calculator-grpo", "grpo", s, [1, 1, 0, 0]) for s in (0, 1)])
+    at = open_page("taxonomy", node="alg-grpo")
+    row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
+    assert row and "untrained 0.0 %; SFT (warm start) 25.0 %; SFT + RL held-out 50.0 %" in row[0]
+    assert "than SFT (warm start)" in row[0] or "no significant difference from SFT (warm start)" in row[0]

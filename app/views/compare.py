@@ -31,11 +31,14 @@ if not chosen.cells:
     st.stop()
 
 curves = pd.DataFrame(chosen.curves())
+stages = chosen.progression()
 for env, rows in chosen.board().items():
     st.header(f"{env}", divider="gray")
     reference = chosen.reference_line(env)
     if reference:
         st.caption(reference)
+    if chosen.base.get(env):  # a base / SFT / SFT + RL grid: what each stage adds, paired on the problems
+        st.dataframe(presentation.progression_frame(stages[env]), hide_index=True, width="stretch")
     st.vega_lite_chart(presentation.interval_chart(rows), width="stretch")
     st.dataframe(presentation.leaderboard_frame(rows), hide_index=True, width="stretch")
     env_curves = curves[curves["env"] == env] if not curves.empty else curves

@@ -57,15 +57,11 @@ def node_page(node_id: str) -> None:
                 st.caption(f"Implemented from: {ui.md(impl.paper)}")
             ui.page_link(presentation.run_link(impl), "Run this", icon=":material/play_arrow:")
     if impls:
-        compared = [(g, r) for g in state.comparison_results() for rows in g.board().values() for r in rows
-                    if r["implementation"] in {i.id for i in impls}]
-        for grid, row in compared:
-            st.caption(f"In the comparison grid *{ui.md(grid.spec.get('name', ''))}* ({row['env']}, {row['seeds']} "
-                       f"seeds): held-out {100 * row['heldout']:.1f} % [{100 * row['low']:.1f}, "
-                       f"{100 * row['high']:.1f}]; {ui.md(row['verdict'] or 'no baseline in the grid')}.")
+        compared = presentation.node_comparison_lines(state.comparison_results(), {i.id for i in impls})
+        for _, line in compared:
+            st.caption(line)  # Markdown whose names node_comparison_lines escaped
         if compared:
-            ui.page_link(routes.compare(grid=compared[0][0].spec.get("name", "")), "See the comparison",
-                         icon=":material/leaderboard:")
+            ui.page_link(routes.compare(grid=compared[0][0]), "See the comparison", icon=":material/leaderboard:")
     if lab.not_implemented(node_id):
         st.info("**No reference implementation yet.** " + ui.md(lab.not_implemented(node_id)), icon=":material/pending:")
     proxy = presentation.node_proxy_note(node_id) if not impls else None  # issue 22: capability/task proxies

@@ -74,6 +74,9 @@ class Grid:
     # also measure the untrained model (the recipe's model, no warm start) on the same held-out problems:
     # the "base" of base / SFT / SFT + RL
     base: bool = False
+    # demonstrate the warm start on the cells' env_options (the levels they train and are evaluated on)
+    # rather than the environment's defaults; off in the core grid, whose shipped warm starts predate it
+    warm_on_env_options: bool = False
 
     @classmethod
     def load(cls, name_or_path: str) -> "Grid":
@@ -117,7 +120,8 @@ class Grid:
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
                    warm_seed=int(data.get("warm_seed", 0)), label=str(data.get("label", "")),
-                   baseline=str(data.get("baseline", "grpo")), base=bool(data.get("base", False)))
+                   baseline=str(data.get("baseline", "grpo")), base=bool(data.get("base", False)),
+                   warm_on_env_options=bool(data.get("warm_on_env_options", False)))
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -201,7 +205,10 @@ class GridDir:
         spec = self.path / "grid.yaml"
         if spec.exists():
             old = yaml.safe_load(spec.read_text()) or {}
-            changed = [k for k in ("recipe", "options", "eval", "warm_seed") if old.get(k) != grid.as_dict().get(k)]
+            new = grid.as_dict()
+            changed = [k for k in ("recipe", "options", "eval", "warm_seed") if old.get(k) != new.get(k)]
+            if bool(old.get("warm_on_env_options", False)) != grid.warm_on_env_options:  # older folders lack it
+                changed.append("warm_on_env_options")
             if changed:
                 raise ConfigError(f"{self.path}: holds a grid with different {', '.join(changed)}; its cells would "
                                   f"not be comparable. Use another --dir, or delete the folder")
@@ -230,11 +237,15 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
 
     out = gdir.warm(env)
     settings = warm_settings(grid, env)
+    if grid.warm_on_env_options and settings["sft_env"] == env:
+        impl = next(i for i in grid.implementations if _env_of(i) == env)
+        settings["options"] = cell_config(grid, impl, grid.warm_seed, settings["model"])["env_options"]
     t0 = time.time()
     model, tokenizer = load_policy(settings["model"], seed=settings["seed"])
     losses = []
     if settings["sft_steps"] > 0:
-        samples = demonstrations(tokenizer, settings["sft_env"], settings["sft_examples"], settings["seed"])
+        samples = demonstrations(tokenizer, settings["sft_env"], settings["sft_examples"], settings["seed"],
+                                 options=settings.get("options"))
         losses = sft(model, tokenizer, samples, settings["sft_steps"], lr=settings["sft_lr"], seed=settings["seed"])
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)

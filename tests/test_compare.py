@@ -219,6 +219,28 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         r["cell"] for r in compare.results(grid, gdir))
 
 
+def test_warm_start_can_demonstrate_the_cells_levels(tmp_path, monkeypatch):
+    """``warm_on_env_options``: the warm start's demonstrations use the cells' env_options (here calculator
+    level 1 only) instead of the environment's defaults, and done.json records them; a folder made without
+    the switch refuses a grid with it."""
+    from reference_impls import sft
+
+    seen = []
+    real = sft.demonstrations
+    monkeypatch.setattr(sft, "demonstrations", lambda *a, **k: seen.append(k.get("options")) or real(*a, **k))
+    options = {"model": "tiny", "sft_steps": 1, "sft_examples": 4, "env_options": {"levels": [1]}}
+    for switch, folder in ((False, "off"), (True, "on")):
+        grid = compare.Grid.load(str(_grid(tmp_path, options=options, warm_on_env_options=switch)))
+        gdir = compare.GridDir(tmp_path / folder)
+        gdir.bind(grid)
+        compare.warm_stage(grid, gdir, "calculator")
+        done = json.loads((gdir.warm("calculator") / "done.json").read_text())
+        assert (done.get("options") or {}).get("levels") == ([1] if switch else None)
+    assert seen[0] is None and seen[1]["levels"] == [1]  # the cells' resolved env_options
+    with pytest.raises(compare.ConfigError, match="warm_on_env_options"):
+        compare.GridDir(tmp_path / "off").bind(grid)
+
+
 def test_run_one_environment_at_a_time(tmp_path):
     """``run --env``: only that environment's warm start and cells run; the others stay pending, and an
     environment the grid does not have is named in the error."""

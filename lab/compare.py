@@ -603,6 +603,31 @@ def progression_text(prog: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
+def progression_markdown(prog: dict[str, list[dict]], cells: list[dict], warm: dict[str, dict]) -> str:
+    """One Markdown row per (environment, RL implementation) of a base / SFT / SFT + RL grid: the three
+    held-out figures with intervals, RL's paired difference to SFT, and what each stage cost."""
+    def pct(r):
+        return f"{100 * r['heldout']:.0f}% [{100 * r['low']:.0f}, {100 * r['high']:.0f}]" if r else "-"
+
+    lines = ["| environment | untrained | SFT (warm start) | SFT + RL | RL - SFT, paired (pts) | verdict | "
+             "SFT time | RL time (steps) |", "|---|---|---|---|---|---|---|---|"]
+    for env, rows in prog.items():
+        untrained = next((r for r in rows if r["stage"] == "untrained"), None)
+        sft_row = next((r for r in rows if r["stage"] == "SFT (warm start)"), None)
+        sft_s = warm.get(env, {}).get("wall_s")
+        for r in [r for r in rows if r["implementation"] is not None] or [None]:
+            mine = [c for c in cells if r and c["implementation"] == r["implementation"]]
+            diff = (f"{100 * r['vs']['mean']:+.0f} [{100 * r['vs']['low']:+.0f}, {100 * r['vs']['high']:+.0f}]"
+                    if r and r["vs"] else "-")
+            verdict = r["verdict"] if r and r["verdict"] else "-"
+            rl_time = (f"{_duration(sum(c['train_s'] for c in mine) / len(mine))} "
+                       f"({', '.join(str(c['steps_done']) for c in mine)}"
+                       f"{', wall cap' if any(c.get('stopped_by_wall_cap') for c in mine) else ''})") if mine else "-"
+            lines.append(f"| {env}{' (' + r['implementation'] + ')' if r else ''} | {pct(untrained)} | {pct(sft_row)} "
+                         f"| {pct(r)} | {diff} | {verdict} | {_duration(sft_s) if sft_s else '-'} | {rl_time} |")
+    return "\n".join(lines)
+
+
 def report_text(board: dict[str, list[dict]]) -> str:
     lines = []
     for env, rows in board.items():
@@ -655,6 +680,8 @@ def main(argv=None) -> int:
             s.add_argument("--env", default=None, help="only this environment's warm start and cells")
         if name == "report":
             s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
+            s.add_argument("--markdown", action="store_true",
+                           help="the untrained / SFT / SFT + RL table as Markdown (grids with base: true)")
         if name in ("passk", "_passk", "_warm", "_warmeval", "_baseeval"):
             s.add_argument("--env", required=True)
         if name in ("passk", "_passk"):
@@ -702,6 +729,9 @@ def main(argv=None) -> int:
                 print(json.dumps({k: r[k] for k in ("cell", "implementation", "algo", "env", "seed", "heldout",
                                                     "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
                                                     "steps_done")}))
+        elif args.markdown:
+            loaded = _load_results(gdir.path, shipped=False)
+            print(progression_markdown(progression(cells, loaded.base, loaded.warm), cells, loaded.warm))
         else:
             print(report_text(leaderboard(cells, grid.baseline)))
             loaded = _load_results(gdir.path, shipped=False)

@@ -215,6 +215,11 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     report = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path)],
                             env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True).stdout
     assert "calculator: untrained -> SFT -> SFT + RL" in report and "SFT + RL (calculator-rloo)" in report
+    table = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path),
+                            "--markdown"], env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True,
+                           text=True).stdout.splitlines()
+    assert [line.split(" | ")[0] for line in table[2:]] == ["| calculator (calculator-grpo)",
+                                                            "| calculator (calculator-rloo)"]
     assert sorted(r["cell"] for r in compare.results(None, compare.GridDir(shipped))) == sorted(
         r["cell"] for r in compare.results(grid, gdir))
 

@@ -78,6 +78,19 @@ def test_shipped_grids_load_and_validate(tmp_path):
         compare.validate(grid, compare.GridDir(tmp_path / grid.name))
 
 
+def test_core_grid_takes_one_optimiser_step_per_rl_step(tmp_path):
+    """"Equal optimiser steps": every core cell takes one optimiser step per RL step (PPO one epoch of one
+    minibatch, the policy-gradient family one pass; DPO one step by construction)."""
+    grid = compare.Grid.load("core")
+    for impl, seed in grid.cells():
+        config = compare.cell_config(grid, impl, seed, str(tmp_path))
+        algo = config["algo_config"]
+        if config["algo"] == "ppo":
+            assert algo["num_iterations"] * algo["num_mini_batches"] == 1, impl
+        elif config["algo"] != "dpo":
+            assert algo.get("num_iterations", 1) == 1, impl
+
+
 def test_bad_grids_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="implementations.*calculator-nope"):
         compare.Grid.load(str(_grid(tmp_path, implementations=["calculator-nope"])))

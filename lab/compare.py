@@ -812,6 +812,17 @@ class GridResults:
                 f"--model DATA_DIR/compare/{name}/warm/{env} --out runs/{cell['cell']}")
 
 
+def _records(folder: Path) -> dict[str, dict]:
+    """``<name>.json`` files of a folder by name (unreadable ones skipped)."""
+    found = {}
+    for p in sorted(folder.glob("*.json")):
+        try:
+            found[p.stem] = json.loads(p.read_text())
+        except ValueError:
+            continue
+    return found
+
+
 def _load_results(folder: Path, shipped: bool) -> GridResults | None:
     spec_path = folder / "grid.yaml"
     if not spec_path.is_file():
@@ -820,24 +831,13 @@ def _load_results(folder: Path, shipped: bool) -> GridResults | None:
         spec = yaml.safe_load(spec_path.read_text()) or {}
     except yaml.YAMLError:
         return None
-    passk = {}
-    for p in sorted((folder / "passk").glob("*.json")):
-        try:
-            passk[p.stem] = json.loads(p.read_text())
-        except ValueError:
-            continue
+    passk, base = _records(folder / "passk"), _records(folder / "base")
     warm = {}  # a grid folder keeps warm/<env>/done.json, a shipped one warm/<env>.json
     for p in sorted((folder / "warm").glob("*")):
         record = p / "done.json" if p.is_dir() else p
         try:
             warm[p.stem if p.is_file() else p.name] = json.loads(record.read_text())
         except (OSError, ValueError):
-            continue
-    base = {}
-    for p in sorted((folder / "base").glob("*.json")):
-        try:
-            base[p.stem] = json.loads(p.read_text())
-        except ValueError:
             continue
     label = spec.get("label") or spec.get("name", folder.name)
     return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,

@@ -1171,9 +1171,11 @@ def interval_chart(rows: list[dict]) -> dict:
     data = [{"implementation": r["implementation"], "heldout": 100 * r["heldout"], "low": 100 * r["low"],
              "high": 100 * r["high"]} for r in rows]
     order = [r["implementation"] for r in rows]
-    y = {"field": "implementation", "type": "nominal", "sort": order, "title": None}
+    # every row labelled: Vega-Lite drops labels it thinks overlap, which hid rows of a 5-row board
+    y = {"field": "implementation", "type": "nominal", "sort": order, "title": None,
+         "axis": {"labelOverlap": False, "labelLimit": 240}}
     return {
-        "data": {"values": data}, "height": 28 * max(len(rows), 1),
+        "data": {"values": data}, "height": {"step": 26},
         "layer": [
             {"mark": {"type": "rule", "strokeWidth": 3, "opacity": 0.5},
              "encoding": {"y": y, "x": {"field": "low", "type": "quantitative", "title": "held-out success (%)",

@@ -1,6 +1,7 @@
 """Screenshots of the pages that need a training run (Lab, Runs) plus Import and Algorithms, for the README.
 
-    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/{algorithms,compare,import,lab,runs}.png
+    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/{algorithms,compare,compare_envs,import,lab,runs}.png
+    .venv/bin/python scripts/screenshots.py --only compare.png compare_envs.png   # some of them (no training run)
 
 The explorer's other screenshots come from ``benchmarks/app_bench.py --screenshots docs/screenshots``;
 this script uses the same machinery (``take_screenshots``) in a private data directory where it first
@@ -24,23 +25,33 @@ from benchmarks.app_bench import take_screenshots
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these files (e.g. compare.png)")
     a = p.parse_args()
     data = tempfile.mkdtemp(prefix="atlas-shots-")
     os.environ["ATLAS_DATA_DIR"] = data
     from lab.catalog import get, preset_config
     from lab.runs import RunManager
 
-    manager = RunManager()
-    run = manager.submit({**preset_config(get("calculator-grpo"), "quick"), "steps": 8, "sft_steps": 3})
-    print(f"run {run.id}: {manager.wait(run.id, timeout=900).status}", file=sys.stderr, flush=True)
+    wanted = set(a.only or ())
+    run_id = None
+    if not wanted or wanted & {"lab.png", "runs.png"}:  # the pages that show a training run
+        manager = RunManager()
+        run = manager.submit({**preset_config(get("calculator-grpo"), "quick"), "steps": 8, "sft_steps": 3})
+        print(f"run {run.id}: {manager.wait(run.id, timeout=900).status}", file=sys.stderr, flush=True)
+        run_id = run.id
     shots = [
         ("algorithms.png", "/algorithms", [("h1", "RL algorithms")], None),
-        # the shipped core grid's results (lab/results/core), drawn from the repository's files
+        # the shipped grids' results (lab/results/<grid>), drawn from the repository's files
         ("compare.png", "/compare?grid=core", [("h1", "Compare algorithms")], None),
+        ("compare_envs.png", "/compare?grid=envs-code-web", [("h1", "Compare algorithms")], None),
         ("import.png", "/imports", [("h1", "Import your works")], None),
-        ("lab.png", f"/lab?impl=calculator-grpo&preset=quick&run={run.id}", [("h3", f"Run {run.id}")], f"Run {run.id}"),
+        ("lab.png", f"/lab?impl=calculator-grpo&preset=quick&run={run_id}", [("h3", f"Run {run_id}")], f"Run {run_id}"),
         ("runs.png", "/runs", [("h1", "Runs")], None),
     ]
+    unknown = wanted - {name for name, *_ in shots}
+    if unknown:
+        p.error(f"--only: no screenshot named {', '.join(sorted(unknown))}")
+    shots = [s for s in shots if not wanted or s[0] in wanted]
     port = free_port()
     app = start_app(port, env={"ATLAS_DATA_DIR": data})
     try:

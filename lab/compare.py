@@ -532,12 +532,17 @@ def leaderboard(cells: list[dict], baseline: str = "grpo") -> dict[str, list[dic
                 row["vs_baseline"] = paired.difference.as_dict()
                 relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict,
                                                                                 "no significant difference from")
-                row["verdict"] = f"{relation} {base[0]['implementation']} (p = {paired.p_value:.2f})"
+                row["verdict"] = f"{relation} {base[0]['implementation']} ({_p_text(paired.p_value)})"
             elif rs is base:
                 row["verdict"] = "baseline"
             rows.append(row)
         board[env] = sorted(rows, key=lambda r: -r["heldout"])
     return board
+
+
+def _p_text(p_value: float) -> str:
+    """The bootstrap p-value as a verdict shows it ("p < 0.01" rather than a rounded "p = 0.00")."""
+    return "p < 0.01" if p_value < 0.005 else f"p = {p_value:.2f}"
 
 
 def _is_plain(impl_id: str, algo: str) -> bool:
@@ -580,7 +585,7 @@ def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict])
                 relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict,
                                                                                 "no significant difference from")
                 row.update(vs=paired.difference.as_dict(), vs_stage=start,
-                           verdict=f"{relation} {start} (p = {paired.p_value:.2f})")
+                           verdict=f"{relation} {start} ({_p_text(paired.p_value)})")
             rows.append(row)
         out[env] = rows
     return out

@@ -256,30 +256,29 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
     os.replace(tmp, out)
 
 
-def warm_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
-    """Held-out success of the warm start alone (no RL), on the cells' problems and lengths: the reference
-    every cell of ``env`` is read against. Written into the warm start's ``done.json``."""
+def _reference_heldout(grid: Grid, env: str, model: str) -> dict:
+    """A reference model's held-out record on ``env``'s cell problems and lengths, with its time."""
     impl = next(i for i in grid.implementations if _env_of(i) == env)
-    config = cell_config(grid, impl, grid.warm_seed, str(gdir.warm(env)))
-    t0 = time.time()
-    heldout = evaluate_heldout(str(gdir.warm(env)), env, config["env_options"], grid.eval_n, grid.eval_seed,
-                               config["max_new_tokens_per_turn"], config["max_completion_tokens"])
-    done = gdir.warm(env) / "done.json"
-    _atomic_json(done, {**json.loads(done.read_text()), **_heldout_record(heldout),
-                        "eval_s": round(time.time() - t0, 1)})
-
-
-def base_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
-    """Held-out success of the untrained model (no warm start, no RL) on the cells' problems and lengths."""
-    impl = next(i for i in grid.implementations if _env_of(i) == env)
-    model = warm_settings(grid, env)["model"]
     config = cell_config(grid, impl, grid.warm_seed, model)
     t0 = time.time()
     heldout = evaluate_heldout(model, env, config["env_options"], grid.eval_n, grid.eval_seed,
                                config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    return {**_heldout_record(heldout), "eval_s": round(time.time() - t0, 1)}
+
+
+def warm_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
+    """Held-out success of the warm start alone (no RL): the reference every cell of ``env`` is read
+    against. Written into the warm start's ``done.json``."""
+    done = gdir.warm(env) / "done.json"
+    _atomic_json(done, {**json.loads(done.read_text()), **_reference_heldout(grid, env, str(gdir.warm(env)))})
+
+
+def base_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
+    """Held-out success of the untrained model (no warm start, no RL)."""
+    model = warm_settings(grid, env)["model"]
+    record = _reference_heldout(grid, env, model)
     gdir.base(env).parent.mkdir(parents=True, exist_ok=True)
-    _atomic_json(gdir.base(env), {"model": model, "env": env, **_heldout_record(heldout),
-                                  "eval_s": round(time.time() - t0, 1)})
+    _atomic_json(gdir.base(env), {"model": model, "env": env, **record})
 
 
 def _heldout_record(heldout: list[int]) -> dict:
@@ -530,9 +529,7 @@ def leaderboard(cells: list[dict], baseline: str = "grpo") -> dict[str, list[dic
             if base is not None and rs is not base:
                 paired = paired_difference(matrix, [r["heldout_by_problem"] for r in base])
                 row["vs_baseline"] = paired.difference.as_dict()
-                relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict,
-                                                                                "no significant difference from")
-                row["verdict"] = f"{relation} {base[0]['implementation']} ({_p_text(paired.p_value)})"
+                row["verdict"] = _verdict_text(paired, base[0]["implementation"])
             elif rs is base:
                 row["verdict"] = "baseline"
             rows.append(row)
@@ -540,9 +537,12 @@ def leaderboard(cells: list[dict], baseline: str = "grpo") -> dict[str, list[dic
     return board
 
 
-def _p_text(p_value: float) -> str:
-    """The bootstrap p-value as a verdict shows it ("p < 0.01" rather than a rounded "p = 0.00")."""
-    return "p < 0.01" if p_value < 0.005 else f"p = {p_value:.2f}"
+def _verdict_text(paired, against: str) -> str:
+    """A paired comparison in words, e.g. "better than calculator-grpo (p < 0.01)" (rather than a rounded
+    "p = 0.00")."""
+    relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict, "no significant difference from")
+    p = "p < 0.01" if paired.p_value < 0.005 else f"p = {paired.p_value:.2f}"
+    return f"{relation} {against} ({p})"
 
 
 def _is_plain(impl_id: str, algo: str) -> bool:
@@ -561,31 +561,28 @@ def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict])
     envs = list(dict.fromkeys([c["env"] for c in cells] + [e for e in (*base, *warm)]))
     out = {}
     for env in envs:
-        stages = []  # (label, implementation or None, held-out matrix: one row per seed)
+        # (label, implementation or None, held-out matrix: one row per seed, the stage it starts from)
+        stages = []
         if "heldout" in base.get(env, {}):
-            stages.append(("untrained", None, [base[env]["heldout_by_problem"]]))
+            stages.append(("untrained", None, [base[env]["heldout_by_problem"]], None))
         if "heldout" in warm.get(env, {}):
-            stages.append(("SFT (warm start)", None, [warm[env]["heldout_by_problem"]]))
+            stages.append(("SFT (warm start)", None, [warm[env]["heldout_by_problem"]], "untrained"))
         by_impl: dict[str, list[dict]] = {}
         for c in cells:
             if c["env"] == env:
                 by_impl.setdefault(c["implementation"], []).append(c)
         for impl, rs in by_impl.items():
             stages.append((f"SFT + RL ({impl})", impl,
-                           [r["heldout_by_problem"] for r in sorted(rs, key=lambda r: r["seed"])]))
+                           [r["heldout_by_problem"] for r in sorted(rs, key=lambda r: r["seed"])], "SFT (warm start)"))
         rows = []
-        for label, impl, matrix in stages:
+        for label, impl, matrix, start in stages:
             iv = bootstrap_interval(matrix)
             row = {"stage": label, "implementation": impl, "seeds": len(matrix), "heldout": iv.mean,
                    "low": iv.low, "high": iv.high, "vs": None, "vs_stage": None, "verdict": ""}
-            start = ("SFT (warm start)" if impl is not None else "untrained" if label.startswith("SFT") else None)
-            before = next((m for lab, i, m in stages if lab == start), None)
+            before = next((m for lab, _, m, _ in stages if lab == start), None)
             if before is not None:
                 paired = paired_difference(matrix, before)
-                relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict,
-                                                                                "no significant difference from")
-                row.update(vs=paired.difference.as_dict(), vs_stage=start,
-                           verdict=f"{relation} {start} ({_p_text(paired.p_value)})")
+                row.update(vs=paired.difference.as_dict(), vs_stage=start, verdict=_verdict_text(paired, start))
             rows.append(row)
         out[env] = rows
     return out
@@ -734,15 +731,16 @@ def main(argv=None) -> int:
                 print(json.dumps({k: r[k] for k in ("cell", "implementation", "algo", "env", "seed", "heldout",
                                                     "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
                                                     "steps_done")}))
-        elif args.markdown:
-            loaded = _load_results(gdir.path, shipped=False)
-            print(progression_markdown(progression(cells, loaded.base, loaded.warm), cells, loaded.warm))
         else:
-            print(report_text(leaderboard(cells, grid.baseline)))
-            loaded = _load_results(gdir.path, shipped=False)
-            stages = progression_text(progression(cells, loaded.base, loaded.warm)) if loaded else ""
-            if stages:
-                print(stages)
+            loaded = _load_results(gdir.path, shipped=False)  # the references (base, warm) beside the cells
+            base, warm = (loaded.base, loaded.warm) if loaded else ({}, {})
+            if args.markdown:
+                print(progression_markdown(progression(cells, base, warm), cells, warm))
+            else:
+                print(report_text(leaderboard(cells, grid.baseline)))
+                stages = progression_text(progression(cells, base, warm))
+                if stages:
+                    print(stages)
     elif args.command == "passk":
         return _child(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
                        str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")

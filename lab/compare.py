@@ -314,6 +314,7 @@ def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed:
 
 def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
     from lab.catalog import get
+    from reference_impls.dpo import load_pair_stats
     from reference_impls.train import main as train_main
 
     folder = gdir.cell(impl, seed)
@@ -338,6 +339,9 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
     if ckpt is None:
         raise RuntimeError(f"{run.path}: no checkpoint after training")
     metrics = read_jsonl(run.metrics_path)
+    # an offline algorithm (the DPO family) samples its episodes before the first step: their time and
+    # tokens are part of the cell's cost, though no step's metrics carry them
+    pair_stats = load_pair_stats(run.pairs_path)
     t1 = time.time()
     heldout = evaluate_heldout(str(ckpt), env, config["env_options"], grid.eval_n, grid.eval_seed,
                                config["max_new_tokens_per_turn"], config["max_completion_tokens"])
@@ -347,8 +351,10 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
         "stopped_by_wall_cap": bool(metrics) and metrics[-1]["step"] < config["steps"],
         "curve": [{"step": m["step"], "reward_mean": m.get("reward_mean"), "accuracy": m.get("accuracy")}
                   for m in metrics],
-        "tokens": round(sum(m.get("tokens_per_s", 0.0) * m.get("step_s", 0.0) for m in metrics)),
-        "train_s": round(metrics[-1]["wall_s"], 1) if metrics else round(train_s, 1),
+        "tokens": round(sum(m.get("tokens_per_s", 0.0) * m.get("step_s", 0.0) for m in metrics))
+                  + int(pair_stats.get("generated_tokens", 0)),
+        "train_s": round((metrics[-1]["wall_s"] if metrics else train_s) + pair_stats.get("build_s", 0.0), 1),
+        "sampling_before_training_s": pair_stats.get("build_s"),
         "eval_s": round(time.time() - t1, 1), "peak_rss_mb": round(_peak_rss_mb(), 1),
         **_heldout_record(heldout),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -448,6 +454,11 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
                 return failures + 1
     cells = [c for c in grid.cells() if _env_of(c[0]) in envs]
     todo = [c for c in cells if gdir.result(*c) is None]
+    for impl, seed in cells:  # kept, not re-run: the user decides whether the old budget's result goes
+        r = gdir.result(impl, seed)
+        if r is not None and (changed := stale_fields(grid, gdir, impl, seed, r)):
+            print(f"warning: {cell_id(impl, seed)} was trained with other {', '.join(changed)} than the recipe "
+                  f"gives it now; move {gdir.cell(impl, seed)} away to re-run it", file=out, flush=True)
     if max_cells is not None:
         todo = todo[:max_cells]
     durations = []
@@ -478,12 +489,23 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def stale_fields(grid: Grid, gdir: GridDir, impl: str, seed: int, result: dict) -> list[str]:
+    """The run options in which a finished cell's recorded config differs from what the grid's recipe
+    gives that cell now (a recipe edited after the cell ran): such a cell is not comparable with new ones."""
+    now = cell_config(grid, impl, seed, str(gdir.warm(_env_of(impl))))
+    then = result.get("config", {})
+    return sorted(k for k in set(now) | set(then) if k not in ("out", "model") and now.get(k) != then.get(k))
+
+
 def status(grid: Grid, gdir: GridDir) -> list[dict]:
     rows = []
     for impl, seed in grid.cells():
         folder = gdir.cell(impl, seed)
         result = gdir.result(impl, seed)
-        if result is not None:
+        changed = [] if result is None else stale_fields(grid, gdir, impl, seed, result)
+        if changed:
+            state = "stale"
+        elif result is not None:
             state = "done"
         elif (folder / "error.txt").exists():
             state = "failed"
@@ -491,7 +513,7 @@ def status(grid: Grid, gdir: GridDir) -> list[dict]:
             state = "partial"
         else:
             state = "pending"
-        rows.append({"cell": cell_id(impl, seed), "state": state,
+        rows.append({"cell": cell_id(impl, seed), "state": state, "changed": changed,
                      "heldout": None if result is None else result["heldout"]})
     return rows
 
@@ -721,8 +743,10 @@ def main(argv=None) -> int:
         rows = status(grid, gdir)
         for r in rows:
             shown = "" if r["heldout"] is None else "{:.3f}".format(r["heldout"])
-            print(f"{r['cell']:<30} {r['state']:<8} {shown}")
-        counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "partial", "failed", "pending")}
+            why = f"  (trained with other {', '.join(r['changed'])}: move the cell folder away to re-run it)" \
+                if r["changed"] else ""
+            print(f"{r['cell']:<30} {r['state']:<8} {shown}{why}")
+        counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "partial", "failed", "pending")}
         print(" ".join(f"{k} {v}" for k, v in counts.items()))
     elif args.command == "report":
         cells = results(grid, gdir)

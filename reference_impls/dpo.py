@@ -190,11 +190,12 @@ def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, s
     a group with no correct sample pairs the verified demonstration with a wrong sample instead."""
     seed_everything(seed)
     t0 = time.time()
-    pairs, n_samples, n_correct, n_demo = [], 0, 0, 0
+    pairs, n_samples, n_correct, n_demo, generated = [], 0, 0, 0, 0
     for start in range(0, len(problems), batch_prompts):
         chunk = problems[start:start + batch_prompts]
-        samples, _ = rollout(policy, tokenizer, task, chunk, rollout_cfg)
+        samples, rstats = rollout(policy, tokenizer, task, chunk, rollout_cfg)
         n_samples += len(samples)
+        generated += int(rstats["generated_tokens"])
         n_correct += sum(bool(s.info.get("correct")) for s in samples)
         uids = [str(getattr(p, "uid", start + i)) for i, p in enumerate(chunk)]
         found = pair_fn(samples, uids)
@@ -211,7 +212,8 @@ def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, s
             found.sort(key=lambda p: uids.index(p.uid))  # prompt order, as without demonstrations
         pairs += found
     stats = {"pair_prompts": len(problems), "pairs": len(pairs), "samples": n_samples,
-             "sample_accuracy": n_correct / max(n_samples, 1), "build_s": round(time.time() - t0, 1)}
+             "sample_accuracy": n_correct / max(n_samples, 1), "generated_tokens": generated,
+             "build_s": round(time.time() - t0, 1)}
     if demonstration_chosen:
         stats["demonstration_pairs"] = n_demo
     return pairs, stats
@@ -232,6 +234,18 @@ def save_pairs(path: Path, pairs: list[Pair], stats: dict | None = None) -> None
             f.write(json.dumps({"uid": p.uid, "prompt_ids": p.chosen.prompt_ids, "chosen": _sample_json(p.chosen),
                                 "rejected": _sample_json(p.rejected)}) + "\n")
     tmp.replace(path)
+
+
+def load_pair_stats(path: Path) -> dict:
+    """The stats line ``save_pairs`` wrote (how many episodes were sampled, their tokens, ``build_s``), or {}.
+    Offline algorithms pay for their samples before the first step, so a run's cost must add these."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    with open(path) as f:
+        first = f.readline()
+    row = json.loads(first) if first.strip() else {}
+    return row.get("stats", {})
 
 
 def load_pairs(path: Path) -> list[Pair]:

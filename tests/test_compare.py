@@ -79,16 +79,38 @@ def test_shipped_grids_load_and_validate(tmp_path):
 
 
 def test_core_grid_takes_one_optimiser_step_per_rl_step(tmp_path):
-    """"Equal optimiser steps": every core cell takes one optimiser step per RL step (PPO one epoch of one
-    minibatch, the policy-gradient family one pass; DPO one step by construction)."""
+    """"Equal optimiser steps and rollouts": every core cell takes one optimiser step per RL step (PPO one
+    epoch of one minibatch, the policy-gradient family one pass; DPO one step by construction), and DPO,
+    which samples all its episodes before its first step, samples as many prompts as the online cells
+    sample over all their steps."""
     grid = compare.Grid.load("core")
     for impl, seed in grid.cells():
         config = compare.cell_config(grid, impl, seed, str(tmp_path))
         algo = config["algo_config"]
         if config["algo"] == "ppo":
             assert algo["num_iterations"] * algo["num_mini_batches"] == 1, impl
-        elif config["algo"] != "dpo":
+        elif config["algo"] == "dpo":
+            assert algo["pair_prompts"] == config["steps"] * config["prompts_per_step"], impl
+        else:
             assert algo.get("num_iterations", 1) == 1, impl
+
+
+def test_a_cell_trained_under_an_older_recipe_is_marked_stale(tmp_path):
+    """A finished cell whose recorded config is not what the grid's recipe gives it now (the recipe was
+    edited afterwards) is "stale" in status, with the changed options named."""
+    grid = compare.Grid.load(str(_grid(tmp_path)))
+    gdir = compare.GridDir(tmp_path / "g")
+    (impl, seed), (other, other_seed) = grid.cells()[:2]
+    current = compare.cell_config(grid, impl, seed, str(gdir.warm("calculator")))
+    for cell, config in (((impl, seed), {**current, "out": "elsewhere", "lr": current["lr"] * 10}),
+                         ((other, other_seed), compare.cell_config(grid, other, other_seed, "any/model"))):
+        gdir.cell(*cell).mkdir(parents=True)
+        (gdir.cell(*cell) / "result.json").write_text(json.dumps({"heldout": 0.5, "config": config}))
+    rows = {r["cell"]: r for r in compare.status(grid, gdir)}
+    assert rows[compare.cell_id(impl, seed)]["state"] == "stale"
+    assert rows[compare.cell_id(impl, seed)]["changed"] == ["lr"]
+    assert rows[compare.cell_id(other, other_seed)]["state"] == "done"  # out and model are the folder's own
+    assert rows[compare.cell_id(other, other_seed)]["changed"] == []
 
 
 def test_bad_grids_name_the_problem(tmp_path):

@@ -100,7 +100,9 @@ def test_pairs_same_prompt_correct_vs_incorrect_and_file_roundtrip(tmp_path):
     pairs = dpo.pairs_from_samples(samples, ["a", "b", "c"])
     assert [p.uid for p in pairs] == ["a", "c"]
     assert pairs[0].chosen.completion_ids == [8, 9, 10] and pairs[0].rejected.completion_ids == [5, 6, 7]
-    dpo.save_pairs(tmp_path / "pairs.jsonl", pairs, {"pairs": 2})
+    dpo.save_pairs(tmp_path / "pairs.jsonl", pairs, {"pairs": 2, "generated_tokens": 17, "build_s": 1.5})
+    assert dpo.load_pair_stats(tmp_path / "pairs.jsonl") == {"pairs": 2, "generated_tokens": 17, "build_s": 1.5}
+    assert dpo.load_pair_stats(tmp_path / "absent.jsonl") == {}
     back = dpo.load_pairs(tmp_path / "pairs.jsonl")
     assert [(p.uid, p.chosen.completion_ids, p.chosen.loss_mask, p.rejected.completion_ids) for p in back] == \
            [(p.uid, p.chosen.completion_ids, p.chosen.loss_mask, p.rejected.completion_ids) for p in pairs]

@@ -48,6 +48,8 @@ def test_demonstration_pairs_only_where_no_sample_is_correct(tiny):
     none, stats_none = dpo.build_pairs(model, tok, calculator.SPEC, problems, cfg, seed=1)
     pairs, stats = dpo.build_pairs(model, tok, calculator.SPEC, problems, cfg, seed=1, demonstration_chosen=True)
     assert stats_none["sample_accuracy"] == stats["sample_accuracy"] == 0.0  # the random tiny model solves nothing
+    # the sampled episodes' cost: at least one token per sample, at most the completion budget each
+    assert 6 <= stats["generated_tokens"] <= 6 * 10 and stats["samples"] == 6
     assert none == [] and stats["demonstration_pairs"] == len(pairs) == 3
     for pair, problem in zip(pairs, problems):
         assert pair.uid == problem.uid

@@ -246,7 +246,11 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
     if settings["sft_steps"] > 0:
         samples = demonstrations(tokenizer, settings["sft_env"], settings["sft_examples"], settings["seed"],
                                  options=settings.get("options"))
-        losses = sft(model, tokenizer, samples, settings["sft_steps"], lr=settings["sft_lr"], seed=settings["seed"])
+        def progress(step, loss):  # into warm-<env>.log: a long warm start shows where it is
+            print(f"sft step {step}/{settings['sft_steps']} loss {loss:.4f} {time.time() - t0:.0f}s", flush=True)
+
+        losses = sft(model, tokenizer, samples, settings["sft_steps"], lr=settings["sft_lr"], seed=settings["seed"],
+                     log=progress)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)

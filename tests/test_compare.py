@@ -191,6 +191,15 @@ def tiny_grid(tmp_path):
                                     "checkpoint_every": 1, "sft_steps": 0}, eval={"n": 4, "seed": 7}, base=True)
 
 
+def test_the_warm_start_reports_its_steps(tmp_path, capsys):
+    """A long warm start shows where it is: each SFT step's loss goes to the stage's output (its log)."""
+    grid = compare.Grid.load(str(_grid(tmp_path)))  # tiny.yaml: one SFT step
+    gdir = compare.GridDir(tmp_path / "g")
+    compare.warm_stage(grid, gdir, "calculator")
+    assert "sft step 1/1 loss" in capsys.readouterr().out
+    assert json.loads((gdir.warm("calculator") / "done.json").read_text())["sft_steps"] == 1
+
+
 def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     grid = compare.Grid.load(str(tiny_grid))
     gdir = compare.GridDir(tmp_path / "run")

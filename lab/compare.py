@@ -457,9 +457,9 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
                 print(f"  failed: see {gdir.path / f'warm-eval-{name}.log'}", file=out, flush=True)
                 return failures + 1
     cells = [c for c in grid.cells() if _env_of(c[0]) in envs]
-    todo = [c for c in cells if gdir.result(*c) is None]
-    for impl, seed in cells:  # kept, not re-run: the user decides whether the old budget's result goes
-        r = gdir.result(impl, seed)
+    finished = {c: gdir.result(*c) for c in cells}
+    todo = [c for c in cells if finished[c] is None]
+    for (impl, seed), r in finished.items():  # kept, not re-run: the user decides whether the old result goes
         if r is not None and (changed := stale_fields(grid, gdir, impl, seed, r)):
             print(f"warning: {cell_id(impl, seed)} was trained with other {', '.join(changed)} than the recipe "
                   f"gives it now; move {gdir.cell(impl, seed)} away to re-run it", file=out, flush=True)

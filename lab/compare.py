@@ -164,12 +164,17 @@ def cell_config(grid: Grid, impl_id: str, seed: int, warm_model: str) -> dict:
 def warm_settings(grid: Grid, env: str) -> dict:
     """The warm start of an environment: the recipe's SFT settings (model, steps, examples, lr, sft_env)."""
     from lab.catalog import available, preset_config
+    from reference_impls.sft import BATCH_SIZE as SFT_BATCH_SIZE
 
     impl = next(i for i in available() if i.env == env and i.id in grid.implementations)
     config = {**preset_config(impl, grid.recipe), **{k: v for k, v in grid.options.items() if k.startswith("sft")}}
-    return {"model": grid.options.get("model", config["model"]), "sft_env": config.get("sft_env") or env,
-            "sft_steps": config.get("sft_steps", 0), "sft_examples": config.get("sft_examples", 96),
-            "sft_lr": config.get("sft_lr", 5e-5), "seed": grid.warm_seed}
+    settings = {"model": grid.options.get("model", config["model"]), "sft_env": config.get("sft_env") or env,
+                "sft_steps": config.get("sft_steps", 0), "sft_examples": config.get("sft_examples", 96),
+                "sft_lr": config.get("sft_lr", 5e-5), "seed": grid.warm_seed}
+    micro = grid.options.get("micro_batch_size", config.get("micro_batch_size"))
+    if micro is not None and micro < SFT_BATCH_SIZE:  # memory only; named only where it splits the SFT batch
+        settings["micro_batch_size"] = micro
+    return settings
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -250,7 +255,7 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
             print(f"sft step {step}/{settings['sft_steps']} loss {loss:.4f} {time.time() - t0:.0f}s", flush=True)
 
         losses = sft(model, tokenizer, samples, settings["sft_steps"], lr=settings["sft_lr"], seed=settings["seed"],
-                     log=progress)
+                     log=progress, micro_batch_size=settings.get("micro_batch_size"))
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)

@@ -69,25 +69,41 @@ def demonstrations(tokenizer, env: str, n: int, seed: int = 0, options: dict | N
     return [demonstration_sample(tokenizer, task, pr) for pr in problems]
 
 
-def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = 8, lr: float = 5e-5,
-        seed: int = 0, log=None) -> list[float]:
+BATCH_SIZE = 8  # transcripts per SFT step
+
+
+def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = BATCH_SIZE, lr: float = 5e-5,
+        seed: int = 0, log=None, micro_batch_size: int | None = None) -> list[float]:
     """``steps`` AdamW steps on shuffled mini-batches of ``samples``; returns the loss per step.
-    ``log(step, loss)`` is called after every step (it may raise to stop early)."""
+    ``log(step, loss)`` is called after every step (it may raise to stop early). ``micro_batch_size``
+    (memory only): sequences per forward/backward; a batch split into micro-batches takes the same step, since
+    each part's token log-likelihoods are summed and divided by the whole batch's model-token count."""
     seed_everything(seed)
     device = next(model.parameters()).device
     optimizer = adamw(model.parameters(), lr=lr)
     model.train()
     order, losses = [], []
     rng = random.Random(seed)
+    micro = max(1, micro_batch_size or batch_size)
     for step in range(steps):
         if len(order) < batch_size:
             order += rng.sample(range(len(samples)), len(samples))
         idx, order = order[:batch_size], order[batch_size:]
-        batch = collate([samples[i] for i in idx], tokenizer.pad_token_id, device)
-        logps, _ = completion_logprobs(model, batch)
-        loss = -masked_mean(logps, batch["loss_mask"])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if micro >= len(idx):  # one pass: the masked mean over the batch
+            batch = collate([samples[i] for i in idx], tokenizer.pad_token_id, device)
+            logps, _ = completion_logprobs(model, batch)
+            loss = -masked_mean(logps, batch["loss_mask"])
+            loss.backward()
+        else:  # long transcripts (TextWorld's): the same loss, accumulated over parts of the batch
+            tokens = max(1.0, float(sum(sum(samples[i].loss_mask) for i in idx)))
+            loss = torch.zeros(())
+            for start in range(0, len(idx), micro):
+                batch = collate([samples[i] for i in idx[start:start + micro]], tokenizer.pad_token_id, device)
+                logps, _ = completion_logprobs(model, batch)
+                part = -(logps * batch["loss_mask"]).sum() / tokens
+                part.backward()
+                loss = loss + part.detach().cpu()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         losses.append(float(loss.detach()))
@@ -110,14 +126,17 @@ def main(argv=None) -> int:
     p.add_argument("--env-module", action="append", default=[], help="import a module that registers an env")
     p.add_argument("--n", type=int, default=96, help="number of synthetic transcripts")
     p.add_argument("--steps", type=int, default=12)
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+    p.add_argument("--micro-batch-size", type=int, default=None,
+                   help="sequences per forward/backward (memory only; default: the whole batch)")
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE")
     try:
         for module in known.env_module:
             load_env_module(module)
-        taken = {"model", "out", "env", "env_module", "n", "steps", "batch_size", "lr", "seed", "env_option"}
+        taken = {"model", "out", "env", "env_module", "n", "steps", "batch_size", "micro_batch_size", "lr", "seed",
+                 "env_option"}
         if known.env in ENVS:
             add_flags(p.add_argument_group(f"options of --env {known.env} (which problems are demonstrated)"),
                       ENVS[known.env].option_specs(), "env", taken)
@@ -135,7 +154,8 @@ def main(argv=None) -> int:
     def log(step, loss):
         print(f"sft step {step}/{args.steps} loss {loss:.4f} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
 
-    losses = sft(model, tokenizer, samples, args.steps, args.batch_size, args.lr, args.seed, log)
+    losses = sft(model, tokenizer, samples, args.steps, args.batch_size, args.lr, args.seed, log,
+                 micro_batch_size=args.micro_batch_size)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)

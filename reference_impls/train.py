@@ -392,7 +392,7 @@ class Trainer:
 
         # every rank runs the same seeded SFT, so DDP replicas start identical
         self.warm_start_losses = sft(self.policy, self.tokenizer, samples, cfg.sft_steps, lr=cfg.sft_lr,
-                                     seed=cfg.seed, log=log)
+                                     seed=cfg.seed, log=log, micro_batch_size=cfg.micro_batch_size)
 
     def _warm_started_reference(self, ref) -> None:
         """The reference is the warm-started model: a fresh run saves it, a resumed one (whose warm start is

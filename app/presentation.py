@@ -1196,6 +1196,44 @@ def passk_frame(passk: dict) -> pd.DataFrame:
     return frame
 
 
+# -- planning with a learned value (issue 20) ---------------------------------------------------------
+VALUE_SEARCH_METHODS = {"policy": "the policy alone (sampled episodes)", "heuristic": "best-first, fixed heuristic",
+                        "learned": "best-first, learned value"}
+
+
+def value_search_frame(record: dict) -> pd.DataFrame:
+    """A value-search record (lab.value_search_results) as a table: one row per budget and method, success in %
+    with its 95% interval and the calls each method used on average."""
+    rows = []
+    for b in record["budgets"]:
+        for method, label in VALUE_SEARCH_METHODS.items():
+            m = b["methods"][method]
+            s = m["success"]
+            length = b.get("plan_length", {}).get(method)
+            rows.append({"budget (calls)": b["budget"], "method": label, "solved %": round(100 * s["mean"], 1),
+                         "95% low": round(100 * s["low"], 1), "95% high": round(100 * s["high"], 1),
+                         "mean calls": round(m["mean_calls"], 1),
+                         "plan length": None if length is None else round(length, 1)})
+    return pd.DataFrame(rows)
+
+
+def value_search_verdicts(record: dict) -> list[str]:
+    """Per budget, the learned value against the heuristic and against the policy: paired difference in points
+    with its interval and verdict (Markdown-safe: only numbers and fixed words)."""
+    lines = []
+    for b in record["budgets"]:
+        parts = []
+        for key, against in (("learned_vs_heuristic", "the heuristic"), ("learned_vs_policy", "the policy")):
+            d = b.get(key)
+            if d is None:
+                continue
+            diff = d["difference"]
+            parts.append(f"vs {against} {100 * diff['mean']:+.0f} points [{100 * diff['low']:+.0f}, "
+                         f"{100 * diff['high']:+.0f}], {d['verdict']}")
+        lines.append(f"{b['budget']} calls, {b['n']} held-out puzzles: learned value " + "; ".join(parts) + ".")
+    return lines
+
+
 # -- multi-agent and active perception (issue 22) ------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -239,3 +239,11 @@ def _comparison_results(data_dir_key: str):  # keyed by the data dir, so tests w
     from lab.compare import available_results
 
     return available_results()
+
+
+@st.cache_data(show_spinner=False)
+def value_search_results(node_id: str) -> list[dict]:
+    """The shipped learned-value search comparisons of a node (lab/results/value-search/)."""
+    from lab.value_search_results import for_node
+
+    return for_node(node_id)

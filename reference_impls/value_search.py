@@ -42,6 +42,7 @@ Usage::
 
     python -m reference_impls.value_search train --env sokoban --model tiny --puzzles 40 --out runs/value
     python -m reference_impls.value_search compare --value runs/value --n 30 --budget 64 --out cmp.json
+    python -m reference_impls.value_search export --value runs/value --compare cmp.json --to lab/results/value-search/sokoban.json
 """
 from __future__ import annotations
 
@@ -464,6 +465,38 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
     return result
 
 
+#: the taxonomy node this comparison belongs to (RL as an external guide of a search)
+NODE = "planning-external-guide"
+
+
+def export_results(value_dir: str | Path, compare_files: list[str | Path], dest: str | Path) -> dict:
+    """One portable record of a value head and its comparisons at one or more budgets, for shipping with the
+    repository (the explorer's planning-external-guide node page reads it): the head's fit report and, per
+    budget, each method's success with its interval, the calls used, plan lengths and the paired verdicts.
+    Paths of this machine are left out; the per-puzzle 0/1s stay, so the intervals can be recomputed."""
+    _, meta = load_value(value_dir)
+    budgets = []
+    for f in compare_files:
+        r = json.loads(Path(f).read_text())
+        if r.get("env") != meta["env"]:
+            raise ValueError(f"{f}: a comparison on {r.get('env')!r}, but the value head is for {meta['env']!r}")
+        budgets.append({k: v for k, v in r.items() if k not in ("value", "model")})
+    if not budgets:
+        raise ValueError("no comparison files given")
+    if len({b["budget"] for b in budgets}) != len(budgets):
+        raise ValueError("two comparison files have the same budget")
+    model = Path(str(meta["model"]))
+    record = {"node": NODE, "env": meta["env"],
+              # a saved checkpoint is named by its folder (e.g. warm/sokoban), never by this machine's path
+              "model": meta["model"] if not model.is_absolute() else "/".join(model.parts[-2:]),
+              "value": {k: v for k, v in meta.items() if k != "model"},
+              "budgets": sorted(budgets, key=lambda b: b["budget"])}
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(record, indent=1))
+    return record
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m reference_impls.value_search", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -490,7 +523,19 @@ def main(argv=None) -> int:
     c.add_argument("--max-new-tokens-per-turn", type=int, default=16)
     c.add_argument("--max-completion-tokens", type=int, default=192)
     c.add_argument("--out", default=None, help="write the JSON here (else stdout only)")
+    e = sub.add_parser("export", help="one portable record of a value head and its comparisons (to ship)")
+    e.add_argument("--value", required=True, help="folder written by `train`")
+    e.add_argument("--compare", nargs="+", required=True, help="JSON files written by `compare --out`")
+    e.add_argument("--to", required=True, help="the record's file (e.g. lab/results/value-search/sokoban.json)")
     args = p.parse_args(argv)
+    if args.cmd == "export":
+        try:
+            record = export_results(args.value, args.compare, args.to)
+        except (FileNotFoundError, ValueError, KeyError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"{args.to}: {record['env']}, budgets {', '.join(str(b['budget']) for b in record['budgets'])}")
+        return 0
     if args.cmd == "train":
         if not 0 < args.gamma < 1:
             p.error("--gamma must be in (0, 1)")

@@ -67,3 +67,20 @@ def test_node_pages_show_the_proxy_note_and_its_link():
     at = _node_page("perception-audio")
     info = "\n".join(str(e.value) for e in at.info)
     assert "No runnable proxy yet." in info and not any(e.proto.label == "Run the proxy" for e in at.get("page_link"))
+
+
+def test_planning_external_guide_page_shows_the_shipped_value_search_comparison():
+    """Issue 20: the learned value's comparison (lab/results/value-search/) is on the node it measures."""
+    from lab import value_search_results
+
+    records = value_search_results.for_node("planning-external-guide")
+    assert records, "no shipped value-search record for planning-external-guide"
+    at = _node_page("planning-external-guide")
+    text = "\n".join(str(e.value) for e in at.markdown)
+    assert "a learned value guiding best-first search on" in text
+    frames = [f.value for f in at.dataframe if "budget (calls)" in f.value.columns]
+    assert len(frames) == len(records)
+    assert sorted(set(frames[0]["budget (calls)"])) == sorted(b["budget"] for b in records[0]["budgets"])
+    captions = "\n".join(str(e.value) for e in at.caption)
+    assert "held-out puzzles: learned value vs the heuristic" in captions
+    assert not value_search_results.for_node("planning-internal-driver")

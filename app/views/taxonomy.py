@@ -62,6 +62,14 @@ def node_page(node_id: str) -> None:
             st.caption(line)  # Markdown whose names node_comparison_lines escaped
         if compared:
             ui.page_link(routes.compare(grid=compared[0][0]), "See the comparison", icon=":material/leaderboard:")
+    for record in state.value_search_results(node_id):  # issue 20: the learned value guiding a search
+        with st.container(border=True):
+            st.markdown(f"**Measured: a learned value guiding best-first search on {ui.md(record['env'])}**, "
+                        f"against the fixed heuristic and the policy alone, at equal model calls "
+                        f"({ui.md(record['model'])}; held-out puzzles; docs/env_textgames_value.md).")
+            st.dataframe(presentation.value_search_frame(record), hide_index=True, width="stretch")
+            for line in presentation.value_search_verdicts(record):
+                st.caption(line)
     if lab.not_implemented(node_id):
         st.info("**No reference implementation yet.** " + ui.md(lab.not_implemented(node_id)), icon=":material/pending:")
     proxy = presentation.node_proxy_note(node_id) if not impls else None  # issue 22: capability/task proxies

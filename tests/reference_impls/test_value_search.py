@@ -98,6 +98,65 @@ def test_train_and_compare_through_the_cli(tmp_path, capsys):
     assert vs.main(["compare", "--value", str(tmp_path / "missing")]) == 2
     assert math.isfinite(result["optimal_length"])
 
+    # export: one portable record of the head and its comparisons, read back by the Lab and the node page
+    shipped = tmp_path / "shipped" / "frozenlake.json"
+    assert vs.main(["export", "--value", str(out), "--compare", str(result_file), "--to", str(shipped)]) == 0
+    text = shipped.read_text()
+    assert str(tmp_path) not in text  # no path of this machine travels with a shipped result
+    from lab import value_search_results
+
+    [record] = value_search_results.for_node("planning-external-guide", shipped.parent)
+    assert record["env"] == "frozenlake" and record["value"]["train_states"] == report["train_states"]
+    assert [b["budget"] for b in record["budgets"]] == [16]
+    assert record["budgets"][0]["methods"]["learned"]["per_problem"] == result["methods"]["learned"]["per_problem"]
+    assert value_search_results.for_node("planning-internal-driver", shipped.parent) == []
+    # the same budget twice, or a comparison of another env, is refused with the file named
+    assert vs.main(["export", "--value", str(out), "--compare", str(result_file), str(result_file),
+                    "--to", str(tmp_path / "x.json")]) == 2
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**result, "env": "sokoban"}))
+    assert vs.main(["export", "--value", str(out), "--compare", str(other), "--to", str(tmp_path / "y.json")]) == 2
+    assert "other.json" in capsys.readouterr().err and not (tmp_path / "y.json").exists()
+
+
+def test_shipped_value_search_records_are_read_with_clear_errors(tmp_path):
+    from lab import value_search_results
+    from taxonomy import DataError
+
+    assert value_search_results.load(tmp_path / "none") == []
+    (tmp_path / "bad.json").write_text('{"node": "planning-external-guide",\n "env": ')
+    with pytest.raises(DataError, match=r"bad\.json, line 2: not JSON"):
+        value_search_results.load(tmp_path)
+    (tmp_path / "bad.json").write_text(json.dumps({"node": "x", "env": "sokoban", "model": "m", "value": {},
+                                                   "budgets": [{"budget": 8, "methods": {"policy": {}}}]}))
+    with pytest.raises(DataError, match=r"bad\.json, budgets\[1\], field 'methods': no heuristic, learned"):
+        value_search_results.load(tmp_path)
+
+
+def _method(mean, low, high, calls):
+    return {"success": {"mean": mean, "low": low, "high": high}, "mean_calls": calls, "per_problem": []}
+
+
+def test_value_search_table_and_verdicts_from_a_hand_record():
+    from app import presentation
+
+    diff = {"difference": {"mean": 0.25, "low": 0.1, "high": 0.4}, "verdict": "better", "p_value": 0.001}
+    record = {"budgets": [{"budget": 32, "n": 100, "plan_length": {"heuristic": 9.0, "learned": 11.5},
+                           "methods": {"policy": _method(0.05, 0.01, 0.1, 30.2), "heuristic": _method(0.6, 0.5, 0.7, 20),
+                                       "learned": _method(0.3, 0.21, 0.39, 25.25)},
+                           "learned_vs_heuristic": {**diff, "difference": {"mean": -0.3, "low": -0.42, "high": -0.18},
+                                                    "verdict": "worse"},
+                           "learned_vs_policy": diff}]}
+    frame = presentation.value_search_frame(record)
+    assert list(frame["method"]) == list(presentation.VALUE_SEARCH_METHODS.values())
+    learned = frame.iloc[2]
+    assert (learned["solved %"], learned["95% low"], learned["95% high"], learned["mean calls"],
+            learned["plan length"]) == (30.0, 21.0, 39.0, 25.2, 11.5)
+    assert frame.iloc[0]["plan length"] is None or frame["plan length"].isna().iloc[0]
+    [line] = presentation.value_search_verdicts(record)
+    assert line == ("32 calls, 100 held-out puzzles: learned value vs the heuristic -30 points [-42, -18], worse; "
+                    "vs the policy +25 points [+10, +40], better.")
+
 
 def test_monte_carlo_targets_of_an_episode():
     trace = [("s0", 0), ("s1", 2), ("s2", 2), ("s3", 5)]  # (state, moves so far) after each turn

@@ -683,9 +683,9 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
     n = 0
     for r in results(grid, gdir):
         (dest / "cells").mkdir(exist_ok=True)
-        # the warm start's folder is this machine's; shipped, the config names it relative to a grid folder
-        # (GridResults.reproduce says how to rebuild it) and the warm start's own settings travel beside it
-        r = {**r, "config": {**r["config"], "model": f"warm/{r['env']}"}}
+        # the warm start's and the run's folders are this machine's; shipped, the config names them relative to
+        # a grid folder (GridResults.reproduce says how to rebuild it) and the warm start's settings travel beside it
+        r = {**r, "config": {**r["config"], "model": f"warm/{r['env']}", "out": f"cells/{r['cell']}/run"}}
         _atomic_json(dest / "cells" / f"{r['cell']}.json", r)
         n += 1
     for env in grid.envs():

@@ -246,6 +246,8 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     # start's own settings travel with them
     exported = [json.loads(f.read_text()) for f in (shipped / "cells").glob("*.json")]
     assert {c["config"]["model"] for c in exported} == {"warm/calculator"}
+    assert all(c["config"]["out"] == f"cells/{c['cell']}/run" for c in exported)
+    assert str(tmp_path) not in "".join(f.read_text() for f in (shipped / "cells").glob("*.json"))
     assert json.loads((shipped / "warm" / "calculator.json").read_text())["sft_steps"] == 0
     # the warm start alone was evaluated once, on the cells' held-out problems, and travels with the results
     warm = json.loads((gdir.warm("calculator") / "done.json").read_text())

@@ -241,9 +241,9 @@ def _comparison_results(data_dir_key: str):  # keyed by the data dir, so tests w
     return available_results()
 
 
-@st.cache_data(show_spinner=False)
 def value_search_results(node_id: str) -> list[dict]:
-    """The shipped learned-value search comparisons of a node (lab/results/value-search/)."""
+    """The shipped learned-value search comparisons of a node (lab/results/value-search/: a few small files,
+    read per view, not cached)."""
     from lab.value_search_results import for_node
 
     return for_node(node_id)

@@ -26,10 +26,10 @@ def _check(record: dict, where: Path) -> dict:
     return record
 
 
-def load(folder: Path = SHIPPED) -> list[dict]:
-    """Every record in ``folder`` (none when it does not exist), sorted by environment."""
+def load(folder: Path | None = None) -> list[dict]:
+    """Every record in ``folder`` (default: the shipped ones; none when it does not exist), sorted by environment."""
     records = []
-    for path in sorted(Path(folder).glob("*.json")):
+    for path in sorted(Path(folder or SHIPPED).glob("*.json")):
         try:
             record = json.loads(path.read_text())
         except json.JSONDecodeError as err:
@@ -38,5 +38,5 @@ def load(folder: Path = SHIPPED) -> list[dict]:
     return records
 
 
-def for_node(node_id: str, folder: Path = SHIPPED) -> list[dict]:
+def for_node(node_id: str, folder: Path | None = None) -> list[dict]:
     return [r for r in load(folder) if r["node"] == node_id]

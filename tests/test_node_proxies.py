@@ -69,18 +69,30 @@ def test_node_pages_show_the_proxy_note_and_its_link():
     assert "No runnable proxy yet." in info and not any(e.proto.label == "Run the proxy" for e in at.get("page_link"))
 
 
-def test_planning_external_guide_page_shows_the_shipped_value_search_comparison():
-    """Issue 20: the learned value's comparison (lab/results/value-search/) is on the node it measures."""
+def test_planning_external_guide_page_shows_a_value_search_record(tmp_path, monkeypatch):
+    """Issue 20: a learned-value search comparison shipped in lab/results/value-search/ is shown on the node it
+    measures (here a record written the way `value_search export` writes one, into a stand-in folder)."""
+    import json
+
     from lab import value_search_results
 
-    records = value_search_results.for_node("planning-external-guide")
-    assert records, "no shipped value-search record for planning-external-guide"
+    method = {"success": {"mean": 0.5, "low": 0.4, "high": 0.6}, "mean_calls": 20.0, "max_calls": 32,
+              "per_problem": [1, 0]}
+    diff = {"difference": {"mean": 0.1, "low": -0.05, "high": 0.25}, "p_value": 0.2,
+            "verdict": "no significant difference"}
+    record = {"node": "planning-external-guide", "env": "sokoban", "model": "warm/sokoban", "value": {"hidden": 576},
+              "budgets": [{"budget": b, "n": 2, "methods": {m: method for m in ("policy", "heuristic", "learned")},
+                           "plan_length": {"heuristic": 9.0, "learned": 10.0},
+                           "learned_vs_heuristic": diff, "learned_vs_policy": diff} for b in (16, 64)]}
+    (tmp_path / "sokoban.json").write_text(json.dumps(record))
+    monkeypatch.setattr(value_search_results, "SHIPPED", tmp_path)
     at = _node_page("planning-external-guide")
     text = "\n".join(str(e.value) for e in at.markdown)
-    assert "a learned value guiding best-first search on" in text
-    frames = [f.value for f in at.dataframe if "budget (calls)" in f.value.columns]
-    assert len(frames) == len(records)
-    assert sorted(set(frames[0]["budget (calls)"])) == sorted(b["budget"] for b in records[0]["budgets"])
+    assert "a learned value guiding best-first search on sokoban" in text
+    [frame] = [f.value for f in at.dataframe if "budget (calls)" in f.value.columns]
+    assert sorted(set(frame["budget (calls)"])) == [16, 64] and len(frame) == 6
     captions = "\n".join(str(e.value) for e in at.caption)
-    assert "held-out puzzles: learned value vs the heuristic" in captions
-    assert not value_search_results.for_node("planning-internal-driver")
+    assert "64 calls, 2 held-out puzzles: learned value vs the heuristic +10 points [-5, +25]" in captions
+    # another node shows none
+    at = _node_page("planning-internal-driver")
+    assert not [f for f in at.dataframe if "budget (calls)" in f.value.columns]

@@ -156,6 +156,10 @@ def test_value_search_table_and_verdicts_from_a_hand_record():
     [line] = presentation.value_search_verdicts(record)
     assert line == ("32 calls, 100 held-out puzzles: learned value vs the heuristic -30 points [-42, -18], worse; "
                     "vs the policy +25 points [+10, +40], better.")
+    # a record is a file a user may have written: its verdict text is shown literally, not as Markdown
+    record["budgets"][0]["learned_vs_policy"] = {**diff, "verdict": "[better](https://x.example) **bold**"}
+    [line] = presentation.value_search_verdicts(record)
+    assert "[better](https" not in line and "**bold**" not in line and r"\*\*bold\*\*" in line
 
 
 def test_monte_carlo_targets_of_an_episode():

@@ -27,8 +27,8 @@ estimate of the moves to go by inverting the target: ``h(s) = log(max(V(s), eps)
 
 The comparison (``compare``), on held-out puzzles, every method given the same budget of ``B`` calls:
 
-``policy``     the LLM plays the env (sampled episodes, restarted after a failure) until the puzzle is
-               solved or ``B`` generation calls (one call = one model turn) are spent;
+``policy``     the LLM plays the env (sampled episodes, restarted after a failure, in rounds) until the
+               puzzle is solved or ``B`` generation calls (one call = one model turn) are spent;
 ``heuristic``  best-first search with the fixed heuristic of ``plansearch`` (Sokoban: box distance;
                FrozenLake: Manhattan distance), allowed ``B`` state evaluations;
 ``learned``    best-first search with the learned value, allowed ``B`` state evaluations, each one a
@@ -401,33 +401,42 @@ def plan_solves(spec, problem, plan: list[str]) -> bool:
 
 def policy_successes(model, tokenizer, spec, problems, budget: int, env_options: dict, max_new_tokens_per_turn: int,
                      max_completion_tokens: int, episodes: int, chunk: int = 8) -> list[tuple[bool, int]]:
-    """Per problem ``(solved within budget, generation calls used)``: ``episodes`` sampled episodes each, read
-    in order; each model turn is one call; the first episode that solves the puzzle before ``budget`` calls are
-    spent counts. ``chunk`` problems are sampled in one batched rollout (chunk x episodes rows: the rollout
-    engine's batching, many times faster on a CPU than one problem at a time; the result per problem is the same
-    rule)."""
+    """Per problem ``(solved within budget, generation calls used)``. Episodes are sampled in rounds of
+    ``episodes`` per problem and read in order; each model turn is one call; the first episode that solves the
+    puzzle before ``budget`` calls are spent counts. A problem that is neither solved nor out of calls after a
+    round gets another round, so the policy spends its whole budget like the searches (an episode that ends
+    early, on an illegal move or its token budget, leaves calls unspent). ``chunk`` problems are sampled in one
+    batched rollout (chunk x episodes rows: the rollout engine's batching, many times faster on a CPU than one
+    problem at a time; the rule per problem is the same)."""
     cfg = RolloutConfig(group_size=episodes, max_new_tokens_per_turn=max_new_tokens_per_turn,
                         max_completion_tokens=max_completion_tokens, env_options=env_options)
-    out = []
-    for start in range(0, len(problems), chunk):
-        part = problems[start:start + chunk]
-        samples, _ = rollout(model, tokenizer, spec, part, cfg)
-        by_problem: list[list] = [[] for _ in part]
-        for s in samples:  # in sampling order within each problem's group
-            by_problem[s.group].append(s)
-        for group in by_problem:
-            used, solved = 0, False
-            for s in group:
-                calls = sum(seg["role"] == "model" for seg in s.segments)
-                if used + calls > budget:
-                    used = budget
-                    break
-                used += calls
-                if s.info.get("correct"):
-                    solved = True
-                    break
-            out.append((solved, used))
-    return out
+    used = [0] * len(problems)
+    solved = [False] * len(problems)
+    pending = list(range(len(problems)))
+    while pending:
+        finished = set()
+        for start in range(0, len(pending), chunk):
+            part = pending[start:start + chunk]
+            samples, _ = rollout(model, tokenizer, spec, [problems[i] for i in part], cfg)
+            by_problem: list[list] = [[] for _ in part]
+            for s in samples:  # in sampling order within each problem's group
+                by_problem[s.group].append(s)
+            for i, group in zip(part, by_problem):
+                before = used[i]
+                for s in group:
+                    calls = sum(seg["role"] == "model" for seg in s.segments)
+                    if used[i] + calls > budget:
+                        used[i] = budget
+                        break
+                    used[i] += calls
+                    if s.info.get("correct"):
+                        solved[i] = True
+                        break
+                # done: solved, budget spent, or a round that made no call (nothing more would be learned)
+                if solved[i] or used[i] >= budget or used[i] == before:
+                    finished.add(i)
+        pending = [i for i in pending if i not in finished]
+    return list(zip(solved, used))
 
 
 def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0, model_name: str | None = None,
@@ -465,7 +474,7 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
                 lengths[method].append(len(plan))
     result = {
         "env": env, "model": name, "value": str(value_dir), "n": len(problems), "budget": budget, "seed": seed,
-        "env_options": env_options, "policy_episodes": episodes, "wall_s": round(time.time() - t0, 1),
+        "env_options": env_options, "policy_episodes_per_round": episodes, "wall_s": round(time.time() - t0, 1),
         "methods": {k: {"success": bootstrap_interval([v], seed=seed).as_dict(),
                         "mean_calls": sum(calls[k]) / len(calls[k]), "max_calls": max(calls[k]),
                         "per_problem": v} for k, v in rows.items()},

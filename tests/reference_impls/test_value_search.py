@@ -186,25 +186,29 @@ def test_policy_episode_states_are_recorded(tiny, tmp_path):
 
 def test_policy_successes_counts_calls_per_problem_across_batched_chunks(monkeypatch):
     """The policy's budget rule, per problem, when problems are sampled several at a time: episodes are read in
-    order, each model turn is a call, the first solving episode within the budget counts."""
+    order, each model turn is a call, the first solving episode within the budget counts, and a problem neither
+    solved nor out of calls is sampled again in another round until it is one or the other."""
     from types import SimpleNamespace
 
     def episode(group, turns, correct):
         segs = [{"role": r} for _ in range(turns) for r in ("model", "env")]
         return SimpleNamespace(group=group, segments=segs, info={"correct": correct})
 
-    # per problem, its episodes as (turns, solved); problems 0-2 go in one chunk, 3 in the next
-    plans = {0: [(3, False), (2, True)], 1: [(4, False), (4, False)], 2: [(5, False), (4, True)], 3: [(1, True)]}
+    # per problem, its rounds of episodes as (turns, solved); problems 0-2 go in one chunk, 3-4 in the next
+    plans = {0: [[(3, False), (2, True)]], 1: [[(2, False), (2, False)], [(3, False), (3, False)]],
+             2: [[(5, False), (4, True)]], 3: [[(1, True)]], 4: [[(0, False)]]}
+    rounds = {p: iter(r) for p, r in plans.items()}
     chunks = []
 
     def fake_rollout(model, tokenizer, spec, part, cfg):
         chunks.append(list(part))
-        return [episode(i, t, c) for i, p in enumerate(part) for t, c in plans[p]], {}
+        return [episode(i, t, c) for i, p in enumerate(part) for t, c in next(rounds[p])], {}
 
     monkeypatch.setattr(vs, "rollout", fake_rollout)
-    got = vs.policy_successes(None, None, None, [0, 1, 2, 3], budget=8, env_options={}, max_new_tokens_per_turn=4,
+    got = vs.policy_successes(None, None, None, [0, 1, 2, 3, 4], budget=8, env_options={}, max_new_tokens_per_turn=4,
                               max_completion_tokens=16, episodes=2, chunk=3)
-    # 0: solved on its 2nd episode after 3 + 2 calls; 1: 8 calls, none solved; 2: 5 + 4 > 8, so the budget runs
-    # out before its solving episode ends; 3: solved at once
-    assert got == [(True, 5), (False, 8), (False, 8), (True, 1)]
-    assert chunks == [[0, 1, 2], [3]]
+    # 0: solved on its 2nd episode after 3 + 2 calls; 1: 4 calls in round 1, then 3 more, and the next 3 would
+    # pass 8, so 8 calls, none solved; 2: 5 + 4 > 8, so the budget runs out before its solving episode ends;
+    # 3: solved at once; 4: a round with no model turn ends it (no endless loop)
+    assert got == [(True, 5), (False, 8), (False, 8), (True, 1), (False, 0)]
+    assert chunks == [[0, 1, 2], [3, 4], [1]]

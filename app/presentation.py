@@ -1197,8 +1197,8 @@ def passk_frame(passk: dict) -> pd.DataFrame:
 
 
 # -- planning with a learned value (issue 20) ---------------------------------------------------------
-VALUE_SEARCH_METHODS = {"policy": "the policy alone (sampled episodes)", "heuristic": "best-first, fixed heuristic",
-                        "learned": "best-first, learned value"}
+VALUE_SEARCH_METHODS = {"policy": "the policy alone (sampled episodes)", "uninformed": "best-first, no guidance",
+                        "heuristic": "best-first, fixed heuristic", "learned": "best-first, learned value"}
 
 
 def value_search_frame(record: dict) -> pd.DataFrame:
@@ -1207,6 +1207,8 @@ def value_search_frame(record: dict) -> pd.DataFrame:
     rows = []
     for b in record["budgets"]:
         for method, label in VALUE_SEARCH_METHODS.items():
+            if method not in b["methods"]:  # records written before the uninformed control have three methods
+                continue
             m = b["methods"][method]
             s = m["success"]
             length = b.get("plan_length", {}).get(method)
@@ -1218,13 +1220,15 @@ def value_search_frame(record: dict) -> pd.DataFrame:
 
 
 def value_search_verdicts(record: dict) -> list[str]:
-    """Per budget, the learned value against the heuristic and against the policy: paired difference in points
+    """Per budget, the learned value against the heuristic, the policy and (where recorded) unguided search: paired
+    difference in points
     with its interval and verdict (Markdown-safe: numbers formatted as numbers, the stored verdict escaped,
     since a record may be a user's own file)."""
     lines = []
     for b in record["budgets"]:
         parts = []
-        for key, against in (("learned_vs_heuristic", "the heuristic"), ("learned_vs_policy", "the policy")):
+        for key, against in (("learned_vs_heuristic", "the heuristic"), ("learned_vs_policy", "the policy"),
+                             ("learned_vs_uninformed", "no guidance")):
             d = b.get(key)
             if d is None:
                 continue

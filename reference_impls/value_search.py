@@ -29,6 +29,8 @@ The comparison (``compare``), on held-out puzzles, every method given the same b
 
 ``policy``     the LLM plays the env (sampled episodes, restarted after a failure, in rounds) until the
                puzzle is solved or ``B`` generation calls (one call = one model turn) are spent;
+``uninformed`` best-first search with no guidance (h = 0: uniform-cost search), allowed ``B`` state
+               evaluations: the control that says what a value adds at all;
 ``heuristic``  best-first search with the fixed heuristic of ``plansearch`` (Sokoban: box distance;
                FrozenLake: Manhattan distance), allowed ``B`` state evaluations;
 ``learned``    best-first search with the learned value, allowed ``B`` state evaluations, each one a
@@ -439,12 +441,40 @@ def policy_successes(model, tokenizer, spec, problems, budget: int, env_options:
     return list(zip(solved, used))
 
 
+def _reused_policy(path: str | Path, expected: dict) -> dict:
+    """The policy's results from an earlier ``compare --out`` file, when it was run on the same puzzles, model,
+    budget and token limits (sampling the policy is the expensive part; the searches are cheap to redo)."""
+    earlier = json.loads(Path(path).read_text())
+    if "policy" not in earlier.get("methods", {}):
+        raise ValueError(f"{path}: no policy results in it (write it with `value_search compare --out`)")
+    for key, want in expected.items():
+        if key in earlier and earlier[key] != want:
+            raise ValueError(f"{path}: its {key} is {earlier[key]!r}, this comparison's is {want!r}: the policy's "
+                             f"results would not be for the same puzzles or budget")
+    missing = [k for k in ("env", "model", "n", "budget", "seed") if k not in earlier]
+    if missing:
+        raise ValueError(f"{path}: missing {', '.join(missing)}")
+    policy = earlier["methods"]["policy"]
+    if len(policy.get("per_problem", [])) != expected["n"]:
+        raise ValueError(f"{path}: methods.policy.per_problem has {len(policy.get('per_problem', []))} results, "
+                         f"expected {expected['n']}")
+    return policy
+
+
 def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0, model_name: str | None = None,
-            max_new_tokens_per_turn: int = 16, max_completion_tokens: int = 192, model=None, tokenizer=None) -> dict:
-    """Policy alone vs heuristic search vs learned-value search on ``n`` held-out puzzles at ``budget`` calls."""
+            max_new_tokens_per_turn: int = 16, max_completion_tokens: int = 192, model=None, tokenizer=None,
+            policy_from: str | Path | None = None) -> dict:
+    """Policy alone vs best-first search with no guidance, with the fixed heuristic and with the learned value,
+    on ``n`` held-out puzzles at ``budget`` calls. ``policy_from``: take the policy's results from an earlier
+    comparison of the same puzzles, model, budget and token limits instead of sampling it again."""
     head, meta = load_value(value_dir)
     env, gamma, env_options = meta["env"], meta["gamma"], dict(meta.get("env_options", {}))
     name = model_name or meta["model"]
+    reused = None
+    if policy_from is not None:
+        reused = _reused_policy(policy_from, {
+            "env": env, "model": name, "n": n, "budget": budget, "seed": seed, "env_options": env_options,
+            "max_new_tokens_per_turn": max_new_tokens_per_turn, "max_completion_tokens": max_completion_tokens})
     if model is None:
         model, tokenizer = load_policy(name)
     if model.config.hidden_size != meta["hidden"]:
@@ -455,33 +485,54 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
     feats = Features(model, tokenizer)
     max_turns = spec.options(env_options).max_turns
     episodes = max(1, math.ceil(budget / max_turns))
-    rows = {"policy": [], "heuristic": [], "learned": []}
+    searches = {"uninformed": lambda sp: (lambda state: 0.0),  # uniform-cost search: what guidance adds
+                "heuristic": lambda sp: sp.heuristic,
+                "learned": lambda sp: learned_estimate(head, feats, sp, gamma)}
+    rows = {"policy": [], **{k: [] for k in searches}}
     calls = {k: [] for k in rows}
-    lengths = {"heuristic": [], "learned": []}
+    lengths = {k: [] for k in searches}
     t0 = time.time()
-    policy = policy_successes(model, tokenizer, spec, problems, budget, env_options, max_new_tokens_per_turn,
-                              max_completion_tokens, episodes)
+    if reused is None:
+        policy = policy_successes(model, tokenizer, spec, problems, budget, env_options, max_new_tokens_per_turn,
+                                  max_completion_tokens, episodes)
+    else:  # per-problem calls are in newer files; older ones keep only the mean and max, copied as they are
+        policy = [(bool(ok), c) for ok, c in zip(reused["per_problem"],
+                                                 reused.get("per_problem_calls", [None] * len(problems)))]
     for p, (ok, used) in zip(problems, policy):
         rows["policy"].append(float(ok))
         calls["policy"].append(used)
         sp = search_problem(env, p)
-        for method, estimate in (("heuristic", sp.heuristic), ("learned", learned_estimate(head, feats, sp, gamma))):
-            plan, used = budgeted_search(sp, estimate, budget)
+        for method, make in searches.items():
+            plan, used = budgeted_search(sp, make(sp), budget)
             ok = plan is not None and plan_solves(spec, p, plan)
             rows[method].append(float(ok))
             calls[method].append(used)
             if ok:
                 lengths[method].append(len(plan))
+
+    def summary(method):
+        c = calls[method]
+        if None in c:  # reused from an older file
+            return {"success": bootstrap_interval([rows[method]], seed=seed).as_dict(),
+                    "mean_calls": reused["mean_calls"], "max_calls": reused["max_calls"],
+                    "per_problem": rows[method]}
+        return {"success": bootstrap_interval([rows[method]], seed=seed).as_dict(),
+                "mean_calls": sum(c) / len(c), "max_calls": max(c), "per_problem": rows[method],
+                "per_problem_calls": c}
+
     result = {
         "env": env, "model": name, "value": str(value_dir), "n": len(problems), "budget": budget, "seed": seed,
-        "env_options": env_options, "policy_episodes_per_round": episodes, "wall_s": round(time.time() - t0, 1),
-        "methods": {k: {"success": bootstrap_interval([v], seed=seed).as_dict(),
-                        "mean_calls": sum(calls[k]) / len(calls[k]), "max_calls": max(calls[k]),
-                        "per_problem": v} for k, v in rows.items()},
+        "env_options": env_options, "max_new_tokens_per_turn": max_new_tokens_per_turn,
+        "max_completion_tokens": max_completion_tokens, "policy_episodes_per_round": episodes,
+        "policy_from": None if policy_from is None else Path(policy_from).name,
+        "wall_s": round(time.time() - t0, 1),
+        "methods": {k: summary(k) for k in rows},
+        # mean over the puzzles each method solved (so not comparable between methods that solve different sets)
         "plan_length": {k: (sum(v) / len(v) if v else None) for k, v in lengths.items()},
         "optimal_length": sum(len(p.plan) for p in problems) / len(problems),
     }
-    for a, b in (("learned", "heuristic"), ("learned", "policy"), ("heuristic", "policy")):
+    for a, b in (("learned", "heuristic"), ("learned", "policy"), ("heuristic", "policy"),
+                 ("learned", "uninformed"), ("heuristic", "uninformed")):
         d = paired_difference([rows[a]], [rows[b]], seed=seed)
         result[f"{a}_vs_{b}"] = {"difference": d.difference.as_dict(), "p_value": d.p_value, "verdict": d.verdict}
     return result
@@ -545,6 +596,9 @@ def main(argv=None) -> int:
     c.add_argument("--max-new-tokens-per-turn", type=int, default=16)
     c.add_argument("--max-completion-tokens", type=int, default=192)
     c.add_argument("--out", default=None, help="write the JSON here (else stdout only)")
+    c.add_argument("--policy-from", default=None,
+                   help="an earlier `compare --out` file of the same puzzles, model and budget: reuse its policy "
+                        "results instead of sampling the policy again (the searches are redone)")
     e = sub.add_parser("export", help="one portable record of a value head and its comparisons (to ship)")
     e.add_argument("--value", required=True, help="folder written by `train`")
     e.add_argument("--compare", nargs="+", required=True, help="JSON files written by `compare --out`")
@@ -570,7 +624,7 @@ def main(argv=None) -> int:
     else:
         try:
             result = compare(args.value, args.n, args.budget, args.seed, args.model, args.max_new_tokens_per_turn,
-                             args.max_completion_tokens)
+                             args.max_completion_tokens, policy_from=args.policy_from)
         except (FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

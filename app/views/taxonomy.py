@@ -65,7 +65,7 @@ def node_page(node_id: str) -> None:
     for record in state.value_search_results(node_id):  # issue 20: the learned value guiding a search
         with st.container(border=True):
             st.markdown(f"**Measured: a learned value guiding best-first search on {ui.md(record['env'])}**, "
-                        f"against the fixed heuristic and the policy alone, at equal model calls "
+                        f"against a fixed heuristic, unguided search and the policy alone, at equal model calls "
                         f"({ui.md(record['model'])}; held-out puzzles; docs/env_textgames_value.md).")
             st.dataframe(presentation.value_search_frame(record), hide_index=True, width="stretch")
             for line in presentation.value_search_verdicts(record):

@@ -73,7 +73,7 @@ def test_value_head_fits_its_targets():
         assert float(((head(x) - y) ** 2).mean()) < 0.1 * float(y.var(unbiased=False))
 
 
-def test_train_and_compare_through_the_cli(tmp_path, capsys):
+def test_train_and_compare_through_the_cli(tmp_path, capsys, monkeypatch):
     out = tmp_path / "value"
     assert vs.main(["train", "--env", "frozenlake", "--model", "tiny", "--puzzles", "6", "--levels", "1",
                     "--epochs", "200", "--out", str(out)]) == 0
@@ -86,14 +86,33 @@ def test_train_and_compare_through_the_cli(tmp_path, capsys):
     assert vs.main(["compare", "--value", str(out), "--n", "3", "--budget", "16", "--max-new-tokens-per-turn", "8",
                     "--max-completion-tokens", "48", "--out", str(result_file)]) == 0
     result = json.loads(result_file.read_text())
-    assert set(result["methods"]) == {"policy", "heuristic", "learned"} and result["n"] == 3
+    assert set(result["methods"]) == {"policy", "uninformed", "heuristic", "learned"} and result["n"] == 3
     for method in result["methods"].values():
         s = method["success"]
         assert 0.0 <= s["low"] <= s["mean"] <= s["high"] <= 1.0
         assert method["max_calls"] <= 16 and len(method["per_problem"]) == 3
-    # a 4x4 lake has at most 16 states: both searches always find (and replay) a plan within 16 evaluations
-    assert result["methods"]["heuristic"]["success"]["mean"] == 1.0
-    assert result["methods"]["learned"]["success"]["mean"] == 1.0
+    # a 4x4 lake has at most 16 states: every search always finds (and replays) a plan within 16 evaluations
+    for method in ("uninformed", "heuristic", "learned"):
+        assert result["methods"][method]["success"]["mean"] == 1.0
+    assert len(result["methods"]["policy"]["per_problem_calls"]) == 3
+
+    # --policy-from: the searches are redone, the policy's results are taken from the earlier file, not sampled
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("the policy was sampled again")
+
+    monkeypatch.setattr(vs, "policy_successes", no_sampling)
+    again = tmp_path / "again.json"
+    assert vs.main(["compare", "--value", str(out), "--n", "3", "--budget", "16", "--max-new-tokens-per-turn", "8",
+                    "--max-completion-tokens", "48", "--policy-from", str(result_file), "--out", str(again)]) == 0
+    reran = json.loads(again.read_text())
+    assert reran["methods"]["policy"] == result["methods"]["policy"] and reran["policy_from"] == "cmp.json"
+    assert reran["methods"]["learned"]["per_problem"] == result["methods"]["learned"]["per_problem"]
+    capsys.readouterr()
+    # a file of another budget (or other puzzles) is refused, naming the field
+    assert vs.main(["compare", "--value", str(out), "--n", "3", "--budget", "8", "--max-new-tokens-per-turn", "8",
+                    "--max-completion-tokens", "48", "--policy-from", str(result_file)]) == 2
+    assert "cmp.json: its budget is 16, this comparison's is 8" in capsys.readouterr().err
+    monkeypatch.undo()
     assert result["learned_vs_policy"]["verdict"] in ("better", "worse", "no significant difference")
     assert vs.main(["compare", "--value", str(tmp_path / "missing")]) == 2
     assert math.isfinite(result["optimal_length"])
@@ -147,8 +166,9 @@ def test_value_search_table_and_verdicts_from_a_hand_record():
                            "learned_vs_heuristic": {**diff, "difference": {"mean": -0.3, "low": -0.42, "high": -0.18},
                                                     "verdict": "worse"},
                            "learned_vs_policy": diff}]}
-    frame = presentation.value_search_frame(record)
-    assert list(frame["method"]) == list(presentation.VALUE_SEARCH_METHODS.values())
+    frame = presentation.value_search_frame(record)  # a record from before the uninformed control: 3 methods
+    labels = presentation.VALUE_SEARCH_METHODS
+    assert list(frame["method"]) == [labels["policy"], labels["heuristic"], labels["learned"]]
     learned = frame.iloc[2]
     assert (learned["solved %"], learned["95% low"], learned["95% high"], learned["mean calls"],
             learned["plan length"]) == (30.0, 21.0, 39.0, 25.2, 11.5)
@@ -156,6 +176,14 @@ def test_value_search_table_and_verdicts_from_a_hand_record():
     [line] = presentation.value_search_verdicts(record)
     assert line == ("32 calls, 100 held-out puzzles: learned value vs the heuristic -30 points [-42, -18], worse; "
                     "vs the policy +25 points [+10, +40], better.")
+    # with the uninformed control: its row between the policy and the heuristic, and a third verdict
+    record["budgets"][0]["methods"]["uninformed"] = _method(0.57, 0.47, 0.66, 48.85)
+    record["budgets"][0]["learned_vs_uninformed"] = {**diff, "difference": {"mean": 0.33, "low": 0.24, "high": 0.42}}
+    frame = presentation.value_search_frame(record)
+    assert list(frame["method"]) == list(labels.values()) and frame.iloc[1]["solved %"] == 57.0
+    [line] = presentation.value_search_verdicts(record)
+    assert line.endswith("vs the policy +25 points [+10, +40], better; vs no guidance +33 points [+24, +42], better.")
+    del record["budgets"][0]["learned_vs_uninformed"]
     # a record is a file a user may have written: its verdict text is shown literally, not as Markdown
     record["budgets"][0]["learned_vs_policy"] = {**diff, "verdict": "[better](https://x.example) **bold**"}
     [line] = presentation.value_search_verdicts(record)

@@ -240,3 +240,19 @@ def test_policy_successes_counts_calls_per_problem_across_batched_chunks(monkeyp
     # 3: solved at once; 4: a round with no model turn ends it (no endless loop)
     assert got == [(True, 5), (False, 8), (False, 8), (True, 1), (False, 0)]
     assert chunks == [[0, 1, 2], [3, 4], [1]]
+
+
+def test_the_shipped_records_load_and_tabulate():
+    """What ships in lab/results/value-search/ is read by the node page: valid records, every method a row with an
+    interval that holds its mean, and no path of the machine that made them."""
+    from app import presentation
+    from lab import value_search_results
+
+    records = value_search_results.load()
+    assert {r["env"] for r in records} >= {"sokoban"}
+    for record in records:
+        assert record["node"] == "planning-external-guide" and not record["model"].startswith("/")
+        frame = presentation.value_search_frame(record)
+        assert len(frame) == sum(len(b["methods"]) for b in record["budgets"])
+        assert ((frame["95% low"] <= frame["solved %"]) & (frame["solved %"] <= frame["95% high"])).all()
+        assert len(presentation.value_search_verdicts(record)) == len(record["budgets"])

@@ -1215,7 +1215,7 @@ def value_search_frame(record: dict) -> pd.DataFrame:
             rows.append({"budget (calls)": b["budget"], "method": label, "solved %": round(100 * s["mean"], 1),
                          "95% low": round(100 * s["low"], 1), "95% high": round(100 * s["high"], 1),
                          "mean calls": round(m["mean_calls"], 1),
-                         "plan length": None if length is None else round(length, 1)})
+                         "mean plan length (puzzles it solved)": None if length is None else round(length, 1)})
     return pd.DataFrame(rows)
 
 

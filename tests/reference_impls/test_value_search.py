@@ -171,8 +171,8 @@ def test_value_search_table_and_verdicts_from_a_hand_record():
     assert list(frame["method"]) == [labels["policy"], labels["heuristic"], labels["learned"]]
     learned = frame.iloc[2]
     assert (learned["solved %"], learned["95% low"], learned["95% high"], learned["mean calls"],
-            learned["plan length"]) == (30.0, 21.0, 39.0, 25.2, 11.5)
-    assert frame.iloc[0]["plan length"] is None or frame["plan length"].isna().iloc[0]
+            learned["mean plan length (puzzles it solved)"]) == (30.0, 21.0, 39.0, 25.2, 11.5)
+    assert frame["mean plan length (puzzles it solved)"].isna().iloc[0]  # the policy has none
     [line] = presentation.value_search_verdicts(record)
     assert line == ("32 calls, 100 held-out puzzles: learned value vs the heuristic -30 points [-42, -18], worse; "
                     "vs the policy +25 points [+10, +40], better.")

@@ -1221,9 +1221,8 @@ def value_search_frame(record: dict) -> pd.DataFrame:
 
 def value_search_verdicts(record: dict) -> list[str]:
     """Per budget, the learned value against the heuristic, the policy and (where recorded) unguided search: paired
-    difference in points
-    with its interval and verdict (Markdown-safe: numbers formatted as numbers, the stored verdict escaped,
-    since a record may be a user's own file)."""
+    difference in points with its interval and verdict (Markdown-safe: numbers formatted as numbers, the stored
+    verdict escaped, since a record may be a user's own file)."""
     lines = []
     for b in record["budgets"]:
         parts = []
@@ -1235,7 +1234,8 @@ def value_search_verdicts(record: dict) -> list[str]:
             diff = d["difference"]
             parts.append(f"vs {against} {100 * diff['mean']:+.0f} points [{100 * diff['low']:+.0f}, "
                          f"{100 * diff['high']:+.0f}], {md_escape(d['verdict'])}")
-        lines.append(f"{int(b['budget'])} calls, {int(b['n'])} held-out puzzles: learned value " + "; ".join(parts) + ".")
+        lines.append(f"{int(b['budget'])} calls, {int(b['n'])} held-out puzzles: learned value "
+                     + "; ".join(parts) + ".")
     return lines
 
 

@@ -512,13 +512,10 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
 
     def summary(method):
         c = calls[method]
-        if None in c:  # reused from an older file
-            return {"success": bootstrap_interval([rows[method]], seed=seed).as_dict(),
-                    "mean_calls": reused["mean_calls"], "max_calls": reused["max_calls"],
-                    "per_problem": rows[method]}
-        return {"success": bootstrap_interval([rows[method]], seed=seed).as_dict(),
-                "mean_calls": sum(c) / len(c), "max_calls": max(c), "per_problem": rows[method],
-                "per_problem_calls": c}
+        out = {"success": bootstrap_interval([rows[method]], seed=seed).as_dict(), "per_problem": rows[method]}
+        if None in c:  # the policy reused from an older file, which kept only its mean and max calls
+            return {**out, "mean_calls": reused["mean_calls"], "max_calls": reused["max_calls"]}
+        return {**out, "mean_calls": sum(c) / len(c), "max_calls": max(c), "per_problem_calls": c}
 
     result = {
         "env": env, "model": name, "value": str(value_dir), "n": len(problems), "budget": budget, "seed": seed,

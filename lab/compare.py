@@ -311,6 +311,7 @@ def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed:
     from reference_impls.models import load_policy
 
     task = get_env(env)
+    env_options = task.heldout_env_options(env_options)
     problems = task.problems("heldout", n=n, seed=seed, **env_options)
     model, tokenizer = load_policy(model_name)
     _, samples = evaluate(model, tokenizer, task, problems, max_new_tokens_per_turn=max_new_tokens_per_turn,
@@ -389,10 +390,11 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: i
               f"RL ({best['implementation']}, seed {best['seed']})": str(RunDir(gdir.cell(best["implementation"],
                                                                                             best["seed"]) / "run").latest_checkpoint())}
     task = get_env(env)
-    problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, **config["env_options"])
+    env_options = task.heldout_env_options(config["env_options"])
+    problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, **env_options)
     rcfg = RolloutConfig(group_size=samples, max_new_tokens_per_turn=config["max_new_tokens_per_turn"],
                          max_completion_tokens=config["max_completion_tokens"], temperature=1.0,
-                         env_options=dict(config["env_options"]))
+                         env_options=env_options)
     out = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "curves": {}}
     for label, name in models.items():
         model, tokenizer = load_policy(name, seed=grid.eval_seed)

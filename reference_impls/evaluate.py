@@ -78,7 +78,7 @@ def main(argv=None) -> int:
         task = get_env(env)
         # the run's env options apply only when evaluating on the run's own environment
         base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
-        env_options = {**base, **given_flags(args, "env"), **key_values(args.env_option)}
+        env_options = task.heldout_env_options(base, {**given_flags(args, "env"), **key_values(args.env_option)})
         task.options(env_options)  # validate before loading a model
         name = policy_to_evaluate(args.run, args.model)
     except (ConfigError, RunDirError) as err:

@@ -34,7 +34,7 @@ def _heldout(args) -> int:
             raise ConfigError("--env: name the environment (or give --run)")
         task, report = get_env(env), get_report(env)
         base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
-        options = {**base, **key_values(args.env_option)}
+        options = task.heldout_env_options(base, key_values(args.env_option))
         task.options(options)  # validate before loading a model
         name = policy_to_evaluate(args.run, args.model)
     except (ConfigError, RunDirError) as err:

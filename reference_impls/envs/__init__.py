@@ -140,7 +140,10 @@ class EnvSpec:
     paired across models). ``build(problem, config)``: one episode. ``demonstration(problem)``:
     ``[(role, text), ...]`` segments of a correct transcript (role ``model`` or ``env``) for SFT.
     ``demonstration_options``: options of the problems the warm start demonstrates (on top of the
-    defaults; the calculator narrows them to its SFT families so that RL has headroom)."""
+    defaults; the calculator narrows them to its SFT families so that RL has headroom).
+    ``heldout_options``: options every held-out evaluation applies on top of a run's (selfplay-arith: the
+    solver on seeded expressions, since its training pool holds proposals, which have no right answer);
+    an option given explicitly to an evaluation command still wins."""
 
     name: str
     config: type
@@ -149,6 +152,7 @@ class EnvSpec:
     demonstration: Callable[[Any], list[tuple[str, str]]]
     title: str = ""
     demonstration_options: dict = field(default_factory=dict)
+    heldout_options: dict = field(default_factory=dict)
 
     def options(self, values: dict | None = None):
         """The env's config from a mapping of option values (validated; raises ConfigError)."""
@@ -156,6 +160,11 @@ class EnvSpec:
 
     def problems(self, split: str = "train", n: int = 100, seed: int = 0, **options) -> Sequence[Any]:
         return self.list_problems(split, n, seed, self.options(options))
+
+    def heldout_env_options(self, run_options: dict | None = None, given: dict | None = None) -> dict:
+        """The options of a held-out evaluation: a run's options, then the env's ``heldout_options``, then the
+        options the user gave the evaluation command (the last wins)."""
+        return {**(run_options or {}), **self.heldout_options, **(given or {})}
 
     def make(self, problem, **options) -> Env:
         return self.build(problem, self.options(options))

@@ -250,4 +250,6 @@ def demonstration(problem) -> list[tuple[str, str]]:
 SPEC = register_env(EnvSpec(
     "selfplay-arith", SelfPlayConfig, problems, SelfPlayEnv, demonstration,
     title="self-play: propose and solve arithmetic problems (Absolute Zero style)",
-    demonstration_options={"roles": ("propose", "solve")}))
+    demonstration_options={"roles": ("propose", "solve")},
+    # held-out success is the solver's: seeded expressions it never proposed (a proposal has no right answer)
+    heldout_options={"roles": ("solve",)}))

@@ -215,6 +215,33 @@ def test_selfplay_episode_rewards_and_demonstrations():
     assert not train & heldout
 
 
+def test_selfplay_heldout_measures_the_solver(monkeypatch):
+    """Held-out success of a self-play run is the solver's on seeded expressions: the training pool holds
+    proposals, which have no right answer, so evaluating them would score every model 0."""
+    import lab.compare
+    import reference_impls.evaluate as ev
+    import reference_impls.models
+
+    task = get_env("selfplay-arith")
+    assert task.heldout_env_options({})["roles"] == ("solve",)
+    assert task.heldout_env_options({"roles": ("propose",)})["roles"] == ("solve",)  # a run's pool does not win
+    assert task.heldout_env_options({}, {"roles": ("propose",)})["roles"] == ("propose",)  # an explicit flag does
+    assert get_env("calculator").heldout_env_options({"levels": (1,)}) == {"levels": (1,)}
+    seen = []
+
+    def fake_evaluate(model, tokenizer, task, problems, *args, **kwargs):
+        seen.append(problems)
+        return ({"accuracy": 0.0, "n": len(problems)}, []) if kwargs.get("return_samples") else {"accuracy": 0.0}
+
+    monkeypatch.setattr(ev, "evaluate", fake_evaluate)
+    monkeypatch.setattr(ev, "load_policy", lambda name: (None, None))
+    monkeypatch.setattr(reference_impls.models, "load_policy", lambda name: (None, None))
+    assert ev.main(["--model", "m", "--env", "selfplay-arith", "--n", "4", "--json"]) == 0
+    assert ev.main(["--model", "m", "--env", "selfplay-arith", "--n", "4", "--roles", "propose", "--json"]) == 0
+    assert lab.compare.evaluate_heldout("m", "selfplay-arith", {}, 4, 0, 8, 8) == [0, 0, 0, 0]
+    assert [{p.role for p in problems} for problems in seen] == [{"solve"}, {"propose"}, {"solve"}]
+
+
 # ---- (c) self-play: learnability and the collect hook ---------------------------------------------------
 @pytest.mark.parametrize("outcomes, expected", [
     ([0, 0, 0, 0], 0.0), ([1, 1, 1, 1], 0.0), ([1, 0, 0, 0], 0.75), ([1, 1, 1, 0], 0.25), ([1, 0], 0.5),

@@ -1252,6 +1252,29 @@ class ProxyNote:
     link_label: str = ""
 
 
+#: the node whose question pass@k answers: does RL add abilities or only sharpen what the base model samples?
+PASSK_NODE = "mechanistic-debate"
+
+
+def passk_note(grids) -> ProxyNote:
+    """The mechanistic-debate node's note: where pass@k curves of base, warm-start and RL models are measured
+    (grids with a passk file, shipped or the user's own), with a link to the first on the Compare page, or how
+    to measure them when none is."""
+    measured = [(g.spec.get("name", ""), sorted(g.passk)) for g in grids if g.passk]
+    how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1..64, "
+           "unbiased estimator, temperature 1, on held-out problems); the curves then appear on the Compare page.")
+    if not measured:
+        return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",
+                         "No pass@k curves are shipped or in your grids yet. " + how, routes.compare(),
+                         "Open the Compare page")
+    where = "; ".join(f"grid *{md_escape(name)}*: {md_escape(', '.join(envs))}" for name, envs in measured)
+    return ProxyNote("Measured here: pass@k before and after RL.",
+                     f"The debate's test on this project's environments: if RL raises pass@1 but not pass@k at "
+                     f"large k, it sharpened what the base model could already sample rather than adding an "
+                     f"ability. Curves of the untrained model, the warm start and the best RL cell: {where}.",
+                     routes.compare(grid=measured[0][0]), "See the pass@k curves")
+
+
 def node_proxy_note(node_id: str) -> ProxyNote | None:
     """The node page's proxy note (lab.catalog.node_proxy), or None for a node that is not listed."""
     from lab.catalog import node_proxy

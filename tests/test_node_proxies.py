@@ -96,3 +96,29 @@ def test_planning_external_guide_page_shows_a_value_search_record(tmp_path, monk
     # another node shows none
     at = _node_page("planning-internal-driver")
     assert not [f for f in at.dataframe if "budget (calls)" in f.value.columns]
+
+
+def test_mechanistic_debate_note_points_to_pass_at_k():
+    """Issue 22/23: the mechanistic-debate node links to the comparison's pass@k curves where a grid has them,
+    and says how to measure them where none has."""
+    from types import SimpleNamespace
+
+    none = presentation.passk_note([SimpleNamespace(spec={"name": "core"}, passk={})])
+    assert "no curves yet" in none.heading and "lab.compare passk" in none.text and none.link == routes.compare()
+    grids = [SimpleNamespace(spec={"name": "core"}, passk={}),
+             SimpleNamespace(spec={"name": "my_grid"}, passk={"search": {}, "calculator": {}})]
+    found = presentation.passk_note(grids)
+    assert found.link == routes.compare(grid="my_grid") and found.link_label == "See the pass@k curves"
+    assert r"grid *my\_grid*: calculator, search" in found.text
+
+
+def test_mechanistic_debate_page_shows_the_pass_at_k_note():
+    from lab.compare import available_results
+
+    at = _node_page(presentation.PASSK_NODE)
+    info = "\n".join(str(e.value) for e in at.info)
+    expected = presentation.passk_note(available_results())
+    assert expected.heading in info
+    assert any(e.proto.label == expected.link_label for e in at.get("page_link"))
+    at = _node_page("alg-grpo")
+    assert "pass@k before and after RL" not in "\n".join(str(e.value) for e in at.info)

@@ -77,6 +77,10 @@ def node_page(node_id: str) -> None:
         st.info(f"**{ui.md(proxy.heading)}** {ui.md(proxy.text)}", icon=":material/pending:")
         if proxy.link is not None:
             ui.page_link(proxy.link, proxy.link_label, icon=":material/play_arrow:")
+    if node_id == presentation.PASSK_NODE:  # the comparison's pass@k answers this node's question
+        note = presentation.passk_note(state.comparison_results())
+        st.info(f"**{note.heading}** {note.text}", icon=":material/query_stats:")  # own text; grid names escaped
+        ui.page_link(note.link, note.link_label, icon=":material/leaderboard:")
     family = presentation.family_base(cat, node_id) if not impls else None
     if family is not None:
         with st.container(border=True):

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from ..options import ConfigError, Options, option
 from . import EnvSpec, StepResult, ToolSpec, register_env
+from .reports import register_report
 
 TOOL = ToolSpec(
     name="zoom",
@@ -327,3 +328,29 @@ def _problems(split: str, n: int, seed: int, config: ZoomConfig) -> list[Problem
 SPEC = register_env(EnvSpec("zoom", ZoomConfig, _problems, ZoomEnv, demonstration,
                             title="Active perception in text: zoom into a character-grid image (a text proxy)"))
 make = SPEC.make
+
+
+def perception_report(samples, problems_) -> dict:
+    """What ``correct`` hides: the answer and the grounding (pointing to the target cell) scored apart, the share
+    of episodes that end with a readable ``<answer>SYMBOL at ROW,COL</answer>``, the zooms used, and each level's
+    accuracy. ``python -m reference_impls.report heldout --env zoom --run RUN`` (add ``--env-option max_zooms=0``
+    for the passive, thumbnail-only version of the same problems)."""
+    infos = [s.info for s in samples]
+    n = max(len(infos), 1)
+
+    def share(key):
+        return round(sum(bool(i.get(key)) for i in infos) / n, 4)
+
+    levels = {}
+    for s, i in zip(samples, infos):
+        level = problems_[s.group].level
+        levels.setdefault(level, []).append(bool(i.get("correct")))
+    return {"n": len(infos), "correct": share("correct"), "answer_ok": share("answer_ok"),
+            "grounding_ok": share("grounding_ok"),
+            "answered": round(sum("parse_error" not in i and i.get("answer") is not None for i in infos) / n, 4),
+            "mean_zooms": round(sum(int(i.get("zooms", 0)) for i in infos) / n, 3),
+            "truncated": round(sum(bool(s.truncated or i.get("truncated")) for s, i in zip(samples, infos)) / n, 4),
+            "by_level": {str(k): round(sum(v) / len(v), 4) for k, v in sorted(levels.items())}}
+
+
+register_report("zoom", perception_report)

@@ -221,6 +221,28 @@ def test_answer_and_grounding_rewards(answer, reward, correct):
     assert result.done and result.reward == reward and result.info["correct"] is correct
 
 
+def test_perception_report_by_hand():
+    """Answer and grounding scored apart, the answered share, zooms and levels, on hand-played episodes."""
+    from types import SimpleNamespace
+
+    problems = [_hand_problem(), _hand_problem(level=2)]
+    episodes = [(0, ["<zoom>2,2,2,2</zoom>", "<answer>Q at 2,2</answer>"]),  # right and grounded, 1 zoom
+                (0, ["<answer>Q at 2,1</answer>"]),                          # right symbol, wrong cell
+                (1, ["<answer>a at 2,2</answer>"]),                          # right cell, wrong symbol
+                (1, ["<answer>Q</answer>"])]                                 # unreadable: no cell
+    samples = []
+    for group, turns in episodes:
+        env = zoom.ZoomEnv(problems[group])
+        env.reset()
+        for text in turns:
+            result = env.step(text)
+        samples.append(SimpleNamespace(group=group, info=result.info, truncated=False))
+    samples.append(SimpleNamespace(group=1, info={"truncated": True}, truncated=True))  # cut off by the token cap
+    report = zoom.perception_report(samples, problems)
+    assert report == {"n": 5, "correct": 0.2, "answer_ok": 0.4, "grounding_ok": 0.4, "answered": 0.6,
+                      "mean_zooms": 0.2, "truncated": 0.2, "by_level": {"1": 0.5, "2": 0.0}}
+
+
 def test_reward_weights_are_options():
     env = zoom.ZoomEnv(_hand_problem(), zoom.ZoomConfig(answer_weight=0.0, grounding_weight=1.0))
     env.reset()

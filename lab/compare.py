@@ -236,6 +236,21 @@ def _peak_rss_mb() -> float:
 # ----------------------------------------------------------------------------------------------------
 # stages (each runs in its own process: python -m lab.compare _warm / _cell / _passk)
 
+def _plain(value):
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+def chosen_env_options(env: str, env_options: dict) -> dict:
+    """The env options a cell's layers (recipe, implementation, grid) set away from the environment's defaults.
+    A cell's resolved config holds every option, defaults included; handing all of them to the warm start
+    would override the env's ``demonstration_options`` with defaults (selfplay-arith's warm start then
+    demonstrated proposals only, never solving, and loophole's every family instead of its SFT families)."""
+    from reference_impls.envs import get_env
+
+    defaults = dataclasses.asdict(get_env(env).options({}))
+    return {k: v for k, v in env_options.items() if k not in defaults or _plain(v) != _plain(defaults[k])}
+
+
 def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
     from reference_impls.models import load_policy
     from reference_impls.sft import demonstrations, sft
@@ -244,7 +259,8 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
     settings = warm_settings(grid, env)
     if grid.warm_on_env_options and settings["sft_env"] == env:
         impl = next(i for i in grid.implementations if _env_of(i) == env)
-        settings["options"] = cell_config(grid, impl, grid.warm_seed, settings["model"])["env_options"]
+        settings["options"] = chosen_env_options(env, cell_config(grid, impl, grid.warm_seed,
+                                                                   settings["model"])["env_options"])
     t0 = time.time()
     model, tokenizer = load_policy(settings["model"], seed=settings["seed"])
     losses = []

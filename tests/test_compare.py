@@ -1,5 +1,6 @@
 """The comparison grid: statistics against hand values, grid validation, the leaderboard, and the runner on
 the tiny model (two algorithms x one environment x two seeds), including a resume after a kill."""
+import dataclasses
 import json
 import math
 import os
@@ -287,9 +288,30 @@ def test_warm_start_can_demonstrate_the_cells_levels(tmp_path, monkeypatch):
         compare.warm_stage(grid, gdir, "calculator")
         done = json.loads((gdir.warm("calculator") / "done.json").read_text())
         assert (done.get("options") or {}).get("levels") == ([1] if switch else None)
-    assert seen[0] is None and seen[1]["levels"] == [1]  # the cells' resolved env_options
+    assert seen[0] is None and seen[1] == {"levels": [1]}  # only what the cells chose: defaults stay out
     with pytest.raises(compare.ConfigError, match="warm_on_env_options"):
         compare.GridDir(tmp_path / "off").bind(grid)
+
+
+def test_warm_start_keeps_the_env_demonstration_options():
+    """The cells' options that equal the env's defaults do not reach the warm start, so an env's
+    demonstration_options survive (selfplay-arith demonstrates proposing and solving although its cells'
+    resolved options say roles=propose; loophole keeps its SFT families)."""
+    from reference_impls.envs import get_env
+    from reference_impls.sft import demonstrations
+    from reference_impls.models import load_tokenizer
+
+    resolved = dataclasses.asdict(get_env("selfplay-arith").options({}))
+    assert resolved["roles"] == ("propose",)
+    assert compare.chosen_env_options("selfplay-arith", resolved) == {}
+    assert compare.chosen_env_options("selfplay-arith", {**resolved, "levels": [1, 2, 3]}) == {"levels": [1, 2, 3]}
+    assert compare.chosen_env_options("zoom", {"levels": [1, 2], "max_zooms": 4}) == {"levels": [1, 2]}
+    loophole = dataclasses.asdict(get_env("loophole").options({}))
+    assert compare.chosen_env_options("loophole", loophole) == {}
+    samples = demonstrations(load_tokenizer(), "selfplay-arith", 8, 0,
+                             options=compare.chosen_env_options("selfplay-arith", resolved))
+    texts = ["".join(seg["text"] for seg in s.segments) for s in samples]
+    assert any("<problem>" in t for t in texts) and any("<answer>" in t for t in texts)
 
 
 def test_run_one_environment_at_a_time(tmp_path):

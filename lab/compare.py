@@ -388,9 +388,16 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
     (folder / "error.txt").unlink(missing_ok=True)
 
 
-def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: int) -> None:
-    """pass@k for k = 1..samples of the base model, the warm start and the best RL cell of ``env``."""
+def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: int, out=sys.stdout) -> None:
+    """pass@k for k = 1..samples of the base model, the warm start and the best RL cell of ``env``.
+
+    Resumable: each problem's count is saved as it is measured (``passk/.<env>.partial.json``), and each
+    problem's samples draw from their own seed (the eval seed + the problem's index), so a killed stage
+    resumes at the next problem and ends with the same counts as one that was never stopped.
+    """
     import dataclasses as dc
+
+    import torch
 
     from reference_impls.envs import get_env
     from reference_impls.models import load_policy
@@ -401,27 +408,47 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: i
     if not done:
         raise ConfigError(f"passk --env {env}: no finished cell of this environment yet")
     best = max(done, key=lambda r: r["heldout"])
+    best_run = RunDir(gdir.cell(best["implementation"], best["seed"]) / "run")
+    if best_run.latest_checkpoint() is None:
+        raise ConfigError(f"passk --env {env}: the best cell {best['cell']} has no checkpoint in {best_run.path} "
+                          f"(an exported result without its run); train it again by moving its folder away")
     config = best["config"]
     models = {"base": warm_settings(grid, env)["model"], "warm start": str(gdir.warm(env)),
-              f"RL ({best['implementation']}, seed {best['seed']})": str(RunDir(gdir.cell(best["implementation"],
-                                                                                            best["seed"]) / "run").latest_checkpoint())}
+              f"RL ({best['implementation']}, seed {best['seed']})": str(best_run.latest_checkpoint())}
     task = get_env(env)
     env_options = task.heldout_env_options(config["env_options"])
     problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, **env_options)
     rcfg = RolloutConfig(group_size=samples, max_new_tokens_per_turn=config["max_new_tokens_per_turn"],
                          max_completion_tokens=config["max_completion_tokens"], temperature=1.0,
                          env_options=env_options)
-    out = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "curves": {}}
-    for label, name in models.items():
-        model, tokenizer = load_policy(name, seed=grid.eval_seed)
-        counts = []
-        for p in problems:  # one problem at a time: its G = samples rows share one prefill
-            rows, _ = rollout(model, tokenizer, task, [p], dc.replace(rcfg))
-            counts.append(sum(int(bool(s.info.get("correct"))) for s in rows))
-        out["curves"][label] = {"model": name, "correct_counts": counts,
-                                "pass_at_k": {str(k): v for k, v in pass_at_k_curve(counts, samples).items()}}
+    settings = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "models": models,
+                "max_new_tokens_per_turn": rcfg.max_new_tokens_per_turn,
+                "max_completion_tokens": rcfg.max_completion_tokens, "env_options": env_options}
     (gdir.path / "passk").mkdir(exist_ok=True)
-    _atomic_json(gdir.path / "passk" / f"{env}.json", out)
+    partial_path = gdir.path / "passk" / f".{env}.partial.json"
+    partial = json.loads(partial_path.read_text()) if partial_path.exists() else None
+    if partial is None or partial.get("settings") != settings:  # other settings or another best cell: start over
+        partial = {"settings": settings, "counts": {}, "seconds": {}}
+    result = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "curves": {}}
+    for label, name in models.items():
+        counts = partial["counts"].setdefault(label, [])
+        seconds = partial["seconds"].setdefault(label, [])
+        if len(counts) < len(problems):
+            model, tokenizer = load_policy(name, seed=grid.eval_seed)
+            for i in range(len(counts), len(problems)):  # one problem at a time: its G = samples rows share a prefill
+                t0 = time.time()
+                torch.manual_seed(grid.eval_seed + i)
+                rows, _ = rollout(model, tokenizer, task, [problems[i]], dc.replace(rcfg))
+                counts.append(sum(int(bool(s.info.get("correct"))) for s in rows))
+                seconds.append(round(time.time() - t0, 2))
+                _atomic_json(partial_path, partial)
+                left = (len(problems) - i - 1) * sum(seconds) / len(seconds)
+                print(f"{label}: problem {i + 1}/{len(problems)}, {counts[-1]}/{samples} correct "
+                      f"({seconds[-1]:.0f}s; this model's ETA {_duration(left)})", file=out, flush=True)
+        result["curves"][label] = {"model": name, "correct_counts": counts, "wall_s": round(sum(seconds), 1),
+                                   "pass_at_k": {str(k): v for k, v in pass_at_k_curve(counts, samples).items()}}
+    _atomic_json(gdir.path / "passk" / f"{env}.json", result)
+    partial_path.unlink()
 
 
 # ----------------------------------------------------------------------------------------------------

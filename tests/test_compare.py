@@ -271,6 +271,52 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         r["cell"] for r in compare.results(grid, gdir))
 
 
+def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp_path, monkeypatch):
+    """pass@k of the base model, the warm start and the best RL cell; a stage killed after some problems
+    keeps their counts and ends as an uninterrupted one would (each problem draws from its own seed)."""
+    grid = compare.Grid.load(str(tiny_grid))
+    gdir = compare.GridDir(tmp_path / "run")
+    cmd = [sys.executable, "-m", "lab.compare", "run", str(tiny_grid), "--dir", str(gdir.path), "--max-cells", "1"]
+    assert subprocess.run(cmd, env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True).returncode == 0
+    snapshots = []  # the partial file as the stage saves it after each problem
+    write = compare._atomic_json
+    monkeypatch.setattr(compare, "_atomic_json", lambda path, data: (
+        snapshots.append(json.loads(json.dumps(data))) if path.name.endswith(".partial.json") else None,
+        write(path, data)))
+    compare.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    full = json.loads((gdir.path / "passk" / "calculator.json").read_text())
+    assert list(full["curves"]) == ["base", "warm start", "RL (calculator-grpo, seed 0)"]
+    assert full["curves"]["warm start"]["model"] == str(gdir.warm("calculator"))
+    for curve in full["curves"].values():
+        counts = curve["correct_counts"]
+        assert len(counts) == 3 and all(0 <= c <= 4 for c in counts)
+        assert curve["pass_at_k"]["1"] == pytest.approx(sum(counts) / 12)  # pass@1: the fraction of samples correct
+        assert list(curve["pass_at_k"]) == ["1", "2", "3", "4"]
+    assert len(snapshots) == 9 and not (gdir.path / "passk" / ".calculator.partial.json").exists()
+
+    # killed after the base model's three problems and two of the warm start's; the two kept counts are made to
+    # differ from the true ones, so that the test sees them kept rather than measured again
+    partial = snapshots[4]
+    true_warm = full["curves"]["warm start"]["correct_counts"]
+    partial["counts"]["warm start"] = [(c + 1) % 5 for c in true_warm[:2]]
+    (gdir.path / "passk" / ".calculator.partial.json").write_text(json.dumps(partial))
+    (gdir.path / "passk" / "calculator.json").unlink()
+    compare.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    resumed = json.loads((gdir.path / "passk" / "calculator.json").read_text())
+    assert resumed["curves"]["base"]["correct_counts"] == full["curves"]["base"]["correct_counts"]
+    assert resumed["curves"]["warm start"]["correct_counts"] == [(c + 1) % 5 for c in true_warm[:2]] + true_warm[2:]
+    assert (resumed["curves"]["RL (calculator-grpo, seed 0)"]["correct_counts"]
+            == full["curves"]["RL (calculator-grpo, seed 0)"]["correct_counts"])
+
+    # a partial file of other settings (here 2 samples, not 4) is not mixed in: the stage starts over
+    partial["settings"]["samples"] = 2
+    (gdir.path / "passk" / ".calculator.partial.json").write_text(json.dumps(partial))
+    compare.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    restarted = json.loads((gdir.path / "passk" / "calculator.json").read_text())["curves"]
+    assert {k: c["correct_counts"] for k, c in restarted.items()} == {
+        k: c["correct_counts"] for k, c in full["curves"].items()}
+
+
 def test_warm_start_can_demonstrate_the_cells_levels(tmp_path, monkeypatch):
     """``warm_on_env_options``: the warm start's demonstrations use the cells' env_options (here calculator
     level 1 only) instead of the environment's defaults, and done.json records them; a folder made without

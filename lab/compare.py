@@ -513,12 +513,12 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
         if r is not None and (changed := stale_fields(grid, gdir, impl, seed, r)):
             print(f"warning: {cell_id(impl, seed)} was trained with other {', '.join(changed)} than the recipe "
                   f"gives it now; move {gdir.cell(impl, seed)} away to re-run it", file=out, flush=True)
+    total, finished_before = len(cells), len(cells) - len(todo)
     if max_cells is not None:
         todo = todo[:max_cells]
     durations = []
-    total = len(cells)
     for i, (impl, seed) in enumerate(todo):
-        done = total - len(todo) + i
+        done = finished_before + i
         eta = f", ETA {_duration(sum(durations) / len(durations) * (len(todo) - i))}" if durations else ""
         print(f"[{done + 1}/{total}] {cell_id(impl, seed)}{eta}", file=out, flush=True)
         folder = gdir.cell(impl, seed)

@@ -277,7 +277,9 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
     grid = compare.Grid.load(str(tiny_grid))
     gdir = compare.GridDir(tmp_path / "run")
     cmd = [sys.executable, "-m", "lab.compare", "run", str(tiny_grid), "--dir", str(gdir.path), "--max-cells", "1"]
-    assert subprocess.run(cmd, env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True).returncode == 0
+    first = subprocess.run(cmd, env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True)
+    assert first.returncode == 0
+    assert "[1/4] calculator-grpo-s0" in first.stdout  # the progress counts finished cells, not the --max-cells cut
     snapshots = []  # the partial file as the stage saves it after each problem
     write = compare._atomic_json
     monkeypatch.setattr(compare, "_atomic_json", lambda path, data: (

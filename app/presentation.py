@@ -1196,6 +1196,17 @@ def passk_frame(passk: dict) -> pd.DataFrame:
     return frame
 
 
+def passk_comparison_frame(rows: list[dict]) -> pd.DataFrame:
+    """``lab.compare.passk_comparison`` rows as a table in %: each model against the one it starts from, at
+    k = 1 and the largest k, paired over the same problems."""
+    return pd.DataFrame([{
+        "model": r["model"], "against": r["against"], "k": r["k"], "before %": round(100 * r["before"], 1),
+        "after %": round(100 * r["value"], 1), "difference (pts)": round(100 * r["difference"]["mean"], 1),
+        "95% low": round(100 * r["difference"]["low"], 1), "95% high": round(100 * r["difference"]["high"], 1),
+        "verdict": r["verdict"],
+    } for r in rows])
+
+
 # -- planning with a learned value (issue 20) ---------------------------------------------------------
 VALUE_SEARCH_METHODS = {"policy": "the policy alone (sampled episodes)", "uninformed": "best-first, no guidance",
                         "heuristic": "best-first, fixed heuristic", "learned": "best-first, learned value"}

@@ -664,6 +664,61 @@ def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict])
     return out
 
 
+def passk_comparison(passk: dict) -> list[dict]:
+    """Each model of a pass@k record against the one before it (warm start vs base, RL vs warm start) at k = 1
+    and k = samples: per-problem pass@k, paired over the same problems (bootstrap), so "did RL sharpen or
+    add?" gets intervals. Empty for records without per-problem counts."""
+    from reference_impls.stats import pass_at_k
+
+    n, curves = passk.get("samples"), passk.get("curves", {})
+    if not n or not curves or any("correct_counts" not in c for c in curves.values()):
+        return []
+    labels = list(curves)
+    rows = []
+    for before, after in zip(labels, labels[1:]):
+        for k in sorted({1, n}):
+            a = [[pass_at_k(n, c, k) for c in curves[after]["correct_counts"]]]
+            b = [[pass_at_k(n, c, k) for c in curves[before]["correct_counts"]]]
+            paired = paired_difference(a, b)
+            rows.append({"model": after, "against": before, "k": k, "value": float(sum(a[0]) / len(a[0])),
+                         "before": float(sum(b[0]) / len(b[0])), "difference": paired.difference.as_dict(),
+                         "p": paired.p_value, "verdict": paired.verdict})
+    return rows
+
+
+def passk_reading(rows: list[dict]) -> str | None:
+    """A plain sentence on the last pair of ``passk_comparison`` (the RL model against the warm start): did RL
+    raise pass@1, and did it narrow (pass@k at the largest k fell), keep or widen what the model can sample?"""
+    if not rows:
+        return None
+    last = [r for r in rows if r["model"] == rows[-1]["model"]]
+    one, top = last[0], last[-1]
+    if one["k"] == top["k"]:
+        return None
+
+    def shown(r):
+        d = r["difference"]
+        return (f"pass@{r['k']} {100 * r['before']:.0f}% -> {100 * r['value']:.0f}% ({100 * d['mean']:+.0f} pts "
+                f"[{100 * d['low']:+.0f}, {100 * d['high']:+.0f}])")
+
+    head = f"{one['model']} against the {one['against']}: {shown(one)}; {shown(top)}. "
+    n = top["k"]
+    verdicts = (one["verdict"], top["verdict"])
+    if verdicts == ("better", "worse"):
+        return head + (f"Sharpened and narrowed: more of the probability on answers it could already sample, "
+                       f"fewer problems solved in {n} tries.")
+    if top["verdict"] == "better":
+        return head + f"Added: it solves problems the {one['against']} did not solve in {n} tries."
+    if verdicts[0] == "better":
+        return head + f"Sharpened: pass@1 rose, and what it can solve in {n} tries did not change significantly."
+    if top["verdict"] == "worse":
+        return head + f"Narrowed: fewer problems solved in {n} tries" + (
+            ", and pass@1 fell too." if verdicts[0] == "worse" else ", with no significant change at pass@1.")
+    if verdicts[0] == "worse":
+        return head + f"pass@1 fell; what it can solve in {n} tries did not change significantly."
+    return head + f"No significant change at pass@1 or pass@{n}: neither sharpened nor widened, at this sample size."
+
+
 def progression_text(prog: dict[str, list[dict]]) -> str:
     """The stages table of ``progression`` as text (only environments with a reference stage measured)."""
     lines = []
@@ -740,7 +795,7 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
         if gdir.base(env).exists():
             (dest / "base").mkdir(exist_ok=True)
             shutil.copy(gdir.base(env), dest / "base" / f"{env}.json")
-    for p in sorted((gdir.path / "passk").glob("*.json")):
+    for p in sorted((gdir.path / "passk").glob("[!.]*.json")):  # not a stage's partial file
         (dest / "passk").mkdir(exist_ok=True)
         shutil.copy(p, dest / "passk" / p.name)
     return n
@@ -894,9 +949,10 @@ class GridResults:
 
 
 def _records(folder: Path) -> dict[str, dict]:
-    """``<name>.json`` files of a folder by name (unreadable ones skipped)."""
+    """``<name>.json`` files of a folder by name (unreadable ones skipped; hidden ones, such as a pass@k stage's
+    partial file, are work in progress)."""
     found = {}
-    for p in sorted(folder.glob("*.json")):
+    for p in sorted(folder.glob("[!.]*.json")):
         try:
             found[p.stem] = json.loads(p.read_text())
         except ValueError:

@@ -39,6 +39,39 @@ def test_pass_at_k_curve_averages_problems():
     assert curve[2] == pytest.approx((0 + (1 - 1 / 6) + 1) / 3)  # C(2,2)/C(4,2) = 1/6
 
 
+def _passk_record(counts_by_model, n):
+    return {"samples": n, "curves": {label: {"correct_counts": counts} for label, counts in counts_by_model.items()}}
+
+
+def test_passk_comparison_reads_sharpening_against_hand_values():
+    # 40 problems, 64 samples. Warm start: 8 right on 20 problems, 1 right on the other 20 (it can sample an
+    # answer for all 40). RL: 32 right on the first 20, none on the other 20.
+    record = _passk_record({"base": [0] * 40, "warm start": [8] * 20 + [1] * 20, "RL (x, seed 0)": [32] * 20 + [0] * 20},
+                           n=64)
+    rows = compare.passk_comparison(record)
+    assert [(r["model"], r["against"], r["k"]) for r in rows] == [
+        ("warm start", "base", 1), ("warm start", "base", 64), ("RL (x, seed 0)", "warm start", 1),
+        ("RL (x, seed 0)", "warm start", 64)]
+    rl1, rl64 = rows[2], rows[3]
+    assert rl1["before"] == pytest.approx((20 * 8 / 64 + 20 * 1 / 64) / 40)  # 0.0703
+    assert rl1["value"] == pytest.approx(0.25) and rl1["verdict"] == "better"
+    assert rl1["difference"]["mean"] == pytest.approx(0.25 - 0.0703125)
+    # pass@64 with c >= 1 of 64 is 1: the warm start 1.0 everywhere, RL 1.0 on 20 problems and 0 on 20
+    assert (rl64["before"], rl64["value"], rl64["verdict"]) == (1.0, 0.5, "worse")
+    reading = compare.passk_reading(rows)
+    assert reading.startswith("RL (x, seed 0) against the warm start: pass@1 7% -> 25% (+18 pts [")
+    assert "pass@64 100% -> 50% (-50 pts [" in reading and "Sharpened and narrowed" in reading
+
+    # RL that solves problems the warm start never sampled a right answer for: "added"
+    wider = compare.passk_comparison(_passk_record({"warm start": [0] * 40, "RL": [2] * 40}, n=64))
+    assert wider[-1]["verdict"] == "better" and "Added" in compare.passk_reading(wider)
+    same = compare.passk_comparison(_passk_record({"warm start": [4] * 40, "RL": [4] * 40}, n=64))
+    assert "No significant change" in compare.passk_reading(same)
+    # records without per-problem counts (older files) give no comparison, not an error
+    assert compare.passk_comparison({"samples": 4, "curves": {"base": {"pass_at_k": {"1": 0.1}}}}) == []
+    assert compare.passk_reading([]) is None
+
+
 def test_bootstrap_interval_by_hand():
     flat = bootstrap_interval([[1, 1, 1], [1, 1, 1]])
     assert (flat.mean, flat.low, flat.high) == (1.0, 1.0, 1.0)
@@ -303,6 +336,10 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
     partial["counts"]["warm start"] = [(c + 1) % 5 for c in true_warm[:2]]
     (gdir.path / "passk" / ".calculator.partial.json").write_text(json.dumps(partial))
     (gdir.path / "passk" / "calculator.json").unlink()
+    # work in progress is neither shown nor shipped
+    assert compare._records(gdir.path / "passk") == {}
+    compare.export(grid, gdir, tmp_path / "shipped")
+    assert not (tmp_path / "shipped" / "passk").exists()
     compare.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
     resumed = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     assert resumed["curves"]["base"]["correct_counts"] == full["curves"]["base"]["correct_counts"]

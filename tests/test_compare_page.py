@@ -8,6 +8,7 @@ from test_app_pages import open_page, texts
 
 from app import presentation
 from lab import compare
+from reference_impls.stats import pass_at_k_curve
 
 
 def _write_grid(root, cells, passk=None):
@@ -87,6 +88,22 @@ def test_leaderboard_curves_and_passk(data):
     stages = at.dataframe[0].value
     assert list(stages["stage"])[:2] == ["untrained", "SFT (warm start)"]
     assert list(stages["vs stage before (pts)"])[1] == 25.0
+
+
+def test_passk_paired_table_and_reading_under_the_curves(data):
+    cells = [_cell("calculator-grpo", "grpo", 0, [1, 0, 0, 0])]
+    passk = {"env": "calculator", "samples": 64, "curves": {
+        "base": {"correct_counts": [0] * 40},
+        "warm start": {"correct_counts": [8] * 20 + [1] * 20},
+        "RL (calculator-grpo, seed 0)": {"correct_counts": [32] * 20 + [0] * 20}}}
+    for c in passk["curves"].values():
+        c["pass_at_k"] = {str(k): v for k, v in pass_at_k_curve(c["correct_counts"], 64).items()}
+    _write_grid(data, cells, passk)
+    at = open_page("compare", grid="demo")
+    table = [d.value for d in at.dataframe if "against" in d.value.columns][0]
+    assert list(table["k"]) == [1, 64, 1, 64] and list(table["verdict"])[2:] == ["better", "worse"]
+    assert list(table["after %"])[2:] == [25.0, 50.0]
+    assert any("Sharpened and narrowed" in m.value for m in at.markdown)
 
 
 def test_node_page_shows_its_algorithms_row(data):

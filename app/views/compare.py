@@ -51,6 +51,10 @@ for env, rows in chosen.board().items():
         st.caption("pass@k on held-out problems (unbiased estimator; temperature 1): where RL raises pass@1 "
                    "but not pass@k at large k, it sharpened rather than added abilities")
         st.line_chart(presentation.passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
+        paired = compare.passk_comparison(chosen.passk[env])
+        if paired:
+            st.dataframe(presentation.passk_comparison_frame(paired), hide_index=True, width="stretch")
+            st.markdown(ui.md(compare.passk_reading(paired)))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]
         pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i: cells[i]["cell"], key=f"cell-{env}")

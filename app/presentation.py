@@ -1278,11 +1278,16 @@ def passk_note(grids) -> ProxyNote:
         return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",
                          "No pass@k curves are shipped or in your grids yet. " + how, routes.compare(),
                          "Open the Compare page")
+    from lab.compare import passk_comparison, passk_reading
+
     where = "; ".join(f"grid *{md_escape(name)}*: {md_escape(', '.join(envs))}" for name, envs in measured)
+    readings = [f"{md_escape(env)}: {md_escape(reading)}" for g in grids for env, record in sorted(g.passk.items())
+                if (reading := passk_reading(passk_comparison(record)))]
+    found = f" What they show: {' '.join(readings)}" if readings else ""
     return ProxyNote("Measured here: pass@k before and after RL.",
                      f"The debate's test on this project's environments: if RL raises pass@1 but not pass@k at "
                      f"large k, it sharpened what the base model could already sample rather than adding an "
-                     f"ability. Curves of the untrained model, the warm start and the best RL cell: {where}.",
+                     f"ability. Curves of the untrained model, the warm start and the best RL cell: {where}.{found}",
                      routes.compare(grid=measured[0][0]), "See the pass@k curves")
 
 

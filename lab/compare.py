@@ -874,6 +874,10 @@ def main(argv=None) -> int:
                 stages = progression_text(progression(cells, base, warm))
                 if stages:
                     print(stages)
+                for env, record in (loaded.passk if loaded else {}).items():
+                    reading = passk_reading(passk_comparison(record))
+                    if reading:
+                        print(f"pass@k, {env}: {reading}")
     elif args.command == "passk":
         return _child(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
                        str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")

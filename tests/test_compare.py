@@ -304,7 +304,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         r["cell"] for r in compare.results(grid, gdir))
 
 
-def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp_path, monkeypatch):
+def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp_path, monkeypatch, capsys):
     """pass@k of the base model, the warm start and the best RL cell; a stage killed after some problems
     keeps their counts and ends as an uninterrupted one would (each problem draws from its own seed)."""
     grid = compare.Grid.load(str(tiny_grid))
@@ -328,6 +328,9 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
         assert curve["pass_at_k"]["1"] == pytest.approx(sum(counts) / 12)  # pass@1: the fraction of samples correct
         assert list(curve["pass_at_k"]) == ["1", "2", "3", "4"]
     assert len(snapshots) == 9 and not (gdir.path / "passk" / ".calculator.partial.json").exists()
+    capsys.readouterr()
+    assert compare.main(["report", str(tiny_grid), "--dir", str(gdir.path)]) == 0
+    assert "pass@k, calculator: RL (calculator-grpo, seed 0) against the warm start: pass@1 " in capsys.readouterr().out
 
     # killed after the base model's three problems and two of the warm start's; the two kept counts are made to
     # differ from the true ones, so that the test sees them kept rather than measured again

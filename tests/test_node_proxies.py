@@ -110,6 +110,12 @@ def test_mechanistic_debate_note_points_to_pass_at_k():
     found = presentation.passk_note(grids)
     assert found.link == routes.compare(grid="my_grid") and found.link_label == "See the pass@k curves"
     assert r"grid *my\_grid*: calculator, search" in found.text
+    assert "What they show" not in found.text  # records without per-problem counts: curves only, no reading
+    counts = {"samples": 64, "curves": {"warm start": {"correct_counts": [8] * 20 + [1] * 20},
+                                        "RL": {"correct_counts": [32] * 20 + [0] * 20}}}
+    read = presentation.passk_note([SimpleNamespace(spec={"name": "core"}, passk={"calculator": counts})])
+    assert "What they show: calculator: RL against the warm start: pass@⁠1 7% -\\> 25%" in read.text
+    assert "Sharpened and narrowed" in read.text
 
 
 def test_mechanistic_debate_page_shows_the_pass_at_k_note():

@@ -386,6 +386,7 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
     (folder / "error.txt").unlink(missing_ok=True)
+    run.drop_resume_state()  # a finished cell is never resumed: keep its final weights only (pass@k samples them)
 
 
 def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: int, out=sys.stdout) -> None:
@@ -409,12 +410,12 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: i
         raise ConfigError(f"passk --env {env}: no finished cell of this environment yet")
     best = max(done, key=lambda r: r["heldout"])
     best_run = RunDir(gdir.cell(best["implementation"], best["seed"]) / "run")
-    if best_run.latest_checkpoint() is None:
+    if best_run.latest_model() is None:
         raise ConfigError(f"passk --env {env}: the best cell {best['cell']} has no checkpoint in {best_run.path} "
                           f"(an exported result without its run); train it again by moving its folder away")
     config = best["config"]
     models = {"base": warm_settings(grid, env)["model"], "warm start": str(gdir.warm(env)),
-              f"RL ({best['implementation']}, seed {best['seed']})": str(best_run.latest_checkpoint())}
+              f"RL ({best['implementation']}, seed {best['seed']})": str(best_run.latest_model())}
     task = get_env(env)
     env_options = task.heldout_env_options(config["env_options"])
     problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, **env_options)

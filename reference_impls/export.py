@@ -91,7 +91,7 @@ def export_trl(run: Path, out: Path) -> dict:
     if not cfg:
         raise RunDirError(f"--run {run}: no config.json (not a run folder)")
     kwargs, notes = trl_config(cfg)
-    ckpt = rd.latest_checkpoint()
+    ckpt = rd.latest_model()
     model = str(ckpt.resolve()) if ckpt is not None else cfg["model"]
     algo = cfg.get("algo_config", {})
     spec = {"env": cfg["env"], "env_options": cfg.get("env_options", {}), "model": model,

@@ -133,6 +133,34 @@ class RunDir:
                 return ckpt
         return None
 
+    def latest_model(self) -> Path | None:
+        """The newest checkpoint whose weights are complete: what an evaluation loads. Unlike
+        :meth:`latest_checkpoint` it does not need the resume state, which a finished run may have dropped
+        (:meth:`drop_resume_state`)."""
+        for ckpt in reversed(self.checkpoints()):
+            weights = ckpt / "model.safetensors"
+            if weights.is_file() and weights.stat().st_size > 0 and (ckpt / "trainer_state.json").is_file():
+                return ckpt
+        return None
+
+    def drop_resume_state(self) -> Path | None:
+        """For a finished run that will not be resumed (a comparison-grid cell): keep only the newest
+        checkpoint's weights, tokenizer and trainer state; delete older checkpoints and the resume state
+        (optimizer, extra modules such as a critic, RNG: the ``*.pt`` files). A SmolLM2 checkpoint is 1.6 GB,
+        two thirds of it Adam's moments, so a 63-cell grid would otherwise keep ~200 GB. Returns the kept
+        checkpoint (None when there are no weights to keep, and then nothing is deleted)."""
+        import shutil
+
+        keep = self.latest_model()
+        if keep is None:
+            return None
+        for ckpt in self.checkpoints():
+            if ckpt != keep:
+                shutil.rmtree(ckpt, ignore_errors=True)
+        for state in keep.glob("*.pt"):
+            state.unlink()
+        return keep
+
     # -- config and status ---------------------------------------------------------------------------
     def read_config(self) -> dict:
         if not self.config_path.is_file():
@@ -196,10 +224,10 @@ class RunDir:
 
 def policy_to_evaluate(run: str | None, model: str | None, default: str = "smollm2-135m-instruct") -> str:
     """The model a measurement CLI loads (evaluate, self_correction, mas_pipeline, report): ``run``'s newest
-    complete checkpoint when it has one, else ``model``, else ``default``. A ``run`` with no complete checkpoint
+    checkpoint with complete weights when it has one (``RunDir.latest_model``), else ``model``, else ``default``. A ``run`` with no complete checkpoint
     and no ``model`` to fall back on is a RunDirError."""
     if run:
-        ckpt = RunDir(run).latest_checkpoint()
+        ckpt = RunDir(run).latest_model()
         if ckpt is not None:
             return str(ckpt)
         if model is None:

@@ -266,6 +266,9 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         r = gdir.result(impl, seed)
         assert len(r["heldout_by_problem"]) == 4 and len(r["curve"]) == 4 and r["peak_rss_mb"] > 0
         assert r["config"]["model"] == str(gdir.warm("calculator"))  # every cell starts from the shared warm start
+        # a finished cell keeps its final weights only (no optimizer state, no older checkpoints)
+        run = compare.RunDir(gdir.cell(impl, seed) / "run")
+        assert [c.name for c in run.checkpoints()] == ["step_000004"] and not list(run.checkpoints_dir.rglob("*.pt"))
 
     out = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path),
                           "--json"], env=env, capture_output=True, text=True)

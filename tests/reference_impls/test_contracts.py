@@ -225,3 +225,30 @@ def test_measurement_clis_pick_the_model_by_one_rule(tmp_path):
     assert policy_to_evaluate(str(empty), "tiny") == "tiny"  # nothing saved yet: the named model
     # a run with a checkpoint wins over --model: tests/reference_impls/test_env_multiagent_perception.py trains one
     # and evaluates it with evaluate and mas_pipeline through --run
+
+
+def test_a_finished_run_can_drop_its_resume_state_and_stay_evaluable(tmp_path):
+    """RunDir.drop_resume_state keeps the newest checkpoint's weights only; evaluation (latest_model,
+    policy_to_evaluate) still finds them, resuming (latest_checkpoint) no longer does."""
+    from reference_impls.rundir import RunDir, policy_to_evaluate
+
+    run = RunDir(tmp_path / "run")
+    for step in (4, 8):
+        ckpt = run.checkpoint_path(step)
+        ckpt.mkdir(parents=True)
+        for name in ("model.safetensors", "optimizer.pt", "critic.pt", "rng_rank0.pt", "tokenizer.json"):
+            (ckpt / name).write_bytes(b"x" * 10)
+        (ckpt / "trainer_state.json").write_text(json.dumps({"step": step}))
+    assert run.latest_checkpoint() == run.latest_model() == run.checkpoint_path(8)
+
+    assert run.drop_resume_state() == run.checkpoint_path(8)
+    assert run.checkpoints() == [run.checkpoint_path(8)]
+    assert sorted(p.name for p in run.checkpoint_path(8).iterdir()) == [
+        "model.safetensors", "tokenizer.json", "trainer_state.json"]
+    assert run.latest_checkpoint() is None and run.latest_model() == run.checkpoint_path(8)
+    assert policy_to_evaluate(str(run.path), None) == str(run.checkpoint_path(8))
+
+    # a checkpoint with torn weights is not a model; with no weights anywhere nothing is deleted
+    (run.checkpoint_path(8) / "model.safetensors").write_bytes(b"")
+    assert run.latest_model() is None
+    assert run.drop_resume_state() is None and run.checkpoints() == [run.checkpoint_path(8)]

@@ -798,7 +798,11 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
             shutil.copy(gdir.base(env), dest / "base" / f"{env}.json")
     for p in sorted((gdir.path / "passk").glob("[!.]*.json")):  # not a stage's partial file
         (dest / "passk").mkdir(exist_ok=True)
-        shutil.copy(p, dest / "passk" / p.name)
+        record = json.loads(p.read_text())
+        for curve in record.get("curves", {}).values():  # this machine's folders, relative to the grid folder
+            if str(curve.get("model", "")).startswith(str(gdir.path) + os.sep):
+                curve["model"] = os.path.relpath(curve["model"], gdir.path)
+        _atomic_json(dest / "passk" / p.name, record)
     return n
 
 

@@ -331,6 +331,11 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
         assert curve["pass_at_k"]["1"] == pytest.approx(sum(counts) / 12)  # pass@1: the fraction of samples correct
         assert list(curve["pass_at_k"]) == ["1", "2", "3", "4"]
     assert len(snapshots) == 9 and not (gdir.path / "passk" / ".calculator.partial.json").exists()
+    compare.export(grid, gdir, tmp_path / "exported")  # shipped, the models are named relative to a grid folder
+    shipped = json.loads((tmp_path / "exported" / "passk" / "calculator.json").read_text())
+    assert [c["model"] for c in shipped["curves"].values()] == [
+        "tiny", os.path.join("warm", "calculator"), os.path.join("cells", "calculator-grpo-s0", "run", "checkpoints",
+                                                                 "step_000004")]
     capsys.readouterr()
     assert compare.main(["report", str(tiny_grid), "--dir", str(gdir.path)]) == 0
     assert "pass@k, calculator: RL (calculator-grpo, seed 0) against the warm start: pass@1 " in capsys.readouterr().out

@@ -89,3 +89,30 @@ def launch_chromium(playwright, home: str | None = None):
     env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_CACHE_HOME": f"{home}/.cache"}
     # Playwright gives every launch its own fresh --user-data-dir (it refuses one passed in args)
     return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, env=env)
+
+
+def wait_script_idle(page, timeout_ms: float = 120_000) -> None:
+    """Wait until the page's Streamlit script run has finished (its "Running..." icon is gone).
+
+    A click on a link while the script is still streaming elements can land on an element that the rerun
+    then replaces; waiting for the run to end first makes the click land on the page as the user sees it.
+    """
+    page.locator('[data-testid="stStatusWidgetRunningIcon"]').wait_for(state="detached", timeout=timeout_ms)
+
+
+def follow_page_link(page, link_name, heading: str, timeout_ms: float = 120_000) -> None:
+    """Click the page link ``link_name`` (text or regex) and wait for the target page's ``heading`` (exact).
+
+    On a timeout the error names the URL the browser reached and the start of what the page shows, so a
+    failure in CI says whether the click was lost, the page errored, or it was still loading.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    wait_script_idle(page, timeout_ms)
+    page.get_by_role("link", name=link_name).click()
+    try:
+        page.get_by_role("heading", name=heading, exact=True).wait_for(timeout=timeout_ms)
+    except PlaywrightTimeout as err:
+        shown = page.locator("body").inner_text(timeout=5_000)[:1500]
+        raise AssertionError(f"after clicking {link_name!r} no heading {heading!r} within {timeout_ms / 1000:.0f} s; "
+                             f"the browser is at {page.url}; the page shows:\n{shown}") from err

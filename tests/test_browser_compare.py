@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.testing import chromium_path, free_port, launch_chromium, start_app, stop_app, wait_healthy
+from app.testing import (chromium_path, follow_page_link, free_port, launch_chromium, start_app, stop_app,
+                         wait_healthy)
 from test_compare_page import _cell, _write_grid
 
 pytestmark = pytest.mark.browser
@@ -67,8 +68,7 @@ def test_leaderboard_reproduce_and_open_in_lab(compare_app):
             page.get_by_role("button", name=re.compile("Download the cell's config")).wait_for()
 
             # ... and its link opens the Lab on that implementation with the grid's recipe
-            page.get_by_role("link", name=re.compile("Open this implementation in the Lab")).click()
-            page.get_by_role("heading", name="Lab").wait_for()
+            follow_page_link(page, re.compile("Open this implementation in the Lab"), "Lab")
             page.wait_for_function("() => /impl=calculator-(grpo|ppo)/.test(window.location.search)")
             assert "preset=quick" in page.url
         finally:

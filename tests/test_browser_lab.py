@@ -5,7 +5,8 @@ import tempfile
 
 import pytest
 
-from app.testing import chromium_path, free_port, launch_chromium, start_app, stop_app, wait_healthy
+from app.testing import (chromium_path, follow_page_link, free_port, launch_chromium, start_app, stop_app,
+                         wait_healthy)
 
 pytestmark = pytest.mark.browser
 
@@ -43,8 +44,7 @@ def test_run_this_launch_watch_stop(lab_app):
             page.set_default_timeout(120_000)
             page.goto(base_url + "/taxonomy?node=alg-dapo")
             page.get_by_role("heading", name="DAPO").first.wait_for()
-            page.get_by_role("link", name=re.compile("Run this")).click()
-            page.get_by_role("heading", name="Lab").wait_for()
+            follow_page_link(page, re.compile("Run this"), "Lab")
             page.wait_for_function("() => window.location.search.includes('impl=calculator-dapo')")
             # "Run this" opens the preset measured to learn on the calculator (SmolLM2, lab/recipes/learn.yaml);
             # this test launches the tiny model's quick preset instead, to watch the machinery fast

@@ -606,7 +606,7 @@ def leaderboard(cells: list[dict], baseline: str = "grpo") -> dict[str, list[dic
             if base is not None and rs is not base:
                 paired = paired_difference(matrix, [r["heldout_by_problem"] for r in base])
                 row["vs_baseline"] = paired.difference.as_dict()
-                row["verdict"] = _verdict_text(paired, base[0]["implementation"])
+                row["verdict"] = _verdict_text(paired, base[0]["implementation"], one_seed=min(len(rs), len(base)) < 2)
             elif rs is base:
                 row["verdict"] = "baseline"
             rows.append(row)
@@ -614,12 +614,17 @@ def leaderboard(cells: list[dict], baseline: str = "grpo") -> dict[str, list[dic
     return board
 
 
-def _verdict_text(paired, against: str) -> str:
+ONE_SEED = "one seed: the interval leaves out seed-to-seed variation"
+
+
+def _verdict_text(paired, against: str, one_seed: bool = False) -> str:
     """A paired comparison in words, e.g. "better than calculator-grpo (p < 0.01)" (rather than a rounded
-    "p = 0.00")."""
+    "p = 0.00"). ``one_seed``: a side was trained with a single seed, so the bootstrap could resample only the
+    problems; the verdict says so, because one algorithm's seeds can differ by more than the interval's width
+    (the core grid's search-grpo: 0.14 and 0.53)."""
     relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict, "no significant difference from")
     p = "p < 0.01" if paired.p_value < 0.005 else f"p = {paired.p_value:.2f}"
-    return f"{relation} {against} ({p})"
+    return f"{relation} {against} ({p}{'; ' + ONE_SEED if one_seed else ''})"
 
 
 def _is_plain(impl_id: str, algo: str) -> bool:
@@ -659,7 +664,9 @@ def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict])
             before = next((m for lab, _, m, _ in stages if lab == start), None)
             if before is not None:
                 paired = paired_difference(matrix, before)
-                row.update(vs=paired.difference.as_dict(), vs_stage=start, verdict=_verdict_text(paired, start))
+                # an RL stage is one run per seed; the untrained model and the warm start are single references
+                row.update(vs=paired.difference.as_dict(), vs_stage=start,
+                           verdict=_verdict_text(paired, start, one_seed=impl is not None and len(matrix) < 2))
             rows.append(row)
         out[env] = rows
     return out

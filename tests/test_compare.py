@@ -187,6 +187,9 @@ def test_leaderboard_ranks_and_compares_with_the_baseline():
     assert rows["calculator-ppo"]["verdict"].startswith("better than calculator-grpo")
     assert rows["calculator-dapo"]["verdict"].startswith("no significant difference from calculator-grpo")
     assert rows["calculator-ppo"]["seeds"] == 2 and rows["calculator-ppo"]["heldout"] == 1.0
+    # a one-seed row's interval resamples only the problems: its verdict says so; two seeds a side do not
+    assert rows["calculator-dapo"]["verdict"].endswith(f"; {compare.ONE_SEED})")
+    assert compare.ONE_SEED not in rows["calculator-ppo"]["verdict"]
 
 
 def test_progression_compares_each_stage_with_the_one_it_starts_from():
@@ -209,6 +212,9 @@ def test_progression_compares_each_stage_with_the_one_it_starts_from():
     assert rloo["seeds"] == 2 and rloo["vs"] == {"mean": 0.0, "low": 0.0, "high": 0.0}
     assert rloo["verdict"].startswith("no significant difference from SFT (warm start)")
     assert dpo["vs"]["mean"] == -0.5 and dpo["verdict"].startswith("worse than SFT (warm start)")
+    # one RL seed is flagged; two are not, nor is SFT against the untrained model (single references both)
+    assert compare.ONE_SEED in grpo["verdict"] and compare.ONE_SEED in dpo["verdict"]
+    assert compare.ONE_SEED not in rloo["verdict"] and compare.ONE_SEED not in rows["SFT (warm start)"]["verdict"]
     # without references there is nothing to pair with; an environment with references but no cell is kept
     alone = compare.progression(cells, {}, {})["calculator"]
     assert all(r["vs"] is None for r in alone)

@@ -66,6 +66,12 @@ def test_leaderboard_curves_and_passk(data):
     frame = presentation.leaderboard_frame(board)
     assert list(frame["held-out %"]) == [75.0, 25.0] and frame["vs baseline (pts)"].iloc[0] == 50.0
     assert presentation.passk_frame(passk).loc[4, "RL"] == 0.38
+    # the interval chart labels each row with its seed count (a one-seed bar leaves out seed-to-seed variation)
+    one_seed = compare.leaderboard(cells + [_cell("calculator-dapo", "grpo", 0, [1, 1, 0, 0])])["calculator"]
+    chart = presentation.interval_chart(one_seed)
+    assert [d["row"] for d in chart["data"]["values"]] == [
+        "calculator-ppo (2 seeds)", "calculator-dapo (1 seed)", "calculator-grpo (2 seeds)"]
+    assert chart["layer"][0]["encoding"]["y"]["sort"] == [d["row"] for d in chart["data"]["values"]]
     curves = grids[0].curves()
     assert {"env": "calculator", "implementation": "calculator-ppo", "step": 3, "reward_mean": pytest.approx(0.45),
             "seeds": 2} in curves

@@ -1113,6 +1113,11 @@ def results_frame(catalog: Catalog, hits: Sequence) -> pd.DataFrame:
 
 
 # -- comparison grid ---------------------------------------------------------------------------------
+def seeds_label(n: int) -> str:
+    """"1 seed", "3 seeds": how the page and node lines name a row's seed count."""
+    return f"{n} seed{'' if n == 1 else 's'}"
+
+
 def leaderboard_frame(rows: list[dict]) -> pd.DataFrame:
     """One environment's leaderboard as a table (success and interval in %, cost beside quality)."""
     frame = pd.DataFrame([{
@@ -1138,7 +1143,7 @@ def node_comparison_lines(grids, impl_ids: set[str]) -> list[tuple[str, str]]:
             for row in rows:
                 if row["implementation"] not in impl_ids:
                     continue
-                where = f"In the comparison grid *{md_escape(name)}* ({md_escape(env)}, {row['seeds']} seed{'s' if row['seeds'] != 1 else ''})"
+                where = f"In the comparison grid *{md_escape(name)}* ({md_escape(env)}, {seeds_label(row['seeds'])})"
                 held = f"{100 * row['heldout']:.1f} % [{100 * row['low']:.1f}, {100 * row['high']:.1f}]"
                 refs = {r["stage"]: r for r in stages.get(env, []) if r["implementation"] is None}
                 if refs:
@@ -1169,7 +1174,7 @@ def progression_frame(rows: list[dict]) -> pd.DataFrame:
 def interval_chart(rows: list[dict]) -> dict:
     """Vega-Lite: held-out success per implementation with its 95% interval as a bar. Each row's label names
     its seed count: a one-seed bar spans the problems' variation only and looks narrower than it should."""
-    data = [{"row": f"{r['implementation']} ({r['seeds']} seed{'s' if r['seeds'] != 1 else ''})",
+    data = [{"row": f"{r['implementation']} ({seeds_label(r['seeds'])})",
              "implementation": r["implementation"], "seeds": r["seeds"], "heldout": 100 * r["heldout"],
              "low": 100 * r["low"], "high": 100 * r["high"]} for r in rows]
     order = [d["row"] for d in data]

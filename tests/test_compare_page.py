@@ -118,7 +118,7 @@ def test_node_page_shows_its_algorithms_row(data):
     _write_grid(data, cells)
     at = open_page("taxonomy", node="alg-ppo")
     row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
-    assert row and "75.0 %" in row[0]
+    assert row and "75.0 %" in row[0] and "(calculator, 2 seeds)" in row[0]
     assert "better than calculator-grpo" in row[0] or "no significant difference from calculator-grpo" in row[0]
     assert [e for e in at.get("page_link") if e.proto.label == "See the comparison"]
 

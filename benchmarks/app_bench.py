@@ -162,8 +162,8 @@ def page_switches(pw, rounds: int, shots: Path | None) -> tuple[dict[str, list[f
 
 def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -> None:
     """1280x800 screenshots of the real app, palette-quantised to stay small. ``shots``: (file, path,
-    ready checks, text or ("heading", exact name) to scroll to) tuples; default the explorer's pages (scripts/screenshots.py adds
-    the Lab and Runs with a real run)."""
+    ready checks, what to scroll to: a text, or an ARIA (role, exact name) such as ("heading", "search"))
+    tuples; default the explorer's pages (scripts/screenshots.py adds the Lab and Runs with a real run)."""
     from PIL import Image
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -183,8 +183,8 @@ def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -
         page.wait_for_timeout(800)  # the "running" indicator shows only after a short delay
         wait_ready(page, checks, idle=True)
         if scroll_to:
-            # a heading by its exact name (("heading", "search") is not the sidebar's "Search"), or any text
-            target = (page.get_by_role("heading", name=scroll_to[1], exact=True) if isinstance(scroll_to, tuple)
+            # (role, exact name): the "search" heading, not the sidebar's "Search" link that a text match finds first
+            target = (page.get_by_role(scroll_to[0], name=scroll_to[1], exact=True) if isinstance(scroll_to, tuple)
                       else page.get_by_text(scroll_to))
             target.first.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(1200)  # let chart animations settle

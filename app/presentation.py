@@ -1119,9 +1119,11 @@ def seeds_label(n: int) -> str:
 
 
 def leaderboard_frame(rows: list[dict]) -> pd.DataFrame:
-    """One environment's leaderboard as a table (success and interval in %, cost beside quality)."""
+    """One environment's leaderboard as a table (success and interval in %, cost beside quality). The
+    implementation names the variant (search-dapo); "trainer" is the registered trainer that runs it (DAPO,
+    Dr.GRPO and GSPO are switches of the grpo trainer), so it is not called "algorithm"."""
     frame = pd.DataFrame([{
-        "implementation": r["implementation"], "algorithm": r["algo"], "seeds": r["seeds"],
+        "implementation": r["implementation"], "trainer": r["algo"], "seeds": r["seeds"],
         "held-out %": round(100 * r["heldout"], 1), "95% low": round(100 * r["low"], 1),
         "95% high": round(100 * r["high"], 1),
         "vs baseline (pts)": None if r["vs_baseline"] is None else round(100 * r["vs_baseline"]["mean"], 1),

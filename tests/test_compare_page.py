@@ -65,6 +65,8 @@ def test_leaderboard_curves_and_passk(data):
     assert [r["implementation"] for r in board] == ["calculator-ppo", "calculator-grpo"]
     frame = presentation.leaderboard_frame(board)
     assert list(frame["held-out %"]) == [75.0, 25.0] and frame["vs baseline (pts)"].iloc[0] == 50.0
+    # the variant is the implementation; the trainer column names the trainer, not a second "algorithm"
+    assert list(frame["trainer"]) == ["ppo", "grpo"] and "algorithm" not in frame.columns
     assert presentation.passk_frame(passk).loc[4, "RL"] == 0.38
     # the interval chart labels each row with its seed count (a one-seed bar leaves out seed-to-seed variation)
     one_seed = compare.leaderboard(cells + [_cell("calculator-dapo", "grpo", 0, [1, 1, 0, 0])])["calculator"]

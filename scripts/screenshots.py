@@ -1,6 +1,6 @@
 """Screenshots of the pages that need a training run (Lab, Runs) plus Import and Algorithms, for the README.
 
-    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/{algorithms,compare,compare_search,compare_passk,compare_envs,import,lab,runs}.png
+    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/{algorithms,compare,compare_search,compare_frozenlake,compare_passk,compare_envs,import,lab,runs}.png
     .venv/bin/python scripts/screenshots.py --only compare.png compare_envs.png   # some of them (no training run)
 
 The explorer's other screenshots come from ``benchmarks/app_bench.py --screenshots docs/screenshots``;
@@ -44,6 +44,7 @@ def main() -> int:
         # the shipped grids' results (lab/results/<grid>), drawn from the repository's files
         ("compare.png", "/compare?grid=core", [("h1", "Compare algorithms")], None),
         ("compare_search.png", "/compare?grid=core", [("h1", "Compare algorithms")], ("heading", "search")),
+        ("compare_frozenlake.png", "/compare?grid=core", [("h1", "Compare algorithms")], ("heading", "frozenlake")),
         ("compare_passk.png", "/compare?grid=core", [("h1", "Compare algorithms")], "pass@k on held-out problems"),
         ("compare_envs.png", "/compare?grid=envs-code-web", [("h1", "Compare algorithms")], None),
         ("import.png", "/imports", [("h1", "Import your works")], None),

@@ -257,16 +257,19 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
 
     out = gdir.warm(env)
     settings = warm_settings(grid, env)
-    if grid.warm_on_env_options and settings["sft_env"] == env:
+    episode_options = None
+    if settings["sft_env"] == env:
         impl = next(i for i in grid.implementations if _env_of(i) == env)
-        settings["options"] = chosen_env_options(env, cell_config(grid, impl, grid.warm_seed,
-                                                                   settings["model"])["env_options"])
+        chosen = chosen_env_options(env, cell_config(grid, impl, grid.warm_seed, settings["model"])["env_options"])
+        episode_options = chosen  # the cells' episode format (moves per tag, hints), whichever problems are shown
+        if grid.warm_on_env_options:
+            settings["options"] = chosen
     t0 = time.time()
     model, tokenizer = load_policy(settings["model"], seed=settings["seed"])
     losses = []
     if settings["sft_steps"] > 0:
         samples = demonstrations(tokenizer, settings["sft_env"], settings["sft_examples"], settings["seed"],
-                                 options=settings.get("options"))
+                                 options=settings.get("options"), episode_options=episode_options)
         def progress(step, loss):  # into warm-<env>.log: a long warm start shows where it is
             print(f"sft step {step}/{settings['sft_steps']} loss {loss:.4f} {time.time() - t0:.0f}s", flush=True)
 

@@ -95,7 +95,9 @@ class CHORD(GRPO):
     def collect(self, ctx: Context, problems: list):
         from .sft import demonstration_sample
 
-        self.demos = [demonstration_sample(ctx.tokenizer, ctx.task, p) for p in problems[:self.cfg.sft_per_step]]
+        options = ctx.rollout_config.env_options
+        self.demos = [demonstration_sample(ctx.tokenizer, ctx.task, p, options)
+                      for p in problems[:self.cfg.sft_per_step]]
         return super().collect(ctx, problems)
 
     def mu(self, ctx: Context) -> float:

@@ -159,7 +159,7 @@ def demonstration_episode(tokenizer, task, problem, env_options: dict, prompt_id
     env = task.make(problem, **env_options)
     env.reset()
     sample = Sample(prompt_ids=list(prompt_ids), segments=[{"role": "prompt", "text": tokenizer.decode(prompt_ids)}])
-    model_segments = [text for role, text in task.demonstration(problem) if role == "model"]
+    model_segments = [text for role, text in task.demonstrate(problem, env_options) if role == "model"]
     for k, text in enumerate(model_segments):
         written = text + (tokenizer.eos_token if k == len(model_segments) - 1 else "")
         ids = tokenizer(written, add_special_tokens=False)["input_ids"]
@@ -299,7 +299,7 @@ class DPO(Algorithm):
             else:
                 rcfg = RolloutConfig(group_size=tcfg.group_size, max_new_tokens_per_turn=tcfg.max_new_tokens_per_turn,
                                      max_completion_tokens=tcfg.max_completion_tokens, temperature=tcfg.temperature,
-                                     env_options=dict(ctx.env_options), engine=tcfg.rollout_engine)
+                                     env_options=dict(ctx.rollout_config.env_options), engine=tcfg.rollout_engine)
                 # its own problems (seed + 104729) and random stream, a function of the run's seed only
                 rng = random.Random(tcfg.seed + 104729)
                 problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.pair_prompts)]

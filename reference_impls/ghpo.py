@@ -99,7 +99,8 @@ class GHPO(GRPO):
         ratios = self.cfg.hint_ratios()
         for ratio in ratios:
             failed = [g for g in range(len(problems)) if max(s.reward for s in samples[g * G:(g + 1) * G]) <= 0]
-            hints = {g: hint_text(ctx.task.demonstration(problems[g]), ratio) for g in failed}
+            options = ctx.rollout_config.env_options
+            hints = {g: hint_text(ctx.task.demonstrate(problems[g], options), ratio) for g in failed}
             failed = [g for g in failed if hints[g]]
             if not failed:
                 break

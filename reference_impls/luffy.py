@@ -47,13 +47,13 @@ class Config(GRPOConfig):
                                   high=100.0)
 
 
-def demonstration_with_reward(tokenizer, task, problem):
+def demonstration_with_reward(tokenizer, task, problem, env_options: dict | None = None):
     """The environment's demonstration of ``problem`` as a Sample (sft.demonstration_sample), with the
     reward and info the environment gives it when its model segments are played back."""
-    from .sft import demonstration_sample
+    from .sft import demonstrated_options, demonstration_sample
 
-    sample = demonstration_sample(tokenizer, task, problem)
-    env = task.make(problem)
+    sample = demonstration_sample(tokenizer, task, problem, env_options)
+    env = task.make(problem, **demonstrated_options(task, env_options))
     env.reset()
     result = None
     for seg in sample.segments:
@@ -116,7 +116,7 @@ class LUFFY(GRPO):
         for g, problem in enumerate(problems):
             samples += on_batch.samples[g * (G - n_off):(g + 1) * (G - n_off)]
             for _ in range(n_off):
-                demo = demonstration_with_reward(ctx.tokenizer, ctx.task, problem)
+                demo = demonstration_with_reward(ctx.tokenizer, ctx.task, problem, ctx.rollout_config.env_options)
                 demo.group = g
                 samples.append(demo)
         return batch_from_samples(ctx, samples, G), stats

@@ -45,10 +45,21 @@ from .options import ConfigError, add_flags, given_flags, key_values
 from .rollout import Sample, render_prompt
 
 
-def demonstration_sample(tokenizer, task, problem) -> Sample:
-    env = task.make(problem)
+def demonstrated_options(task, env_options: dict | None) -> dict:
+    """The env options a demonstration of ``task`` is played under (``demonstration_sample``)."""
+    return dict(env_options or {}) if task.demonstration_takes_config else {}
+
+
+def demonstration_sample(tokenizer, task, problem, env_options: dict | None = None) -> Sample:
+    """``problem``'s demonstration as a Sample. An env whose demonstration follows its options
+    (``EnvSpec.demonstration_takes_config``: moves per tag, planner hints, results per search) is demonstrated
+    in an episode built with ``env_options``, the run's, so that SFT shows the format its rollouts are played
+    in. Any other env's transcript is written for its defaults, so its prompt is too: zoom's with
+    ``max_zooms=0`` would forbid the zooms its demonstration makes."""
+    env_options = demonstrated_options(task, env_options)
+    env = task.make(problem, **env_options)
     sample = Sample(prompt_ids=render_prompt(tokenizer, env.reset()))
-    segments = task.demonstration(problem)
+    segments = task.demonstrate(problem, env_options)
     segments[-1] = (segments[-1][0], segments[-1][1] + tokenizer.eos_token)  # the model ends its turn
     for role, text in segments:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -59,14 +70,19 @@ def demonstration_sample(tokenizer, task, problem) -> Sample:
     return sample
 
 
-def demonstrations(tokenizer, env: str, n: int, seed: int = 0, options: dict | None = None) -> list[Sample]:
+def demonstrations(tokenizer, env: str, n: int, seed: int = 0, options: dict | None = None,
+                   episode_options: dict | None = None) -> list[Sample]:
     """``n`` demonstration transcripts of ``env``'s train split, tokenised like rollouts.
 
     Drawn from their own seed stream (``seed + 7919``) so the SFT problems are not the first RL problems.
-    The problems' options are the env's ``demonstration_options`` overridden by ``options``."""
+    The problems' options are the env's ``demonstration_options`` overridden by ``options``. The episodes
+    (prompt, moves per tag, hints, results per search) are built with ``episode_options`` when given, else with
+    ``options`` (the env's defaults where neither says): a run's warm start passes the run's env options there,
+    so SFT shows the format its rollouts are played in, while its problems stay the demonstrated ones."""
     task = get_env(env)
     problems = task.problems("train", n=n, seed=seed + 7919, **{**task.demonstration_options, **(options or {})})
-    return [demonstration_sample(tokenizer, task, pr) for pr in problems]
+    episode = options if episode_options is None else episode_options
+    return [demonstration_sample(tokenizer, task, pr, episode) for pr in problems]
 
 
 BATCH_SIZE = 8  # transcripts per SFT step

@@ -374,7 +374,10 @@ class Trainer:
 
         cfg = self.cfg
         t0 = time.time()
-        samples = demonstrations(self.tokenizer, cfg.sft_env or cfg.env, cfg.sft_examples, cfg.seed)
+        # the run's env options shape the demonstrated episodes (moves per tag, hints); another env's would not fit
+        same_env = not cfg.sft_env or cfg.sft_env == cfg.env
+        samples = demonstrations(self.tokenizer, cfg.sft_env or cfg.env, cfg.sft_examples, cfg.seed,
+                                 episode_options=cfg.env_options if same_env else None)
         path = self.run_dir.warm_start_path
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True)

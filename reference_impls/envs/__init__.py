@@ -138,7 +138,10 @@ class EnvSpec:
     ``config``: its options dataclass (fields declared with ``options.option``).
     ``list_problems(split, n, seed, config)``: a pure function of its arguments (held-out evaluation is
     paired across models). ``build(problem, config)``: one episode. ``demonstration(problem)``:
-    ``[(role, text), ...]`` segments of a correct transcript (role ``model`` or ``env``) for SFT.
+    ``[(role, text), ...]`` segments of a correct transcript (role ``model`` or ``env``) for SFT; with
+    ``demonstration_takes_config`` it is called ``demonstration(problem, config=config)`` with the run's
+    config, for an env whose transcript depends on its options (moves per tag, hints, results per search).
+    Callers go through :meth:`demonstrate`, which resolves the options.
     ``demonstration_options``: options of the problems the warm start demonstrates (on top of the
     defaults; the calculator narrows them to its SFT families so that RL has headroom).
     ``heldout_options``: options every held-out evaluation applies on top of a run's (selfplay-arith: the
@@ -149,10 +152,11 @@ class EnvSpec:
     config: type
     list_problems: Callable[[str, int, int, Any], Sequence[Any]]
     build: Callable[..., Env]
-    demonstration: Callable[[Any], list[tuple[str, str]]]
+    demonstration: Callable[..., list[tuple[str, str]]]
     title: str = ""
     demonstration_options: dict = field(default_factory=dict)
     heldout_options: dict = field(default_factory=dict)
+    demonstration_takes_config: bool = False
 
     def options(self, values: dict | None = None):
         """The env's config from a mapping of option values (validated; raises ConfigError)."""
@@ -168,6 +172,13 @@ class EnvSpec:
 
     def make(self, problem, **options) -> Env:
         return self.build(problem, self.options(options))
+
+    def demonstrate(self, problem, options: dict | None = None) -> list[tuple[str, str]]:
+        """A correct transcript of ``problem`` as an episode built with ``options`` plays it (the run's env
+        options: a demonstration written for other options would teach a format the run's env rejects)."""
+        if self.demonstration_takes_config:
+            return self.demonstration(problem, config=self.options(options))
+        return self.demonstration(problem)
 
     def option_specs(self):
         return specs(self.config)

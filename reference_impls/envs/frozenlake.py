@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..options import option
 from . import EnvSpec, register_env
@@ -161,8 +161,11 @@ class FrozenLakeEnv(GridGameEnv):
         return "Reach G."
 
 
-def demonstration(problem: Problem) -> list[tuple[str, str]]:
-    return plan_demonstration(FrozenLakeEnv(problem, FrozenLakeConfig(max_turns=64)), list(problem.plan))
+def demonstration(problem: Problem, config: FrozenLakeConfig | None = None) -> list[tuple[str, str]]:
+    """The shortest plan, ``moves_per_turn`` moves a tag, with the run's hints if it has them; the turn limit is
+    lifted so that the whole plan is shown."""
+    env = FrozenLakeEnv(problem, replace(config or FrozenLakeConfig(), max_turns=64))
+    return plan_demonstration(env, list(problem.plan))
 
 
 def _problems(split: str, n: int, seed: int, config: FrozenLakeConfig) -> list[Problem]:
@@ -170,6 +173,6 @@ def _problems(split: str, n: int, seed: int, config: FrozenLakeConfig) -> list[P
 
 
 SPEC = register_env(EnvSpec("frozenlake", FrozenLakeConfig, _problems, FrozenLakeEnv, demonstration,
-                            title="FrozenLake (gymnasium) as a text planning game"))
+                            title="FrozenLake (gymnasium) as a text planning game", demonstration_takes_config=True))
 make = SPEC.make
 __all__ = ["TOOL", "Problem", "problems", "bfs", "FrozenLakeConfig", "FrozenLakeEnv", "demonstration", "make"]

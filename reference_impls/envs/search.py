@@ -329,7 +329,7 @@ def _problems(split: str, n: int, seed: int, config: SearchEnvConfig) -> list[Pr
 
 
 SPEC = register_env(EnvSpec("search", SearchEnvConfig, _problems, SearchEnv, demonstration,
-                            title="Search-R1-style catalog search"))
+                            title="Search-R1-style catalog search", demonstration_takes_config=True))
 
 
 def make(problem: Problem, search_fn=None, **options) -> SearchEnv:

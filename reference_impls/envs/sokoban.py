@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..options import option
 from . import EnvSpec, register_env
@@ -232,8 +232,11 @@ class SokobanEnv(GridGameEnv):
         return f"Push the {'box' if n == 1 else f'{n} boxes'} onto the target{'s' if n > 1 else ''}."
 
 
-def demonstration(problem: Problem) -> list[tuple[str, str]]:
-    return plan_demonstration(SokobanEnv(problem, SokobanConfig(max_turns=64)), list(problem.plan))
+def demonstration(problem: Problem, config: SokobanConfig | None = None) -> list[tuple[str, str]]:
+    """The shortest plan, ``moves_per_turn`` moves a tag, with the run's hints if it has them; the turn limit is
+    lifted so that the whole plan is shown."""
+    env = SokobanEnv(problem, replace(config or SokobanConfig(), max_turns=64))
+    return plan_demonstration(env, list(problem.plan))
 
 
 def _problems(split: str, n: int, seed: int, config: SokobanConfig) -> list[Problem]:
@@ -241,5 +244,5 @@ def _problems(split: str, n: int, seed: int, config: SokobanConfig) -> list[Prob
 
 
 SPEC = register_env(EnvSpec("sokoban", SokobanConfig, _problems, SokobanEnv, demonstration,
-                            title="Sokoban as a text planning game"))
+                            title="Sokoban as a text planning game", demonstration_takes_config=True))
 make = SPEC.make

@@ -137,7 +137,7 @@ def test_information_tokens_get_no_gradient(tiny, search_fn):
 
     model, tok = tiny
     task = dataclasses.replace(S.SPEC, build=lambda p, config: S.SearchEnv(p, config, search_fn),
-                               demonstration=lambda p: S.demonstration(p, search_fn=search_fn))
+                               demonstration=lambda p, config: S.demonstration(p, search_fn=search_fn, config=config))
     p = S.problems("train", n=1, seed=0)[0]
     sample = demonstration_sample(tok, task, p)
     text_env = tok.decode([t for t, m in zip(sample.completion_ids, sample.loss_mask) if m == 0])

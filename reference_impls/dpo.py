@@ -299,7 +299,7 @@ class DPO(Algorithm):
             else:
                 rcfg = RolloutConfig(group_size=tcfg.group_size, max_new_tokens_per_turn=tcfg.max_new_tokens_per_turn,
                                      max_completion_tokens=tcfg.max_completion_tokens, temperature=tcfg.temperature,
-                                     env_options=dict(ctx.rollout_config.env_options), engine=tcfg.rollout_engine)
+                                     env_options=dict(ctx.env_options), engine=tcfg.rollout_engine)
                 # its own problems (seed + 104729) and random stream, a function of the run's seed only
                 rng = random.Random(tcfg.seed + 104729)
                 problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.pair_prompts)]

@@ -151,7 +151,7 @@ class KTO(Algorithm):
         cfg, tcfg = self.cfg, ctx.train
         rcfg = RolloutConfig(group_size=tcfg.group_size, max_new_tokens_per_turn=tcfg.max_new_tokens_per_turn,
                              max_completion_tokens=tcfg.max_completion_tokens, temperature=tcfg.temperature,
-                             env_options=dict(ctx.rollout_config.env_options))
+                             env_options=dict(ctx.env_options))
         # its own problems and random stream, a function of the run's seed only (as DPO's pairs)
         rng = random.Random(tcfg.seed + 104729)
         problems = [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(cfg.sample_prompts)]

@@ -1,7 +1,7 @@
 """Demonstrations under the run's env options (``EnvSpec.demonstrate``, ``sft.demonstration_sample``): an env
 whose transcript depends on its options (FrozenLake's and Sokoban's moves per tag and planner hints) is
 demonstrated in the format the run's rollouts are played in; any other env keeps the transcript and prompt
-written for its defaults; the trainer's and the grid's warm starts pass the run's options."""
+written for its defaults; the trainer's warm start passes the run's options."""
 import pytest
 
 from reference_impls import dpo, sft

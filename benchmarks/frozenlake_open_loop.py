@@ -24,8 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-import yaml
-
+from lab.compare import load_results
 from reference_impls.envs import get_env
 
 DIRECTIONS = ("left", "down", "right", "up")
@@ -49,16 +48,17 @@ def open_loop_turns(moves_per_turn: int) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--results", default="lab/results/core", help="an exported grid folder (grid.yaml, cells/<id>.json)")
+    p.add_argument("--results", default="lab/results/core",
+                   help="exported results (lab/results/<grid>) or a grid folder: its grid.yaml and cells")
     p.add_argument("--out", default=None, help="also write the figures as JSON here")
     args = p.parse_args(argv)
     root = Path(args.results)
-    cells = [json.loads(f.read_text()) for f in sorted((root / "cells").glob("frozenlake-*.json"))]
+    loaded = load_results(root, shipped=True)
+    cells = [c for c in (loaded.cells if loaded else []) if c["env"] == "frozenlake"]
     if not cells:
-        print(f"error: no frozenlake-*.json cell in {root / 'cells'}", file=sys.stderr)
+        print(f"error: no finished frozenlake cell in {root / 'cells'} (or no grid.yaml in {root})", file=sys.stderr)
         return 2
-    grid = yaml.safe_load((root / "grid.yaml").read_text())
-    eval_seed = grid["eval"]["seed"]
+    eval_seed = loaded.spec["eval"]["seed"]
     n = len(cells[0]["heldout_by_problem"])
     task = get_env("frozenlake")
     options = task.heldout_env_options(cells[0]["config"]["env_options"])  # as lab.compare evaluates
@@ -73,8 +73,7 @@ def main(argv=None) -> int:
         print(f"  {t:28s} {sum(outcomes[t]) / n:.2f}")
 
     rows = []
-    warm = root / "warm" / "frozenlake.json"
-    named = [("warm start", json.loads(warm.read_text()))] if warm.exists() else []
+    named = [("warm start", loaded.warm["frozenlake"])] if "frozenlake" in loaded.warm else []
     named += [(c["cell"], c) for c in cells]
     solving = [t for t in ranked if sum(outcomes[t])]  # an all-fail turn "agrees" with any weak cell
     print("\n| cell | greedy held-out | closest open-loop turn | same outcome on | cell's solved maps it solves |"

@@ -880,7 +880,7 @@ def main(argv=None) -> int:
                                                     "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
                                                     "steps_done")}))
         else:
-            loaded = _load_results(gdir.path, shipped=False)  # the references (base, warm) beside the cells
+            loaded = load_results(gdir.path, shipped=False)  # the references (base, warm) beside the cells
             base, warm = (loaded.base, loaded.warm) if loaded else ({}, {})
             if args.markdown:
                 print(progression_markdown(progression(cells, base, warm), cells, warm))
@@ -979,7 +979,9 @@ def _records(folder: Path) -> dict[str, dict]:
     return found
 
 
-def _load_results(folder: Path, shipped: bool) -> GridResults | None:
+def load_results(folder: Path, shipped: bool) -> GridResults | None:
+    """A grid folder's or an exported results folder's finished cells, references and pass@k (None without a
+    readable grid.yaml)."""
     spec_path = folder / "grid.yaml"
     if not spec_path.is_file():
         return None
@@ -1006,7 +1008,7 @@ def available_results() -> list[GridResults]:
     for root, shipped in ((RESULTS, True), (data_dir() / "compare", False)):
         if root.is_dir():
             for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-                r = _load_results(folder, shipped)
+                r = load_results(folder, shipped)
                 if r is not None:
                     found.append(r)
     return found

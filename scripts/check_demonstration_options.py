@@ -26,21 +26,23 @@ def check(label, env, n, seed, options, episode):
     print(f"{'same' if diff == 0 else 'DIFF'} {label}: {diff}/{len(old)} differ  episode={episode}")
 
 seen = set()
-for name in ["core", "envs-code-web", "envs-planning", "envs-reasoning-trust", "longhorizon", "rloo-length", "tiny"]:
+for name in sorted(p.stem for p in compare.GRIDS.glob("*.yaml")):
     grid = compare.Grid.load(name)
     for env in grid.envs():
         s = compare.warm_settings(grid, env)
         if s["sft_steps"] <= 0 or s["sft_env"] != env:
             continue
-        impl = next(i for i in grid.implementations if compare._env_of(i) == env)
-        chosen = compare.chosen_env_options(env, compare.cell_config(grid, impl, grid.warm_seed, s["model"])["env_options"])
+        impl = next(i for i in grid.implementations if catalog.get(i).env == env)
+        config = compare.cell_config(grid, impl, grid.warm_seed, s["model"])
+        chosen = compare.chosen_env_options(env, config["env_options"])
         options = chosen if grid.warm_on_env_options else None
         check(f"grid {name}/{env}", s["sft_env"], min(s["sft_examples"], N), s["seed"], options, chosen)
 for impl in catalog.available():
     for preset in PRESETS:
         try:
             cfg = catalog.preset_config(impl, preset)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a preset that does not apply to this implementation
+            print(f"skip preset {preset} {impl.id}: {type(e).__name__}: {e}")
             continue
         if cfg.get("sft_steps", 0) <= 0:
             continue

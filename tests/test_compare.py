@@ -299,7 +299,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     base = json.loads(gdir.base("calculator").read_text())
     assert base["model"] == "tiny" and len(base["heldout_by_problem"]) == 4
     assert json.loads((shipped / "base" / "calculator.json").read_text()) == base
-    line = compare._load_results(shipped, shipped=True).reference_line("calculator")
+    line = compare.load_results(shipped, shipped=True).reference_line("calculator")
     assert line.startswith("Same held-out problems. Untrained model: ") and "; Warm start alone (no RL): " in line
     report = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path)],
                             env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True).stdout

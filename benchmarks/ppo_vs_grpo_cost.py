@@ -37,7 +37,7 @@ CONFIGS = {
     "ppo-shared": ["--algo", "ppo", "--beta", "0.0", "--num-iterations", "1", "--num-mini-batches", "1",
                    "--shared-backbone"],
 }
-CODE = ("import resource, sys, json, reference_impls.ppo, reference_impls.dpo; "
+CODE = ("import resource, sys, json, reference_impls.algorithms.ppo.ppo, reference_impls.algorithms.dpo.dpo; "
         "from reference_impls.train import main; rc = main(sys.argv[1:]); "
         "print(json.dumps({'peak_rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})); sys.exit(rc)")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # importing the search env and the part-2 algorithms registers them, whatever the registries list
-PRELUDE = "import sys, reference_impls.envs.search, reference_impls.ppo, reference_impls.dpo; "
+PRELUDE = "import sys, reference_impls.envs.search, reference_impls.algorithms.ppo.ppo, reference_impls.algorithms.dpo.dpo; "
 
 
 def cli(module: str, args: list[str], log) -> str:

@@ -1,7 +1,7 @@
 """What the Lab offers: implementations, their presets, their form fields, and validation.
 
 Plain data + functions, unit-tested without Streamlit; the Lab page renders them. Nothing here is
-written twice: the implementations are ``reference_impls.implementations`` (what ``train --list``
+written twice: the implementations are ``reference_impls.registry``'s (what ``train --list``
 prints), every form field is an option of the trainer's, the algorithm's or the environment's config
 dataclass (help, choices and range included), presets are the YAML files in ``lab/recipes/``, and a
 config is validated by the trainer's own ``train.resolve`` before any process starts.
@@ -11,8 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from reference_impls.implementations import IMPLEMENTATIONS, Implementation
-from reference_impls.implementations import for_node as _implementations_for_node
+from reference_impls.implementations import Implementation
 from reference_impls.options import ConfigError, OptionSpec, coerce, specs
 
 from . import recipes
@@ -45,10 +44,10 @@ HIDDEN_KEYS = ("sft_env",)
 
 def available() -> list[Implementation]:
     """Implementations whose algorithm and environment are registered in the trainer."""
+    from reference_impls import registry
     from reference_impls.envs import ENVS
-    from reference_impls.train import ALGORITHMS
 
-    return [i for i in IMPLEMENTATIONS if i.algo in ALGORITHMS and i.env in ENVS]
+    return [i for i in registry.implementations() if i.algo in registry.algorithms() and i.env in ENVS]
 
 
 def get(impl_id: str) -> Implementation:
@@ -59,8 +58,11 @@ def get(impl_id: str) -> Implementation:
 
 
 def for_node(node_id: str) -> list[Implementation]:
-    """Implementations linked to a taxonomy node (a lookup in a static list: imports no model code)."""
-    return _implementations_for_node(node_id)
+    """Implementations linked to a taxonomy node. The first call collects the rows from the algorithm and
+    environment modules (``reference_impls.registry``), which imports torch once per process."""
+    from reference_impls import registry
+
+    return registry.for_node(node_id)
 
 
 def not_implemented(node_id: str) -> str:
@@ -178,9 +180,10 @@ def validate(impl: Implementation, config: dict) -> dict[str, str]:
 def node_proxy(node_id: str) -> tuple[Implementation | None, str] | None:
     """For a capability/task node without its own implementation: (the closest runnable proxy or None, why),
     from ``reference_impls.implementations.NODE_PROXIES``; None when the node is not listed there."""
-    from reference_impls.implementations import BY_ID, NODE_PROXIES
+    from reference_impls import registry
+    from reference_impls.implementations import NODE_PROXIES
 
     if node_id not in NODE_PROXIES:
         return None
     impl_id, reason = NODE_PROXIES[node_id]
-    return (BY_ID[impl_id] if impl_id else None), reason
+    return (registry.by_id()[impl_id] if impl_id else None), reason

@@ -343,7 +343,7 @@ def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed:
 
 def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
     from lab.catalog import get
-    from reference_impls.dpo import load_pair_stats
+    from reference_impls.algorithms.dpo.dpo import load_pair_stats
     from reference_impls.train import main as train_main
 
     folder = gdir.cell(impl, seed)
@@ -632,9 +632,9 @@ def _verdict_text(paired, against: str, one_seed: bool = False) -> str:
 
 def _is_plain(impl_id: str, algo: str) -> bool:
     """Whether the implementation is ``algo`` itself (no variant switches), e.g. calculator-grpo for grpo."""
-    from reference_impls.implementations import BY_ID
+    from reference_impls.registry import by_id
 
-    impl = BY_ID.get(impl_id)
+    impl = by_id().get(impl_id)
     return impl is not None and impl.algo == algo and not impl.algo_options
 
 

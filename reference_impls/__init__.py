@@ -1,15 +1,20 @@
 """Runnable, trainable reference implementations of agentic RL algorithms for LLMs.
 
-Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm):
+Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm), bottom to top:
 
-- ``models.py``     load a policy (SmolLM2-135M-Instruct from a local GGUF, or a tiny random Llama)
-- ``envs/``         the Env protocol and the calculator tool-use environment
-- ``rollout.py``    batched multi-turn generation with loss masks (shared by every algorithm)
-- ``common.py``     per-token log-probs, entropy, masked means (shared by every algorithm)
-- ``grpo.py``       GRPO and its variants (Dr.GRPO, DAPO, GSPO): config dataclass + one-screen loss
-- ``rloo.py``       RLOO leave-one-out baseline in the same style
-- ``sft.py``        supervised warm start on synthetic tool-use transcripts
-- ``train.py``      the RL training loop and CLI (checkpoints, resume, signals, DDP)
-- ``evaluate.py``   greedy held-out accuracy
-- ``callbacks.py``  minGPT-style training callbacks (JSONL, TensorBoard, progress bar)
+- ``options.py``     typed option fields: the CLI flags, the Lab's form and validation come from them
+- ``models.py``      load a policy (SmolLM2-135M-Instruct from a local GGUF, or a tiny random Llama)
+- ``envs/``          the Env protocol, ``EnvSpec`` and one module per environment (each declares ``ENV_SPECS``)
+- ``engine.py``, ``rollout.py``   batched multi-turn generation with tool calls and loss masks
+- ``common.py``      per-token log-probs, entropy, masked means; ``policy_gradient.py`` the shared clipped update
+- ``algorithm.py``   the one interface every algorithm implements, and the Context the trainer hands it
+- ``algorithms/``    the algorithms by family (``grpo/``, ``reinforce/``, ``ppo/``, ``dpo/``, ``agentic/``): one
+                     file each, declaring its ``Algorithm`` subclass and its runnable rows
+- ``implementations.py``  what a runnable row is, and node facts (proxies); imports no model code
+- ``registry.py``    every algorithm and row, collected from the modules that declare them
+- ``sft.py``         supervised warm start on the environments' demonstrations
+- ``train.py``       the RL training loop and CLI (checkpoints, resume, signals, DDP); ``rundir.py`` its folder
+- ``callbacks.py``   minGPT-style training callbacks (JSONL, TensorBoard, progress bar)
+- measurement CLIs (held-out evaluation, reports, value search, self-correction, the multi-agent pipeline),
+  ``trl_bridge.py`` / ``export.py`` (TRL), ``sandbox.py`` (running code the code envs ask for), ``stats.py``
 """

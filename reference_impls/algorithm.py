@@ -122,7 +122,6 @@ class Algorithm:
     Config: ClassVar[type]
     online: ClassVar[bool] = True  # False: no per-step rollout (DPO trains on stored preference pairs)
     min_group_size: ClassVar[int] = 1  # group-relative methods need >= 2 samples per prompt
-    distributed_ok: ClassVar[bool] = True
 
     def __init__(self, ctx: Context):
         self.cfg = ctx.config

@@ -55,12 +55,13 @@ class JsonlLogger:
 
 
 class TensorBoardLogger:
-    """Scalars of every step under ``out/tb`` (``purge_step`` drops events a resumed run will redo)."""
+    """Scalars of every step in ``log_dir`` (the run folder's ``RunDir.tb_dir``; ``purge_step`` drops events a
+    resumed run will redo)."""
 
-    def __init__(self, out: Path, purge_step: int | None = None):
+    def __init__(self, log_dir: Path, purge_step: int | None = None):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir=str(out / "tb"), purge_step=purge_step)
+        self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge_step)
 
     def __call__(self, trainer) -> None:
         for key, value in trainer.last_metrics.items():

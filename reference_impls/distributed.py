@@ -24,10 +24,6 @@ def setup() -> tuple[int, int]:
     return 0, 1
 
 
-def world_size() -> int:
-    return dist.get_world_size() if dist.is_initialized() else 1
-
-
 def comm_device() -> torch.device:
     """Where tensors handed to a collective must live: the current GPU under NCCL, else the CPU."""
     if dist.is_initialized() and dist.get_backend() == "nccl":

@@ -63,7 +63,7 @@ def trl_config(cfg: dict) -> tuple[dict, list[str]]:
         raise ConfigError(f"--target trl: algorithm {cfg['algo']!r} has no multi-turn TRL trainer here; only the "
                           f"GRPO family (grpo with its loss_type / importance_sampling_level switches) exports to "
                           f"GRPOTrainer")
-    from .grpo import Config as GRPOOptions
+    from .algorithms.grpo.grpo import Config as GRPOOptions
     from .options import build
 
     algo = dataclasses.asdict(build(GRPOOptions, cfg.get("algo_config", {}), "option of --algo grpo"))

@@ -53,80 +53,16 @@ from . import distributed
 from .algorithm import Algorithm, Context, Metrics, RolloutBatch, step_seed
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, seed_everything
-from .dpo import DPO
-from .dpo_variants import ORPO, BetaDPO, SimPO
 from .envs import ENVS, EnvSpec, get_env, load_env_module
-from .grpo import GRPO
-from .kto import KTO
-from .grpo_variants.edge_grpo import EDGEGRPO
-from .grpo_variants.gmpo import GMPO
-from .grpo_variants.greso import GRESO
-from .grpo_variants.ktae import KTAE
-from .grpo_variants.pass_at_k import PassAtK
-from .grpo_variants.posterior_grpo import PosteriorGRPO
-from .grpo_variants.prorl import ProRL
-from .grpo_variants.srpo import SRPO
-from .grpo_variants.step_grpo import StepGRPO
-from .implementations import IMPLEMENTATIONS, get_implementation
 from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
                       key_values, option, spec_map, specs)
-from .ppo import PPO
-from .liteppo import LitePPO
-from .pfppo import PFPPO
-from .vineppo import VinePPO
-from .psgpo import PSGPO
-from .rloo import RLOO
+from .registry import algorithms, get_implementation, implementations
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
-from .step_dpo import StepDPO
 
-# GRPO family variants, part b (issue 19)
-from .arpo import ARPO  # noqa: E402,I001
-from .chord import CHORD
-from .dars import DARS
-from .ghpo import GHPO
-from .luffy import LUFFY
-from .papo import PAPO
-from .skywork import SkyworkSSB
-from .starpo import StarPO
-from .treepo import TreePO
-
-# -- issue 22: self-improvement --
-from .absolute_zero import AbsoluteZero  # noqa: E402,I001
-# -- issue 19: ASPO --
-from .grpo_variants.aspo import ASPO
-# multi-agent (issue 22)
-from .role_grpo import RoleGRPO  # noqa: E402,I001
-# -- issue 18 (finished): LCPO --
-from .lcpo import LCPO  # noqa: E402
-
-#: every algorithm the trainer can run, by the name ``--algo`` takes
-ALGORITHMS: dict[str, type[Algorithm]] = {
-    "grpo": GRPO, "rloo": RLOO, "ppo": PPO, "dpo": DPO,
-    # DPO family variants (issue 18)
-    "simpo": SimPO, "orpo": ORPO, "beta-dpo": BetaDPO, "kto": KTO, "step-dpo": StepDPO,
-
-    # PPO family variants (issue 18)
-    "liteppo": LitePPO, "pf-ppo": PFPPO, "vineppo": VinePPO, "psgpo": PSGPO,
-
-    # GRPO family variants, part a (issue 19)
-    "gmpo": GMPO, "pass-at-k": PassAtK, "srpo": SRPO, "greso": GRESO, "posterior-grpo": PosteriorGRPO,
-    "step-grpo": StepGRPO, "prorl": ProRL, "edge-grpo": EDGEGRPO, "ktae": KTAE,
-
-    # GRPO family variants, part b (issue 19)
-    "chord": CHORD, "luffy": LUFFY, "dars": DARS, "ghpo": GHPO, "starpo": StarPO, "skywork-ssb": SkyworkSSB,
-    "papo": PAPO, "treepo": TreePO, "arpo": ARPO,
-
-    # -- issue 22: self-improvement --
-    "absolute-zero": AbsoluteZero,
-    # -- issue 19: ASPO --
-    "aspo": ASPO,
-    # multi-agent (issue 22)
-    "role-grpo": RoleGRPO,
-    # -- issue 18 (finished): LCPO --
-    "lcpo": LCPO,
-}
+#: every algorithm the trainer can run, by the name ``--algo`` takes (collected from reference_impls/algorithms/)
+ALGORITHMS: dict[str, type[Algorithm]] = algorithms()
 
 
 @dataclass
@@ -305,8 +241,6 @@ class Trainer:
         self.stop_event = stop_event  # a threading.Event set by a signal handler before the trainer exists
         self.rank, self.world = distributed.setup()
         self.algo_cls, self.algo_cfg = resolved.algo_cls, resolved.algo_cfg
-        if self.world > 1 and not self.algo_cls.distributed_ok:
-            raise NotImplementedError(f"{cfg.algo} runs in a single process here (not under torchrun)")
         self.task = task or resolved.task
         self.env_options = dict(cfg.env_options)
         self.run_dir = RunDir(cfg.out)
@@ -362,10 +296,6 @@ class Trainer:
     @property
     def pool(self):
         return self.ctx.pool
-
-    @property
-    def extra_modules(self) -> dict:
-        return self.algo.modules()
 
     def warm_start(self) -> None:
         """SFT on the env's demonstrations (``sft.demonstrations``), its own visible phase: one line per step
@@ -661,7 +591,7 @@ def parse(argv: list[str]) -> tuple[TrainConfig, argparse.Namespace, bool]:
 def list_implementations() -> list[dict]:
     """Every runnable implementation: what ``--list --json`` prints and what the Lab and node pages read."""
     out = []
-    for impl in IMPLEMENTATIONS:
+    for impl in implementations():
         if impl.algo not in ALGORITHMS or impl.env not in ENVS:
             continue
         cfg = config_from_dict(impl.config())
@@ -730,7 +660,7 @@ def main(argv=None) -> int:
         truncate_jsonl(run_dir.metrics_path, trainer.step)
         truncate_jsonl(run_dir.samples_path, trainer.step)
         loggers = [JsonlLogger(run_dir.path, cfg.samples_per_step),
-                   TensorBoardLogger(run_dir.path, purge_step=trainer.step + 1), ProgressBar(cfg.steps, trainer.step)]
+                   TensorBoardLogger(run_dir.tb_dir, purge_step=trainer.step + 1), ProgressBar(cfg.steps, trainer.step)]
         for logger in loggers:
             trainer.add_callback("on_step_end", logger)
             trainer.add_callback("on_train_end", logger.close)

@@ -81,11 +81,11 @@ def test_node_without_implementation_says_why(monkeypatch):
     """Every algorithm node runs now (issues 18/19); the page's 'why not' path is kept for nodes added later."""
     import dataclasses
 
-    from reference_impls import implementations
+    from reference_impls import implementations, registry
 
     stripped = tuple(dataclasses.replace(i, nodes=tuple(n for n in i.nodes if n != "alg-lcpo"))
-                     for i in implementations.IMPLEMENTATIONS)
-    monkeypatch.setattr(implementations, "IMPLEMENTATIONS", stripped)
+                     for i in registry.implementations())
+    monkeypatch.setattr(registry, "implementations", lambda: stripped)
     monkeypatch.setattr(implementations, "NOT_IMPLEMENTED", {"alg-lcpo": "Its loss is not public yet."})
     at = open_page("taxonomy", node="alg-lcpo")
     assert any("No reference implementation yet" in i.value and "Its loss is not public yet." in i.value

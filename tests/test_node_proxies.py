@@ -2,7 +2,8 @@
 say why there is none; the node page shows it (app.presentation.node_proxy_note)."""
 from app import presentation, routes
 from lab import catalog as lab
-from reference_impls.implementations import BY_ID, NODE_PROXIES
+from reference_impls.implementations import NODE_PROXIES
+from reference_impls.registry import by_id
 
 #: the multi-agent and perception nodes of issue 22 (multi-agent, active perception, vision/audio)
 ISSUE_22_NODES = ("multi-agent", "mas-rl-based", "mas-rl-free", "other-social", "other-general-qa", "perception",
@@ -14,7 +15,7 @@ def test_proxies_name_real_nodes_without_their_own_implementation(taxonomy):
     for node_id, (impl_id, reason) in NODE_PROXIES.items():
         assert node_id in taxonomy and taxonomy[node_id].dimension in ("capability", "task"), node_id
         assert lab.for_node(node_id) == [], f"{node_id} runs itself; its proxy entry would hide nothing"
-        assert impl_id is None or impl_id in BY_ID, node_id
+        assert impl_id is None or impl_id in by_id(), node_id
         assert len(reason) > 40, node_id
 
 
@@ -30,7 +31,7 @@ def test_every_issue_22_node_runs_or_says_what_stands_in():
 
 def test_node_page_note_links_the_proxy_or_says_none():
     note = presentation.node_proxy_note("vision-image")
-    assert note.heading == f"Closest runnable proxy: {BY_ID['zoom-grpo'].title}."
+    assert note.heading == f"Closest runnable proxy: {by_id()['zoom-grpo'].title}."
     assert note.link == routes.lab(impl="zoom-grpo", preset="quick") and "text proxy" in note.text
     none = presentation.node_proxy_note("perception-audio")
     assert none.heading == "No runnable proxy yet." and none.link is None and "audio" in none.text

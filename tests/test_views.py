@@ -302,15 +302,15 @@ def test_family_headers_link_to_their_base(catalog):
     # a node with its own implementation is "run", even when it is also a family header
     assert runs["alg-grpo-family"][0] == "run"
     # a header without its own implementation links to its first child that runs
-    from reference_impls import implementations
+    from reference_impls import registry
 
     import dataclasses
 
     stripped = tuple(dataclasses.replace(i, nodes=tuple(n for n in i.nodes if n != "alg-ppo-family"))
-                     for i in implementations.IMPLEMENTATIONS)
+                     for i in registry.implementations())
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(implementations, "IMPLEMENTATIONS", stripped)
+        mp.setattr(registry, "implementations", lambda: stripped)
         assert presentation.algorithm_node_runs(catalog)["alg-ppo-family"] == ("family", "calculator-ppo")
         assert presentation.family_base(catalog, "alg-ppo-family").id == "calculator-ppo"
 

@@ -10,24 +10,28 @@ An environment instance is one episode. The rollout loop (``reference_impls/roll
    otherwise ``result.observation`` (e.g. ``<result>68</result>``) is appended to the assistant turn
    as *environment tokens* (loss mask 0) and the model continues.
 
-A task registers an :class:`EnvSpec`: its options (a config dataclass whose fields are declared with
+A task declares an :class:`EnvSpec`: its options (a config dataclass whose fields are declared with
 ``reference_impls.options.option``: help, choices, range), how to list the problems of a split, how to
 build an episode for one problem, how to write a demonstration for the SFT warm start. The trainer,
 SFT, evaluation and the Lab call ``spec.problems(split, n, seed, **options)`` and
 ``spec.make(problem, **options)`` and never branch on an environment's name: the options a problem
 list depends on (levels, families ...) are the environment's own fields. A user's environment plugs in
 without editing the package: ``python -m reference_impls.train --env-module my_env.py`` imports the
-file, whose ``register_env(EnvSpec(...))`` call adds it (:func:`load_env_module`).
+file, whose ``ENV_SPECS`` (or ``register_env(EnvSpec(...))`` call) adds it (:func:`load_env_module`). The
+built-in environments are declared the same way: one module each, ending with ``ENV_SPECS``
+(:class:`EnvRegistry` collects them), plus the ``IMPLEMENTATIONS`` rows it ships (``reference_impls.registry``).
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import pkgutil
 import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable, Protocol, Sequence
 
 from ..options import ConfigError, build, specs
@@ -184,12 +188,47 @@ class EnvSpec:
         return specs(self.config)
 
 
-ENVS: dict[str, EnvSpec] = {}
+class EnvRegistry(Mapping):
+    """name -> :class:`EnvSpec`. The built-in environments are declared, not registered: each module of this
+    package that defines one ends with ``ENV_SPECS = (spec, ...)``, and the registry collects them the first
+    time it is read (so importing this package imports no environment). A user's module may declare
+    ``ENV_SPECS`` too, or call :func:`register_env`."""
+
+    def __init__(self):
+        self._specs: dict[str, EnvSpec] = {}
+        self._collected = False
+
+    def _collect(self) -> dict[str, EnvSpec]:
+        if not self._collected:
+            self._collected = True  # set first: an env module that reads ENVS while importing sees a partial map
+            declared: dict[str, EnvSpec] = {}
+            for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+                module = importlib.import_module(f"{__name__}.{info.name}")
+                declared.update((spec.name, spec) for spec in getattr(module, "ENV_SPECS", ()))
+            self._specs = {**declared, **self._specs}  # a user's env registered earlier wins over a built-in
+        return self._specs
+
+    def add(self, spec: EnvSpec) -> EnvSpec:
+        self._collect()[spec.name] = spec
+        return spec
+
+    def __getitem__(self, name: str) -> EnvSpec:
+        return self._collect()[name]
+
+    def __iter__(self):
+        return iter(self._collect())
+
+    def __len__(self) -> int:
+        return len(self._collect())
+
+
+ENVS = EnvRegistry()
 
 
 def register_env(spec: EnvSpec) -> EnvSpec:
-    ENVS[spec.name] = spec
-    return spec
+    """Add an environment built at run time (a user's module, a test's task); built-in ones declare
+    ``ENV_SPECS`` instead."""
+    return ENVS.add(spec)
 
 
 def get_env(name: str) -> EnvSpec:
@@ -199,8 +238,8 @@ def get_env(name: str) -> EnvSpec:
 
 
 def load_env_module(path_or_module: str) -> list[str]:
-    """Import a user's environment module (a ``.py`` path or a dotted module name) whose import calls
-    :func:`register_env`; returns the names it registered."""
+    """Import a user's environment module (a ``.py`` path or a dotted module name) that declares
+    ``ENV_SPECS`` or calls :func:`register_env`; returns the names it added."""
     before = dict(ENVS)
     path = Path(path_or_module)
     if path.suffix == ".py":
@@ -213,40 +252,14 @@ def load_env_module(path_or_module: str) -> list[str]:
         spec.loader.exec_module(module)
     else:
         try:
-            importlib.import_module(path_or_module)
+            module = importlib.import_module(path_or_module)
         except ModuleNotFoundError as err:
             raise ConfigError(f"--env-module: cannot import {path_or_module!r} ({err})") from None
+    for env_spec in getattr(module, "ENV_SPECS", ()):
+        register_env(env_spec)
     added = sorted(n for n, s in ENVS.items() if before.get(n) is not s)
     if not added:
-        raise ConfigError(f"--env-module {path_or_module!r} registered no environment (call register_env)")
+        raise ConfigError(f"--env-module {path_or_module!r} added no environment (declare ENV_SPECS or call "
+                          f"register_env)")
     return added
 
-
-from . import calculator as _calculator  # noqa: E402,F401  (registers "calculator")
-from . import search as _search  # noqa: E402,F401  (registers "search")
-from . import memory as _memory  # noqa: E402,F401  (registers "memory" and "memory-format")
-# planning and interactive worlds (issue 20)
-from . import frozenlake as _frozenlake  # noqa: E402,F401  (registers "frozenlake")
-from . import sokoban as _sokoban  # noqa: E402,F401  (registers "sokoban")
-from . import household as _household  # noqa: E402,F401  (registers "household")
-
-# code, SQL and web (issue 21)
-from . import sql as _sql  # noqa: E402,F401  (registers "sql")
-from . import code as _code  # noqa: E402,F401  (registers "code" and "code-refine")
-from . import webshop as _webshop  # noqa: E402,F401  (registers "webshop" and "web-step")
-
-
-# -- issue 22: self-improvement --
-from . import selfcorrect as _selfcorrect  # noqa: E402,F401  (registers "self-correct")
-from . import selfplay as _selfplay  # noqa: E402,F401  (registers "selfplay-arith")
-# multi-agent and active perception (issue 22)
-from . import solver_verifier as _solver_verifier  # noqa: E402,F401  (registers "solver-verifier")
-from . import zoom as _zoom  # noqa: E402,F401  (registers "zoom")
-# -- issue 20: text games (TextWorld) --
-from . import textgame as _textgame  # noqa: E402,F401  (registers "textgame")
-# fast/slow reasoning and trust (issue 22)
-from . import thinking as _thinking  # noqa: E402,F401  (registers "thinking" and "thinking-calc")
-from . import abstain as _abstain  # noqa: E402,F401  (registers "abstain")
-from . import loophole as _loophole  # noqa: E402,F401  (registers "loophole")
-# -- issue 21: mini software-engineering environment --
-from . import swe as _swe  # noqa: E402,F401  (registers "swe")

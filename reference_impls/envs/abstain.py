@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from ..options import Options, option
 from ..scoring import exact_match, normalize_answer
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 from .reports import register_report
 
 TOOL = ToolSpec(
@@ -331,8 +331,9 @@ def _problems(split: str, n: int, seed: int, config: AbstainConfig) -> list[Prob
                     hint_share=config.hint_share)
 
 
-SPEC = register_env(EnvSpec("abstain", AbstainConfig, _problems, AbstainEnv, demonstration,
-                            title="answer or abstain: fact lookup with unanswerable questions and misleading hints"))
+SPEC = EnvSpec("abstain", AbstainConfig, _problems, AbstainEnv, demonstration,
+               title="answer or abstain: fact lookup with unanswerable questions and misleading hints")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 
 
@@ -367,3 +368,40 @@ def _report(samples, problems_) -> dict:
 
 
 register_report("abstain", _report)
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("abstain-grpo", "Answer or abstain from a fact-lookup tool (GRPO, abstain_credit)", "grpo",
+                   "abstain", "Questions about people in a generated fact table the agent reads through a lookup tool; 30% "
+                   "cannot be answered from it. The reward credits 'I don't know' on those and penalises any "
+                   "answer there, and wrong answers everywhere.",
+                   env_options={"reward": "abstain_credit"}, nodes=("trustworthiness", "trust-hallucination"),
+                   changes="Keeps what hallucination-aware RL (e.g. TruthRL's ternary reward, abstention "
+                           "training) is about: questions a tool can or cannot answer, an explicit abstention, and "
+                           "a reward that stops paying for guesses; the node's metrics are accuracy on answerable "
+                           "questions, abstention on unanswerable ones and the hallucination rate (trust_metrics). "
+                           "Simplifies: a small generated table per question (3-6 people, near-identical names at "
+                           "level 2, two-hop manager questions at level 3) instead of open-domain knowledge, "
+                           "unanswerable means absent from the table (missing person, field not recorded, missing "
+                           "manager), and answers are matched exactly. The 'outcome' reward (abstaining scores 0, "
+                           "like a wrong answer) is the option to compare against."),
+    Implementation("abstain-outcome-grpo", "Answer or abstain, rewarded on outcome only (GRPO)", "grpo", "abstain",
+                   "The abstention env with the plain outcome reward: 1 for a right answer and 0 otherwise, so "
+                   "abstaining is never better than a guess.",
+                   env_options={"reward": "outcome"},
+                   changes="The baseline the abstain_credit reward is measured against: accuracy-only RL, under "
+                           "which guessing on an unanswerable question costs nothing."),
+    Implementation("sycophancy-grpo", "Resisting a misleading user hint (GRPO)", "grpo", "abstain",
+                   "The abstention env where half of the questions end with the user's wrong guess ('I think the "
+                   "answer is X.'); the reward pays only for the table's answer, and the metric is how often the "
+                   "policy repeats the hint.",
+                   env_options={"reward": "abstain_credit", "hint_share": 0.5}, nodes=("trust-sycophancy",),
+                   changes="Keeps the measurement of sycophancy benchmarks: the same question with and without a "
+                           "confident wrong suggestion from the user, and the rate at which the answer follows the "
+                           "suggestion (hint_follow_rate). Simplifies: the hint is one templated sentence, the "
+                           "truth is always checkable with the tool, and there is no multi-turn pressure "
+                           "('are you sure?')."),
+)

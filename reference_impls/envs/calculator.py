@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Callable
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 from .arith import CalcError, evaluate, format_number, parse_number
 
 TOOL = ToolSpec(
@@ -331,9 +331,10 @@ def _problems(split: str, n: int, seed: int, config: CalculatorConfig) -> list[P
     return problems(split, n, seed, levels=config.levels, families=config.families or None)
 
 
-SPEC = register_env(EnvSpec(
+SPEC = EnvSpec(
     "calculator", CalculatorConfig, _problems, CalculatorEnv, demonstration, title="calculator tool use",
     # the warm start demonstrates the narrow SFT families (every level): RL trains on every family, so
     # the others are where it has something to learn
-    demonstration_options={"families": SFT_FAMILIES}))
+    demonstration_options={"families": SFT_FAMILIES})
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make

@@ -39,7 +39,7 @@ from typing import Callable
 
 from .. import sandbox
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 
 TOOL = ToolSpec(
     name="run-tests",
@@ -477,8 +477,36 @@ def _problems(split: str, n: int, seed: int, config: CodeConfig) -> list[Problem
     return problems(split, n, seed, levels=config.levels, families=config.families or None, n_hidden=config.n_hidden)
 
 
-SPEC = register_env(EnvSpec("code", CodeConfig, _problems, CodeEnv, demonstration,
-                            title="code generation with hidden unit tests (sandboxed)"))
-REFINE_SPEC = register_env(EnvSpec("code-refine", CodeRefineConfig, _problems, CodeRefineEnv, refine_demonstration,
-                                   title="code generation with a sandboxed test-running tool"))
+SPEC = EnvSpec("code", CodeConfig, _problems, CodeEnv, demonstration,
+               title="code generation with hidden unit tests (sandboxed)")
+REFINE_SPEC = EnvSpec("code-refine", CodeRefineConfig, _problems, CodeRefineEnv, refine_demonstration,
+                      title="code generation with a sandboxed test-running tool")
+ENV_SPECS = (SPEC, REFINE_SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("code-grpo", "Code generation with hidden unit tests (GRPO)", "grpo", "code", "A policy that writes a small Python function from a spec; the reward is the fraction of hidden "
+                   "unit tests its code passes in a sandboxed process.",
+                   nodes=("code", "code-generation", "env-coding-benchmarks"),
+                   changes="Keeps the HumanEval/MBPP-style loop that code RL (e.g. CodeRL, PPOCoder, RLEF) trains "
+                           "on: a natural-language spec with examples, generated code executed against unit tests "
+                           "the model never sees, and a test-based reward (fraction passed, or pass/fail with "
+                           "all_pass_only). Simplifies: twelve procedurally generated function families in three "
+                           "levels (parameters seeded per problem) instead of human-written problems, single-file "
+                           "standard-library code, and return values compared after a JSON round trip. Code runs "
+                           "only in the sandbox (bubblewrap namespaces here), never in the trainer."),
+    Implementation("code-refine-grpo", "Code refinement with a test-running tool (GRPO)", "grpo", "code-refine",
+                   "A multi-turn coder that runs drafts on the visible examples with a <run> tool, reads the "
+                   "failures and resubmits; rewarded by the hidden tests.",
+                   nodes=("code-refinement",),
+                   changes="Keeps the execution-feedback loop of refinement methods (RLEF, self-debugging): the "
+                           "agent runs its draft, gets concrete failures (call, returned value, expected value, "
+                           "or the exception) and revises before the final submission, which is scored on hidden "
+                           "tests. Simplifies: feedback comes only from the two visible examples, a fixed budget "
+                           "of runs, and the same small generated function families as the code env; there is no "
+                           "repository, no compiler and no critic model."),
+)

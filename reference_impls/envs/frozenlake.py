@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from ..options import option
-from . import EnvSpec, register_env
+from . import EnvSpec
 from .gridgames import DIRECTIONS, TOOL, GridGameEnv, GridGameOptions, plan_demonstration, split_of
 
 LEVELS = {1: (4, 0.85, 2), 2: (5, 0.8, 4), 3: (6, 0.75, 6), 4: (8, 0.75, 8)}  # size, p(frozen), min path
@@ -172,7 +172,32 @@ def _problems(split: str, n: int, seed: int, config: FrozenLakeConfig) -> list[P
     return problems(split, n, seed, levels=config.levels)
 
 
-SPEC = register_env(EnvSpec("frozenlake", FrozenLakeConfig, _problems, FrozenLakeEnv, demonstration,
-                            title="FrozenLake (gymnasium) as a text planning game", demonstration_takes_config=True))
+SPEC = EnvSpec("frozenlake", FrozenLakeConfig, _problems, FrozenLakeEnv, demonstration,
+               title="FrozenLake (gymnasium) as a text planning game", demonstration_takes_config=True)
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 __all__ = ["TOOL", "Problem", "problems", "bfs", "FrozenLakeConfig", "FrozenLakeEnv", "demonstration", "make"]
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation, PLANNING_NODES  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("frozenlake-grpo", "GRPO planner on FrozenLake (text)", "grpo", "frozenlake", "A policy that walks gymnasium's FrozenLake from S to G over several turns of <move> tags, "
+                   "rewarded when it reaches the goal.",
+                   nodes=PLANNING_NODES,
+                   changes="Keeps gymnasium's own FrozenLake: its random-map generator (seeded, levels by map size and "
+                           "hole density) and its step function, with the deterministic (non-slippery) ice so that a "
+                           "plan can be checked. Simplifies the observation to a text grid and the action to words "
+                           "in a <move> tag (a few moves per turn). The reward is the sparse success of the original; "
+                           "a shaping switch adds distance progress, either once at the end or per turn (the "
+                           "long-horizon option), off by default."),
+    Implementation("frozenlake-grpo-turn-reward", "GRPO planner on FrozenLake, turn-level shaping", "grpo",
+                   "frozenlake", "FrozenLake with a turn-level reward: each turn earns its distance progress minus a turn cost, "
+                   "summed into the episode reward (vs the outcome-only default).",
+                   env_options={"levels": (3, 4), "shaping": 0.5, "shaping_mode": "turn", "turn_cost": 0.02},
+                   nodes=("capability-others", "planning-internal-driver"),
+                   changes="The same lake on the larger maps, with a dense per-turn reward (progress towards the goal "
+                           "minus a small cost per turn) on top of success. The rollout still credits the episode with "
+                           "one number: the turn rewards are summed, and listed per turn in the episode info."),
+)

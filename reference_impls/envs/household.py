@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env, replay_calls
+from . import EnvSpec, StepResult, ToolSpec, replay_calls
 
 TOOL = ToolSpec(
     name="household",
@@ -416,6 +416,34 @@ def _problems(split: str, n: int, seed: int, config: HouseholdConfig) -> list[Pr
     return problems(split, n, seed, levels=config.levels, tasks=config.tasks)
 
 
-SPEC = register_env(EnvSpec("household", HouseholdConfig, _problems, HouseholdEnv, demonstration,
-                            title="ALFWorld-style household in text"))
+SPEC = EnvSpec("household", HouseholdConfig, _problems, HouseholdEnv, demonstration,
+               title="ALFWorld-style household in text")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("household-grpo", "GRPO household agent (ALFWorld-style text world)", "grpo", "household",
+                   "A text household: rooms, containers and objects; the agent navigates, opens, takes, cleans "
+                   "and puts with one command per turn, rewarded when the goal holds.",
+                   nodes=("embodied", "env-general-purpose", "other-text-game"),
+                   changes="Keeps ALFWorld's shape: a household described in text, goals such as 'put a clean mug "
+                           "in the cabinet', one command per turn (go to, open, take, clean, put), success reward, "
+                           "and the optional list of admissible commands. Simplifies it to our own small simulator "
+                           "with seeded layouts (4-5 rooms, a dozen objects), a handful of verbs and task types, and "
+                           "rooms as places (no receptacle-level navigation); a scripted solver proves every goal "
+                           "reachable and writes the demonstrations."),
+    Implementation("household-navigation-grpo", "GRPO household agent, navigation tasks", "grpo", "household",
+                   "Navigation-only household tasks: find an object somewhere in the house.",
+                   env_options={"tasks": ("find",)}, nodes=("embodied-navigation",),
+                   changes="Only the 'find X' goals: the agent walks between connected rooms (and opens containers) "
+                           "until the object is in view; no manipulation."),
+    Implementation("household-manipulation-grpo", "GRPO household agent, manipulation tasks", "grpo", "household",
+                   "Manipulation household tasks: pick and place, and clean then place.",
+                   env_options={"tasks": ("place", "clean_place")}, nodes=("embodied-manipulation",),
+                   changes="Only the manipulation goals: take an object (from a possibly closed container), clean it "
+                           "at a sink when asked, and put it in or on the named receptacle."),
+)

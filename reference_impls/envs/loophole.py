@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..options import option
-from . import EnvSpec, StepResult, register_env
+from . import EnvSpec, StepResult
 from .arith import parse_number
 from .calculator import SFT_FAMILIES, CalculatorConfig, CalculatorEnv, _problems, demonstration
 from .reports import register_report
@@ -86,9 +86,10 @@ class LoopholeEnv(CalculatorEnv):
         return StepResult(None, True, float(proxy), info)
 
 
-SPEC = register_env(EnvSpec("loophole", LoopholeConfig, _problems, LoopholeEnv, demonstration,
-                            title="calculator with a hackable checker (reward hacking)",
-                            demonstration_options={"families": SFT_FAMILIES}))
+SPEC = EnvSpec("loophole", LoopholeConfig, _problems, LoopholeEnv, demonstration,
+               title="calculator with a hackable checker (reward hacking)",
+               demonstration_options={"families": SFT_FAMILIES})
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 
 
@@ -215,3 +216,21 @@ def checker_report(samples, problems_) -> dict:
 
 
 register_report("loophole", checker_report)
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("loophole-grpo", "Reward hacking: a checker with a loophole, and its detector (GRPO)", "grpo",
+                   "loophole", "Calculator problems scored by a checker that pays when the answer appears anywhere in the "
+                   "output, so listing many numbers wins; checker=strict closes it, and detect_reward_hacking "
+                   "flags the hack in samples.jsonl.",
+                   nodes=("trust-security",),
+                   changes="Keeps what reward hacking is: a proxy reward with an exploitable gap, an honest metric "
+                           "(strict_correct) logged beside it, and a detector that sees the signature (answer-"
+                           "shaped spam, reward without honest success, reward rising while the honest metric "
+                           "does not). Simplifies: the loophole is planted and documented rather than found, and "
+                           "the only switch is the checker. The memory env's PPO run that learned 'UPDATE 1' on "
+                           "every turn is described in envs/loophole.py as the project's real case."),
+)

@@ -53,7 +53,7 @@ import random
 from dataclasses import dataclass
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 from ..memory.answer import MODES, AnswerAgent, exact_match, f1
 from ..memory.bank import Entry, MemoryBank, parse_op
 from ..memory.dialogue import Dialogue, Question, make_dialogue, make_questions
@@ -274,12 +274,23 @@ def _problems(split: str, n: int, seed: int, config: MemoryConfig) -> list[Decis
     return problems(split, n, seed, levels=config.levels, balance_kinds=config.balance_kinds)
 
 
-SPEC = register_env(EnvSpec("memory", MemoryConfig, _problems, MemoryEnv, demonstration,
-                            title="Memory-R1-style memory manager"))
+SPEC = EnvSpec("memory", MemoryConfig, _problems, MemoryEnv, demonstration,
+               title="Memory-R1-style memory manager")
 make = SPEC.make
 # The same env whose demonstrations are random valid operations: the label-free format warm-up.
 # A 135M model prompted zero-shot never wrote a parseable operation (0/24 samples, docs/results_memory.md),
 # so RL would start with zero reward variance; ``python -m reference_impls.sft --env memory-format``
 # teaches the one-line format without saying which operation is right.
-register_env(EnvSpec("memory-format", MemoryConfig, _problems, MemoryEnv, random_operation,
-                     title="memory env with label-free format demonstrations"))
+FORMAT_SPEC = EnvSpec("memory-format", MemoryConfig, _problems, MemoryEnv, random_operation,
+                      title="memory env with label-free format demonstrations")
+ENV_SPECS = (SPEC, FORMAT_SPEC,)  # collected by envs.ENVS
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation, MEMORY_NODES  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("memory-grpo", "Memory-R1-style memory manager (GRPO)", "grpo", "memory", "A memory manager choosing ADD/UPDATE/DELETE/NOOP, rewarded by a frozen answer agent's exact match.",
+                   nodes=MEMORY_NODES),
+    Implementation("memory-ppo", "Memory-R1-style memory manager (PPO)", "ppo", "memory", "The memory manager trained with PPO and a critic."),
+)

@@ -99,3 +99,21 @@ def sokoban_search(walls, targets, boxes, player, value: Callable | None = None,
 
     value = value or (lambda s: box_distance(s[1], targets))
     return best_first((player, frozenset(boxes)), successors, lambda s: s[1] == targets, value, weight, budget)
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("sokoban-grpo-guided", "GRPO on Sokoban guided by an external planner", "grpo", "sokoban",
+                   "Sokoban where every observation carries the next moves of a value-guided best-first search "
+                   "from the current state; the policy learns when to follow the planner.",
+                   env_options={"levels": (2, 3), "hint_moves": 4}, nodes=("planning-external-guide",),
+                   changes="The planner is weighted A* over (player, boxes) ordered by a value function: a fixed, "
+                           "admissible heuristic (each box's distance to its nearest target), so its plans are "
+                           "optimal; a learned value head can replace it (any callable): value_search.py trains one "
+                           "on the LM's hidden state and compares the two searches with the policy at equal model "
+                           "calls, while these hints keep the heuristic. The LLM stays the actor: it sees the "
+                           "planner's suggestion as text and writes the moves itself. The warm-start demonstrations "
+                           "do not show the hint line."),
+)

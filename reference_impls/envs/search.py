@@ -50,7 +50,7 @@ from functools import lru_cache
 from typing import Callable
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 from ..scoring import exact_match, normalize_answer  # noqa: F401  (normalize_answer: part of this env's API)
 
 TOOL = ToolSpec(
@@ -328,10 +328,21 @@ def _problems(split: str, n: int, seed: int, config: SearchEnvConfig) -> list[Pr
     return problems(split, n, seed, families=config.families or None)
 
 
-SPEC = register_env(EnvSpec("search", SearchEnvConfig, _problems, SearchEnv, demonstration,
-                            title="Search-R1-style catalog search", demonstration_takes_config=True))
+SPEC = EnvSpec("search", SearchEnvConfig, _problems, SearchEnv, demonstration,
+               title="Search-R1-style catalog search", demonstration_takes_config=True)
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 
 
 def make(problem: Problem, search_fn=None, **options) -> SearchEnv:
     """An episode; ``search_fn`` replaces the catalog index (tests)."""
     return SearchEnv(problem, SPEC.options(options), search_fn)
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation, SEARCH_NODES  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("search-grpo", "Search-R1-style agent (GRPO)", "grpo", "search", "An agent whose tool searches this catalog; rewarded by exact match of its final answer.",
+                   nodes=SEARCH_NODES),
+    Implementation("search-ppo", "Search-R1-style agent (PPO)", "ppo", "search", "The search agent trained with PPO and a critic."),
+)

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, register_env
+from . import EnvSpec, StepResult
 from . import calculator
 from .arith import evaluate, format_number, parse_number
 
@@ -234,6 +234,48 @@ def demonstration(problem: Problem) -> list[tuple[str, str]]:
             ("model", f"{CHECK_OPEN}{checks}{CHECK_CLOSE}{ANSWER_OPEN}{gold}{ANSWER_CLOSE}")]
 
 
-SPEC = register_env(EnvSpec(
+SPEC = EnvSpec(
     "self-correct", SelfCorrectConfig, problems, SelfCorrectEnv, demonstration,
-    title="two attempts with self or verifier feedback (Reflexion / SCoRe style)"))
+    title="two attempts with self or verifier feedback (Reflexion / SCoRe style)")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation(
+        "self-refine-grpo", "Retry after verifier feedback (GRPO, Reflexion style)", "grpo", "self-correct",
+        "Two attempts at a calculator word problem: a wrong first answer gets a verifier's 'incorrect' (and "
+        "whether the true answer is larger or smaller), then a second attempt; rewarded by the second attempt.",
+        env_options={"feedback": "external", "hint": "direction"},
+        nodes=("self-improvement", "self-improvement-verbal"),
+        changes="Keeps the loop of verbal self-improvement methods (Reflexion, Self-Refine, and the RL methods that "
+                "train on it): attempt, feedback in words, revised attempt in the same context, scored by a "
+                "verifier. The feedback here is external: a verifier says 'incorrect' and, with hint=direction, "
+                "whether the answer should be larger or smaller; a correct first attempt ends the episode. GRPO "
+                "trains on the episodes, rewarded by the second attempt. Simplifies: one retry, arithmetic word "
+                "problems answered without a tool, a templated verifier message instead of a model-written "
+                "reflection, and no memory of reflections across episodes. The feedback=self option gives the "
+                "intrinsic variant; python -m reference_impls.self_correction measures both modes (attempt 1 vs "
+                "attempt 2 accuracy and the flips).",
+        paper="Reflexion: Language Agents with Verbal Reinforcement Learning (Shinn et al.; arXiv 2303.11366); "
+              "Self-Refine (Madaan et al.; arXiv 2303.17651)"),
+    Implementation(
+        "self-correct-score", "Intrinsic self-correction with SCoRe's reward (GRPO)", "grpo", "self-correct",
+        "Two attempts with no external signal in between: the agent is asked to check its own answer; the "
+        "reward credits both attempts plus a bonus for turning a wrong answer right (minus for the reverse).",
+        env_options={"feedback": "self", "credit_first": True, "flip_bonus": 1.0},
+        nodes=("self-improvement", "self-improvement-internalizing"),
+        changes="Keeps what SCoRe trains: intrinsic self-correction with the model's own on-policy attempts, the "
+                "second attempt conditioned on the first and a fixed self-check request (the environment never "
+                "says whether attempt 1 was right), a reward on both attempts (Stage II) and the progress bonus "
+                "alpha*(r2 - r1) that pays for wrong->right flips and charges right->wrong ones. Simplifies: one "
+                "GRPO stage instead of SCoRe's two (no Stage I that keeps attempt 1 close to the base model while "
+                "training attempt 2), one episode reward for both turns instead of per-turn rewards, alpha = 1 "
+                "(not tuned, not the paper's value), REINFORCE replaced by GRPO's clipped surrogate, and "
+                "arithmetic word problems instead of MATH / HumanEval.",
+        paper="Training Language Models to Self-Correct via Reinforcement Learning (Kumar et al.; arXiv 2409.12917)",
+        equation=r"R=r(y_1,y^*)+r(y_2,y^*)+\alpha\big(r(y_2,y^*)-r(y_1,y^*)\big),\quad "
+                 r"\max_\theta\ \mathbb{E}\big[R\big]-\beta\,D_{KL}(\pi_\theta\,\|\,\pi_{ref})"),
+)

@@ -1,5 +1,5 @@
 r"""Self-play arithmetic (Absolute-Zero style): the policy proposes problems, a verifier checks them, the policy
-solves them. Trained by ``--algo absolute-zero`` (:mod:`reference_impls.absolute_zero`), which rolls out both roles.
+solves them. Trained by ``--algo absolute-zero`` (:mod:`reference_impls.algorithms.agentic.absolute_zero`), which rolls out both roles.
 
 Two kinds of problem, one environment (``role`` says which)::
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, register_env
+from . import EnvSpec, StepResult
 from .arith import CalcError, evaluate, format_number, parse_number
 
 PROBLEM_OPEN, PROBLEM_CLOSE = "<problem>", "</problem>"
@@ -247,9 +247,10 @@ def demonstration(problem) -> list[tuple[str, str]]:
     return [("model", f"{ANSWER_OPEN}{format_number(problem.answer)}{ANSWER_CLOSE}")]
 
 
-SPEC = register_env(EnvSpec(
+SPEC = EnvSpec(
     "selfplay-arith", SelfPlayConfig, problems, SelfPlayEnv, demonstration,
     title="self-play: propose and solve arithmetic problems (Absolute Zero style)",
     demonstration_options={"roles": ("propose", "solve")},
     # held-out success is the solver's: seeded expressions it never proposed (a proposal has no right answer)
-    heldout_options={"roles": ("solve",)}))
+    heldout_options={"roles": ("solve",)})
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from ..options import option
-from . import EnvSpec, register_env
+from . import EnvSpec
 from .gridgames import DIRECTIONS, GridGameEnv, GridGameOptions, plan_demonstration, split_of
 
 # room size incl. walls, boxes, inner walls (lo, hi), plan length (lo, hi), reverse-play steps
@@ -243,6 +243,22 @@ def _problems(split: str, n: int, seed: int, config: SokobanConfig) -> list[Prob
     return problems(split, n, seed, levels=config.levels)
 
 
-SPEC = register_env(EnvSpec("sokoban", SokobanConfig, _problems, SokobanEnv, demonstration,
-                            title="Sokoban as a text planning game", demonstration_takes_config=True))
+SPEC = EnvSpec("sokoban", SokobanConfig, _problems, SokobanEnv, demonstration,
+               title="Sokoban as a text planning game", demonstration_takes_config=True)
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation, PLANNING_NODES  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("sokoban-grpo", "GRPO planner on Sokoban (text)", "grpo", "sokoban", "A policy that pushes boxes onto targets over several turns of <move> tags, rewarded when "
+                   "every box is placed.",
+                   nodes=PLANNING_NODES,
+                   changes="Keeps Sokoban's rules (push only, one box at a time, walls) and its success criterion. "
+                           "Simplifies the puzzles to small rooms (6x6 or 7x7, one or two boxes) from our own "
+                           "reverse-play generator, each checked by an exact breadth-first solver whose shortest plan "
+                           "is the warm-start demonstration. Text grid, a few moves per turn; a shaping switch adds "
+                           "the fraction of boxes on targets (at the end or per turn). Deadlocks are not detected."),
+)

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..options import ConfigError, Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 from .arith import CalcError, evaluate, format_number, parse_number
 
 TOOL = ToolSpec(
@@ -296,6 +296,7 @@ def _problems(split: str, n: int, seed: int, config: SolverVerifierConfig) -> li
     return problems(split, n, seed, levels=config.levels)
 
 
-SPEC = register_env(EnvSpec("solver-verifier", SolverVerifierConfig, _problems, SolverVerifierEnv, demonstration,
-                            title="Solver and verifier on arithmetic (two roles, one shared policy)"))
+SPEC = EnvSpec("solver-verifier", SolverVerifierConfig, _problems, SolverVerifierEnv, demonstration,
+               title="Solver and verifier on arithmetic (two roles, one shared policy)")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make

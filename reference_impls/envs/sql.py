@@ -42,7 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 
 TOOL = ToolSpec(
     name="sql",
@@ -490,6 +490,24 @@ def _problems(split: str, n: int, seed: int, config: SqlConfig) -> list[Problem]
     return problems(split, n, seed, levels=config.levels, domains=config.domains or None)
 
 
-SPEC = register_env(EnvSpec("sql", SqlConfig, _problems, SqlEnv, demonstration,
-                            title="text-to-SQL with database tools"))
+SPEC = EnvSpec("sql", SqlConfig, _problems, SqlEnv, demonstration,
+               title="text-to-SQL with database tools")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("sql-grpo", "Text-to-SQL agent with database tools (GRPO)", "grpo", "sql", "An agent that lists tables, describes them and runs read-only queries on a generated SQLite "
+                   "database, rewarded by execution match of its final query with the gold query.",
+                   nodes=("other-table",),
+                   changes="Keeps what Spider/BIRD-style text-to-SQL RL measures: a natural-language question over a "
+                           "real relational database, a gold query, and execution match (same result set, ordered "
+                           "only when the gold query orders) as the reward, plus the agentic part (inspect the schema "
+                           "and try queries before answering). Simplifies: two small generated schemas (shop, school) "
+                           "with tens of rows instead of hundreds of real databases, templated questions in three "
+                           "levels (filter/count, aggregation/ordering, joins), and no value linking or dirty data. "
+                           "Every query runs read-only (mode=ro, query_only, an authorizer, a time and row limit)."),
+)

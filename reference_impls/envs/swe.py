@@ -57,7 +57,7 @@ from typing import Callable
 
 from .. import sandbox
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env, replay_calls
+from . import EnvSpec, StepResult, ToolSpec, replay_calls
 from .code import _call_text, _short
 
 TOOL = ToolSpec(
@@ -843,6 +843,29 @@ def _tasks(split: str, n: int, seed: int, config: SweConfig) -> list[Task]:
                  heldout_tasks=config.heldout_tasks)
 
 
-SPEC = register_env(EnvSpec("swe", SweConfig, _tasks, SweEnv, demonstration,
-                            title="fix a seeded bug in a small repository (SWE-bench style, sandboxed tests)"))
+SPEC = EnvSpec("swe", SweConfig, _tasks, SweEnv, demonstration,
+               title="fix a seeded bug in a small repository (SWE-bench style, sandboxed tests)")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("swe-grpo", "Repository bug fixing with file and test tools (GRPO)", "grpo", "swe", "A multi-turn agent that lists, reads and edits the files of a small generated repository and "
+                   "runs its tests to fix the bug an issue describes; rewarded by hidden tests run in a sandbox "
+                   "on the final repository.",
+                   nodes=("code-swe", "env-swe-interactive", "env-coding-swe"),
+                   changes="Keeps the SWE-bench shape that SWE-agent-style RL trains on: an issue that states a "
+                           "symptom (a call, what it returns or raises, what was expected) and not the fix, a "
+                           "repository the agent explores and edits with tools (list, read numbered lines, replace "
+                           "a line range or a unique string, run the tests), and a reward from tests it never sees "
+                           "(the issue's failing call plus more failing inputs and regression checks that already "
+                           "passed), with 0 when a passing check breaks, all executed in a sandbox. Simplifies: "
+                           "generated repositories of 2-4 files instead of real projects, one seeded bug per task "
+                           "from five families (off-by-one, wrong operator, wrong default, missing edge case, wrong "
+                           "key) fixed by a one- or two-line change, edits limited to existing files, no shell, git "
+                           "or dependency install, and hidden tests that compare return values instead of running "
+                           "the project's own test files; eight hand-written tasks join the held-out split."),
+)

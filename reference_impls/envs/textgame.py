@@ -59,7 +59,7 @@ from pathlib import Path
 from atlas_data import data_dir
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env, replay_calls
+from . import EnvSpec, StepResult, ToolSpec, replay_calls
 
 TOOL = ToolSpec(
     name="textgame",
@@ -336,6 +336,28 @@ def _problems(split: str, n: int, seed: int, config: TextGameConfig) -> list[Pro
     return problems(split, n, seed, levels=config.levels, kinds=config.kinds)
 
 
-SPEC = register_env(EnvSpec("textgame", TextGameConfig, _problems, TextGameEnv, demonstration,
-                            title="TextWorld text adventures (generated offline)"))
+SPEC = EnvSpec("textgame", TextGameConfig, _problems, TextGameEnv, demonstration,
+               title="TextWorld text adventures (generated offline)")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("textgame-grpo", "GRPO text-adventure agent (TextWorld games)", "grpo", "textgame",
+                   "A policy that plays TextWorld games generated offline (adventure quests and cooking recipes) "
+                   "with one command per turn, rewarded by the game's own score.",
+                   nodes=("other-text-game", "env-simulated-game", "env-general-purpose"),
+                   changes="Keeps TextWorld itself: its world and quest generator and its tw-cooking challenge "
+                           "produce the games from seeds (world size and quest length are the levels), its Inform 7 "
+                           "compiler builds them and its interpreter plays them, the reward is the game's score "
+                           "(normalised; 1 exactly when won), the optional admissible-command list is TextWorld's, and "
+                           "the walkthrough it computes is the warm-start demonstration. Simplifies: small worlds "
+                           "(at most six rooms, quests of two to six steps; cooking recipes of one or two "
+                           "ingredients), commands parsed against a verb list before the game sees them (the "
+                           "interpreter's meta commands are refused), and no hand-written games such as Zork: "
+                           "held-out games are unseen generated ones (other seeds; cooking with TextWorld's test "
+                           "ingredients)."),
+)

@@ -50,8 +50,7 @@ Rewards (``reward`` option; ``n`` = thinking units, ``c`` = 1 if the answer is e
     (default 0.01) for tens of units.
 The benchmark's table
     :func:`thinking_table` turns evaluated episodes into "thinking length by difficulty" (per level:
-    accuracy, mean and median thinking units, share of episodes that think at all);
-    :func:`thinking_length_table` evaluates a policy greedily on held-out problems and returns it, and
+    accuracy, mean and median thinking units, share of episodes that think at all), and
     ``python -m reference_impls.report heldout --env thinking --run RUN`` (or ``--model NAME``) prints it.
 """
 from __future__ import annotations
@@ -65,10 +64,10 @@ from fractions import Fraction
 from typing import ClassVar
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, register_env
+from . import EnvSpec, StepResult
 from .arith import CalcError, evaluate, format_number, parse_number
 from .calculator import TOOL as CALCULATOR
-from .reports import heldout_samples, register_report
+from .reports import register_report
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 REWARDS = ("budget_penalty", "lcpo_exact", "lcpo_max")
@@ -272,13 +271,14 @@ def demonstration_with_calculator(problem: Problem) -> list[tuple[str, str]]:
     return demonstration(problem, calculator=True)
 
 
-SPEC = register_env(EnvSpec("thinking", ThinkingConfig, _problems, ThinkingEnv, demonstration,
-                            title="fast and slow reasoning (thinking length vs accuracy)"))
+SPEC = EnvSpec("thinking", ThinkingConfig, _problems, ThinkingEnv, demonstration,
+               title="fast and slow reasoning (thinking length vs accuracy)")
 # a second name rather than a switch: the SFT warm start builds its prompts with the env's default options,
 # so the variant whose demonstrations call the calculator must have it on by default
-SPEC_CALC = register_env(EnvSpec("thinking-calc", ThinkingCalcConfig, _problems, ThinkingEnv,
-                                 demonstration_with_calculator,
-                                 title="slow reasoning with calculator calls inside the thinking"))
+SPEC_CALC = EnvSpec("thinking-calc", ThinkingCalcConfig, _problems, ThinkingEnv,
+                    demonstration_with_calculator,
+                    title="slow reasoning with calculator calls inside the thinking")
+ENV_SPECS = (SPEC, SPEC_CALC,)  # collected by envs.ENVS
 make = SPEC.make
 
 
@@ -307,15 +307,6 @@ def thinking_table(samples, problems_) -> list[dict]:
     return table
 
 
-def thinking_length_table(model, tokenizer, n: int = 80, seed: int = 0, max_new_tokens_per_turn: int = 96,
-                          max_completion_tokens: int = 192, calculator: bool = False, **options) -> list[dict]:
-    """Evaluate a policy greedily on ``n`` held-out problems (of ``thinking-calc`` with ``calculator``) and
-    return :func:`thinking_table`."""
-    samples, probs = heldout_samples(model, tokenizer, "thinking-calc" if calculator else "thinking", n, seed,
-                                     max_new_tokens_per_turn, max_completion_tokens, options)
-    return thinking_table(samples, probs)
-
-
 def format_table(table: list[dict]) -> str:
     head = "| level | n | accuracy | mean units | median units | thinks | mean reward |\n|---|---|---|---|---|---|---|"
     body = [f"| {r['level']} | {r['n']} | {r['accuracy']:.3f} | {r['mean_units']:.1f} | {r['median_units']} | "
@@ -325,3 +316,40 @@ def format_table(table: list[dict]) -> str:
 
 register_report("thinking", thinking_table, format_table)
 register_report("thinking-calc", thinking_table, format_table)
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("thinking-grpo", "Fast and slow reasoning: think only when it pays (GRPO)", "grpo", "thinking",
+                   "Arithmetic expressions from one operation to five; the policy may think in <think> tags before "
+                   "answering, and the reward is accuracy minus a cost per thinking unit, so it must learn to "
+                   "answer easy problems at once and work the hard ones out.",
+                   nodes=("reasoning", "reasoning-fast", "reasoning-slow"),
+                   changes="Keeps what the fast/slow reasoning work measures: one policy facing problems of which "
+                           "some need no deliberation and some need several steps, a verifiable answer, a reward "
+                           "that trades accuracy against the length of the thinking (correct - lambda * "
+                           "min(n, B)/B, or L1's LCPO-Exact / LCPO-Max against a target length in the prompt), and "
+                           "the benchmark's table of thinking length by difficulty (thinking_table). Simplifies: "
+                           "generated + - * expressions in four levels instead of competition maths, thinking "
+                           "counted in text units (digit runs, words, symbols) rather than tokens, and a "
+                           "warm start that demonstrates no thinking on level 1 and written steps above it."),
+    Implementation("thinking-lcpo-grpo", "Length-controlled thinking with L1's LCPO-Max reward (GRPO)", "grpo",
+                   "thinking", "The fast/slow env with the prompt asking for a thinking length and L1's LCPO-Max reward: "
+                   "a correct answer within the target keeps its reward, one over it loses it gradually.",
+                   env_options={"reward": "lcpo_max"}, paper="arXiv 2503.04697",
+                   changes="L1 / LCPO conditions the model on a target length and scores correctness times "
+                           "clip(alpha * (n_gold - n) + delta, 0, 1). Here the targets are 8-64 text units drawn "
+                           "per problem, alpha is 0.01 per unit (L1's is per token, for thousands of tokens), and "
+                           "the optimiser is our GRPO."),
+    Implementation("thinking-calc-grpo", "Slow reasoning with tool calls inside the thinking (GRPO)", "grpo",
+                   "thinking-calc", "The fast/slow env where the thinking may call the calculator (<calc> inside <think>): "
+                   "deliberation interleaved with tool use, under the same thinking cost.",
+                   nodes=("reasoning-agentic-slow",),
+                   changes="Keeps the prospective 'slow reasoning inside agentic reasoning' setting: a long "
+                           "think that calls a tool mid-way and continues from its result, with the thinking's "
+                           "length priced as in the plain env (a calculator call costs its expression's units, "
+                           "less than writing the step out). Simplifies: one tool (the calculator env's ToolSpec "
+                           "and safe evaluator), arithmetic only, a fixed budget of calls."),
+)

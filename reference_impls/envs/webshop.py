@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..options import Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 
 TOOL = ToolSpec(
     name="browser",
@@ -398,7 +398,33 @@ def _step_problems(split: str, n: int, seed: int, config: WebStepConfig) -> list
     return step_problems(split, n, seed, config.levels)
 
 
-SPEC = register_env(EnvSpec("webshop", WebShopConfig, _problems, WebShopEnv, demonstration,
-                            title="WebShop-style shopping on text pages"))
-STEP_SPEC = register_env(EnvSpec("web-step", WebStepConfig, _step_problems, WebStepEnv, step_demonstration,
-                                 title="one GUI action on a shop page (static)"))
+SPEC = EnvSpec("webshop", WebShopConfig, _problems, WebShopEnv, demonstration,
+               title="WebShop-style shopping on text pages")
+STEP_SPEC = EnvSpec("web-step", WebStepConfig, _step_problems, WebStepEnv, step_demonstration,
+                    title="one GUI action on a shop page (static)")
+ENV_SPECS = (SPEC, STEP_SPEC,)  # collected by envs.ENVS
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("webshop-grpo", "WebShop-style shopping agent (GRPO)", "grpo", "webshop", "A multi-turn agent that searches a simulated shop, opens products, picks color and size and "
+                   "buys; rewarded by how many of the instruction's attributes the purchase matches.",
+                   nodes=("gui-rl-interactive", "env-gui"),
+                   changes="Keeps the interactive web-agent loop of WebShop-style GUI RL: an instruction with "
+                           "attributes and a budget, a site with search, result lists, product pages with options "
+                           "and a buy button, numbered elements to act on, distractor products that miss one "
+                           "attribute, and an attribute-match reward (category, color, size, price each a quarter). "
+                           "Simplifies: text pages instead of HTML or screenshots, a generated catalog of 12-20 "
+                           "products per task instead of a million scraped ones, keyword search, and exactly one "
+                           "product that fits."),
+    Implementation("web-step-grpo", "One GUI action on a shop page (GRPO)", "grpo", "web-step", "Static GUI action prediction: given the instruction, the actions so far and the current page, "
+                   "predict the expert's next action; reward 1 when it matches.",
+                   nodes=("gui-rl-static",),
+                   changes="Keeps the static setting of GUI-R1 / UI-R1-style RL: one screen, an instruction and the "
+                           "history, one action scored by a rule against the ground-truth action (here the element "
+                           "number, or for a search any query whose results contain the target). Simplifies: the "
+                           "screen is the webshop env's text page (no pixels, no coordinates), the states come from "
+                           "expert trajectories of generated shopping tasks, and there are two action types."),
+)

@@ -43,7 +43,7 @@ import string
 from dataclasses import dataclass
 
 from ..options import ConfigError, Options, option
-from . import EnvSpec, StepResult, ToolSpec, register_env
+from . import EnvSpec, StepResult, ToolSpec
 from .reports import register_report
 
 TOOL = ToolSpec(
@@ -325,8 +325,9 @@ def _problems(split: str, n: int, seed: int, config: ZoomConfig) -> list[Problem
     return problems(split, n, seed, levels=config.levels, families=config.families)
 
 
-SPEC = register_env(EnvSpec("zoom", ZoomConfig, _problems, ZoomEnv, demonstration,
-                            title="Active perception in text: zoom into a character-grid image (a text proxy)"))
+SPEC = EnvSpec("zoom", ZoomConfig, _problems, ZoomEnv, demonstration,
+               title="Active perception in text: zoom into a character-grid image (a text proxy)")
+ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 
 
@@ -354,3 +355,30 @@ def perception_report(samples, problems_) -> dict:
 
 
 register_report("zoom", perception_report)
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("zoom-grpo", "Active perception with a zoom tool on a text image (GRPO)", "grpo", "zoom",
+                   "A large character-grid 'image' seen only as a coarse thumbnail; the agent zooms into regions "
+                   "with a crop tool, names what it found and points to its cell; rewarded for the answer and for "
+                   "the grounding.",
+                   nodes=("perception", "perception-tool-driven", "perception-grounding-driven",
+                          "perception-passive-to-active"),
+                   changes="A TEXT PROXY of visual active perception, not vision: the image is a grid of "
+                           "characters (16 to 40 cells a side) and there is no vision encoder. Keeps the task's "
+                           "structure from zoom-in / crop-tool agents and grounding rewards: the input is too large "
+                           "to view whole, a down-sampled overview shows where salient marks are but not what they "
+                           "are, the agent picks regions to inspect with a tool (a crop size limit and a zoom "
+                           "budget), and the reward checks the answer and the pointed cell separately (weights are "
+                           "options). Simplifies: symbols instead of objects, exact cell coordinates instead of "
+                           "boxes, two question types, and a thumbnail that marks bright blocks exactly."),
+    Implementation("zoom-passive-grpo", "Passive perception baseline: thumbnail only, no zoom (GRPO)", "grpo",
+                   "zoom", "The zoom task with max_zooms=0: the agent must answer from the coarse thumbnail alone.",
+                   env_options={"max_zooms": 0}, nodes=("perception-passive-to-active",),
+                   changes="The passive end of passive-to-active perception: the same questions with the zoom "
+                           "tool taken away, so the detail the answer needs is never seen; its reward bounds what "
+                           "guessing from the overview earns, next to zoom-grpo's active version."),
+)

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import grpo
+from reference_impls.algorithms.grpo import grpo
 from reference_impls.envs import calculator, get_env
-from reference_impls.grpo_variants import aspo
+from reference_impls.algorithms.grpo import aspo
 from reference_impls.models import load_tokenizer
 from reference_impls.options import ConfigError
 

@@ -127,7 +127,8 @@ def test_tool_tags_are_parsed_from_the_tool_spec():
 # -- the algorithm interface -----------------------------------------------------------------------------
 
 def test_constant_groups_get_exactly_zero_advantages():
-    from reference_impls import grpo, rloo
+    from reference_impls.algorithms.grpo import grpo
+    from reference_impls.algorithms.reinforce import rloo
 
     rewards = torch.tensor([2 / 3] * 8 + [1.0, 0.0, 1 / 3, 2 / 3, 0.0, 0.0, 1.0, 1 / 3], dtype=torch.float32)
     for scale in (True, False):

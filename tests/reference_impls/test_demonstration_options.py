@@ -4,7 +4,8 @@ demonstrated in the format the run's rollouts are played in; any other env keeps
 written for its defaults; the trainer's warm start passes the run's options."""
 import pytest
 
-from reference_impls import dpo, sft
+from reference_impls import sft
+from reference_impls.algorithms.dpo import dpo
 from reference_impls.envs import get_env
 from reference_impls.envs.gridgames import TOOL, parse_moves
 from reference_impls.rollout import render_prompt

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import dpo
+from reference_impls.algorithms.dpo import dpo
 from reference_impls.rollout import Sample
 
 trl_dpo = pytest.importorskip("trl.trainer.dpo_trainer")

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from reference_impls import dpo
+from reference_impls.algorithms.dpo import dpo
 from reference_impls.envs import calculator
 from reference_impls.rollout import RolloutConfig, render_prompt
 

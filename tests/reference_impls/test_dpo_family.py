@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import dpo, dpo_variants, kto, step_dpo
+from reference_impls.algorithms.dpo import dpo, dpo_variants, kto, step_dpo
 from reference_impls.envs.calculator import Problem
 
 N, L = 5, 9  # pairs, completion positions

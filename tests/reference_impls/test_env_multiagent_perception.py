@@ -136,7 +136,7 @@ class _S:
 
 
 def test_role_advantages_by_hand():
-    from reference_impls.role_grpo import role_token_advantages
+    from reference_impls.algorithms.agentic.role_grpo import role_token_advantages
 
     role = sv.SolverVerifierEnv.role_of_turn
     samples = [_S([(0, 3), (5, 7)], {"solver": 1.0, "verifier": 0.5}, 7),
@@ -156,8 +156,8 @@ def test_role_advantages_by_hand():
 
 
 def test_untrained_role_tokens_are_masked_and_get_zero_gradient():
-    from reference_impls import grpo
-    from reference_impls.role_grpo import mask_untrained_turns, role_token_advantages
+    from reference_impls.algorithms.grpo import grpo
+    from reference_impls.algorithms.agentic.role_grpo import mask_untrained_turns, role_token_advantages
 
     role = sv.SolverVerifierEnv.role_of_turn
     samples = [_S([(0, 3), (3, 5)], {"solver": 1.0, "verifier": 0.0}, 5),
@@ -346,7 +346,7 @@ def test_rollout_turns_line_up_with_the_env_roles(tiny):
     """role-grpo reads a turn's role from its index: the rollout's turn spans must be the env's turns."""
     from scripted_policies import nudged_tiny
 
-    from reference_impls.role_grpo import mask_untrained_turns
+    from reference_impls.algorithms.agentic.role_grpo import mask_untrained_turns
     from reference_impls.rollout import RolloutConfig, rollout
 
     tokenizer = tiny[1]

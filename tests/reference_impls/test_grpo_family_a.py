@@ -10,9 +10,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import grpo, train
+from reference_impls import train
+from reference_impls.algorithms.grpo import grpo
 from reference_impls.envs import calculator
-from reference_impls.grpo_variants import (edge_grpo, gmpo, greso, ktae, pass_at_k, posterior_grpo, prorl, srpo,
+from reference_impls.algorithms.grpo import (edge_grpo, gmpo, greso, ktae, pass_at_k, posterior_grpo, prorl, srpo,
                                           step_grpo)
 
 # the tensors of test_losses: ratios pi/pi_old row 0 = [1.5, 0.9], row 1 = [1.1, (masked: 7.0)], A = [+1, -1]

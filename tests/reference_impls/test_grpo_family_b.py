@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import chord, dars, ghpo, luffy, papo, skywork, starpo
+from reference_impls.algorithms.grpo import chord, dars, ghpo, luffy, papo, skywork, starpo
 from reference_impls.algorithm import RolloutBatch
 from reference_impls.envs import get_env
 from reference_impls.options import ConfigError, build
@@ -55,7 +55,7 @@ def test_chord_scales_grpo_loss_by_one_minus_mu():
     g = torch.Generator().manual_seed(0)
     logps, old = -torch.rand(3, 4, generator=g), -torch.rand(3, 4, generator=g)
     adv, mask = torch.tensor([1.0, -0.5, 0.2]), torch.ones(3, 4)
-    from reference_impls.grpo import GRPO
+    from reference_impls.algorithms.grpo.grpo import GRPO
 
     base, _ = GRPO.loss_fn(algo, ctx, None)(logps, old, adv, mask)
     mixed, _ = algo.loss_fn(ctx, None)(logps, old, adv, mask)
@@ -361,7 +361,7 @@ def _runs(mask, value):
 
 
 def test_treepo_tree_groups_share_prefixes_with_exact_old_logprobs(tiny):
-    from reference_impls import treepo
+    from reference_impls.algorithms.grpo import treepo
 
     ctx = _branching_ctx(tiny)
     torch.manual_seed(0)
@@ -374,7 +374,7 @@ def test_treepo_tree_groups_share_prefixes_with_exact_old_logprobs(tiny):
 
 
 def test_treepo_advantages_by_hand():
-    from reference_impls import treepo
+    from reference_impls.algorithms.grpo import treepo
 
     # one group of 4: subtree 0 = leaves 0, 1 (rewards 1, 0); subtree 1 = leaves 2, 3 (rewards 1, 1)
     adv = treepo.tree_advantages([1.0, 0.0, 1.0, 1.0], [0, 0, 0, 0], [0, 0, 1, 1], scale=False)
@@ -384,7 +384,7 @@ def test_treepo_advantages_by_hand():
 
 
 def test_arpo_branches_after_tool_results_with_exact_old_logprobs(tiny):
-    from reference_impls import arpo
+    from reference_impls.algorithms.grpo import arpo
 
     ctx = _branching_ctx(tiny)
     torch.manual_seed(0)
@@ -398,7 +398,7 @@ def test_arpo_branches_after_tool_results_with_exact_old_logprobs(tiny):
 
 
 def test_arpo_branch_score_and_hard_attribution_by_hand():
-    from reference_impls import arpo
+    from reference_impls.algorithms.grpo import arpo
 
     entropy = [1.0, 3.0, 9.0, 9.0, 2.0, 4.0, 0.0]
     runs = [(0, 2), (4, 6)]  # first turn tokens 0-1 (H0 = 2), tool result 2-3, second turn 4-5 (H = 3)
@@ -417,8 +417,8 @@ def test_arpo_branch_score_and_hard_attribution_by_hand():
 
 
 def test_token_advantage_loss_by_hand_and_masked_gradient():
-    from reference_impls import arpo
-    from reference_impls.branching import token_advantage_loss
+    from reference_impls.algorithms.grpo import arpo
+    from reference_impls.algorithms.grpo.branching import token_advantage_loss
 
     cfg = cfg_of(arpo, loss_type="dapo")
     logps = torch.zeros(1, 3, dtype=torch.float64, requires_grad=True)  # ratios 1: loss = -mean(A) over tokens

@@ -15,7 +15,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import lcpo, train
+from reference_impls import train
+from reference_impls.algorithms.dpo import lcpo
 from reference_impls.rollout import Sample
 
 N, L = 5, 9
@@ -44,7 +45,7 @@ def test_lcpo_by_hand():
     loss2, _ = lcpo.lcpo_loss(c, r, lc, lr, lam=2.0)
     assert float(loss2) == pytest.approx(math.log(1 + math.exp(-2 * margin)), abs=1e-6)
     # no NLL term: unlike ORPO, the loss is not -log p(y_w) + ...
-    from reference_impls import dpo_variants
+    from reference_impls.algorithms.dpo import dpo_variants
     orpo, _ = dpo_variants.orpo_loss(c, r, lc, lr, lam=1.0)
     assert float(orpo) - float(loss) == pytest.approx(-math.log(0.4), abs=1e-6)
 

@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from reference_impls import grpo, rloo
+from reference_impls.algorithms.grpo import grpo
+from reference_impls.algorithms.reinforce import rloo
 from reference_impls.common import masked_mean, selective_log_softmax
 
 # Two sequences, two completion tokens; the second token of row 1 is an environment token (mask 0).

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from reference_impls import ppo
+from reference_impls.algorithms.ppo import ppo
 
 
 def test_gae_hand_computed_with_masked_positions():

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import liteppo, pfppo, vineppo
+from reference_impls.algorithms.ppo import liteppo, pfppo, vineppo
 from reference_impls.rollout import RolloutConfig, Sample, rollout, run_episodes
 
 PPO_FAMILY_IMPLS = ["calculator-liteppo", "calculator-pf-ppo", "calculator-vineppo", "calculator-vapo",
@@ -45,7 +45,7 @@ def test_liteppo_defaults_are_token_level_loss_without_kl():
 
 
 def test_liteppo_token_level_loss_hand_values_and_masked_tokens_get_no_gradient():
-    from reference_impls.grpo import grpo_loss
+    from reference_impls.algorithms.grpo.grpo import grpo_loss
 
     cfg = liteppo.Config()
     logps = torch.zeros(2, 3, requires_grad=True)  # w = 1 everywhere: loss = -(1/sum m) sum m A
@@ -153,7 +153,7 @@ def test_vineppo_collect_shares_the_prompt_value_and_puts_kl_in_the_reward(tmp_p
     and A_i = R_i - V_hat(s_0) with V_hat(s_0) a mean of K rewards in [0, 1]; the trained advantages are the
     whitened A - beta * (log pi_old - log pi_ref)."""
     from reference_impls.models import load_policy
-    from reference_impls.ppo import masked_whiten
+    from reference_impls.algorithms.ppo.ppo import masked_whiten
     from reference_impls.train import Trainer, TrainConfig
     from toy_env import make_task
 
@@ -214,7 +214,7 @@ def test_vineppo_greedy_continuations_replay_the_episode(calc_policy, tiny, budg
 # ---- VAPO (switches of ppo.py) ------------------------------------------------------------------------
 
 def test_vapo_length_adaptive_lambda_hand_values():
-    from reference_impls.ppo import length_adaptive_lambda
+    from reference_impls.algorithms.ppo.ppo import length_adaptive_lambda
 
     lam = length_adaptive_lambda(torch.tensor([100.0, 40.0, 20.0, 10.0]), alpha=0.05)
     # 1 - 1/(0.05 * 100) = 0.8 ; 1 - 1/2 = 0.5 ; 1 - 1/1 = 0 ; 1 - 1/0.5 = -1 -> floored at 0
@@ -222,7 +222,7 @@ def test_vapo_length_adaptive_lambda_hand_values():
 
 
 def test_vapo_per_row_lambda_gae_equals_gae_row_by_row():
-    from reference_impls.ppo import gae
+    from reference_impls.algorithms.ppo.ppo import gae
 
     g = torch.Generator().manual_seed(0)
     r, v = torch.randn(3, 6, generator=g), torch.randn(3, 6, generator=g)
@@ -239,7 +239,7 @@ def test_vapo_decoupled_gae_hand_values():
     lambda_critic = 1: R_t = reward-to-go = 1 on every token (unbiased, ignores V).
     lambda_policy = 0.5: deltas d = (0.5 - 0.2, 0.6 - 0.5, 1 - 0.6) = (0.3, 0.1, 0.4);
     A_3 = 0.4, A_2 = 0.1 + 0.5 * 0.4 = 0.3, A_1 = 0.3 + 0.5 * 0.3 = 0.45."""
-    from reference_impls.ppo import gae
+    from reference_impls.algorithms.ppo.ppo import gae
 
     mask = torch.ones(1, 3)
     v = torch.tensor([[0.2, 0.5, 0.6]])
@@ -251,7 +251,7 @@ def test_vapo_decoupled_gae_hand_values():
 
 
 def test_vapo_clip_higher_hand_values_and_masked_tokens_get_no_gradient():
-    from reference_impls.ppo import policy_loss
+    from reference_impls.algorithms.ppo.ppo import policy_loss
 
     logps = torch.log(torch.tensor([[0.5, 0.5, 0.9]])).requires_grad_(True)
     old = torch.log(torch.tensor([[0.25, 0.5, 0.3]]))
@@ -288,7 +288,7 @@ def test_vapo_positive_lm_loss_is_the_nll_of_the_correct_episodes(tmp_path):
 # ---- PSGPO ------------------------------------------------------------------------------------------
 
 def test_psgpo_step_verdicts_check_calls_against_the_solution_path():
-    from reference_impls import psgpo
+    from reference_impls.algorithms.ppo import psgpo
 
     problem = SimpleNamespace(steps=("12+30", "42*2"))  # solution path: 42, then 84
     turns = ["<calc>30+12</calc>",   # 42: on the path, new            -> +1
@@ -301,7 +301,7 @@ def test_psgpo_step_verdicts_check_calls_against_the_solution_path():
 
 
 def test_psgpo_token_rewards_put_steps_on_each_calls_last_token():
-    from reference_impls import psgpo
+    from reference_impls.algorithms.ppo import psgpo
     from reference_impls.algorithm import RolloutBatch
 
     s = _episode([(0, 3), (5, 8), (10, 12)], reward=1.0, length=12)
@@ -318,7 +318,7 @@ def test_psgpo_token_rewards_put_steps_on_each_calls_last_token():
     expected[0, 11] = 1.0     # turn 2 (the answer): the outcome reward R on the last model token
     assert torch.allclose(r, expected)
     # GAE with lambda = gamma = 1 and V = 0: every model token's advantage is its reward-to-go
-    from reference_impls.ppo import gae
+    from reference_impls.algorithms.ppo.ppo import gae
 
     adv, _ = gae(r, torch.zeros_like(r), mask, 1.0, 1.0)
     assert adv[0, 0] == pytest.approx(1.0) and adv[0, 5] == pytest.approx(0.8) and adv[0, 10] == pytest.approx(1.0)
@@ -347,7 +347,7 @@ def test_psgpo_collect_and_update_on_multi_turn_calculator_episodes(calc_policy,
 
 
 def test_psgpo_refuses_envs_without_a_step_checker():
-    from reference_impls import psgpo
+    from reference_impls.algorithms.ppo import psgpo
     from reference_impls.options import ConfigError
 
     with pytest.raises(ConfigError, match="calculator"):

@@ -132,7 +132,7 @@ def test_information_tokens_get_no_gradient(tiny, search_fn):
     """A rollout on the search env: <information> tokens have loss mask 0, and the loss's gradient
     with respect to their log-probs is exactly 0."""
     from reference_impls.common import collate, completion_logprobs
-    from reference_impls.grpo import Config, grpo_loss
+    from reference_impls.algorithms.grpo.grpo import Config, grpo_loss
     from reference_impls.sft import demonstration_sample
 
     model, tok = tiny

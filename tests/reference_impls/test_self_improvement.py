@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import absolute_zero
+from reference_impls.algorithms.agentic import absolute_zero
 from reference_impls.envs import get_env
 from reference_impls.envs import selfcorrect as sc
 from reference_impls.envs import selfplay as sp

@@ -98,7 +98,7 @@ def test_resumed_ddp_run_ends_where_a_straight_one_does(tmp_path):
 
 def test_digest_sees_every_bit_and_global_whitening_is_the_local_one_in_one_process():
     from reference_impls.distributed import state_digest
-    from reference_impls.ppo import masked_whiten
+    from reference_impls.algorithms.ppo.ppo import masked_whiten
 
     a = {"w": torch.arange(6, dtype=torch.float32).view(2, 3), "b": torch.zeros(2)}
     b = {k: v.clone() for k, v in a.items()}

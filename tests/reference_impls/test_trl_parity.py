@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reference_impls import grpo
+from reference_impls.algorithms.grpo import grpo
 
 trl_grpo = pytest.importorskip("trl.trainer.grpo_trainer")
 

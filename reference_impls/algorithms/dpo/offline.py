@@ -1,0 +1,56 @@
+"""What every offline algorithm of this family shares: its training data (preference pairs, labelled
+episodes) is built once, before the first step, from the starting policy's own rollouts, or copied from a
+file the user gives.
+
+:class:`OfflineAlgorithm` owns that skeleton, so DPO, its variants, Step-DPO, LCPO and KTO write only what
+their data is:
+
+- the rollouts use the run's ``ctx.rollout_config`` (group size, turn and episode lengths, temperature,
+  environment options and rollout engine), never a hand-built copy of it;
+- the prompts are ``n`` draws from the train pool with their own random stream, a function of the run's seed
+  only (``seed + OFFLINE_SEED_OFFSET``), so the data does not depend on how many steps run;
+- under torchrun, rank 0 builds and writes the file and every rank then reads the same file.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from ... import distributed
+from ...algorithm import Algorithm, Context
+from ...rundir import RunDir
+
+#: the offline data's own seed: the run's seed plus this (a prime, far from any step seed)
+OFFLINE_SEED_OFFSET = 104729
+
+
+class OfflineAlgorithm(Algorithm):
+    """Base of the algorithms that train on data built once (``online = False``: no rollout per step)."""
+
+    online = False
+
+    @staticmethod
+    def offline_seed(ctx: Context) -> int:
+        return ctx.train.seed + OFFLINE_SEED_OFFSET
+
+    def offline_prompts(self, ctx: Context, n: int) -> list:
+        """``n`` problems drawn from the train pool with the offline data's own random stream."""
+        rng = random.Random(self.offline_seed(ctx))
+        return [ctx.pool[rng.randrange(len(ctx.pool))] for _ in range(n)]
+
+    def run_dir(self, ctx: Context) -> RunDir:
+        run_dir = RunDir(Path(ctx.out))
+        run_dir.path.mkdir(parents=True, exist_ok=True)
+        return run_dir
+
+    def build_once(self, ctx: Context, path: Path, copy_from: str, build: Callable[[Path], None]) -> None:
+        """Make ``path`` exist on every rank: rank 0 copies ``copy_from`` (when given) or calls ``build(path)``
+        unless the file is already there (a resumed run keeps its data); every rank then waits for it."""
+        if ctx.rank == 0 and not path.exists():
+            if copy_from:
+                shutil.copyfile(copy_from, path)
+            else:
+                build(path)
+        distributed.barrier()

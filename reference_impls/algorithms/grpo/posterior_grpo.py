@@ -1,0 +1,74 @@
+r"""Posterior-GRPO (Fan et al. 2025, arXiv 2508.05170): a process reward that only successful episodes get.
+
+Rewarding the reasoning process directly invites reward hacking: the policy learns to produce processes
+the process scorer likes without getting more answers right. Posterior-GRPO (P-GRPO) therefore adds the
+process reward *only to episodes whose outcome is correct* (the paper's posterior reward rule), so among
+correct answers the better-reasoned ones are preferred, and a wrong answer cannot earn anything from its
+process:
+
+    r'_i = r_i + lambda * 1[o_i correct] * r^proc_i                 then GRPO's group advantages on r'
+    A_i  = (r'_i - mean_j r'_j) / (std_j r'_j + 1e-4)
+
+The paper's process reward is a learned model scoring the thinking of code solutions. Here the process is
+the calculator's tool calls and r^proc is the fraction of them that were correct steps (a call whose value is
+an intermediate value of a correct solution, ``info["tool_steps"]`` recorded by the calculator). The loss
+is GRPO's (``grpo.grpo_loss``).
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import grpo
+from ...algorithm import Context, RolloutBatch
+from ...options import option
+from .successes import reshaped_advantages, successes, tool_step_accuracy
+
+
+@dataclass
+class Config(grpo.Config):
+    """GRPO's switches plus the process-reward weight."""
+
+    process_weight: float = option(0.5, "lambda: weight of the process reward (fraction of correct tool steps), "
+                                   "added only to correct episodes.", low=0.0, high=10.0)
+
+
+def posterior_rewards(rewards: torch.Tensor, correct: torch.Tensor, process: torch.Tensor, weight: float):
+    """r + weight * 1[correct] * process (all (N,))."""
+    return rewards + weight * correct.float() * process
+
+
+class PosteriorGRPO(grpo.GRPO):
+    """GRPO with a process reward gated on outcome success (Posterior-GRPO)."""
+
+    name = "posterior-grpo"
+
+    Config = Config
+
+    def advantages(self, ctx: Context, batch: RolloutBatch):
+        process = torch.tensor([tool_step_accuracy(s) for s in batch.samples], dtype=torch.float32)
+        rewards = posterior_rewards(batch.rewards, successes(batch), process, self.cfg.process_weight)
+        return reshaped_advantages(ctx, batch, rewards, self.cfg)
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ...implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation(
+        "calculator-posterior-grpo", "Posterior-GRPO tool agent (calculator)", "posterior-grpo", "calculator",
+        "GRPO plus a process reward (share of correct tool steps) that only episodes with a correct answer receive.",
+        nodes=("alg-posterior-grpo",),
+        changes="A process reward added to every episode can be farmed without getting answers right. Posterior-GRPO "
+                "adds it only when the outcome is correct, so it ranks correct episodes by the quality of their "
+                "process and never rewards a wrong one. The paper scores code reasoning with a learned reward "
+                "model; here the process is the calculator calls and its score is the fraction of calls that "
+                "computed an intermediate value of a correct solution.",
+        paper="Posterior-GRPO: Rewarding Reasoning Processes in Code Generation (Fan et al., 2025), arXiv 2508.05170",
+        equation=r"r'_i=r_i+\lambda\,\mathbb{1}[o_i\ \text{correct}]\,r^{\mathrm{proc}}_i,\quad "
+                 r"\hat A_i=\frac{r'_i-\mathrm{mean}(r')}{\mathrm{std}(r')}"),
+)

@@ -1,0 +1,148 @@
+r"""SRPO: two-Staged history-Resampling Policy Optimization (Zhang et al. 2025, arXiv 2504.14286).
+
+SRPO is GRPO (its objective unchanged here: ``grpo.grpo_loss``) with two changes to
+*which prompts* are trained on:
+
+History Resampling. A prompt on which every rollout of a group was correct gives
+every sample the same reward, so its advantages are all 0 and it contributes no gradient. SRPO records
+each prompt's rollout rewards over an epoch (one pass over the data) and, at the end of the epoch, drops
+from the next epoch the prompts whose samples were *all* correct; prompts with mixed outcomes stay, and
+so do prompts that every sample failed (they may become solvable and then carry signal):
+
+    D_{e+1} = { q in D : not (every rollout of q in epoch e had r = 1) }
+
+Two-stage training. Stage 1 trains only on the hardest data to elicit long,
+multi-step reasoning; stage 2 adds the rest. The paper's stages are math, then math + code; here they are
+the calculator's multi-call levels (``--srpo-stage-one-levels``, default level 3) for
+``--srpo-stage-one-steps`` steps, then the whole pool. A stage switch starts a fresh epoch.
+
+Implementation: ``draw`` walks a shuffled order of the stage's prompts, one epoch at a time; ``update``
+records which drawn prompts were solved by every sample; both live in ``state_dict`` so a resumed run
+continues with the same history.
+
+Equation numbers: not verified: paper text not available here (issue 19's check,
+docs/algorithms_grpo_family.md).
+
+Data parallel (torchrun): one history, the same on every rank. ``draw`` walks the shared order for the
+whole world (world x P prompts, with the rank-independent stream ``algorithm.shared_rng``) and each rank
+rolls out its consecutive share; ``update`` gathers every rank's outcomes (``all_gather_object``, in rank
+order) before recording them. So every rank makes the same epoch and resampling decisions, rank 0's
+checkpoint holds every rank's state, and a resumed run continues exactly; one process runs as before.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import grpo
+from ... import distributed
+from ...algorithm import Context, RolloutBatch, shared_rng
+from ...options import option
+from .successes import successes
+
+
+@dataclass
+class Config(grpo.Config):
+    """GRPO's switches plus SRPO's stages."""
+
+    srpo_stage_one_steps: int = option(0, "Steps of stage 1 (only the hardest problems); 0 = a single stage on the "
+                                       "whole pool.", low=0, high=1_000_000)
+    srpo_stage_one_levels: tuple[int, ...] = option((3,), "Problem levels stage 1 trains on (problems without a "
+                                                    "level count as in).", choices=(1, 2, 3))
+
+
+class SRPO(grpo.GRPO):
+    """GRPO with epoch-wise history resampling and two training stages (SRPO)."""
+
+    name = "srpo"
+
+    Config = Config
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self.stage = 0  # 0 = not started; 1, 2 = the stage whose epochs ``order`` walks
+        self.epoch = 0
+        self.order: list[int] = []  # pool indices still to be drawn in this epoch
+        self.solved_last_epoch: set[int] = set()  # solved by every sample when last seen in the previous epoch
+        self.solved_this_epoch: set[int] = set()
+        self.drawn: list[int] = []  # this step's prompts of the whole world, rank by rank
+
+    def stage_indices(self, ctx: Context, stage: int) -> list[int]:
+        everything = list(range(len(ctx.pool)))
+        if stage == 2:
+            return everything
+        levels = set(self.cfg.srpo_stage_one_levels)
+        hard = [i for i in everything if getattr(ctx.pool[i], "level", None) in levels
+                or getattr(ctx.pool[i], "level", None) is None]
+        return hard or everything
+
+    def start_epoch(self, ctx: Context, rng, stage: int) -> None:
+        if stage != self.stage:  # a new stage starts from its full data and an empty history
+            self.stage, self.solved_this_epoch = stage, set()
+        self.epoch += 1
+        self.solved_last_epoch, self.solved_this_epoch = self.solved_this_epoch, set()
+        candidates = self.stage_indices(ctx, stage)
+        kept = [i for i in candidates if i not in self.solved_last_epoch]
+        self.order = kept or candidates  # every prompt solved: nothing left to resample, start over
+        rng.shuffle(self.order)
+
+    def draw(self, ctx: Context, rng) -> list:
+        rng = shared_rng(ctx, rng)  # every rank walks the same order
+        stage = 1 if ctx.step < self.cfg.srpo_stage_one_steps else 2
+        if stage != self.stage:
+            self.start_epoch(ctx, rng, stage)
+        self.drawn = []
+        P = ctx.train.prompts_per_step
+        while len(self.drawn) < P * ctx.world:
+            if not self.order:
+                self.start_epoch(ctx, rng, stage)
+            self.drawn.append(self.order.pop())
+        return [ctx.pool[i] for i in self.drawn[ctx.rank * P:(ctx.rank + 1) * P]]
+
+    def record(self, solved_by_all: list[bool]) -> None:
+        """Note, per drawn prompt (in draw order), whether every sample of its group was correct."""
+        for index, solved in zip(self.drawn, solved_by_all):
+            if solved:
+                self.solved_this_epoch.add(index)
+            else:
+                self.solved_this_epoch.discard(index)
+
+    def update(self, ctx: Context, batch: RolloutBatch):
+        mine = successes(batch).view(-1, batch.group_size).all(dim=1).tolist()
+        self.record([x for flags in distributed.all_gather_object(mine) for x in flags])  # the world's, rank order
+        metrics = super().update(ctx, batch)
+        metrics.add("srpo_epoch", self.epoch)
+        metrics.add("srpo_stage", self.stage)
+        metrics.add("srpo_dropped", len(self.solved_last_epoch))
+        return metrics
+
+    def state_dict(self) -> dict:
+        return {"stage": self.stage, "epoch": self.epoch, "order": list(self.order),
+                "solved_last_epoch": sorted(self.solved_last_epoch),
+                "solved_this_epoch": sorted(self.solved_this_epoch)}
+
+    def load_state_dict(self, state: dict) -> None:
+        if not state:
+            return
+        self.stage, self.epoch, self.order = int(state["stage"]), int(state["epoch"]), list(state["order"])
+        self.solved_last_epoch = set(state["solved_last_epoch"])
+        self.solved_this_epoch = set(state["solved_this_epoch"])
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ...implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation(
+        "calculator-srpo", "SRPO tool agent (calculator)", "srpo", "calculator", "GRPO with history resampling (prompts every sample solved last epoch are dropped) and two training stages.",
+        {"srpo_stage_one_steps": 20},
+        nodes=("alg-srpo",),
+        changes="The update is GRPO's; what changes is the data. Each epoch records which prompts every sample "
+                "solved (their advantages are all zero) and drops them from the next epoch, while keeping prompts "
+                "that every sample failed, since those can still become informative. Training runs in two stages: "
+                "the paper starts on hard math before adding code; here stage 1 uses the calculator's "
+                "multi-call level-3 problems and stage 2 the whole pool.",
+        paper="SRPO: A Cross-Domain Implementation of Large-Scale Reinforcement Learning on LLM (Zhang et al., 2025), "
+              "arXiv 2504.14286",
+        equation=r"\mathcal{D}_{e+1}=\{q\in\mathcal{D}:\neg\,\forall i\le G,\ r_i^{(e)}(q)=1\},\quad "
+                 r"\mathcal{J}=\mathcal{J}_{\mathrm{GRPO}}\ \text{on}\ \mathcal{D}_{e+1}"),
+)

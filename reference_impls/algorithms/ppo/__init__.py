@@ -1,0 +1,1 @@
+"""PPO with a learned critic (GAE), and its variants."""

@@ -1,0 +1,136 @@
+r"""PSGPO: PPO with step-level (process) rewards in addition to the outcome reward ("Process
+Supervision-Guided Policy Optimization for Code Generation", Dai et al. 2024, arXiv 2410.17621).
+
+The paper's problem: with only a pass/fail reward at the end, a policy that fails every test gets no
+signal and long programs get poor credit assignment. It trains a process reward model (PRM) that scores
+each line of a partial program and feeds those scores to PPO as *dense rewards* at the end of each line
+(it also initialises the critic from the PRM, which needs a learned PRM and is not done here).
+
+Steps and their verdicts here: the steps are the calculator tool calls (one model turn each), and instead
+of a learned PRM the verdict is checked against the problem: a call is a correct step when its value is
+one of the intermediate values of the problem's reference solution (``Problem.steps``, the tool calls of
+a correct solution) and that value was not already obtained earlier in the episode; it is a wrong step
+when it does not parse, fails to evaluate, or yields a value off the solution path. Repeating a correct
+value earns nothing (so the policy cannot farm step rewards by recomputing one value: the paper's concern
+about reward hacking with dense PRM rewards). Turns that are not tool calls (the final answer) get no step
+reward; the outcome reward covers them.
+
+Per-token reward (PPO's, see ``ppo.py``, plus the step rewards on each call turn's last token; the
+paper's "PRM as dense rewards" integration; equation numbers not verified: paper text not available here)::
+
+    r_t = -beta * kl_t
+          + c * v_j       on the last token of model turn j,   v_j = +1 correct step, -1 wrong step, 0 else
+          + R             on the episode's last model token     (the outcome reward)
+
+with c = ``step_reward``. GAE, the clipped policy and value losses and everything else are PPO's: the
+dense step rewards shorten the horizon the critic must bridge, which is the paper's point.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ...algorithm import Context, RolloutBatch, collect_batch
+from ...envs.arith import CalcError, evaluate
+from ...envs.calculator import TOOL
+from ...options import ConfigError, option
+from .ppo import PPO
+from .ppo import Config as PPOConfig
+
+
+@dataclass
+class Config(PPOConfig):
+    """PPO's switches plus the step-reward scale."""
+
+    step_reward: float = option(0.2, "c: reward +c for each correct tool call (a new value on the reference solution's "
+                                "path) and -c for a wrong one, on the call's last token.", low=0.0, high=10.0)
+
+
+def step_verdicts(problem, turn_texts: list[str]) -> list[int]:
+    """+1 / -1 / 0 for each model turn (module docstring). ``problem.steps`` are the reference solution's
+    calls; the values they produce are the solution path."""
+    path = set()
+    for expr in problem.steps:
+        path.add(evaluate(expr))
+    seen, verdicts = set(), []
+    for text in turn_texts:
+        action = TOOL.first_action(text)
+        if action is None or action[0] != "call":
+            verdicts.append(0)
+            continue
+        try:
+            value = evaluate(action[1].group(1))
+        except CalcError:
+            verdicts.append(-1)
+            continue
+        if value in path and value not in seen:
+            verdicts.append(1)
+        elif value in path:
+            verdicts.append(0)  # a value already obtained: no reward for recomputing it
+        else:
+            verdicts.append(-1)
+        seen.add(value)
+    return verdicts
+
+
+def step_token_rewards(samples, verdicts: list[list[int]], width: int, scale: float) -> torch.Tensor:
+    """(B, width): scale * v_j on the last token of each model turn j."""
+    out = torch.zeros(len(samples), width)
+    for i, (s, vs) in enumerate(zip(samples, verdicts)):
+        for (start, end), v in zip(s.turn_spans, vs):
+            if v and end > start:
+                out[i, end - 1] += scale * v
+    return out
+
+
+class PSGPO(PPO):
+    """PPO with checked step rewards on calculator tool calls (module docstring)."""
+
+    name = "psgpo"
+
+    Config = Config
+
+    @classmethod
+    def check(cls, cfg, train) -> None:
+        super().check(cfg, train)
+        if train.env != "calculator":
+            raise ConfigError(f"--env: PSGPO's step verdicts check calculator tool calls against the problem's "
+                              f"solution; {train.env!r} has none")
+
+    def collect(self, ctx: Context, problems: list):
+        batch, stats = collect_batch(ctx, problems)
+        for s in batch.samples:
+            texts = [ctx.tokenizer.decode(s.completion_ids[a:b], skip_special_tokens=True) for a, b in s.turn_spans]
+            s.info["step_verdicts"] = step_verdicts(problems[s.group], texts)
+        return batch, stats
+
+    def token_rewards(self, ctx: Context, batch: RolloutBatch, mask: torch.Tensor, kl) -> torch.Tensor:
+        verdicts = [s.info["step_verdicts"] for s in batch.samples]
+        dense = step_token_rewards(batch.samples, verdicts, mask.shape[1], self.cfg.step_reward).to(mask.device)
+        return super().token_rewards(ctx, batch, mask, kl) + dense * mask
+
+    def update(self, ctx: Context, batch: RolloutBatch) -> dict:
+        metrics = super().update(ctx, batch)
+        flat = [v for s in batch.samples for v in s.info["step_verdicts"] if v]
+        metrics.update(step_correct_frac=sum(v > 0 for v in flat) / len(flat) if flat else 0.0,
+                       steps_per_episode=len(flat) / max(len(batch.samples), 1))
+        return metrics
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry --
+from ...implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("calculator-psgpo", "PSGPO tool agent (calculator)", "psgpo", "calculator", "PPO with dense step rewards: each calculator call is checked against the problem's solution.",
+                   nodes=("alg-psgpo",),
+                   changes="Adds process rewards to PPO: besides the final answer's reward, every tool call earns "
+                           "+0.2 when it produces a new value on the reference solution's path and -0.2 when it "
+                           "fails or goes off the path, placed on the call's last token, so GAE gets signal inside "
+                           "the episode. The paper scores lines of code with a learned process reward model; here the "
+                           "steps are calculator tool turns and the verdict is checked exactly, and the paper's "
+                           "critic initialisation from that model is left out.",
+                   paper="Process Supervision-Guided Policy Optimization for Code Generation (Dai et al. 2024, arXiv 2410.17621)",
+                   equation=r"r_t=R\,[t=T]+c\sum_j v_j\,[t=\text{end}(j)]-\beta\,\mathrm{KL}_t,\;v_j\in\{+1,-1,0\},\;"
+                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}+c_v\mathcal{L}_V"),
+)

@@ -1,0 +1,1 @@
+"""REINFORCE-style policy gradients without a critic (RLOO)."""

@@ -1,0 +1,132 @@
+"""Every algorithm and every runnable implementation, collected from the modules that declare them.
+
+Nothing here lists them by hand:
+
+- an algorithm module under ``algorithms/<family>/`` declares its class (a subclass of
+  :class:`~reference_impls.algorithm.Algorithm` with a ``name``, the value ``--algo`` takes) and may end
+  with ``IMPLEMENTATIONS``, the rows (presets) it ships;
+- an environment module under ``envs/`` declares ``ENV_SPECS`` (collected by ``envs.ENVS``) and may end with
+  its own ``IMPLEMENTATIONS`` (that environment under an existing algorithm).
+
+So adding an algorithm or an environment is one new file (and its test). A row's ``source`` is the file of
+the module that declares it. The comparison grid's rows on other environments are derived from the
+calculator rows (:func:`_comparison_rows`).
+
+Collecting imports every algorithm module (and so torch); the functions are cached, and modules that only
+need the row type or the node facts import ``reference_impls.implementations``, which imports no model code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+from . import algorithms as algorithms_package
+from . import envs as envs_package
+from .algorithm import Algorithm
+from .implementations import Implementation
+from .options import ConfigError, close_matches
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+
+#: the comparison grid's algorithms on other environments: (env, title) x (row suffix, name)
+COMPARISON_ENVS = (("search", "Search-R1-style agent"), ("frozenlake", "FrozenLake planner"))
+COMPARISON_ROWS = (("dr-grpo", "Dr.GRPO"), ("dapo", "DAPO"), ("gspo", "GSPO"), ("rloo", "RLOO"), ("ppo", "PPO"),
+                   ("dpo", "DPO"))
+
+
+def _walk(package: ModuleType, order) -> list[ModuleType]:
+    infos = [i for i in pkgutil.walk_packages(package.__path__, package.__name__ + ".") if not i.ispkg]
+    return [importlib.import_module(i.name) for i in sorted(infos, key=lambda i: order(i.name))]
+
+
+def _algorithm_order(module_name: str) -> tuple:
+    """Families in the order of ``algorithms.FAMILIES``; a family's base module (grpo/grpo.py) first."""
+    family, leaf = module_name.split(".")[-2:]
+    rank = algorithms_package.FAMILIES.index(family) if family in algorithms_package.FAMILIES else 99
+    return (rank, leaf != family, leaf)
+
+
+@cache
+def algorithm_modules() -> tuple[ModuleType, ...]:
+    return tuple(_walk(algorithms_package, _algorithm_order))
+
+
+@cache
+def env_modules() -> tuple[ModuleType, ...]:
+    return tuple(_walk(envs_package, lambda name: name))
+
+
+@cache
+def algorithms() -> dict[str, type[Algorithm]]:
+    """name -> class, for every class that an algorithm module defines with a ``name`` of its own."""
+    found: dict[str, type[Algorithm]] = {}
+    for module in algorithm_modules():
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, Algorithm) and obj.__module__ == module.__name__
+                    and "name" in vars(obj)):
+                if obj.name in found:
+                    raise RuntimeError(f"two algorithms are named {obj.name!r}: {found[obj.name].__module__}."
+                                       f"{found[obj.name].__qualname__} and {module.__name__}.{obj.__qualname__}")
+                found[obj.name] = obj
+    return found
+
+
+def _declared_rows(module: ModuleType) -> list[Implementation]:
+    source = Path(module.__file__).resolve().relative_to(PACKAGE_ROOT).as_posix()
+    return [dataclasses.replace(row, source=source) for row in getattr(module, "IMPLEMENTATIONS", ())]
+
+
+@cache
+def implementations() -> tuple[Implementation, ...]:
+    """Every runnable implementation: the algorithm modules' rows, the environment modules' rows, then the
+    comparison grid's derived rows."""
+    rows = [row for module in algorithm_modules() + env_modules() for row in _declared_rows(module)]
+    rows += _comparison_rows(rows)
+    seen: dict[str, Implementation] = {}
+    for row in rows:
+        if row.id in seen:
+            raise RuntimeError(f"two implementation rows have the id {row.id!r} ({seen[row.id].source}, {row.source})")
+        seen[row.id] = row
+    return tuple(rows)
+
+
+def _comparison_rows(rows: list[Implementation]) -> list[Implementation]:
+    """The core comparison grid's algorithms (lab/recipes/grids/core.yaml) on the search and the planning
+    environment: the calculator rows' algorithms with the same switches, on another environment. They link
+    to no node (the environment's node pages keep their GRPO row); the Compare page and the Lab list them."""
+    by_id = {row.id: row for row in rows}
+    env_source = {spec.name: row_source for module in env_modules()
+                  for spec in getattr(module, "ENV_SPECS", ())
+                  for row_source in [Path(module.__file__).resolve().relative_to(PACKAGE_ROOT).as_posix()]}
+    derived = []
+    for env, title in COMPARISON_ENVS:
+        for suffix, name in COMPARISON_ROWS:
+            if f"{env}-{suffix}" in by_id:
+                continue
+            base = by_id[f"calculator-{suffix}"]
+            derived.append(Implementation(f"{env}-{suffix}", f"{title} ({name})", base.algo, env,
+                                          f"{base.summary} On the {env} environment, for the comparison grid.",
+                                          dict(base.algo_options), source=env_source[env]))
+    return derived
+
+
+@cache
+def by_id() -> dict[str, Implementation]:
+    return {row.id: row for row in implementations()}
+
+
+def get_implementation(impl_id: str) -> Implementation:
+    rows = by_id()
+    if impl_id not in rows:
+        raise ConfigError(f"--impl: unknown implementation {impl_id!r}{close_matches(impl_id, rows)}; "
+                          f"known: {', '.join(rows)}")
+    return rows[impl_id]
+
+
+def for_node(node_id: str) -> list[Implementation]:
+    """Implementations linked to a taxonomy node."""
+    return [row for row in implementations() if node_id in row.nodes]

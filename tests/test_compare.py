@@ -114,8 +114,14 @@ def _grid(tmp_path, **changes):
 
 
 def test_shipped_grids_load_and_validate(tmp_path):
-    for path in GRIDS.glob("*.yaml"):
+    """Every grid file in lab/recipes/grids/ loads, is named after its file (``run NAME`` and its folder
+    ``compare/NAME`` agree) and has cells, each of whose configs passes the trainer's checks (validate raises
+    otherwise)."""
+    paths = sorted(GRIDS.glob("*.yaml"))
+    assert {"core", "tiny"} <= {p.stem for p in paths}  # the folder is found: an empty loop would check nothing
+    for path in paths:
         grid = Grid.load(str(path))
+        assert grid.name == path.stem and grid.cells(), path
         stages.validate(grid, GridDir(tmp_path / grid.name))
 
 

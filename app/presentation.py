@@ -1288,7 +1288,7 @@ def passk_note(grids) -> ProxyNote:
         return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",
                          "No pass@k curves are shipped or in your grids yet. " + how, routes.compare(),
                          "Open the Compare page")
-    from lab.compare import passk_comparison, passk_reading
+    from lab.compare.results import passk_comparison, passk_reading
 
     where = "; ".join(f"grid *{md_escape(name)}*: {md_escape(', '.join(envs))}" for name, envs in measured)
     readings = [f"{md_escape(env)}: {md_escape(reading)}" for g in grids for env, record in sorted(g.passk.items())

@@ -236,7 +236,7 @@ def comparison_results():
 
 @st.cache_data(show_spinner=False, ttl=60)
 def _comparison_results(data_dir_key: str):  # keyed by the data dir, so tests with their own dirs never mix
-    from lab.compare import available_results
+    from lab.compare.results import available_results
 
     return available_results()
 

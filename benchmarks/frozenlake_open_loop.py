@@ -24,7 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-from lab.compare import load_results
+from lab.compare.results import load_results
 from reference_impls.envs import get_env
 
 DIRECTIONS = ("left", "down", "right", "up")

@@ -5,7 +5,8 @@ the env's defaults) with the new one (the run's options, where the env declares 
     python scripts/check_demonstration_options.py [N]    # N demonstrations per warm start (default 24)
 """
 import sys
-from lab import catalog, compare
+from lab import catalog
+from lab.compare.grid import GRIDS, Grid, cell_config, chosen_env_options, warm_settings
 from lab.recipes import PRESETS
 from reference_impls.models import load_tokenizer
 from reference_impls.sft import demonstrations
@@ -26,15 +27,15 @@ def check(label, env, n, seed, options, episode):
     print(f"{'same' if diff == 0 else 'DIFF'} {label}: {diff}/{len(old)} differ  episode={episode}")
 
 seen = set()
-for name in sorted(p.stem for p in compare.GRIDS.glob("*.yaml")):
-    grid = compare.Grid.load(name)
+for name in sorted(p.stem for p in GRIDS.glob("*.yaml")):
+    grid = Grid.load(name)
     for env in grid.envs():
-        s = compare.warm_settings(grid, env)
+        s = warm_settings(grid, env)
         if s["sft_steps"] <= 0 or s["sft_env"] != env:
             continue
         impl = next(i for i in grid.implementations if catalog.get(i).env == env)
-        config = compare.cell_config(grid, impl, grid.warm_seed, s["model"])
-        chosen = compare.chosen_env_options(env, config["env_options"])
+        config = cell_config(grid, impl, grid.warm_seed, s["model"])
+        chosen = chosen_env_options(env, config["env_options"])
         options = chosen if grid.warm_on_env_options else None
         check(f"grid {name}/{env}", s["sft_env"], min(s["sft_examples"], N), s["seed"], options, chosen)
 for impl in catalog.available():

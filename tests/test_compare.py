@@ -12,8 +12,15 @@ import time
 import pytest
 import yaml
 
-from lab import compare
+from lab.compare import stages
+from lab.compare.board import ONE_SEED, leaderboard, passk_comparison, progression
+from lab.compare.cli import main
+from lab.compare.folder import GridDir, cell_results
+from lab.compare.grid import GRIDS, Grid, cell_config, cell_id, chosen_env_options
+from lab.compare.report import export, passk_reading
+from lab.compare.results import _records, load_results
 from reference_impls.options import ConfigError
+from reference_impls.rundir import RunDir
 from reference_impls.stats import bootstrap_interval, paired_difference, pass_at_k, pass_at_k_curve
 
 
@@ -48,7 +55,7 @@ def test_passk_comparison_reads_sharpening_against_hand_values():
     # answer for all 40). RL: 32 right on the first 20, none on the other 20.
     record = _passk_record({"base": [0] * 40, "warm start": [8] * 20 + [1] * 20, "RL (x, seed 0)": [32] * 20 + [0] * 20},
                            n=64)
-    rows = compare.passk_comparison(record)
+    rows = passk_comparison(record)
     assert [(r["model"], r["against"], r["k"]) for r in rows] == [
         ("warm start", "base", 1), ("warm start", "base", 64), ("RL (x, seed 0)", "warm start", 1),
         ("RL (x, seed 0)", "warm start", 64)]
@@ -58,18 +65,18 @@ def test_passk_comparison_reads_sharpening_against_hand_values():
     assert rl1["difference"]["mean"] == pytest.approx(0.25 - 0.0703125)
     # pass@64 with c >= 1 of 64 is 1: the warm start 1.0 everywhere, RL 1.0 on 20 problems and 0 on 20
     assert (rl64["before"], rl64["value"], rl64["verdict"]) == (1.0, 0.5, "worse")
-    reading = compare.passk_reading(rows)
+    reading = passk_reading(rows)
     assert reading.startswith("RL (x, seed 0) against the warm start: pass@1 7% -> 25% (+18 pts [")
     assert "pass@64 100% -> 50% (-50 pts [" in reading and "Sharpened and narrowed" in reading
 
     # RL that solves problems the warm start never sampled a right answer for: "added"
-    wider = compare.passk_comparison(_passk_record({"warm start": [0] * 40, "RL": [2] * 40}, n=64))
-    assert wider[-1]["verdict"] == "better" and "Added" in compare.passk_reading(wider)
-    same = compare.passk_comparison(_passk_record({"warm start": [4] * 40, "RL": [4] * 40}, n=64))
-    assert "No significant change" in compare.passk_reading(same)
+    wider = passk_comparison(_passk_record({"warm start": [0] * 40, "RL": [2] * 40}, n=64))
+    assert wider[-1]["verdict"] == "better" and "Added" in passk_reading(wider)
+    same = passk_comparison(_passk_record({"warm start": [4] * 40, "RL": [4] * 40}, n=64))
+    assert "No significant change" in passk_reading(same)
     # records without per-problem counts (older files) give no comparison, not an error
-    assert compare.passk_comparison({"samples": 4, "curves": {"base": {"pass_at_k": {"1": 0.1}}}}) == []
-    assert compare.passk_reading([]) is None
+    assert passk_comparison({"samples": 4, "curves": {"base": {"pass_at_k": {"1": 0.1}}}}) == []
+    assert passk_reading([]) is None
 
 
 def test_bootstrap_interval_by_hand():
@@ -99,7 +106,7 @@ def test_paired_difference_verdicts():
 # -- grid files ----------------------------------------------------------------------------------------
 
 def _grid(tmp_path, **changes):
-    data = yaml.safe_load((compare.GRIDS / "tiny.yaml").read_text())
+    data = yaml.safe_load((GRIDS / "tiny.yaml").read_text())
     data.update(changes)
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -107,9 +114,15 @@ def _grid(tmp_path, **changes):
 
 
 def test_shipped_grids_load_and_validate(tmp_path):
-    for path in compare.GRIDS.glob("*.yaml"):
-        grid = compare.Grid.load(str(path))
-        compare.validate(grid, compare.GridDir(tmp_path / grid.name))
+    """Every grid file in lab/recipes/grids/ loads, is named after its file (``run NAME`` and its folder
+    ``compare/NAME`` agree) and has cells, each of whose configs passes the trainer's checks (validate raises
+    otherwise)."""
+    paths = sorted(GRIDS.glob("*.yaml"))
+    assert {"core", "tiny"} <= {p.stem for p in paths}  # the folder is found: an empty loop would check nothing
+    for path in paths:
+        grid = Grid.load(str(path))
+        assert grid.name == path.stem and grid.cells(), path
+        stages.validate(grid, GridDir(tmp_path / grid.name))
 
 
 def test_core_grid_takes_one_optimiser_step_per_rl_step(tmp_path):
@@ -117,9 +130,9 @@ def test_core_grid_takes_one_optimiser_step_per_rl_step(tmp_path):
     epoch of one minibatch, the policy-gradient family one pass; DPO one step by construction), and DPO,
     which samples all its episodes before its first step, samples as many prompts as the online cells
     sample over all their steps."""
-    grid = compare.Grid.load("core")
+    grid = Grid.load("core")
     for impl, seed in grid.cells():
-        config = compare.cell_config(grid, impl, seed, str(tmp_path))
+        config = cell_config(grid, impl, seed, str(tmp_path))
         algo = config["algo_config"]
         if config["algo"] == "ppo":
             assert algo["num_iterations"] * algo["num_mini_batches"] == 1, impl
@@ -132,39 +145,39 @@ def test_core_grid_takes_one_optimiser_step_per_rl_step(tmp_path):
 def test_a_cell_trained_under_an_older_recipe_is_marked_stale(tmp_path):
     """A finished cell whose recorded config is not what the grid's recipe gives it now (the recipe was
     edited afterwards) is "stale" in status, with the changed options named."""
-    grid = compare.Grid.load(str(_grid(tmp_path)))
-    gdir = compare.GridDir(tmp_path / "g")
+    grid = Grid.load(str(_grid(tmp_path)))
+    gdir = GridDir(tmp_path / "g")
     (impl, seed), (other, other_seed) = grid.cells()[:2]
-    current = compare.cell_config(grid, impl, seed, str(gdir.warm("calculator")))
+    current = cell_config(grid, impl, seed, str(gdir.warm("calculator")))
     for cell, config in (((impl, seed), {**current, "out": "elsewhere", "lr": current["lr"] * 10}),
-                         ((other, other_seed), compare.cell_config(grid, other, other_seed, "any/model"))):
+                         ((other, other_seed), cell_config(grid, other, other_seed, "any/model"))):
         gdir.cell(*cell).mkdir(parents=True)
         (gdir.cell(*cell) / "result.json").write_text(json.dumps({"heldout": 0.5, "config": config}))
-    rows = {r["cell"]: r for r in compare.status(grid, gdir)}
-    assert rows[compare.cell_id(impl, seed)]["state"] == "stale"
-    assert rows[compare.cell_id(impl, seed)]["changed"] == ["lr"]
-    assert rows[compare.cell_id(other, other_seed)]["state"] == "done"  # out and model are the folder's own
-    assert rows[compare.cell_id(other, other_seed)]["changed"] == []
+    rows = {r["cell"]: r for r in stages.status(grid, gdir)}
+    assert rows[cell_id(impl, seed)]["state"] == "stale"
+    assert rows[cell_id(impl, seed)]["changed"] == ["lr"]
+    assert rows[cell_id(other, other_seed)]["state"] == "done"  # out and model are the folder's own
+    assert rows[cell_id(other, other_seed)]["changed"] == []
 
 
 def test_bad_grids_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="implementations.*calculator-nope"):
-        compare.Grid.load(str(_grid(tmp_path, implementations=["calculator-nope"])))
+        Grid.load(str(_grid(tmp_path, implementations=["calculator-nope"])))
     with pytest.raises(ConfigError, match="seeds"):
-        compare.Grid.load(str(_grid(tmp_path, seeds=[])))
+        Grid.load(str(_grid(tmp_path, seeds=[])))
     with pytest.raises(ConfigError, match="recipe"):
-        compare.Grid.load(str(_grid(tmp_path, recipe="nope")))
+        Grid.load(str(_grid(tmp_path, recipe="nope")))
     with pytest.raises(ConfigError, match="unknown field"):
-        compare.Grid.load(str(_grid(tmp_path, budget=3)))
-    grid = compare.Grid.load(str(_grid(tmp_path, options={"steps": -1})))
+        Grid.load(str(_grid(tmp_path, budget=3)))
+    grid = Grid.load(str(_grid(tmp_path, options={"steps": -1})))
     with pytest.raises(ConfigError, match="cell calculator-grpo-s0.*steps"):
-        compare.validate(grid, compare.GridDir(tmp_path / "g"))
+        stages.validate(grid, GridDir(tmp_path / "g"))
 
 
 def test_a_folder_keeps_its_grid(tmp_path):
-    gdir = compare.GridDir(tmp_path / "g")
-    compare.GridDir.bind(gdir, compare.Grid.load(str(_grid(tmp_path))))
-    other = compare.Grid.load(str(_grid(tmp_path, options={"model": "tiny", "steps": 3})))
+    gdir = GridDir(tmp_path / "g")
+    GridDir.bind(gdir, Grid.load(str(_grid(tmp_path))))
+    other = Grid.load(str(_grid(tmp_path, options={"model": "tiny", "steps": 3})))
     with pytest.raises(ConfigError, match="different options"):
         gdir.bind(other)
 
@@ -180,7 +193,7 @@ def test_leaderboard_ranks_and_compares_with_the_baseline():
     cells = [_cell("calculator-grpo", "grpo", 0, poor), _cell("calculator-grpo", "grpo", 1, poor),
              _cell("calculator-ppo", "ppo", 0, good), _cell("calculator-ppo", "ppo", 1, good),
              _cell("calculator-dapo", "grpo", 0, poor)]
-    board = compare.leaderboard(cells)["calculator"]
+    board = leaderboard(cells)["calculator"]
     assert [r["implementation"] for r in board][0] == "calculator-ppo"
     rows = {r["implementation"]: r for r in board}
     assert rows["calculator-grpo"]["verdict"] == "baseline"  # dapo shares the algo but has switches
@@ -188,8 +201,8 @@ def test_leaderboard_ranks_and_compares_with_the_baseline():
     assert rows["calculator-dapo"]["verdict"].startswith("no significant difference from calculator-grpo")
     assert rows["calculator-ppo"]["seeds"] == 2 and rows["calculator-ppo"]["heldout"] == 1.0
     # a one-seed row's interval resamples only the problems: its verdict says so; two seeds a side do not
-    assert rows["calculator-dapo"]["verdict"].endswith(f"; {compare.ONE_SEED})")
-    assert compare.ONE_SEED not in rows["calculator-ppo"]["verdict"]
+    assert rows["calculator-dapo"]["verdict"].endswith(f"; {ONE_SEED})")
+    assert ONE_SEED not in rows["calculator-ppo"]["verdict"]
 
 
 def test_progression_compares_each_stage_with_the_one_it_starts_from():
@@ -201,7 +214,7 @@ def test_progression_compares_each_stage_with_the_one_it_starts_from():
     warm_rec = {"calculator": {"heldout": 0.5, "heldout_by_problem": warm}}
     cells = [_cell("calculator-grpo", "grpo", 0, [1] * 40), _cell("calculator-rloo", "rloo", 0, list(warm)),
              _cell("calculator-rloo", "rloo", 1, list(warm)), _cell("calculator-dpo", "dpo", 0, [0] * 40)]
-    rows = {r["stage"]: r for r in compare.progression(cells, base, warm_rec)["calculator"]}
+    rows = {r["stage"]: r for r in progression(cells, base, warm_rec)["calculator"]}
     assert list(rows) == ["untrained", "SFT (warm start)", "SFT + RL (calculator-grpo)", "SFT + RL (calculator-rloo)",
                           "SFT + RL (calculator-dpo)"]
     assert rows["untrained"]["vs"] is None and rows["untrained"]["heldout"] == 0.0
@@ -213,12 +226,12 @@ def test_progression_compares_each_stage_with_the_one_it_starts_from():
     assert rloo["verdict"].startswith("no significant difference from SFT (warm start)")
     assert dpo["vs"]["mean"] == -0.5 and dpo["verdict"].startswith("worse than SFT (warm start)")
     # one RL seed is flagged; two are not, nor is SFT against the untrained model (single references both)
-    assert compare.ONE_SEED in grpo["verdict"] and compare.ONE_SEED in dpo["verdict"]
-    assert compare.ONE_SEED not in rloo["verdict"] and compare.ONE_SEED not in rows["SFT (warm start)"]["verdict"]
+    assert ONE_SEED in grpo["verdict"] and ONE_SEED in dpo["verdict"]
+    assert ONE_SEED not in rloo["verdict"] and ONE_SEED not in rows["SFT (warm start)"]["verdict"]
     # without references there is nothing to pair with; an environment with references but no cell is kept
-    alone = compare.progression(cells, {}, {})["calculator"]
+    alone = progression(cells, {}, {})["calculator"]
     assert all(r["vs"] is None for r in alone)
-    assert [r["stage"] for r in compare.progression([], base, warm_rec)["calculator"]] == ["untrained",
+    assert [r["stage"] for r in progression([], base, warm_rec)["calculator"]] == ["untrained",
                                                                                           "SFT (warm start)"]
 
 
@@ -233,39 +246,39 @@ def tiny_grid(tmp_path):
 
 def test_the_warm_start_reports_its_steps(tmp_path, capsys):
     """A long warm start shows where it is: each SFT step's loss goes to the stage's output (its log)."""
-    grid = compare.Grid.load(str(_grid(tmp_path)))  # tiny.yaml: one SFT step
-    gdir = compare.GridDir(tmp_path / "g")
-    compare.warm_stage(grid, gdir, "calculator")
+    grid = Grid.load(str(_grid(tmp_path)))  # tiny.yaml: one SFT step
+    gdir = GridDir(tmp_path / "g")
+    stages.warm_stage(grid, gdir, "calculator")
     assert "sft step 1/1 loss" in capsys.readouterr().out
     assert json.loads((gdir.warm("calculator") / "done.json").read_text())["sft_steps"] == 1
 
 
 def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
-    grid = compare.Grid.load(str(tiny_grid))
-    gdir = compare.GridDir(tmp_path / "run")
+    grid = Grid.load(str(tiny_grid))
+    gdir = GridDir(tmp_path / "run")
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     cmd = [sys.executable, "-m", "lab.compare", "run", str(tiny_grid), "--dir", str(gdir.path)]
     assert subprocess.run(cmd + ["--max-cells", "1"], env=env, capture_output=True).returncode == 0
     first = gdir.cell("calculator-grpo", 0) / "result.json"
     assert first.exists()
     stamp = first.stat().st_mtime_ns
-    assert [r["state"] for r in compare.status(grid, gdir)] == ["done", "pending", "pending", "pending"]
+    assert [r["state"] for r in stages.status(grid, gdir)] == ["done", "pending", "pending", "pending"]
 
     # kill the whole run while the second cell trains, once it has a checkpoint
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    second = compare.RunDir(gdir.cell("calculator-rloo", 0) / "run")
+    second = RunDir(gdir.cell("calculator-rloo", 0) / "run")
     deadline = time.time() + 300
     while second.latest_checkpoint() is None and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    if compare.GridDir.result(gdir, "calculator-rloo", 0) is not None:
+    if GridDir.result(gdir, "calculator-rloo", 0) is not None:
         pytest.skip("the cell finished before it could be killed (machine too fast for this timing)")
-    assert [r["state"] for r in compare.status(grid, gdir)][1] == "partial"
+    assert [r["state"] for r in stages.status(grid, gdir)][1] == "partial"
 
     assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
     assert first.stat().st_mtime_ns == stamp  # a finished cell is never run again
-    assert [r["state"] for r in compare.status(grid, gdir)] == ["done"] * 4
+    assert [r["state"] for r in stages.status(grid, gdir)] == ["done"] * 4
     resumed = gdir.result("calculator-rloo", 0)
     assert resumed["resumed_from_step"] >= 1 and resumed["steps_done"] == 4
     for impl, seed in grid.cells():
@@ -273,7 +286,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         assert len(r["heldout_by_problem"]) == 4 and len(r["curve"]) == 4 and r["peak_rss_mb"] > 0
         assert r["config"]["model"] == str(gdir.warm("calculator"))  # every cell starts from the shared warm start
         # a finished cell keeps its final weights only (no optimizer state, no older checkpoints)
-        run = compare.RunDir(gdir.cell(impl, seed) / "run")
+        run = RunDir(gdir.cell(impl, seed) / "run")
         assert [c.name for c in run.checkpoints()] == ["step_000004"] and not list(run.checkpoints_dir.rglob("*.pt"))
 
     out = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path),
@@ -283,7 +296,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     assert all({"heldout", "heldout_interval", "train_s", "tokens", "peak_rss_mb"} <= set(r) for r in records)
 
     shipped = tmp_path / "shipped"
-    assert compare.export(grid, gdir, shipped) == 4
+    assert export(grid, gdir, shipped) == 4
     assert len(list((shipped / "cells").glob("*.json"))) == 4  # exported cells sit flat in cells/
     # shipped configs name the warm start relative to a grid folder (not this machine's path), and the warm
     # start's own settings travel with them
@@ -299,7 +312,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     base = json.loads(gdir.base("calculator").read_text())
     assert base["model"] == "tiny" and len(base["heldout_by_problem"]) == 4
     assert json.loads((shipped / "base" / "calculator.json").read_text()) == base
-    line = compare.load_results(shipped, shipped=True).reference_line("calculator")
+    line = load_results(shipped, shipped=True).reference_line("calculator")
     assert line.startswith("Same held-out problems. Untrained model: ") and "; Warm start alone (no RL): " in line
     report = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path)],
                             env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True).stdout
@@ -309,25 +322,25 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
                            text=True).stdout.splitlines()
     assert [line.split(" | ")[0] for line in table[2:]] == ["| calculator (calculator-grpo)",
                                                             "| calculator (calculator-rloo)"]
-    assert sorted(r["cell"] for r in compare.results(None, compare.GridDir(shipped))) == sorted(
-        r["cell"] for r in compare.results(grid, gdir))
+    assert sorted(r["cell"] for r in cell_results(None, GridDir(shipped))) == sorted(
+        r["cell"] for r in cell_results(grid, gdir))
 
 
 def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp_path, monkeypatch, capsys):
     """pass@k of the base model, the warm start and the best RL cell; a stage killed after some problems
     keeps their counts and ends as an uninterrupted one would (each problem draws from its own seed)."""
-    grid = compare.Grid.load(str(tiny_grid))
-    gdir = compare.GridDir(tmp_path / "run")
+    grid = Grid.load(str(tiny_grid))
+    gdir = GridDir(tmp_path / "run")
     cmd = [sys.executable, "-m", "lab.compare", "run", str(tiny_grid), "--dir", str(gdir.path), "--max-cells", "1"]
     first = subprocess.run(cmd, env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True)
     assert first.returncode == 0
     assert "[1/4] calculator-grpo-s0" in first.stdout  # the progress counts finished cells, not the --max-cells cut
     snapshots = []  # the partial file as the stage saves it after each problem
-    write = compare._atomic_json
-    monkeypatch.setattr(compare, "_atomic_json", lambda path, data: (
+    write = stages.atomic_json
+    monkeypatch.setattr(stages, "atomic_json", lambda path, data: (
         snapshots.append(json.loads(json.dumps(data))) if path.name.endswith(".partial.json") else None,
         write(path, data)))
-    compare.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    stages.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
     full = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     assert list(full["curves"]) == ["base", "warm start", "RL (calculator-grpo, seed 0)"]
     assert full["curves"]["warm start"]["model"] == str(gdir.warm("calculator"))
@@ -337,13 +350,13 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
         assert curve["pass_at_k"]["1"] == pytest.approx(sum(counts) / 12)  # pass@1: the fraction of samples correct
         assert list(curve["pass_at_k"]) == ["1", "2", "3", "4"]
     assert len(snapshots) == 9 and not (gdir.path / "passk" / ".calculator.partial.json").exists()
-    compare.export(grid, gdir, tmp_path / "exported")  # shipped, the models are named relative to a grid folder
+    export(grid, gdir, tmp_path / "exported")  # shipped, the models are named relative to a grid folder
     shipped = json.loads((tmp_path / "exported" / "passk" / "calculator.json").read_text())
     assert [c["model"] for c in shipped["curves"].values()] == [
         "tiny", os.path.join("warm", "calculator"), os.path.join("cells", "calculator-grpo-s0", "run", "checkpoints",
                                                                  "step_000004")]
     capsys.readouterr()
-    assert compare.main(["report", str(tiny_grid), "--dir", str(gdir.path)]) == 0
+    assert main(["report", str(tiny_grid), "--dir", str(gdir.path)]) == 0
     assert "pass@k, calculator: RL (calculator-grpo, seed 0) against the warm start: pass@1 " in capsys.readouterr().out
 
     # killed after the base model's three problems and two of the warm start's; the two kept counts are made to
@@ -354,10 +367,10 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
     (gdir.path / "passk" / ".calculator.partial.json").write_text(json.dumps(partial))
     (gdir.path / "passk" / "calculator.json").unlink()
     # work in progress is neither shown nor shipped
-    assert compare._records(gdir.path / "passk") == {}
-    compare.export(grid, gdir, tmp_path / "shipped")
+    assert _records(gdir.path / "passk") == {}
+    export(grid, gdir, tmp_path / "shipped")
     assert not (tmp_path / "shipped" / "passk").exists()
-    compare.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    stages.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
     resumed = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     assert resumed["curves"]["base"]["correct_counts"] == full["curves"]["base"]["correct_counts"]
     assert resumed["curves"]["warm start"]["correct_counts"] == [(c + 1) % 5 for c in true_warm[:2]] + true_warm[2:]
@@ -367,7 +380,7 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
     # a partial file of other settings (here 2 samples, not 4) is not mixed in: the stage starts over
     partial["settings"]["samples"] = 2
     (gdir.path / "passk" / ".calculator.partial.json").write_text(json.dumps(partial))
-    compare.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    stages.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
     restarted = json.loads((gdir.path / "passk" / "calculator.json").read_text())["curves"]
     assert {k: c["correct_counts"] for k, c in restarted.items()} == {
         k: c["correct_counts"] for k, c in full["curves"].items()}
@@ -384,15 +397,15 @@ def test_warm_start_can_demonstrate_the_cells_levels(tmp_path, monkeypatch):
     monkeypatch.setattr(sft, "demonstrations", lambda *a, **k: seen.append(k.get("options")) or real(*a, **k))
     options = {"model": "tiny", "sft_steps": 1, "sft_examples": 4, "env_options": {"levels": [1]}}
     for switch, folder in ((False, "off"), (True, "on")):
-        grid = compare.Grid.load(str(_grid(tmp_path, options=options, warm_on_env_options=switch)))
-        gdir = compare.GridDir(tmp_path / folder)
+        grid = Grid.load(str(_grid(tmp_path, options=options, warm_on_env_options=switch)))
+        gdir = GridDir(tmp_path / folder)
         gdir.bind(grid)
-        compare.warm_stage(grid, gdir, "calculator")
+        stages.warm_stage(grid, gdir, "calculator")
         done = json.loads((gdir.warm("calculator") / "done.json").read_text())
         assert (done.get("options") or {}).get("levels") == ([1] if switch else None)
     assert seen[0] is None and seen[1] == {"levels": [1]}  # only what the cells chose: defaults stay out
-    with pytest.raises(compare.ConfigError, match="warm_on_env_options"):
-        compare.GridDir(tmp_path / "off").bind(grid)
+    with pytest.raises(ConfigError, match="warm_on_env_options"):
+        GridDir(tmp_path / "off").bind(grid)
 
 
 def test_warm_start_keeps_the_env_demonstration_options():
@@ -405,13 +418,13 @@ def test_warm_start_keeps_the_env_demonstration_options():
 
     resolved = dataclasses.asdict(get_env("selfplay-arith").options({}))
     assert resolved["roles"] == ("propose",)
-    assert compare.chosen_env_options("selfplay-arith", resolved) == {}
-    assert compare.chosen_env_options("selfplay-arith", {**resolved, "levels": [1, 2, 3]}) == {"levels": [1, 2, 3]}
-    assert compare.chosen_env_options("zoom", {"levels": [1, 2], "max_zooms": 4}) == {"levels": [1, 2]}
+    assert chosen_env_options("selfplay-arith", resolved) == {}
+    assert chosen_env_options("selfplay-arith", {**resolved, "levels": [1, 2, 3]}) == {"levels": [1, 2, 3]}
+    assert chosen_env_options("zoom", {"levels": [1, 2], "max_zooms": 4}) == {"levels": [1, 2]}
     loophole = dataclasses.asdict(get_env("loophole").options({}))
-    assert compare.chosen_env_options("loophole", loophole) == {}
+    assert chosen_env_options("loophole", loophole) == {}
     samples = demonstrations(load_tokenizer(), "selfplay-arith", 8, 0,
-                             options=compare.chosen_env_options("selfplay-arith", resolved))
+                             options=chosen_env_options("selfplay-arith", resolved))
     texts = ["".join(seg["text"] for seg in s.segments) for s in samples]
     assert any("<problem>" in t for t in texts) and any("<answer>" in t for t in texts)
 
@@ -423,10 +436,10 @@ def test_run_one_environment_at_a_time(tmp_path):
                  options={"model": "tiny", "steps": 1, "prompts_per_step": 1, "group_size": 2,
                           "max_new_tokens_per_turn": 8, "max_completion_tokens": 16, "checkpoint_every": 1,
                           "sft_steps": 0}, eval={"n": 2, "seed": 7})
-    grid = compare.Grid.load(str(path))
-    gdir = compare.GridDir(tmp_path / "run")
+    grid = Grid.load(str(path))
+    gdir = GridDir(tmp_path / "run")
     with pytest.raises(ConfigError, match="--env memory.*calculator, search"):
-        compare.run(grid, gdir, env="memory")
-    assert compare.run(grid, gdir, env="search", grid_arg=str(path)) == 0
-    assert [r["state"] for r in compare.status(grid, gdir)] == ["pending", "done"]
+        stages.run(grid, gdir, env="memory")
+    assert stages.run(grid, gdir, env="search", grid_arg=str(path)) == 0
+    assert [r["state"] for r in stages.status(grid, gdir)] == ["pending", "done"]
     assert (gdir.warm("search") / "done.json").exists() and not gdir.warm("calculator").exists()

@@ -7,7 +7,8 @@ import yaml
 from test_app_pages import open_page, texts
 
 from app import presentation
-from lab import compare
+from lab.compare import results
+from lab.compare.board import leaderboard
 from reference_impls.stats import pass_at_k_curve
 
 
@@ -43,7 +44,7 @@ def _cell(impl, algo, seed, heldout):
 @pytest.fixture
 def data(tmp_path, monkeypatch):
     monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(compare, "RESULTS", tmp_path / "no-shipped-results")
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "no-shipped-results")
     return tmp_path
 
 
@@ -59,7 +60,7 @@ def test_leaderboard_curves_and_passk(data):
         "base": {"pass_at_k": {"1": 0.1, "2": 0.2, "3": 0.25, "4": 0.3}},
         "RL": {"pass_at_k": {"1": 0.3, "2": 0.35, "3": 0.37, "4": 0.38}}}}
     _write_grid(data, cells, passk)
-    grids = compare.available_results()
+    grids = results.available_results()
     assert len(grids) == 1 and not grids[0].shipped
     board = grids[0].board()["calculator"]
     assert [r["implementation"] for r in board] == ["calculator-ppo", "calculator-grpo"]
@@ -69,7 +70,7 @@ def test_leaderboard_curves_and_passk(data):
     assert list(frame["trainer"]) == ["ppo", "grpo"] and "algorithm" not in frame.columns
     assert presentation.passk_frame(passk).loc[4, "RL"] == 0.38
     # the interval chart labels each row with its seed count (a one-seed bar leaves out seed-to-seed variation)
-    one_seed = compare.leaderboard(cells + [_cell("calculator-dapo", "grpo", 0, [1, 1, 0, 0])])["calculator"]
+    one_seed = leaderboard(cells + [_cell("calculator-dapo", "grpo", 0, [1, 1, 0, 0])])["calculator"]
     chart = presentation.interval_chart(one_seed)
     assert [d["row"] for d in chart["data"]["values"]] == [
         "calculator-ppo (2 seeds)", "calculator-dapo (1 seed)", "calculator-grpo (2 seeds)"]
@@ -78,7 +79,7 @@ def test_leaderboard_curves_and_passk(data):
     assert {"env": "calculator", "implementation": "calculator-ppo", "step": 3, "reward_mean": pytest.approx(0.45),
             "seeds": 2} in curves
     # a DPO cell's per-step number is its preference margin: never drawn as a reward curve
-    dpo = compare.GridResults("g", data, {}, [_cell("calculator-dpo", "dpo", 0, [1, 0, 0, 0])], {}, False)
+    dpo = results.GridResults("g", data, {}, [_cell("calculator-dpo", "dpo", 0, [1, 0, 0, 0])], {}, False)
     assert dpo.curves() == []
 
     at = open_page("compare", grid="demo")

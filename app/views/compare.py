@@ -1,18 +1,18 @@
-"""Compare: algorithms under one model, one warm start, one budget and several seeds (lab/compare.py)."""
+"""Compare: algorithms under one model, one warm start, one budget and several seeds (lab/compare/)."""
 import json
 
 import pandas as pd
 import streamlit as st
 
 from app import presentation, routes, ui
-from lab import compare
+from lab.compare.results import available_results, passk_comparison, passk_reading
 
 st.title("Compare algorithms")
 st.caption("Each cell trains one implementation from the same warm-start checkpoint under the same budget, "
            "then is evaluated greedily on the same held-out problems. Intervals are 95% bootstrap intervals "
            "over problems and seeds; each row is compared with the plain GRPO run on the same problems.")
 
-grids = compare.available_results()
+grids = available_results()
 if not grids:
     st.info("No comparison results yet. Run a grid from a terminal, e.g. `python -m lab.compare run core` "
             "(`python -m lab.compare run tiny` checks the machinery in a few minutes); its cells appear here "
@@ -51,10 +51,10 @@ for env, rows in chosen.board().items():
         st.caption("pass@k on held-out problems (unbiased estimator; temperature 1): where RL raises pass@1 "
                    "but not pass@k at large k, it sharpened rather than added abilities")
         st.line_chart(presentation.passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
-        paired = compare.passk_comparison(chosen.passk[env])
+        paired = passk_comparison(chosen.passk[env])
         if paired:
             st.dataframe(presentation.passk_comparison_frame(paired), hide_index=True, width="stretch")
-            st.markdown(ui.md(compare.passk_reading(paired)))
+            st.markdown(ui.md(passk_reading(paired)))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]
         pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i: cells[i]["cell"], key=f"cell-{env}")

@@ -1,0 +1,115 @@
+"""The comparison grid: algorithms under one model, one warm start, one budget and several seeds.
+
+    python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV]   # resumable: finished stages are kept
+    python -m lab.compare status GRID [--dir DIR]
+    python -m lab.compare report GRID [--dir DIR] [--json]
+    python -m lab.compare passk  GRID --env ENV [--dir DIR] [--samples 64] [--problems 50]
+    python -m lab.compare export GRID [--dir DIR] --to FOLDER      # the small result files, to ship
+
+GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
+(see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval``,
+``_baseeval``, ``_cell`` and ``_passk`` commands are the stages the driver starts, each in its own process.
+
+Owns the command line only: ``main`` parses it and calls the stages, the driver, the readers and the reports.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from reference_impls.options import ConfigError
+
+from .board import leaderboard, passk_comparison, progression
+from .folder import GridDir, cell_results
+from .grid import Grid
+from .report import export, passk_reading, progression_markdown, progression_text, report_text
+from .results import load_results
+from .stages import (base_eval_stage, cell_stage, passk_stage, run, stage_process, status, warm_eval_stage,
+                     warm_stage)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_baseeval", "_cell", "_passk"):
+        s = sub.add_parser(name)
+        s.add_argument("grid", help="grid name in lab/recipes/grids/ or a path to a grid file")
+        s.add_argument("--dir", default=None, help="grid folder (default: the data dir's compare/<name>)")
+        if name == "run":
+            s.add_argument("--max-cells", type=int, default=None, help="stop after this many cells")
+            s.add_argument("--env", default=None, help="only this environment's warm start and cells")
+        if name == "report":
+            s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
+            s.add_argument("--markdown", action="store_true",
+                           help="the untrained / SFT / SFT + RL table as Markdown (grids with base: true)")
+        if name in ("passk", "_passk", "_warm", "_warmeval", "_baseeval"):
+            s.add_argument("--env", required=True)
+        if name in ("passk", "_passk"):
+            s.add_argument("--samples", type=int, default=64, help="samples per problem (k = 1..samples)")
+            s.add_argument("--problems", type=int, default=50, help="held-out problems")
+        if name == "export":
+            s.add_argument("--to", required=True, help="destination folder (e.g. lab/results/<grid>)")
+        if name == "_cell":
+            s.add_argument("--impl", required=True)
+            s.add_argument("--seed", type=int, required=True)
+    args = p.parse_args(argv)
+    try:
+        grid = Grid.load(args.grid)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    gdir = GridDir(args.dir) if args.dir else GridDir.default(grid)
+    if args.command == "_warm":
+        warm_stage(grid, gdir, args.env)
+    elif args.command == "_warmeval":
+        warm_eval_stage(grid, gdir, args.env)
+    elif args.command == "_baseeval":
+        base_eval_stage(grid, gdir, args.env)
+    elif args.command == "_cell":
+        cell_stage(grid, gdir, args.impl, args.seed)
+    elif args.command == "_passk":
+        passk_stage(grid, gdir, args.env, args.samples, args.problems)
+    elif args.command == "run":
+        try:
+            return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid, env=args.env) else 0
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    elif args.command == "status":
+        rows = status(grid, gdir)
+        for r in rows:
+            shown = "" if r["heldout"] is None else "{:.3f}".format(r["heldout"])
+            why = f"  (trained with other {', '.join(r['changed'])}: move the cell folder away to re-run it)" \
+                if r["changed"] else ""
+            print(f"{r['cell']:<30} {r['state']:<8} {shown}{why}")
+        counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "partial", "failed", "pending")}
+        print(" ".join(f"{k} {v}" for k, v in counts.items()))
+    elif args.command == "report":
+        cells = cell_results(grid, gdir)
+        if args.json:
+            for r in cells:
+                print(json.dumps({k: r[k] for k in ("cell", "implementation", "algo", "env", "seed", "heldout",
+                                                    "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
+                                                    "steps_done")}))
+        else:
+            loaded = load_results(gdir.path, shipped=False)  # the references (base, warm) beside the cells
+            base, warm = (loaded.base, loaded.warm) if loaded else ({}, {})
+            if args.markdown:
+                print(progression_markdown(progression(cells, base, warm), cells, warm))
+            else:
+                print(report_text(leaderboard(cells, grid.baseline)))
+                stages = progression_text(progression(cells, base, warm))
+                if stages:
+                    print(stages)
+                for env, record in (loaded.passk if loaded else {}).items():
+                    reading = passk_reading(passk_comparison(record))
+                    if reading:
+                        print(f"pass@k, {env}: {reading}")
+    elif args.command == "passk":
+        return stage_process(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
+                       str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")
+    elif args.command == "export":
+        print(f"{export(grid, gdir, Path(args.to))} cells exported to {args.to}")
+    return 0

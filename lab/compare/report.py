@@ -1,0 +1,140 @@
+"""What a grid's results say, as text, and the small result files to ship.
+
+Owns the text tables of ``python -m lab.compare report`` (``report_text``, ``progression_text``,
+``progression_markdown``), the pass@k sentence (``passk_reading``), durations in words (``duration``) and
+``export`` (a grid folder's small files, with this machine's paths made relative, to ``lab/results/<grid>``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from .folder import GridDir, atomic_json, cell_results
+from .grid import Grid
+
+
+def duration(seconds: float) -> str:
+    """Seconds in words: ``1h05m``, or ``3m07s`` under an hour."""
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def passk_reading(rows: list[dict]) -> str | None:
+    """A plain sentence on the last pair of ``passk_comparison`` (the RL model against the warm start): did RL
+    raise pass@1, and did it narrow (pass@k at the largest k fell), keep or widen what the model can sample?"""
+    if not rows:
+        return None
+    last = [r for r in rows if r["model"] == rows[-1]["model"]]
+    one, top = last[0], last[-1]
+    if one["k"] == top["k"]:
+        return None
+
+    def shown(r):
+        d = r["difference"]
+        return (f"pass@{r['k']} {100 * r['before']:.0f}% -> {100 * r['value']:.0f}% ({100 * d['mean']:+.0f} pts "
+                f"[{100 * d['low']:+.0f}, {100 * d['high']:+.0f}])")
+
+    head = f"{one['model']} against the {one['against']}: {shown(one)}; {shown(top)}. "
+    n = top["k"]
+    verdicts = (one["verdict"], top["verdict"])
+    if verdicts == ("better", "worse"):
+        return head + (f"Sharpened and narrowed: more of the probability on answers it could already sample, "
+                       f"fewer problems solved in {n} tries.")
+    if top["verdict"] == "better":
+        return head + f"Added: it solves problems the {one['against']} did not solve in {n} tries."
+    if verdicts[0] == "better":
+        return head + f"Sharpened: pass@1 rose, and what it can solve in {n} tries did not change significantly."
+    if top["verdict"] == "worse":
+        return head + f"Narrowed: fewer problems solved in {n} tries" + (
+            ", and pass@1 fell too." if verdicts[0] == "worse" else ", with no significant change at pass@1.")
+    if verdicts[0] == "worse":
+        return head + f"pass@1 fell; what it can solve in {n} tries did not change significantly."
+    return head + f"No significant change at pass@1 or pass@{n}: neither sharpened nor widened, at this sample size."
+
+
+def progression_text(prog: dict[str, list[dict]]) -> str:
+    """The stages table of ``progression`` as text (only environments with a reference stage measured)."""
+    lines = []
+    for env, rows in prog.items():
+        if not any(r["implementation"] is None for r in rows):
+            continue
+        lines.append(f"## {env}: untrained -> SFT -> SFT + RL")
+        lines.append(f"{'stage':<40} {'held-out':>9} {'95% interval':>16} {'vs stage before':>24}  verdict")
+        for r in rows:
+            interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
+            vs = "" if r["vs"] is None else "{:+.3f} [{:+.3f}, {:+.3f}]".format(r["vs"]["mean"], r["vs"]["low"],
+                                                                            r["vs"]["high"])
+            lines.append(f"{r['stage']:<40} {r['heldout']:>9.3f} {interval:>16} {vs:>24}  {r['verdict']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def progression_markdown(prog: dict[str, list[dict]], cells: list[dict], warm: dict[str, dict]) -> str:
+    """One Markdown row per (environment, RL implementation) of a base / SFT / SFT + RL grid: the three
+    held-out figures with intervals, RL's paired difference to SFT, and what each stage cost."""
+    def pct(r):
+        return f"{100 * r['heldout']:.0f}% [{100 * r['low']:.0f}, {100 * r['high']:.0f}]" if r else "-"
+
+    lines = ["| environment | untrained | SFT (warm start) | SFT + RL | RL - SFT, paired (pts) | verdict | "
+             "SFT time | RL time (steps) |", "|---|---|---|---|---|---|---|---|"]
+    for env, rows in prog.items():
+        untrained = next((r for r in rows if r["stage"] == "untrained"), None)
+        sft_row = next((r for r in rows if r["stage"] == "SFT (warm start)"), None)
+        sft_s = warm.get(env, {}).get("wall_s")
+        for r in [r for r in rows if r["implementation"] is not None] or [None]:
+            mine = [c for c in cells if r and c["implementation"] == r["implementation"]]
+            diff = (f"{100 * r['vs']['mean']:+.0f} [{100 * r['vs']['low']:+.0f}, {100 * r['vs']['high']:+.0f}]"
+                    if r and r["vs"] else "-")
+            verdict = r["verdict"] if r and r["verdict"] else "-"
+            rl_time = (f"{duration(sum(c['train_s'] for c in mine) / len(mine))} "
+                       f"({', '.join(str(c['steps_done']) for c in mine)}"
+                       f"{', wall cap' if any(c.get('stopped_by_wall_cap') for c in mine) else ''})") if mine else "-"
+            lines.append(f"| {env}{' (' + r['implementation'] + ')' if r else ''} | {pct(untrained)} | {pct(sft_row)} "
+                         f"| {pct(r)} | {diff} | {verdict} | {duration(sft_s) if sft_s else '-'} | {rl_time} |")
+    return "\n".join(lines)
+
+
+def report_text(board: dict[str, list[dict]]) -> str:
+    lines = []
+    for env, rows in board.items():
+        lines.append(f"## {env}")
+        lines.append(f"{'implementation':<24} {'seeds':>5} {'held-out':>9} {'95% interval':>16} {'time':>8} "
+                     f"{'tokens':>9} {'peak MB':>8}  verdict")
+        for r in rows:
+            interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
+            lines.append(f"{r['implementation']:<24} {r['seeds']:>5} {r['heldout']:>9.3f} "
+                         f"{interval:>16} {duration(r['train_s']):>8} "
+                         f"{r['tokens']:>9.0f} {r['peak_rss_mb']:>8.0f}  {r['verdict']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
+    """Copy the small files (grid.yaml, results, pass@k) to ``dest``; returns the number of cells."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(gdir.path / "grid.yaml", dest / "grid.yaml")
+    n = 0
+    for r in cell_results(grid, gdir):
+        (dest / "cells").mkdir(exist_ok=True)
+        # the warm start's and the run's folders are this machine's; shipped, the config names them relative to
+        # a grid folder (GridResults.reproduce says how to rebuild it) and the warm start's settings travel beside it
+        r = {**r, "config": {**r["config"], "model": f"warm/{r['env']}", "out": f"cells/{r['cell']}/run"}}
+        atomic_json(dest / "cells" / f"{r['cell']}.json", r)
+        n += 1
+    for env in grid.envs():
+        if (gdir.warm(env) / "done.json").exists():
+            (dest / "warm").mkdir(exist_ok=True)
+            shutil.copy(gdir.warm(env) / "done.json", dest / "warm" / f"{env}.json")
+        if gdir.base(env).exists():
+            (dest / "base").mkdir(exist_ok=True)
+            shutil.copy(gdir.base(env), dest / "base" / f"{env}.json")
+    for p in sorted((gdir.path / "passk").glob("[!.]*.json")):  # not a stage's partial file
+        (dest / "passk").mkdir(exist_ok=True)
+        record = json.loads(p.read_text())
+        for curve in record.get("curves", {}).values():  # this machine's folders, relative to the grid folder
+            if str(curve.get("model", "")).startswith(str(gdir.path) + os.sep):
+                curve["model"] = os.path.relpath(curve["model"], gdir.path)
+        atomic_json(dest / "passk" / p.name, record)
+    return n

@@ -1,0 +1,133 @@
+"""What the explorer reads: a grid's results as plain data (the Compare page renders it).
+
+``available_results`` finds the shipped results (``lab/results/<grid>``) and the user's own grid folders;
+``load_results`` reads one folder into ``GridResults`` (cells, references, pass@k, with the board, the
+progression and the curves computed by ``board``). The app imports this module only, so the statistics and
+the pass@k sentence it shows are re-exported here.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from atlas_data import data_dir
+
+from .board import leaderboard, passk_comparison, progression
+from .folder import GridDir, cell_results
+from .report import passk_reading
+
+__all__ = ["RESULTS", "GridResults", "available_results", "load_results", "passk_comparison", "passk_reading"]
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"  # shipped results, one folder per grid
+
+
+@dataclass
+class GridResults:
+    """A grid's finished cells with its budget, from a grid folder or a shipped results folder."""
+
+    label: str
+    folder: Path
+    spec: dict  # grid.yaml as run
+    cells: list[dict]
+    passk: dict[str, dict]  # env -> the passk file
+    shipped: bool
+    warm: dict[str, dict] = field(default_factory=dict)  # env -> the warm start's record (held-out without RL)
+    base: dict[str, dict] = field(default_factory=dict)  # env -> the untrained model's held-out record
+
+    def board(self) -> dict[str, list[dict]]:
+        return leaderboard(self.cells, self.spec.get("baseline", "grpo"))
+
+    def budget(self) -> str:
+        """The budget in words: the same for every cell of the grid."""
+        o = self.spec.get("options", {})
+        parts = [f"recipe {self.spec.get('recipe')}"] + [f"{k} {v}" for k, v in o.items()]
+        ev = self.spec.get("eval", {})
+        return (", ".join(parts) + f"; seeds {', '.join(map(str, self.spec.get('seeds', [])))}; held-out: "
+                f"{ev.get('n')} problems (seed {ev.get('seed')}), greedy, the same for every cell")
+
+    def reference_line(self, env: str) -> str:
+        """The references' held-out success in words (the untrained model where measured, then the warm
+        start alone, no RL), or "" when neither was measured."""
+        parts = []
+        for label, record in (("Untrained model", self.base.get(env, {})),
+                              ("Warm start alone (no RL)", self.warm.get(env, {}))):
+            if "heldout" in record:
+                low, high = record["heldout_interval"]
+                parts.append(f"{label}: {100 * record['heldout']:.1f}% (95% interval {100 * low:.1f}-{100 * high:.1f}%)")
+        return ("Same held-out problems. " + "; ".join(parts)) if parts else ""
+
+    def progression(self) -> dict[str, list[dict]]:
+        """Untrained -> SFT -> SFT + RL per environment (see ``progression``)."""
+        return progression(self.cells, self.base, self.warm)
+
+    def curves(self) -> list[dict]:
+        """Mean reward per step over seeds, one row per (implementation, step). DPO cells are left out:
+        their per-step ``reward_mean`` is the preference margin (dpo.py), not the environment's reward."""
+        acc: dict[tuple[str, str, int], list[float]] = {}
+        for c in self.cells:
+            if c.get("algo") == "dpo":
+                continue
+            for point in c.get("curve", []):
+                if point.get("reward_mean") is not None:
+                    acc.setdefault((c["env"], c["implementation"], point["step"]), []).append(point["reward_mean"])
+        return [{"env": e, "implementation": i, "step": s, "reward_mean": sum(v) / len(v), "seeds": len(v)}
+                for (e, i, s), v in sorted(acc.items())]
+
+    def reproduce(self, cell: dict) -> str:
+        """The commands that re-train this cell: the grid (its environment's warm start and cells), or the
+        cell alone from its recorded config on top of that warm start."""
+        name, env = self.spec.get("name"), cell["env"]
+        return (f"python -m lab.compare run {name} --env {env}   # the warm start and every cell of {env}\n"
+                f"# or this cell alone from its config, once the warm start exists:\n"
+                f"python -m reference_impls.train --config {cell['cell']}.json "
+                f"--model DATA_DIR/compare/{name}/warm/{env} --out runs/{cell['cell']}")
+
+
+def _records(folder: Path) -> dict[str, dict]:
+    """``<name>.json`` files of a folder by name (unreadable ones skipped; hidden ones, such as a pass@k stage's
+    partial file, are work in progress)."""
+    found = {}
+    for p in sorted(folder.glob("[!.]*.json")):
+        try:
+            found[p.stem] = json.loads(p.read_text())
+        except ValueError:
+            continue
+    return found
+
+
+def load_results(folder: Path, shipped: bool) -> GridResults | None:
+    """A grid folder's or an exported results folder's finished cells, references and pass@k (None without a
+    readable grid.yaml)."""
+    spec_path = folder / "grid.yaml"
+    if not spec_path.is_file():
+        return None
+    try:
+        spec = yaml.safe_load(spec_path.read_text()) or {}
+    except yaml.YAMLError:
+        return None
+    passk, base = _records(folder / "passk"), _records(folder / "base")
+    warm = {}  # a grid folder keeps warm/<env>/done.json, a shipped one warm/<env>.json
+    for p in sorted((folder / "warm").glob("*")):
+        record = p / "done.json" if p.is_dir() else p
+        try:
+            warm[p.stem if p.is_file() else p.name] = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
+    label = spec.get("label") or spec.get("name", folder.name)
+    return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,
+                       cell_results(None, GridDir(folder)), passk, shipped, warm, base)
+
+
+def available_results() -> list[GridResults]:
+    """Shipped results (``lab/results/<grid>``) first, then the user's own grid folders (data dir)."""
+    found = []
+    for root, shipped in ((RESULTS, True), (data_dir() / "compare", False)):
+        if root.is_dir():
+            for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+                r = load_results(folder, shipped)
+                if r is not None:
+                    found.append(r)
+    return found

@@ -4,7 +4,8 @@ import html
 import pandas as pd
 import streamlit as st
 
-from app import presentation, ui
+from app import ui
+from app.presentation.common import first_param
 from app.state import run_manager
 from lab import catalog as lab
 from lab.runs import progress, read_jsonl, warm_start_progress
@@ -18,14 +19,14 @@ st.title("Lab")
 st.caption("Train a reference implementation on this machine's CPU. Runs are separate processes: "
            "closing the page does not stop them, and a crashing run cannot take the app down.")
 
-wanted = presentation.first_param(p, "impl", impls[0].id)
+wanted = first_param(p, "impl", impls[0].id)
 if wanted not in by_id:
     st.warning(f"No runnable implementation '{ui.md(wanted[:200])}'.")
     wanted = impls[0].id
 impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wanted),
                        format_func=lambda i: by_id[i].title)
 impl = by_id[impl_id]
-wanted_preset = presentation.first_param(p, "preset", lab.default_preset(impl))
+wanted_preset = first_param(p, "preset", lab.default_preset(impl))
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(wanted_preset) if wanted_preset in lab.PRESETS else 0)
 st.caption(lab.PRESETS[preset]["note"])
@@ -94,7 +95,7 @@ if errors:
     st.error(f"Fix {len(errors)} hyperparameter{'s' if len(errors) > 1 else ''} before launching: "
              + ", ".join(errors), icon=":material/error:")
 
-run_id = presentation.first_param(p, "run", "")
+run_id = first_param(p, "run", "")
 
 
 @st.fragment(run_every=2.0)

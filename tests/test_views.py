@@ -3,6 +3,7 @@ import ast
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -292,11 +293,20 @@ def test_presentation_and_routes_import_without_streamlit():
     import app.presentation
 
     modules = [f"app.presentation.{m.name}" for m in pkgutil.iter_modules(app.presentation.__path__)]
-    assert len(modules) >= 9
+    assert len(modules) >= 11
     r = subprocess.run([sys.executable, "-c", f"import sys, app.routes, {', '.join(modules)}; "
                                               "print('streamlit' in sys.modules)"],
                        capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+def test_every_page_has_its_own_presentation_module_and_the_package_reexports_nothing():
+    """app/views/X.py takes its data from app/presentation/X.py; a name has one home (no re-exports)."""
+    for page in sorted((APP_DIR / "views").glob("*.py")):
+        assert (APP_DIR / "presentation" / page.name).exists(), page.name
+        assert f"from app.presentation.{page.stem} import " in page.read_text(encoding="utf-8"), page.name
+    init = ast.parse((APP_DIR / "presentation" / "__init__.py").read_text(encoding="utf-8"))
+    assert [type(n) for n in init.body] == [ast.Expr]  # its docstring only
 
 
 def test_algorithm_rows_say_whether_they_run_and_link_to_the_lab(catalog):
@@ -394,3 +404,52 @@ def test_inferred_node_works_respect_the_threshold(catalog):
         assert any("tool-use" in catalog.taxonomy.path(t.node) and t.confidence == confidence for t in tops)
     assert inferred_node_works(catalog, "tool-use", inferred, min_confidence=1.01) == []
 
+
+def test_import_form_is_checked_and_written_as_the_importers_csv(catalog):
+    import csv
+    import io
+
+    from app.presentation.imports import form_csv, form_problem, node_paths, upload_name, user_works_frame
+    from papers.ingest import AUTO_TAG
+    from papers.schema import Work
+
+    assert form_problem(" ", "2025") == "Title: required."
+    assert form_problem("A title", "25") == "Year: '25' is not a year."
+    assert form_problem("A title", "") is None and form_problem("A title", "2025") is None
+    rows = list(csv.reader(io.StringIO(form_csv(title="A, title", year="2025", abstract="x\ny"))))
+    assert rows == [["title", "year", "arxiv_id", "url", "code_url", "abstract"],
+                    ["A, title", "2025", "", "", "", "x\ny"]]
+    assert upload_name("../../etc/pass wd.bib") == "_.._etc_pass_wd.bib"  # one name in the uploads folder
+    assert upload_name(".hidden") == "hidden" and upload_name("...") == "upload"
+    works = [Work(key="a", title="A", nodes=("memory",)), Work(key="b", title="B", tags=(AUTO_TAG,)),
+             Work(key="c", title="C")]
+    frame = user_works_frame(works, {"c": "unknown node 'x'"})
+    assert list(frame["placement"]) == ["accepted", "suggested", "needs attention: unknown node 'x'"]
+    assert node_paths(catalog)["memory"].endswith("> Memory")
+
+
+def test_runs_table_and_curves_of_chosen_runs(tmp_path):
+    from app.presentation.runs import metric_frame, runs_frame
+
+    def run(run_id, rows):
+        path = tmp_path / f"{run_id}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return SimpleNamespace(id=run_id, status="done", implementation="grpo", env="calculator", model="tiny",
+                               config={"steps": 2}, final_metrics={"reward_mean": 0.5}, error=None, metrics_path=path)
+
+    runs = [run("r1", [{"step": 1, "reward_mean": 0.1}, {"step": 2, "reward_mean": 0.2}]),
+            run("r2", [{"step": 1, "kl": 0}])]
+    table = runs_frame(runs)
+    assert list(table["id"]) == ["r1", "r2"] and table["error"].tolist() == ["", ""] and table["accuracy"].isna().all()
+    curves = metric_frame(runs, ["r1", "r2"], "reward_mean")
+    assert list(curves.columns) == ["r1"] and curves["r1"].tolist() == [0.1, 0.2]
+    assert metric_frame(runs, ["r2"], "reward_mean").empty
+
+
+def test_transcript_marks_environment_tokens_and_escapes_every_text():
+    from app.presentation.lab import transcript_html
+
+    out = transcript_html([{"role": "model", "text": "<calc>2+3</calc>"}, {"role": "env", "text": "5 & <b>"},
+                           {"role": "system", "text": "hidden"}])
+    assert out.startswith("<pre style='white-space:pre-wrap'><span>&lt;calc&gt;")
+    assert "background:#fde68a" in out and "5 &amp; &lt;b&gt;" in out and "hidden" not in out

@@ -1,9 +1,12 @@
-"""The links into the Lab page, computed without Streamlit: "Run this" for an implementation (its default
-preset) and the Lab link of a node.
+"""The Lab page's data, computed without Streamlit, and the links into it: "Run this" for an implementation
+(its default preset), the Lab link of a node, and a training transcript as HTML with the environment's
+tokens marked.
 
     run_link(impl).url                             # "lab?impl=calculator-grpo&preset=learn"
 """
 from __future__ import annotations
+
+import html
 
 from app import routes
 
@@ -22,3 +25,15 @@ def lab_link(node_id: str) -> routes.Link | None:
     impls = for_node(node_id)
     return run_link(impls[0]) if impls else None
 
+
+def transcript_html(segments: list[dict]) -> str:
+    """A sampled episode's segments as one ``<pre>`` block: the model's text plain, the environment's
+    (masked from the loss) on yellow; every text HTML-escaped, segments of any other role left out."""
+    parts = []
+    for seg in segments:
+        text = html.escape(seg.get("text", ""))
+        if seg.get("role") == "model":
+            parts.append(f"<span>{text}</span>")
+        elif seg.get("role") == "env":
+            parts.append(f"<span style='background:#fde68a' title='environment tokens: masked from the loss'>{text}</span>")
+    return "<pre style='white-space:pre-wrap'>" + "".join(parts) + "</pre>"

@@ -1,11 +1,10 @@
 """Lab: pick an implementation, set its hyperparameters, launch a run, watch it learn, read its code."""
-import html
-
 import pandas as pd
 import streamlit as st
 
 from app import ui
 from app.presentation.common import first_param
+from app.presentation.lab import transcript_html
 from app.state import run_manager
 from lab import catalog as lab
 from lab.runs import progress, read_jsonl, warm_start_progress
@@ -150,15 +149,8 @@ def live_run(run_id: str) -> None:
     if not samples:
         st.caption("None yet.")
     for s in reversed(samples):
-        parts = []
-        for seg in s.get("segments", []):
-            text = html.escape(seg.get("text", ""))
-            if seg.get("role") == "model":
-                parts.append(f"<span>{text}</span>")
-            elif seg.get("role") == "env":
-                parts.append(f"<span style='background:#fde68a' title='environment tokens: masked from the loss'>{text}</span>")
         st.markdown(f"step {ui.md(s.get('step'))} · reward **{ui.md(s.get('reward'))}** · turns {ui.md(s.get('turns'))}")
-        st.markdown("<pre style='white-space:pre-wrap'>" + "".join(parts) + "</pre>", unsafe_allow_html=True)
+        st.markdown(transcript_html(s.get("segments", [])), unsafe_allow_html=True)
     st.caption("Yellow: tool/environment tokens (loss mask 0). Plain: tokens the model wrote (trained on).")
     with st.expander("Log"):
         try:

@@ -82,7 +82,7 @@ def node(node_id: str) -> Link:
 
 
 def search(**query: str | list[str]) -> Link:
-    """A search; the parameters are those of ``app.presentation.SearchState`` plus ``like``."""
+    """A search; the parameters are those of ``app.presentation.search.SearchState`` plus ``like``."""
     return Link("search", query)
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import presentation
+from app.presentation import algorithms, overview, taxonomy, work
+from app.presentation.common import ChartView
 from atlas_data import data_dir
 from papers import Catalog
 
@@ -85,38 +86,38 @@ def user_works_changed() -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def tree_view(dimension: str) -> presentation.ChartView:
-    return presentation.dimension_tree(catalog(), dimension)
+def tree_view(dimension: str) -> ChartView:
+    return taxonomy.dimension_tree(catalog(), dimension)
 
 
 @st.cache_resource(show_spinner="Laying out the graph ...")
-def graph_view(dimension: str | None, show_works: bool, show_algorithms: bool) -> presentation.ChartView:
-    return presentation.graph_view(catalog(), dimension, show_works=show_works, show_algorithms=show_algorithms)
+def graph_view(dimension: str | None, show_works: bool, show_algorithms: bool) -> ChartView:
+    return taxonomy.graph_view(catalog(), dimension, show_works=show_works, show_algorithms=show_algorithms)
 
 
 @st.cache_resource(show_spinner=False)
-def heatmap(selected: tuple[str, str] | None = None, with_inferred: bool = False) -> presentation.ChartView:
-    return presentation.heatmap(catalog(), selected, inferred_axes()[0] if with_inferred else None)
+def heatmap(selected: tuple[str, str] | None = None, with_inferred: bool = False) -> ChartView:
+    return overview.heatmap(catalog(), selected, inferred_axes()[0] if with_inferred else None)
 
 
 @st.cache_resource(show_spinner=False)
-def year_chart() -> presentation.ChartView:
-    return presentation.year_chart(presentation.works_per_year(catalog(), min_year=2018))
+def year_chart() -> ChartView:
+    return overview.year_chart(overview.works_per_year(catalog(), min_year=2018))
 
 
 @st.cache_resource(show_spinner=False)
 def node_options() -> dict[str, str]:
-    return presentation.node_options(catalog())
+    return taxonomy.node_options(catalog())
 
 
 @st.cache_resource(show_spinner=False)
 def work_options() -> dict[str, str]:
-    return presentation.work_options(catalog())
+    return work.work_options(catalog())
 
 
 @st.cache_resource(show_spinner=False)
 def algorithm_frame():
-    return presentation.algorithm_frame(catalog())
+    return algorithms.algorithm_frame(catalog())
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -130,8 +131,8 @@ def export_text(keys: tuple[str, ...], fmt: str) -> str:
 @st.cache_data(show_spinner=False, max_entries=256)
 def comparison(methods: tuple[str, ...]):
     """The side-by-side frame of chosen algorithm variants and the attributes where they differ."""
-    frame = presentation.compare_algorithms(algorithm_frame(), list(methods))
-    return frame, presentation.differing_attributes(frame)
+    frame = algorithms.compare_algorithms(algorithm_frame(), list(methods))
+    return frame, algorithms.differing_attributes(frame)
 
 
 def search_available() -> bool:
@@ -239,11 +240,3 @@ def _comparison_results(data_dir_key: str):  # keyed by the data dir, so tests w
     from lab.compare.results import available_results
 
     return available_results()
-
-
-def value_search_results(node_id: str) -> list[dict]:
-    """The shipped learned-value search comparisons of a node (lab/results/value-search/: a few small files,
-    read per view, not cached)."""
-    from lab.value_search_results import for_node
-
-    return for_node(node_id)

@@ -14,7 +14,8 @@ from typing import Any
 
 import streamlit as st
 
-from app import presentation, routes
+from app import routes
+from app.presentation.common import ChartView, first_selected, md_escape, params_dict
 from app.routes import Link
 
 # the page icon ships with the app (Streamlit inlines an SVG as a data: URI); a ":material/...:"
@@ -22,7 +23,7 @@ from app.routes import Link
 PAGE_ICON = Path(__file__).resolve().parent / "assets" / "atlas-icon.svg"
 
 # text from a URL, an imported work or a run goes through this before it reaches Markdown
-md = presentation.md_escape
+md = md_escape
 
 _GOTO = "_atlas_goto"
 _NONCE = "_atlas_nonce"
@@ -48,7 +49,7 @@ def nonce() -> int:
 
 def params() -> dict[str, list[str]]:
     """The URL's query parameters as ``{name: [values]}``."""
-    return presentation.params_dict(st.query_params)
+    return params_dict(st.query_params)
 
 
 def set_params(new: Mapping[str, str | list[str]]) -> None:
@@ -149,7 +150,7 @@ def _open_selected_row(table_key: str, keys: list[str]) -> None:
 
 
 def works_table(frame, key: str, height: int | str | None = None, columns: Sequence[str] | None = None) -> None:
-    """A table of works (``presentation.works_frame``); selecting a row opens the work's page."""
+    """A table of works (``app.presentation.common.works_frame``); selecting a row opens the work's page."""
     if frame.empty:
         st.caption("No works.")
         return
@@ -189,7 +190,7 @@ def not_found(what: str, value: str, suggestions: Sequence[tuple[str, Link]], se
         search_link(f"Search the catalog for “{md(search_query[:200])}”", q=search_query)
 
 
-def echarts(view: presentation.ChartView, key: str, on_pick: Callable[[int | None], None] | None = None,
+def echarts(view: ChartView, key: str, on_pick: Callable[[int | None], None] | None = None,
             alt: str | None = None, series_index: int | None = 0):
     """An ECharts chart; with ``on_pick``, a click calls ``on_pick(data index)`` (None: deselected).
 
@@ -199,7 +200,7 @@ def echarts(view: presentation.ChartView, key: str, on_pick: Callable[[int | Non
         return st.echarts_chart(view.spec, key=key, height=view.height, alt=alt, renderer="svg")
 
     def _changed() -> None:
-        on_pick(presentation.first_selected(st.session_state.get(key), series_index))
+        on_pick(first_selected(st.session_state.get(key), series_index))
 
     return st.echarts_chart(view.spec, key=key, height=view.height, on_select=_changed, alt=alt, renderer="svg")
 

@@ -212,14 +212,14 @@ def test_catalog_pickle_cache_is_reused_and_rebuilt(tmp_path, monkeypatch):
 
 
 def test_overview_and_node_pages_switch_to_inferred_axes():
-    from app import presentation
+    from app.presentation.overview import cell_keys, inferred_cells
     from papers import load_catalog
     from papers.axes import by_work, load_inferred
 
     cat = load_catalog()
     inferred = by_work(load_inferred(cat))
-    (cap, task), keys = max(presentation.inferred_cells(cat, inferred).items(), key=lambda kv: len(kv[1]))
-    extra = len(keys - presentation.cell_keys(cat, cap, task))
+    (cap, task), keys = max(inferred_cells(cat, inferred).items(), key=lambda kv: len(kv[1]))
+    extra = len(keys - cell_keys(cat, cap, task))
     survey = open_page(None, cap=cap, task=task)
     assert "With an inferred axis" not in texts(survey)
     at = open_page(None, cap=cap, task=task, axes="inferred")

@@ -6,7 +6,7 @@ import yaml
 
 from test_app_pages import open_page, texts
 
-from app import presentation
+from app.presentation.compare import interval_chart, leaderboard_frame, passk_frame
 from lab.compare import results
 from lab.compare.board import leaderboard
 from reference_impls.stats import pass_at_k_curve
@@ -64,14 +64,14 @@ def test_leaderboard_curves_and_passk(data):
     assert len(grids) == 1 and not grids[0].shipped
     board = grids[0].board()["calculator"]
     assert [r["implementation"] for r in board] == ["calculator-ppo", "calculator-grpo"]
-    frame = presentation.leaderboard_frame(board)
+    frame = leaderboard_frame(board)
     assert list(frame["held-out %"]) == [75.0, 25.0] and frame["vs baseline (pts)"].iloc[0] == 50.0
     # the variant is the implementation; the trainer column names the trainer, not a second "algorithm"
     assert list(frame["trainer"]) == ["ppo", "grpo"] and "algorithm" not in frame.columns
-    assert presentation.passk_frame(passk).loc[4, "RL"] == 0.38
+    assert passk_frame(passk).loc[4, "RL"] == 0.38
     # the interval chart labels each row with its seed count (a one-seed bar leaves out seed-to-seed variation)
     one_seed = leaderboard(cells + [_cell("calculator-dapo", "grpo", 0, [1, 1, 0, 0])])["calculator"]
-    chart = presentation.interval_chart(one_seed)
+    chart = interval_chart(one_seed)
     assert [d["row"] for d in chart["data"]["values"]] == [
         "calculator-ppo (2 seeds)", "calculator-dapo (1 seed)", "calculator-grpo (2 seeds)"]
     assert chart["layer"][0]["encoding"]["y"]["sort"] == [d["row"] for d in chart["data"]["values"]]

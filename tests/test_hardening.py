@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from app import presentation as views
+from app.presentation.common import md_escape, safe_url, works_frame
+from app.presentation.taxonomy import node_page
+from app.presentation.work import facts_markdown, work_page
 from papers.export import to_bibtex, to_csv, to_json
 from papers.importers import normalise_arxiv_id, read_records
 from papers import ingest
@@ -68,8 +70,8 @@ def test_a_bad_stored_row_is_shown_as_needing_attention_not_a_crash(catalog, sto
     assert merged.get("bad-node").nodes == ("memory",)  # kept, with its known node only
     assert "unknown node 'no-such-node'" in merged.attention["bad-node"]
     assert "bad-node" in {x.key for x in merged.works_in("memory")}  # the graph builds
-    assert views.node_page(merged, "memory").all_works == views.node_page(catalog, "memory").all_works + 1
-    assert views.work_page(merged, "bad-node").work.key == "bad-node"
+    assert node_page(merged, "memory").all_works == node_page(catalog, "memory").all_works + 1
+    assert work_page(merged, "bad-node").work.key == "bad-node"
     problems = dict(store.unreadable())
     assert set(problems) == {"garbled", "invalid"} and "not valid JSON" in problems["garbled"]
 
@@ -185,29 +187,29 @@ HOSTILE_TEXT = "[phish](https://evil.example) ![img](https://evil.example/p.png)
 
 
 def test_md_escape_leaves_no_markdown():
-    out = views.md_escape(HOSTILE_TEXT)
+    out = md_escape(HOSTILE_TEXT)
     for raw in ("[phish](", "![img](", "<b>", ":red[", "**", "$x$", "www.evil"):
         assert raw not in out
-    assert views.md_escape("Search-R1: a 2025 method (v2.1)") == r"Search-R1: a 2025 method \(v2.1\)"
-    assert views.md_escape("- item") == r"\- item" and views.md_escape("12. item") == r"12\. item"
-    assert views.md_escape("a\nb\n# c") == "a b \\# c"  # one line: no headings, no lists
+    assert md_escape("Search-R1: a 2025 method (v2.1)") == r"Search-R1: a 2025 method \(v2.1\)"
+    assert md_escape("- item") == r"\- item" and md_escape("12. item") == r"12\. item"
+    assert md_escape("a\nb\n# c") == "a b \\# c"  # one line: no headings, no lists
 
 
 def test_safe_url_allows_only_web_links():
-    assert views.safe_url("https://github.com/x/y") == "https://github.com/x/y"
+    assert safe_url("https://github.com/x/y") == "https://github.com/x/y"
     for bad in ("javascript:alert(1)", "data:text/html,<b>x</b>", "JaVaScRiPt:alert(1)", "//evil.example", "ftp://x", ""):
-        assert views.safe_url(bad) == ""
+        assert safe_url(bad) == ""
 
 
 def test_facts_and_work_frame_escape_user_text(catalog):
     w = user_work(key="hostile", title=HOSTILE_TEXT, venue="[v](https://evil.example)", authors="![a](https://evil.example/a.png)",
                   url="data:text/html,hi", code_url="javascript:alert(1)")
     merged = catalog.with_works([w])
-    page = views.work_page(merged, "hostile")
-    md = views.facts_markdown(page.facts)
+    page = work_page(merged, "hostile")
+    md = facts_markdown(page.facts)
     assert "](https://evil" not in md and "![" not in md
     assert page.links == []  # neither a data: nor a javascript: link becomes a button
-    frame = views.works_frame([w], merged)
+    frame = works_frame([w], merged)
     assert frame.loc[0, "code"] == "" and frame.loc[0, "arxiv"] == ""
 
 

@@ -133,11 +133,11 @@ def test_no_preset_warm_starts_the_memory_env_on_operation_labels(preset):
 def test_run_this_opens_a_learning_preset_where_one_is_measured_else_quick():
     """Issue 16: "Run this" on a calculator implementation opens the preset measured to visibly learn there
     (learn.yaml's default_for); elsewhere the tiny model's quick preset. Every link is built from this one rule."""
-    from app import presentation
+    from app.presentation.lab import run_link
 
     assert "calculator" in recipes.load("learn")["default_for"]
     assert lab.default_preset(lab.get("calculator-grpo")) == "learn"
     assert lab.default_preset(lab.get("calculator-dapo")) == "learn"
     assert lab.default_preset(lab.get("zoom-grpo")) == "quick"
     assert lab.preset_config(lab.get("calculator-grpo"), "learn")["model"] == "smollm2-135m-instruct"
-    assert "preset=learn" in presentation.run_link(lab.get("calculator-grpo")).url
+    assert "preset=learn" in run_link(lab.get("calculator-grpo")).url

@@ -1,6 +1,7 @@
 """Issue 22: capability/task nodes without an environment of their own name their closest runnable proxy, or
-say why there is none; the node page shows it (app.presentation.node_proxy_note)."""
-from app import presentation, routes
+say why there is none; the node page shows it (app.presentation.node_sections.node_proxy_note)."""
+from app import routes
+from app.presentation.node_sections import PASSK_NODE, node_proxy_note, passk_note
 from lab import catalog as lab
 from reference_impls.implementations import NODE_PROXIES
 from reference_impls.registry import by_id
@@ -30,15 +31,15 @@ def test_every_issue_22_node_runs_or_says_what_stands_in():
 
 
 def test_node_page_note_links_the_proxy_or_says_none():
-    note = presentation.node_proxy_note("vision-image")
+    note = node_proxy_note("vision-image")
     assert note.heading == f"Closest runnable proxy: {by_id()['zoom-grpo'].title}."
     assert note.link == routes.lab(impl="zoom-grpo", preset="quick") and "text proxy" in note.text
-    none = presentation.node_proxy_note("perception-audio")
+    none = node_proxy_note("perception-audio")
     assert none.heading == "No runnable proxy yet." and none.link is None and "audio" in none.text
-    rl_free = presentation.node_proxy_note("mas-rl-free")
+    rl_free = node_proxy_note("mas-rl-free")
     assert "reference_impls.mas_pipeline" in rl_free.text and rl_free.link is not None
-    assert presentation.node_proxy_note("alg-grpo") is None
-    assert presentation.node_proxy_note("perception") is None  # it runs: its own implementation is shown
+    assert node_proxy_note("alg-grpo") is None
+    assert node_proxy_note("perception") is None  # it runs: its own implementation is shown
 
 
 def test_text_proxy_is_said_plainly_on_the_perception_node():
@@ -104,27 +105,27 @@ def test_mechanistic_debate_note_points_to_pass_at_k():
     and says how to measure them where none has."""
     from types import SimpleNamespace
 
-    none = presentation.passk_note([SimpleNamespace(spec={"name": "core"}, passk={})])
+    none = passk_note([SimpleNamespace(spec={"name": "core"}, passk={})])
     assert "no curves yet" in none.heading and "lab.compare passk" in none.text and none.link == routes.compare()
     grids = [SimpleNamespace(spec={"name": "core"}, passk={}),
              SimpleNamespace(spec={"name": "my_grid"}, passk={"search": {}, "calculator": {}})]
-    found = presentation.passk_note(grids)
+    found = passk_note(grids)
     assert found.link == routes.compare(grid="my_grid") and found.link_label == "See the pass@k curves"
     assert r"grid *my\_grid*: calculator, search" in found.text
     assert "What they show" not in found.text  # records without per-problem counts: curves only, no reading
     counts = {"samples": 64, "curves": {"warm start": {"correct_counts": [8] * 20 + [1] * 20},
                                         "RL": {"correct_counts": [32] * 20 + [0] * 20}}}
-    read = presentation.passk_note([SimpleNamespace(spec={"name": "core"}, passk={"calculator": counts})])
+    read = passk_note([SimpleNamespace(spec={"name": "core"}, passk={"calculator": counts})])
     assert "What they show: calculator: RL against the warm start: pass@⁠1 7% -\\> 25%" in read.text
     assert "Sharpened and narrowed" in read.text
 
 
 def test_mechanistic_debate_page_shows_the_pass_at_k_note():
-    from lab.compare.results import available_results
+    from lab.compare import available_results
 
-    at = _node_page(presentation.PASSK_NODE)
+    at = _node_page(PASSK_NODE)
     info = "\n".join(str(e.value) for e in at.info)
-    expected = presentation.passk_note(available_results())
+    expected = passk_note(available_results())
     assert expected.heading in info
     assert any(e.proto.label == expected.link_label for e in at.get("page_link"))
     at = _node_page("alg-grpo")

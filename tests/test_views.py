@@ -3,18 +3,29 @@ import ast
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from app import presentation, routes
+from app import routes
+from app.presentation.algorithms import AlgorithmFilter, algorithm_frame, compare_algorithms, differing_attributes
+from app.presentation.common import (DIMENSIONS, INFERRED_MIN_CONFIDENCE, TABLE2, first_selected, lookup_node,
+                                     lookup_work)
+from app.presentation.node_sections import NodeContext, family_base, node_sections
+from app.presentation.overview import (FORMULAS, TABLE1, cell_keys, cell_works, heatmap, inferred_cell_works,
+                                       inferred_cells, table1_markdown, work_dimensions, works_per_year, year_chart)
+from app.presentation.search import SearchState, results_frame, why_matched
+from app.presentation.taxonomy import (dimension_children, dimension_roots, dimension_tree, graph_view,
+                                       inferred_node_works, node_options, node_page, tree_frame, tree_rows)
+from app.presentation.work import facts_markdown, work_options, work_page
 
 
 def test_table1_markdown_renders_every_row_with_math(catalog):
-    md = presentation.table1_markdown(catalog)
+    md = table1_markdown(catalog)
     lines = md.splitlines()
     assert lines[0].startswith("| Concept | Traditional PBRFT")
     rows = lines[2:]
-    assert len(rows) == len(catalog.tables[presentation.TABLE1].frame) == 5
+    assert len(rows) == len(catalog.tables[TABLE1].frame) == 5
     for row in rows:
         assert row.count("|") - row.count(r"\|") == 4  # three cells, no stray pipes
         assert row.count("$") % 2 == 0                  # math opens and closes in every row
@@ -24,52 +35,52 @@ def test_table1_markdown_renders_every_row_with_math(catalog):
 
 
 def test_formulas_are_balanced_latex():
-    for tex in presentation.FORMULAS.values():
+    for tex in FORMULAS.values():
         assert tex.count("{") == tex.count("}")
         assert tex.count(r"\langle") == tex.count(r"\rangle")
-    assert "T = 1" in presentation.FORMULAS["pbrft_mdp"]
-    assert r"\gamma" in presentation.FORMULAS["agentic_pomdp"] and r"\mathcal{O}" in presentation.FORMULAS["agentic_pomdp"]
+    assert "T = 1" in FORMULAS["pbrft_mdp"]
+    assert r"\gamma" in FORMULAS["agentic_pomdp"] and r"\mathcal{O}" in FORMULAS["agentic_pomdp"]
 
 
 def test_heatmap_cells_match_cooccurrence_and_cell_works(catalog):
-    heat = presentation.heatmap(catalog)
+    heat = heatmap(catalog)
     counts = catalog.graph.cooccurrence("capability", "task")
     assert len(heat.ids) == counts.size
     data = heat.spec["series"][0]["data"]
     for (cap, task), item in zip(heat.ids, data):
         n = int(counts.loc[cap, task])
         assert item["value"][2] == (n if n else "-")
-        assert len(presentation.cell_works(catalog, cap, task)) == n
-    works = presentation.cell_works(catalog, "perception", "vision")
+        assert len(cell_works(catalog, cap, task)) == n
+    works = cell_works(catalog, "perception", "vision")
     assert works and all({"perception", "vision"} <= set(catalog.placements(w.key, expand=True)) for w in works)
     json.dumps(heat.spec)  # JSON-compatible, as st.echarts_chart requires
 
 
 def test_heatmap_marks_the_selected_cell(catalog):
-    heat = presentation.heatmap(catalog, selected=("tool-use", "search-research"))
+    heat = heatmap(catalog, selected=("tool-use", "search-research"))
     marked = [i for i, item in enumerate(heat.spec["series"][0]["data"]) if "itemStyle" in item]
     assert [heat.ids[i] for i in marked] == [("tool-use", "search-research")]
 
 
 def test_works_per_year_counts_each_dimension(catalog):
-    table = presentation.works_per_year(catalog, min_year=2018)
+    table = works_per_year(catalog, min_year=2018)
     assert table.index[0] == "before 2018" and "2025" in table.index
-    assert list(table.columns) == [d for d in presentation.DIMENSIONS if d in table.columns]
-    n2025_cap = sum(1 for w in catalog if w.year == 2025 and "capability" in presentation.work_dimensions(catalog, w))
+    assert list(table.columns) == [d for d in DIMENSIONS if d in table.columns]
+    n2025_cap = sum(1 for w in catalog if w.year == 2025 and "capability" in work_dimensions(catalog, w))
     assert table.loc["2025", "capability"] == n2025_cap
-    chart = presentation.year_chart(table)
+    chart = year_chart(table)
     assert len(chart.spec["series"]) == len(table.columns)
     json.dumps(chart.spec)
 
 
-@pytest.mark.parametrize("dim", presentation.DIMENSIONS)
+@pytest.mark.parametrize("dim", DIMENSIONS)
 def test_dimension_tree_indices_map_to_nodes(catalog, dim):
-    tree = presentation.dimension_tree(catalog, dim)
+    tree = dimension_tree(catalog, dim)
     data = tree.spec["series"][0]["data"]
     assert len(data) == len(tree.ids)
     real = [i for i in tree.ids if i is not None]
-    assert sorted(real) == sorted(r.node for r in presentation.tree_rows(catalog, dim))
-    roots = set(presentation.dimension_roots(catalog, dim))
+    assert sorted(real) == sorted(r.node for r in tree_rows(catalog, dim))
+    roots = set(dimension_roots(catalog, dim))
     for nid, item in zip(tree.ids, data):
         assert item["name"].endswith(f"({item['value']})")
         if nid is not None and not (nid in roots and len(roots) == 1):  # a lone root shows the dimension's name
@@ -79,23 +90,23 @@ def test_dimension_tree_indices_map_to_nodes(catalog, dim):
         parent, child = tree.ids[link["source"]], tree.ids[link["target"]]
         assert child is not None and catalog.taxonomy[child].parent == parent or parent is None
     xs = [item["x"] for item in data]
-    leaves = [item for item, nid in zip(data, tree.ids) if nid is not None and not presentation.dimension_children(catalog, nid)]
+    leaves = [item for item, nid in zip(data, tree.ids) if nid is not None and not dimension_children(catalog, nid)]
     assert all(item["x"] == max(xs) for item in leaves)
     json.dumps(tree.spec)
 
 
 def test_tree_rows_are_depth_first_with_counts(catalog):
-    rows = presentation.tree_rows(catalog, "capability")
+    rows = tree_rows(catalog, "capability")
     assert rows[0].node == "capabilities" and rows[0].depth == 0
     assert [r.node for r in rows[1:4]] == ["planning", "planning-external-guide", "planning-internal-driver"]
     memory = next(r for r in rows if r.node == "memory")
     assert memory.works == len(catalog.works_in("memory")) and memory.direct == 1
-    frame = presentation.tree_frame(catalog, "capability")
+    frame = tree_frame(catalog, "capability")
     assert frame.loc[0, "open"] == "taxonomy?node=capabilities"
 
 
 def test_graph_view_ids_and_edges(catalog):
-    graph = presentation.graph_view(catalog, "capability")
+    graph = graph_view(catalog, "capability")
     series = graph.spec["series"][0]
     assert len(series["data"]) == len(graph.ids)
     kinds = {i.split(":", 1)[0] for i in graph.ids}
@@ -103,9 +114,9 @@ def test_graph_view_ids_and_edges(catalog):
     assert "node:memory" in graph.ids and "work:memory-r1" in graph.ids
     edges = {(graph.ids[link["source"]], graph.ids[link["target"]]) for link in series["links"]}
     assert ("work:memory-r1", "node:memory-rag-style") in edges or ("node:memory-rag-style", "work:memory-r1") in edges
-    again = presentation.graph_view(catalog, "capability")
+    again = graph_view(catalog, "capability")
     assert [d["x"] for d in again.spec["series"][0]["data"]] == [d["x"] for d in series["data"]]  # seeded layout
-    everything = presentation.graph_view(catalog, None)
+    everything = graph_view(catalog, None)
     assert not any(i.startswith("work:") for i in everything.ids)  # all dimensions: no works
     json.dumps(graph.spec)
 
@@ -117,8 +128,8 @@ def test_graph_layout_does_not_depend_on_the_hash_seed():
     import sys
     from pathlib import Path
 
-    code = ("import json; from papers.catalog import Catalog; from app import presentation; "
-            "d = presentation.graph_view(Catalog.load(), 'capability').spec['series'][0]['data']; "
+    code = ("import json; from papers.catalog import Catalog; from app.presentation.taxonomy import graph_view; "
+            "d = graph_view(Catalog.load(), 'capability').spec['series'][0]['data']; "
             "print(json.dumps([[x['id'], round(x['x'], 3), round(x['y'], 3)] for x in d]))")
     root = Path(__file__).resolve().parents[1]
     outs = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
@@ -129,27 +140,27 @@ def test_graph_layout_does_not_depend_on_the_hash_seed():
 
 def test_first_selected_reads_echarts_state():
     state = {"selection": {"selected": [{"series_index": 0, "data_type": "node", "data_indices": [4]}], "areas": []}}
-    assert presentation.first_selected(state) == 4
-    assert presentation.first_selected({"selection": {"selected": []}}) is None
-    assert presentation.first_selected(None) is None
+    assert first_selected(state) == 4
+    assert first_selected({"selection": {"selected": []}}) is None
+    assert first_selected(None) is None
     edge = {"selection": {"selected": [{"series_index": 0, "data_type": "edge", "data_indices": [1]}]}}
-    assert presentation.first_selected(edge) is None
+    assert first_selected(edge) is None
 
 
 def test_node_page_with_and_without_descendants(catalog):
-    page = presentation.node_page(catalog, "memory")
+    page = node_page(catalog, "memory")
     assert [p for p, _ in page.path] == ["capabilities", "memory"]
     assert {c for c, _, _ in page.children} == {"memory-rag-style", "memory-token-level", "memory-structured"}
     assert len(page.works) == len(catalog.works_in("memory")) == page.all_works
     assert any(title.startswith("Table 3") for title, _ in page.tables)
-    direct = presentation.node_page(catalog, "memory", include_descendants=False)
+    direct = node_page(catalog, "memory", include_descendants=False)
     assert len(direct.works) == direct.direct_works < len(page.works)
     years = [w.year or 0 for w in page.works]
     assert years == sorted(years, reverse=True)
 
 
 def test_work_page_facts_and_rows(catalog):
-    page = presentation.work_page(catalog, "search-r1")
+    page = work_page(catalog, "search-r1")
     facts = dict(page.facts)
     assert facts["arXiv"] == "2503.09516" and facts["Year"] == "2025"
     assert ("Code", "https://github.com/PeterGriffinJin/Search-R1") in page.links
@@ -158,55 +169,55 @@ def test_work_page_facts_and_rows(catalog):
     frame = page.tables[0][1]
     assert "Base LLM" in frame.columns and frame.loc[0, "open"] == "work?key=search-r1"
     assert page.related and all(n >= 1 for _, n in page.related)
-    md = presentation.facts_markdown([("a|b", "x|y")])
+    md = facts_markdown([("a|b", "x|y")])
     assert r"a\|b" in md and r"x\|y" in md
 
 
 def test_lookups_give_suggestions(catalog):
-    assert presentation.lookup_node(catalog, "Memory").found == "memory"
-    miss = presentation.lookup_node(catalog, "memroy")
+    assert lookup_node(catalog, "Memory").found == "memory"
+    miss = lookup_node(catalog, "memroy")
     assert miss.found is None and "memory" in miss.suggestions
-    assert presentation.lookup_work(catalog, "2503.09516").found == "search-r1"
-    assert presentation.lookup_work(catalog, "Search-R1").found == "search-r1"
-    miss = presentation.lookup_work(catalog, "serch-r1")
+    assert lookup_work(catalog, "2503.09516").found == "search-r1"
+    assert lookup_work(catalog, "Search-R1").found == "search-r1"
+    miss = lookup_work(catalog, "serch-r1")
     assert miss.found is None and "search-r1" in miss.suggestions
-    assert presentation.lookup_work(catalog, "").found is None
+    assert lookup_work(catalog, "").found is None
 
 
 def test_algorithm_frame_filter_and_compare(catalog):
-    frame = presentation.algorithm_frame(catalog)
-    assert len(frame) == len(catalog.tables[presentation.TABLE2].frame)
+    frame = algorithm_frame(catalog)
+    assert len(frame) == len(catalog.tables[TABLE2].frame)
     grpo = frame[frame["method"] == "GRPO"].iloc[0]
     assert grpo["node"] == "alg-grpo" and grpo["works_using"] >= 20
-    only_dpo = presentation.AlgorithmFilter(families=("DPO family",)).apply(frame)
+    only_dpo = AlgorithmFilter(families=("DPO family",)).apply(frame)
     assert set(only_dpo["family"]) == {"DPO family"}
-    no_clip = presentation.AlgorithmFilter(clip="No").apply(frame)
+    no_clip = AlgorithmFilter(clip="No").apply(frame)
     assert set(no_clip["clip"]) == {"No"}
-    text = presentation.AlgorithmFilter(text="sequence").apply(frame)
+    text = AlgorithmFilter(text="sequence").apply(frame)
     assert "GSPO" in set(text["method"])
-    cmp = presentation.compare_algorithms(frame, ["PPO", "GRPO", "nonexistent"])
+    cmp = compare_algorithms(frame, ["PPO", "GRPO", "nonexistent"])
     assert list(cmp.columns) == ["PPO", "GRPO"]
     assert cmp.loc["Clip", "PPO"] == "Yes" and cmp.loc["KL penalty", "PPO"] == "No"
-    assert "KL penalty" in presentation.differing_attributes(cmp) and "Clip" not in presentation.differing_attributes(cmp)
+    assert "KL penalty" in differing_attributes(cmp) and "Clip" not in differing_attributes(cmp)
 
 
 def test_search_state_round_trips_and_reports_bad_values(catalog):
     params = {"q": ["memory  agents"], "node": ["memory", "Tool use"], "dim": ["capability"], "from": ["2024"],
               "to": ["2025"], "kind": ["method"], "algo": ["grpo"], "code": ["yes"], "xnode": ["code"],
               "xkind": ["survey"], "page": ["3"], "mode": ["lexical"]}
-    state, problems = presentation.SearchState.from_params(params, catalog)
+    state, problems = SearchState.from_params(params, catalog)
     assert problems == []
     assert state.q == "memory agents" and state.nodes == ("memory", "tool-use") and state.algorithms == ("GRPO",)
     assert state.has_code is True and state.page == 3 and state.mode == "lexical"
-    again, _ = presentation.SearchState.from_params({k: v if isinstance(v, list) else [v] for k, v in state.to_params().items()},
+    again, _ = SearchState.from_params({k: v if isinstance(v, list) else [v] for k, v in state.to_params().items()},
                                              catalog)
     assert again == state
-    assert presentation.SearchState().to_params() == {}
-    bad, problems = presentation.SearchState.from_params(
+    assert SearchState().to_params() == {}
+    bad, problems = SearchState.from_params(
         {"node": ["memroy"], "kind": ["paper"], "from": ["20x5"], "code": ["maybe"], "page": ["-2"]}, catalog)
-    assert bad == presentation.SearchState()
+    assert bad == SearchState()
     assert any("memroy" in p and "memory" in p for p in problems) and len(problems) == 4
-    backwards, problems = presentation.SearchState.from_params({"from": ["2025"], "to": ["2020"]}, catalog)
+    backwards, problems = SearchState.from_params({"from": ["2025"], "to": ["2020"]}, catalog)
     assert (backwards.year_from, backwards.year_to) == (2020, 2025) and "backwards" in problems[0]
     kwargs = state.filter_kwargs()
     assert kwargs["nodes"] == ["memory", "tool-use"] and kwargs["has_code"] is True
@@ -217,16 +228,16 @@ def test_why_matched_prefers_specific_nodes(catalog):
         key, score, dense_score = "memory-r1", 0.5, 0.4
         matched_nodes = ["memory-rag-style", "memory", "capabilities"]
         matched_terms = ["memory"]
-    why = presentation.why_matched(catalog, Hit())
+    why = why_matched(catalog, Hit())
     assert why.startswith("in RL in RAG-style memory, Memory") and "terms: memory" in why
     assert "capability perspective" not in why
-    frame = presentation.results_frame(catalog, [Hit()])
+    frame = results_frame(catalog, [Hit()])
     assert list(frame["key"]) == ["memory-r1"] and frame.loc[0, "why"] == why
 
 
 def test_options_cover_every_node_and_work(catalog):
-    assert set(presentation.node_options(catalog)) == set(catalog.taxonomy.nodes)
-    opts = presentation.work_options(catalog)
+    assert set(node_options(catalog)) == set(catalog.taxonomy.nodes)
+    opts = work_options(catalog)
     assert set(opts) == set(catalog.works)
     assert re.match(r"Search-R1 \(2025\) — ", opts["search-r1"])
 
@@ -275,18 +286,33 @@ def test_no_page_route_is_spelled_outside_app_routes():
 
 
 def test_presentation_and_routes_import_without_streamlit():
+    import pkgutil
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-c", "import sys, app.presentation, app.routes; print('streamlit' in sys.modules)"],
+    import app.presentation
+
+    modules = [f"app.presentation.{m.name}" for m in pkgutil.iter_modules(app.presentation.__path__)]
+    assert len(modules) >= 11
+    r = subprocess.run([sys.executable, "-c", f"import sys, app.routes, {', '.join(modules)}; "
+                                              "print('streamlit' in sys.modules)"],
                        capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+def test_every_page_has_its_own_presentation_module_and_the_package_reexports_nothing():
+    """app/views/X.py takes its data from app/presentation/X.py; a name has one home (no re-exports)."""
+    for page in sorted((APP_DIR / "views").glob("*.py")):
+        assert (APP_DIR / "presentation" / page.name).exists(), page.name
+        assert f"from app.presentation.{page.stem} import " in page.read_text(encoding="utf-8"), page.name
+    init = ast.parse((APP_DIR / "presentation" / "__init__.py").read_text(encoding="utf-8"))
+    assert [type(n) for n in init.body] == [ast.Expr]  # its docstring only
 
 
 def test_algorithm_rows_say_whether_they_run_and_link_to_the_lab(catalog):
     from lab.catalog import default_preset, for_node
 
-    frame = presentation.algorithm_frame(catalog)
+    frame = algorithm_frame(catalog)
     for _, row in frame.iterrows():
         impls = for_node(row["node"]) if row["node"] else []
         assert row["runnable"] == bool(impls), row["method"]
@@ -295,12 +321,21 @@ def test_algorithm_rows_say_whether_they_run_and_link_to_the_lab(catalog):
     assert frame.set_index("method").loc["GRPO", "runnable"]
 
 
+def _node_sections(catalog, node_id: str) -> dict:
+    """The node page's sections of ``node_id`` (no comparison grid, no value-search record)."""
+    return dict(node_sections(NodeContext(catalog, node_id, load_grids=list, load_value_searches=lambda _: [])))
+
+
+def _links(blocks) -> list[tuple[str, routes.Link]]:
+    return [(part.label, part.body) for block in blocks for part in block.parts if part.kind == "link"]
+
+
 def test_family_headers_link_to_their_base(catalog):
-    runs = presentation.algorithm_node_runs(catalog)
-    assert set(runs) == set(catalog.taxonomy.by_dimension(catalog.taxonomy["alg-grpo"].dimension))
-    assert runs["alg-grpo"] == ("run", "calculator-grpo")
-    # a node with its own implementation is "run", even when it is also a family header
-    assert runs["alg-grpo-family"][0] == "run"
+    (label, link), *_ = _links(_node_sections(catalog, "alg-grpo")["implementations"])
+    assert label == "Run this" and link.query["impl"] == "calculator-grpo"
+    # a node with its own implementation shows it, even when it is also a family header
+    header = _node_sections(catalog, "alg-grpo-family")
+    assert "implementations" in header and "family" not in header
     # a header without its own implementation links to its first child that runs
     from reference_impls import registry
 
@@ -311,8 +346,11 @@ def test_family_headers_link_to_their_base(catalog):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(registry, "implementations", lambda: stripped)
-        assert presentation.algorithm_node_runs(catalog)["alg-ppo-family"] == ("family", "calculator-ppo")
-        assert presentation.family_base(catalog, "alg-ppo-family").id == "calculator-ppo"
+        header = _node_sections(catalog, "alg-ppo-family")
+        assert "implementations" not in header
+        [(label, link)] = _links(header["family"])
+        assert label == "Run the family's base" and link.query["impl"] == "calculator-ppo"
+        assert family_base(catalog, "alg-ppo-family").id == "calculator-ppo"
 
 
 def test_every_algorithm_node_runs_links_to_its_family_or_says_why_not(catalog):
@@ -320,36 +358,38 @@ def test_every_algorithm_node_runs_links_to_its_family_or_says_why_not(catalog):
     listed in NOT_IMPLEMENTED with the reason the node page shows (and only then)."""
     from reference_impls.implementations import NOT_IMPLEMENTED
 
-    runs = presentation.algorithm_node_runs(catalog)
-    missing = {node for node, (kind, _) in runs.items() if kind == "none"}
+    tax = catalog.taxonomy
+    shown = {node: _node_sections(catalog, node) for node in tax.by_dimension(tax["alg-grpo"].dimension)}
+    missing = {node for node, sections in shown.items() if not {"implementations", "family"} & set(sections)}
     assert missing == set(NOT_IMPLEMENTED), missing ^ set(NOT_IMPLEMENTED)
-    assert len(runs) == 42
+    assert {node for node, sections in shown.items() if "not implemented" in sections} == missing
+    assert len(shown) == 42
 
 
 def test_heatmap_with_inferred_axes_adds_guesses_beside_the_survey(catalog):
     from papers.axes import by_work, load_inferred
 
     inferred = by_work(load_inferred(catalog))
-    survey = presentation.heatmap(catalog)
-    both = presentation.heatmap(catalog, inferred=inferred)
-    cells = presentation.inferred_cells(catalog, inferred)
+    survey = heatmap(catalog)
+    both = heatmap(catalog, inferred=inferred)
+    cells = inferred_cells(catalog, inferred)
     assert cells, "the shipped inferences add methods to some cells"
     added = 0
     for s_item, b_item, ids in zip(survey.spec["series"][0]["data"], both.spec["series"][0]["data"], both.ids):
         v = 0 if s_item["value"][2] == "-" else s_item["value"][2]
         w = 0 if b_item["value"][2] == "-" else b_item["value"][2]
-        extra = cells.get(ids, set()) - presentation.cell_keys(catalog, *ids)
+        extra = cells.get(ids, set()) - cell_keys(catalog, *ids)
         assert w == v + len(extra)  # the survey's count is never changed, only added to
         if extra:
             added += 1
             assert b_item["label"]["formatter"] == f"{v}+{len(extra)}"
-            assert {x.key for x in presentation.inferred_cell_works(catalog, *ids, inferred)} == extra
+            assert {x.key for x in inferred_cell_works(catalog, *ids, inferred)} == extra
     assert added > 0
     # every counted guess is the first choice of an axis the survey does not give, above the threshold
     for (cap, task), keys in cells.items():
         for key in keys:
             axes = inferred[key]
-            assert any(r[0].section in (cap, task) and r[0].section_confidence >= presentation.INFERRED_MIN_CONFIDENCE
+            assert any(r[0].section in (cap, task) and r[0].section_confidence >= INFERRED_MIN_CONFIDENCE
                        for r in axes.values())
 
 
@@ -357,9 +397,59 @@ def test_inferred_node_works_respect_the_threshold(catalog):
     from papers.axes import by_work, load_inferred
 
     inferred = by_work(load_inferred(catalog))
-    rows = presentation.inferred_node_works(catalog, "tool-use", inferred)
-    assert rows and all(c >= presentation.INFERRED_MIN_CONFIDENCE for _, c in rows)
+    rows = inferred_node_works(catalog, "tool-use", inferred)
+    assert rows and all(c >= INFERRED_MIN_CONFIDENCE for _, c in rows)
     for work, confidence in rows:
         tops = [ranked[0] for ranked in inferred[work.key].values()]
         assert any("tool-use" in catalog.taxonomy.path(t.node) and t.confidence == confidence for t in tops)
-    assert presentation.inferred_node_works(catalog, "tool-use", inferred, min_confidence=1.01) == []
+    assert inferred_node_works(catalog, "tool-use", inferred, min_confidence=1.01) == []
+
+
+def test_import_form_is_checked_and_written_as_the_importers_csv(catalog):
+    import csv
+    import io
+
+    from app.presentation.imports import form_csv, form_problem, node_paths, upload_name, user_works_frame
+    from papers.ingest import AUTO_TAG
+    from papers.schema import Work
+
+    assert form_problem(" ", "2025") == "Title: required."
+    assert form_problem("A title", "25") == "Year: '25' is not a year."
+    assert form_problem("A title", "") is None and form_problem("A title", "2025") is None
+    rows = list(csv.reader(io.StringIO(form_csv(title="A, title", year="2025", abstract="x\ny"))))
+    assert rows == [["title", "year", "arxiv_id", "url", "code_url", "abstract"],
+                    ["A, title", "2025", "", "", "", "x\ny"]]
+    assert upload_name("../../etc/pass wd.bib") == "_.._etc_pass_wd.bib"  # one name in the uploads folder
+    assert upload_name(".hidden") == "hidden" and upload_name("...") == "upload"
+    works = [Work(key="a", title="A", nodes=("memory",)), Work(key="b", title="B", tags=(AUTO_TAG,)),
+             Work(key="c", title="C")]
+    frame = user_works_frame(works, {"c": "unknown node 'x'"})
+    assert list(frame["placement"]) == ["accepted", "suggested", "needs attention: unknown node 'x'"]
+    assert node_paths(catalog)["memory"].endswith("> Memory")
+
+
+def test_runs_table_and_curves_of_chosen_runs(tmp_path):
+    from app.presentation.runs import metric_frame, runs_frame
+
+    def run(run_id, rows):
+        path = tmp_path / f"{run_id}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return SimpleNamespace(id=run_id, status="done", implementation="grpo", env="calculator", model="tiny",
+                               config={"steps": 2}, final_metrics={"reward_mean": 0.5}, error=None, metrics_path=path)
+
+    runs = [run("r1", [{"step": 1, "reward_mean": 0.1}, {"step": 2, "reward_mean": 0.2}]),
+            run("r2", [{"step": 1, "kl": 0}])]
+    table = runs_frame(runs)
+    assert list(table["id"]) == ["r1", "r2"] and table["error"].tolist() == ["", ""] and table["accuracy"].isna().all()
+    curves = metric_frame(runs, ["r1", "r2"], "reward_mean")
+    assert list(curves.columns) == ["r1"] and curves["r1"].tolist() == [0.1, 0.2]
+    assert metric_frame(runs, ["r2"], "reward_mean").empty
+
+
+def test_transcript_marks_environment_tokens_and_escapes_every_text():
+    from app.presentation.lab import transcript_html
+
+    out = transcript_html([{"role": "model", "text": "<calc>2+3</calc>"}, {"role": "env", "text": "5 & <b>"},
+                           {"role": "system", "text": "hidden"}])
+    assert out.startswith("<pre style='white-space:pre-wrap'><span>&lt;calc&gt;")
+    assert "background:#fde68a" in out and "5 &amp; &lt;b&gt;" in out and "hidden" not in out

@@ -1,7 +1,9 @@
 """Algorithms: the survey's Table 2 (PPO / DPO / GRPO variants), filterable, and a side-by-side comparison."""
 import streamlit as st
 
-from app import presentation, routes, state, ui
+from app import routes, state, ui
+from app.presentation.algorithms import AlgorithmFilter
+from app.presentation.common import TABLE2, all_params, first_param
 
 cat = state.catalog()
 p = ui.params()
@@ -11,19 +13,19 @@ kls = sorted(set(frame["kl_penalty"]))
 methods = list(frame["method"])
 
 st.title("RL algorithms")
-st.caption(cat.tables[presentation.TABLE2].title)
+st.caption(cat.tables[TABLE2].title)
 
 # URL <-> widgets: family, clip, kl, q (text filter), compare
 known_family = {f.lower(): f for f in families}
 known_method = {m.lower(): m for m in methods}
 url_state = {
-    "algo_family": [known_family[f.lower()] for f in presentation.all_params(p, "family") if f.lower() in known_family],
-    "algo_clip": {"yes": "Yes", "no": "No"}.get(presentation.first_param(p, "clip").lower()),
-    "algo_kl": [k for k in presentation.all_params(p, "kl") if k in kls],
-    "algo_text": presentation.first_param(p, "q"),
-    "algo_compare": [known_method[m.lower()] for m in presentation.all_params(p, "compare") if m.lower() in known_method],
+    "algo_family": [known_family[f.lower()] for f in all_params(p, "family") if f.lower() in known_family],
+    "algo_clip": {"yes": "Yes", "no": "No"}.get(first_param(p, "clip").lower()),
+    "algo_kl": [k for k in all_params(p, "kl") if k in kls],
+    "algo_text": first_param(p, "q"),
+    "algo_compare": [known_method[m.lower()] for m in all_params(p, "compare") if m.lower() in known_method],
 }
-unknown = [m for m in presentation.all_params(p, "compare") if m.lower() not in known_method]
+unknown = [m for m in all_params(p, "compare") if m.lower() not in known_method]
 if not url_state["algo_compare"] and not unknown:
     url_state["algo_compare"] = ["PPO", "GRPO", "DAPO", "GSPO"]
 ui.seed_widgets("algorithms", url_state)
@@ -34,7 +36,7 @@ clip = c2.segmented_control("Clip", ["Yes", "No"], key="algo_clip")
 kl = c3.multiselect("KL penalty", kls, key="algo_kl", placeholder="any")
 text = c4.text_input("Filter", key="algo_text", placeholder="e.g. sequence, entropy, process")
 
-shown = presentation.AlgorithmFilter(tuple(fam or ()), clip or "", tuple(kl or ()), text or "").apply(frame)
+shown = AlgorithmFilter(tuple(fam or ()), clip or "", tuple(kl or ()), text or "").apply(frame)
 st.caption(f"{len(shown)} of {len(frame)} variants. Click a column header to sort; select rows to compare them.")
 table_key = f"algo-table-{ui.nonce()}"
 

@@ -4,7 +4,10 @@ import json
 import pandas as pd
 import streamlit as st
 
-from app import presentation, routes, ui
+from app import routes, ui
+from app.presentation.common import first_param
+from app.presentation.compare import (interval_chart, leaderboard_frame, passk_comparison_frame, passk_frame,
+                                      progression_frame)
 from lab.compare.results import available_results, passk_comparison, passk_reading
 
 st.title("Compare algorithms")
@@ -21,7 +24,7 @@ if not grids:
 
 labels = [g.label for g in grids]
 param = routes.PAGES["compare"].param
-wanted = presentation.first_param(ui.params(), param)
+wanted = first_param(ui.params(), param)
 default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
 chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__)]
 st.caption("Budget: " + ui.md(chosen.budget()))
@@ -38,9 +41,9 @@ for env, rows in chosen.board().items():
     if reference:
         st.caption(reference)
     if chosen.base.get(env):  # a base / SFT / SFT + RL grid: what each stage adds, paired on the problems
-        st.dataframe(presentation.progression_frame(stages[env]), hide_index=True, width="stretch")
-    st.vega_lite_chart(presentation.interval_chart(rows), width="stretch")
-    st.dataframe(presentation.leaderboard_frame(rows), hide_index=True, width="stretch")
+        st.dataframe(progression_frame(stages[env]), hide_index=True, width="stretch")
+    st.vega_lite_chart(interval_chart(rows), width="stretch")
+    st.dataframe(leaderboard_frame(rows), hide_index=True, width="stretch")
     env_curves = curves[curves["env"] == env] if not curves.empty else curves
     if not env_curves.empty:
         st.caption("Mean training reward per step (over seeds); DPO rows are not drawn: their per-step number "
@@ -50,10 +53,10 @@ for env, rows in chosen.board().items():
     if env in chosen.passk:
         st.caption("pass@k on held-out problems (unbiased estimator; temperature 1): where RL raises pass@1 "
                    "but not pass@k at large k, it sharpened rather than added abilities")
-        st.line_chart(presentation.passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
+        st.line_chart(passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
         paired = passk_comparison(chosen.passk[env])
         if paired:
-            st.dataframe(presentation.passk_comparison_frame(paired), hide_index=True, width="stretch")
+            st.dataframe(passk_comparison_frame(paired), hide_index=True, width="stretch")
             st.markdown(ui.md(passk_reading(paired)))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]

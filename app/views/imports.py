@@ -1,15 +1,13 @@
 """Import: add your own works (file upload or a form), see where they were placed, accept or correct."""
-import csv
-import io
-import re
 import time
 
 import pandas as pd
 import streamlit as st
 
 from app import state, ui
+from app.presentation.imports import form_csv, form_problem, node_paths, suggestions_caption, upload_name, user_works_frame
 from atlas_data import data_dir
-from papers.ingest import AUTO_TAG, ImportInputError, accept_placement, import_file
+from papers.ingest import ImportInputError, accept_placement, import_file
 from papers.userstore import UserStore
 
 st.title("Import your works")
@@ -46,8 +44,7 @@ with upload_tab:
     file = st.file_uploader("BibTeX (.bib), arXiv metadata JSON lines (.jsonl) or CSV with the catalog's columns (.csv)",
                             type=["bib", "bibtex", "jsonl", "json", "csv"])
     if file is not None and st.button("Import file", type="primary"):
-        safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", file.name).lstrip(".") or "upload"  # never a path
-        path = uploads / f"{int(time.time())}-{safe_name}"
+        path = uploads / f"{int(time.time())}-{upload_name(file.name)}"
         path.write_bytes(file.getvalue())
         run_import(path, file.name)
 with form_tab:
@@ -61,17 +58,13 @@ with form_tab:
         abstract = st.text_area("Abstract (used for placement and search)")
         submitted = st.form_submit_button("Add", type="primary")
     if submitted:
-        if not title.strip():
-            st.error("Title: required.")
-        elif year.strip() and not (year.strip().isdigit() and len(year.strip()) == 4):
-            st.error(f"Year: '{year}' is not a year.")
+        problem = form_problem(title, year)
+        if problem:
+            st.error(problem)
         else:
-            buf = io.StringIO()
-            writer = csv.writer(buf)
-            writer.writerow(["title", "year", "arxiv_id", "url", "code_url", "abstract"])
-            writer.writerow([title, year, arxiv_id, url, code_url, abstract])
             path = uploads / f"{int(time.time())}-form.csv"
-            path.write_text(buf.getvalue(), encoding="utf-8")
+            path.write_text(form_csv(title=title, year=year, arxiv_id=arxiv_id, url=url, code_url=code_url,
+                                     abstract=abstract), encoding="utf-8")
             run_import(path, "the form")
 
 if "import_report" in st.session_state:
@@ -95,11 +88,7 @@ if not works:
     st.info("None yet.")
     st.stop()
 attention = cat.attention
-st.dataframe(pd.DataFrame([{
-    "key": w.key, "title": w.title, "year": w.year, "placed in": "; ".join(w.nodes),
-    "placement": ("needs attention: " + attention[w.key]) if w.key in attention
-    else "suggested" if AUTO_TAG in w.tags else "accepted",
-} for w in works]), hide_index=True, width="stretch")
+st.dataframe(user_works_frame(works, attention), hide_index=True, width="stretch")
 
 by_key = {w.key: w for w in works}
 first_bad = next((k for k in by_key if k in attention), None)
@@ -111,8 +100,8 @@ if key in attention:
                icon=":material/warning:")
 suggestions = store.suggestions(key)
 if suggestions:
-    st.caption("Suggested: " + " · ".join(f"{cat.taxonomy[n].name} ({c:.0%})" for n, c in suggestions if n in cat.taxonomy))
-names = {n.id: " > ".join(cat.taxonomy[p].name for p in cat.taxonomy.path(n.id)) for n in cat.taxonomy}
+    st.caption(suggestions_caption(cat, suggestions))
+names = node_paths(cat)
 # a stored node the taxonomy lacks cannot be a default (Streamlit would refuse the whole widget)
 chosen = st.multiselect("Nodes", list(names), default=[n for n in work.nodes if n in names], format_func=names.get)
 c1, c2, c3 = st.columns(3)

@@ -1,10 +1,10 @@
 """Lab: pick an implementation, set its hyperparameters, launch a run, watch it learn, read its code."""
-import html
-
 import pandas as pd
 import streamlit as st
 
-from app import presentation, ui
+from app import ui
+from app.presentation.common import first_param
+from app.presentation.lab import transcript_html
 from app.state import run_manager
 from lab import catalog as lab
 from lab.runs import progress, read_jsonl, warm_start_progress
@@ -18,14 +18,14 @@ st.title("Lab")
 st.caption("Train a reference implementation on this machine's CPU. Runs are separate processes: "
            "closing the page does not stop them, and a crashing run cannot take the app down.")
 
-wanted = presentation.first_param(p, "impl", impls[0].id)
+wanted = first_param(p, "impl", impls[0].id)
 if wanted not in by_id:
     st.warning(f"No runnable implementation '{ui.md(wanted[:200])}'.")
     wanted = impls[0].id
 impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wanted),
                        format_func=lambda i: by_id[i].title)
 impl = by_id[impl_id]
-wanted_preset = presentation.first_param(p, "preset", lab.default_preset(impl))
+wanted_preset = first_param(p, "preset", lab.default_preset(impl))
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(wanted_preset) if wanted_preset in lab.PRESETS else 0)
 st.caption(lab.PRESETS[preset]["note"])
@@ -94,7 +94,7 @@ if errors:
     st.error(f"Fix {len(errors)} hyperparameter{'s' if len(errors) > 1 else ''} before launching: "
              + ", ".join(errors), icon=":material/error:")
 
-run_id = presentation.first_param(p, "run", "")
+run_id = first_param(p, "run", "")
 
 
 @st.fragment(run_every=2.0)
@@ -149,15 +149,8 @@ def live_run(run_id: str) -> None:
     if not samples:
         st.caption("None yet.")
     for s in reversed(samples):
-        parts = []
-        for seg in s.get("segments", []):
-            text = html.escape(seg.get("text", ""))
-            if seg.get("role") == "model":
-                parts.append(f"<span>{text}</span>")
-            elif seg.get("role") == "env":
-                parts.append(f"<span style='background:#fde68a' title='environment tokens: masked from the loss'>{text}</span>")
         st.markdown(f"step {ui.md(s.get('step'))} · reward **{ui.md(s.get('reward'))}** · turns {ui.md(s.get('turns'))}")
-        st.markdown("<pre style='white-space:pre-wrap'>" + "".join(parts) + "</pre>", unsafe_allow_html=True)
+        st.markdown(transcript_html(s.get("segments", [])), unsafe_allow_html=True)
     st.caption("Yellow: tool/environment tokens (loss mask 0). Plain: tokens the model wrote (trained on).")
     with st.expander("Log"):
         try:

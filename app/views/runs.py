@@ -1,10 +1,10 @@
 """Runs: history, overlay of several runs' curves, metrics as CSV, delete with confirmation."""
-import pandas as pd
 import streamlit as st
 
 from app import routes, ui
+from app.presentation.runs import METRICS, metric_frame, runs_frame
 from app.state import run_manager
-from lab.runs import metrics_csv, read_jsonl
+from lab.runs import metrics_csv
 
 st.title("Runs")
 manager = run_manager()
@@ -13,25 +13,15 @@ if not runs:
     st.info("No runs yet. Start one in the Lab.")
     st.stop()
 
-table = pd.DataFrame([{
-    "id": r.id, "status": r.status, "algorithm": r.implementation, "env": r.env, "model": r.model,
-    "steps": r.config.get("steps"), "reward_mean": r.final_metrics.get("reward_mean"),
-    "accuracy": r.final_metrics.get("accuracy"), "error": r.error or "",
-} for r in runs])
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(runs_frame(runs), hide_index=True, width="stretch")
 st.caption(f"TensorBoard: `tensorboard --logdir {manager.root}`")
 
 chosen = st.multiselect("Compare runs", [r.id for r in runs], default=[r.id for r in runs[:2]])
-metric = st.selectbox("Metric", ["reward_mean", "accuracy", "loss", "kl", "clip_frac", "entropy", "grad_norm", "tokens_per_s"])
+metric = st.selectbox("Metric", list(METRICS))
 if chosen:
-    series = {}
-    for r in runs:
-        if r.id in chosen:
-            rows = read_jsonl(r.metrics_path)
-            if rows and metric in rows[0]:
-                series[r.id] = pd.Series([m[metric] for m in rows], index=[m["step"] for m in rows])
-    if series:
-        st.line_chart(pd.DataFrame(series), height=280, x_label="step", y_label=metric)
+    curves = metric_frame(runs, chosen, metric)
+    if not curves.empty:
+        st.line_chart(curves, height=280, x_label="step", y_label=metric)
     st.download_button("Metrics of the chosen runs (CSV)", metrics_csv([r for r in runs if r.id in chosen]),
                        file_name="metrics.csv", mime="text/csv")
 

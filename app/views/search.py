@@ -1,30 +1,33 @@
 """Search: a query box, facets in the sidebar, results that say why they matched, export, similar works.
 
 Every search is a URL: ``search?q=memory+agents&kind=method&from=2025&code=yes&page=2``
-(see ``app.presentation.SearchState`` for the parameters). ``search?like=<key>`` lists works similar
+(see ``app.presentation.search.SearchState`` for the parameters). ``search?like=<key>`` lists works similar
 to one work.
 """
 import zlib
 
 import streamlit as st
 
-from app import presentation, routes, state, ui
+from app import routes, state, ui
+from app.presentation.common import DIMENSION_LABELS, DIMENSIONS, Lookup, all_params, first_param, lookup_work, work_label
+from app.presentation.search import PAGE_SIZE, SearchState, algorithm_names, md_link, why_matched
+from papers.schema import KINDS
 from papers import worksets
 from papers.authors import display_authors
 
 cat = state.catalog()
 p = ui.params()
-url, problems = presentation.SearchState.from_params(p, cat)
-likes = [presentation.lookup_work(cat, raw) for raw in presentation.all_params(p, "like")] if "like" in p else None
+url, problems = SearchState.from_params(p, cat)
+likes = [lookup_work(cat, raw) for raw in all_params(p, "like")] if "like" in p else None
 
 node_opts = state.node_options()
-algo_names = presentation.algorithm_names(cat)
+algo_names = algorithm_names(cat)
 years = [w.year for w in cat if w.year]
 ymin, ymax = min(years), max(years)
 SCOPE = "search"
 
 
-def widget_state(s: presentation.SearchState) -> dict:
+def widget_state(s: SearchState) -> dict:
     return {
         "s_q": s.q, "s_nodes": list(s.nodes), "s_dims": list(s.dimensions),
         "s_years": (max(ymin, s.year_from or ymin), min(ymax, s.year_to or ymax)),
@@ -36,8 +39,8 @@ def widget_state(s: presentation.SearchState) -> dict:
 
 # author and tag filters (papers.authors, papers.annotations): URL parameters author= and tag=
 tag_counts = worksets.tag_counts()
-url_author = " ".join(presentation.first_param(p, "author").split()) if "author" in p else ""
-url_tags = [t for t in presentation.all_params(p, "tag") if t.strip()]
+url_author = " ".join(first_param(p, "author").split()) if "author" in p else ""
+url_tags = [t for t in all_params(p, "tag") if t.strip()]
 ui.seed_widgets(SCOPE + "-people", {"s_author": url_author, "s_tags": url_tags})
 ui.seed_widgets(SCOPE, widget_state(url))
 if st.session_state.get("_s_page_url") != url.page or "s_page" not in st.session_state:
@@ -46,7 +49,7 @@ st.session_state["_s_page_url"] = url.page
 
 
 def _clear_filters() -> None:
-    for k, v in widget_state(presentation.SearchState(q=st.session_state.get("s_q", ""))).items():
+    for k, v in widget_state(SearchState(q=st.session_state.get("s_q", ""))).items():
         st.session_state[k] = v
     st.session_state["s_author"], st.session_state["s_tags"] = "", []
 
@@ -56,10 +59,10 @@ with st.sidebar:
     st.subheader("Filters")
     st.multiselect("Taxonomy nodes", list(node_opts), key="s_nodes", format_func=node_opts.get,
                    placeholder="any node", help="Works placed in any of these nodes or below them.")
-    st.multiselect("Dimensions", list(presentation.DIMENSIONS), key="s_dims", format_func=presentation.DIMENSION_LABELS.get,
+    st.multiselect("Dimensions", list(DIMENSIONS), key="s_dims", format_func=DIMENSION_LABELS.get,
                    placeholder="any dimension")
     st.slider("Years", ymin, ymax, key="s_years")
-    st.multiselect("Kind", list(presentation.KINDS), key="s_kinds", placeholder="any kind")
+    st.multiselect("Kind", list(KINDS), key="s_kinds", placeholder="any kind")
     st.multiselect("Algorithm", algo_names, key="s_algos", placeholder="any algorithm")
     st.segmented_control("Code released", ["any", "yes", "no"], key="s_code", required=True)
     st.text_input("Author", key="s_author", placeholder="e.g. Jiawei Han", help="Full name, or a family name alone.")
@@ -68,9 +71,9 @@ with st.sidebar:
                        placeholder="any", format_func=lambda t: f"{t} ({tag_counts.get(t, 0)})")
     with st.expander("Exclude", expanded=bool(url.exclude_nodes or url.exclude_kinds)):
         st.multiselect("Nodes", list(node_opts), key="s_xnodes", format_func=node_opts.get, placeholder="none")
-        st.multiselect("Kinds", list(presentation.KINDS), key="s_xkinds", placeholder="none")
+        st.multiselect("Kinds", list(KINDS), key="s_xkinds", placeholder="none")
     with st.expander("Ranking", expanded=url.mode != "hybrid"):
-        st.segmented_control("Mode", list(presentation.SearchState.MODES), key="s_mode", required=True,
+        st.segmented_control("Mode", list(SearchState.MODES), key="s_mode", required=True,
                              help="hybrid: words and meaning fused; lexical: words only (BM25); dense: meaning only")
     st.button("Clear filters", on_click=_clear_filters, icon=":material/filter_alt_off:")
 
@@ -81,7 +84,7 @@ st.text_input("Search the catalog", key="s_q", placeholder="e.g. agents that lea
 
 y0, y1 = st.session_state["s_years"]
 ss = st.session_state
-current = presentation.SearchState(
+current = SearchState(
     q=" ".join((ss["s_q"] or "").split()), nodes=tuple(ss["s_nodes"]), dimensions=tuple(ss["s_dims"]),
     year_from=y0 if y0 > ymin else None, year_to=y1 if y1 < ymax else None, kinds=tuple(ss["s_kinds"]),
     algorithms=tuple(ss["s_algos"]), has_code={"any": None, "yes": True, "no": False}[ss["s_code"] or "any"],
@@ -114,13 +117,13 @@ if likes is not None:
     # works similar to one or several works: search?like=<key>[,<key> ...]
     missing = [lk for lk in likes if lk.found is None]
     if missing or not likes:
-        bad = missing[0] if missing else presentation.Lookup("", None)
+        bad = missing[0] if missing else Lookup("", None)
         ui.not_found("work", bad.value, [(s, routes.search(like=s)) for s in bad.suggestions])
         st.stop()
     like_keys = list(dict.fromkeys(lk.found for lk in likes))
-    names = ", ".join(presentation.work_label(cat.works[k]) for k in like_keys[:3]) + (" ..." if len(like_keys) > 3 else "")
+    names = ", ".join(work_label(cat.works[k]) for k in like_keys[:3]) + (" ..." if len(like_keys) > 3 else "")
     st.subheader(f"Works similar to {ui.md(names)}")
-    ui.chips([*((f"Open {presentation.work_label(cat.works[k])}", routes.work(k)) for k in like_keys[:3]),
+    ui.chips([*((f"Open {work_label(cat.works[k])}", routes.work(k)) for k in like_keys[:3]),
               ("Back to a plain search", routes.search(**current.to_params()))])
     if len(like_keys) == 1:
         hits = index.similar(key=like_keys[0], k=30, filters={**current.filter_kwargs(), "keys": restrict})
@@ -135,17 +138,17 @@ else:
     try:
         filters = SearchFilters(**current.filter_kwargs(), keys=restrict)
         page_no = current.page
-        res = index.search(current.q, k=presentation.PAGE_SIZE, offset=(page_no - 1) * presentation.PAGE_SIZE, filters=filters,
+        res = index.search(current.q, k=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, filters=filters,
                            mode=current.mode)
     except (KeyError, ValueError) as e:  # a filter value the index does not know: say so, no traceback
         st.warning(f"This search cannot run: {ui.md(e.args[0] if e.args else e)}", icon=":material/filter_alt_off:")
         st.stop()
-    pages = max(1, -(-res.total // presentation.PAGE_SIZE))
+    pages = max(1, -(-res.total // PAGE_SIZE))
     if page_no > pages:  # a link to a page past the end: show the last one
         page_no = pages
         current = current.with_page(pages)
         ss["s_page"] = pages
-        res = index.search(current.q, k=presentation.PAGE_SIZE, offset=(page_no - 1) * presentation.PAGE_SIZE, filters=filters,
+        res = index.search(current.q, k=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, filters=filters,
                            mode=current.mode)
     total, page_hits = res.total, res.hits
     all_keys = None  # computed below, only for the downloads
@@ -179,21 +182,21 @@ with st.container(horizontal=True, gap="small"):
         ui.page_link(routes.search(like=",".join(h.key for h in page_hits[:3])), "More like the top 3",
                      icon=":material/auto_awesome:")
 
-start = (current.page - 1) * presentation.PAGE_SIZE if likes is None else 0
+start = (current.page - 1) * PAGE_SIZE if likes is None else 0
 for rank, hit in enumerate(page_hits, start=start + 1):
     w = cat.works[hit.key]
     with st.container(border=True, key=f"hit-{rank}"):
         head, side = st.columns([5, 1], vertical_alignment="top")
         with head:
-            ui.work_link(w.key, f"**{rank}. {ui.md(presentation.work_label(w, 90))}**")
-            meta = [str(w.year or "n.d."), w.kind] + [link for link in (presentation.md_link("code", w.code_url),
-                                                                         presentation.md_link("arXiv", w.arxiv_url)) if link]
+            ui.work_link(w.key, f"**{rank}. {ui.md(work_label(w, 90))}**")
+            meta = [str(w.year or "n.d."), w.kind] + [link for link in (md_link("code", w.code_url),
+                                                                        md_link("arXiv", w.arxiv_url)) if link]
             st.caption(" · ".join(meta) + (f" · {ui.md(w.title)}" if w.name else ""))
             if w.authors:
                 st.caption(ui.md(display_authors(w.authors, limit=6)))
             if w.summary:
                 st.markdown(ui.md(w.summary) + (" *(low-confidence summary)*" if w.summary_confidence == "low" else ""))
-            why = presentation.why_matched(cat, hit)
+            why = why_matched(cat, hit)
             if why:
                 st.markdown(f":blue-badge[:material/lightbulb: why] {ui.md(why)}")
         with side:
@@ -205,8 +208,8 @@ def _turn_page(widget_key: str) -> None:
     st.session_state["s_page"] = int(st.session_state[widget_key])
 
 
-if likes is None and total > presentation.PAGE_SIZE:
+if likes is None and total > PAGE_SIZE:
     # keyed on the search and the page, so the widget always starts from the URL's page
     pager_key = f"s_pager-{zlib.crc32(repr(current).encode())}"
-    st.pagination(max(1, -(-total // presentation.PAGE_SIZE)), default=current.page, key=pager_key,
+    st.pagination(max(1, -(-total // PAGE_SIZE)), default=current.page, key=pager_key,
                   on_change=_turn_page, args=(pager_key,))

@@ -1,17 +1,21 @@
 """Taxonomy: a tree / graph / list per dimension, and a page per node (``taxonomy?node=<id>``)."""
+from contextlib import nullcontext
 from functools import partial
 
 import streamlit as st
 
-from app import presentation, routes, state, ui
-from lab import catalog as lab
+from app import routes, state, ui
+from app.presentation.common import (DIMENSION_LABELS, DIMENSIONS, INFERRED_MIN_CONFIDENCE, algorithm_nodes,
+                                     first_param, lookup_node, works_frame)
+from app.presentation.node_sections import NodeContext, node_sections
+from app.presentation.taxonomy import DIMENSION_SHORT, inferred_node_works, node_page, tree_frame
 
 cat = state.catalog()
 tax = cat.taxonomy
 p = ui.params()
 NODE = routes.PAGES["taxonomy"].param
-node_param = presentation.first_param(p, NODE) if NODE in p else None
-looked = presentation.lookup_node(cat, node_param) if node_param is not None else None
+node_param = first_param(p, NODE) if NODE in p else None
+looked = lookup_node(cat, node_param) if node_param is not None else None
 
 # -- sidebar: jump to any node -------------------------------------------------------------------
 options = state.node_options()
@@ -28,66 +32,42 @@ st.sidebar.selectbox("Jump to a node", list(options), format_func=options.get, k
                      index=None, placeholder="Type a node name ...", on_change=_jump)
 
 
-def node_page(node_id: str) -> None:
+# how the node page shows each kind of part of a node section (app.presentation.node_sections.PART_KINDS)
+SHOW_PART = {
+    "markdown": lambda part: st.markdown(part.body),
+    "caption": lambda part: st.caption(part.body),
+    "latex": lambda part: st.latex(part.body),
+    "table": lambda part: st.dataframe(part.body, hide_index=True, width="stretch"),
+    "note": lambda part: st.info(part.body, icon=part.icon),
+    "link": lambda part: ui.page_link(part.body, part.label, icon=part.icon),
+}
+
+
+def show_blocks(blocks) -> None:
+    """A node section's blocks, each in a bordered box or straight on the page."""
+    for block in blocks:
+        with st.container(border=True) if block.boxed else nullcontext():
+            for part in block.parts:
+                SHOW_PART[part.kind](part)
+
+
+def show_node(node_id: str) -> None:
     desc_default = True
-    ui.seed_widgets("taxonomy-node", {"with_descendants": presentation.first_param(p, "desc", "1") != "0"})
+    ui.seed_widgets("taxonomy-node", {"with_descendants": first_param(p, "desc", "1") != "0"})
     has_children = bool(tax.children.get(node_id))
     include = st.session_state["with_descendants"] if has_children else desc_default
-    page = presentation.node_page(cat, node_id, include_descendants=include)
+    page = node_page(cat, node_id, include_descendants=include)
 
     ui.breadcrumb(page.path)
     st.title(page.name)
     st.caption(
-        f"{presentation.DIMENSION_LABELS[page.dimension]} · survey section §{page.section} · "
+        f"{DIMENSION_LABELS[page.dimension]} · survey section §{page.section} · "
         f"{page.all_works} work{'s' if page.all_works != 1 else ''}"
         + (f" ({page.direct_works} placed here directly)" if has_children else "")
     )
     st.markdown(page.description)
-    impls = lab.for_node(node_id)
-    for impl in impls:
-        with st.container(border=True):
-            st.markdown(f"**Reference implementation:** {ui.md(impl.title)}. {ui.md(impl.summary)}")
-            if impl.changes:
-                st.markdown(f"**What it changes and why.** {ui.md(impl.changes)}")
-            if impl.survey_vs_paper:
-                st.markdown(f"**Survey vs paper.** {ui.md(impl.survey_vs_paper)}")
-            if lab.equation(impl):
-                st.latex(lab.equation(impl))
-            if impl.paper:
-                st.caption(f"Implemented from: {ui.md(impl.paper)}")
-            ui.page_link(presentation.run_link(impl), "Run this", icon=":material/play_arrow:")
-    if impls:
-        compared = presentation.node_comparison_lines(state.comparison_results(), {i.id for i in impls})
-        for _, line in compared:
-            st.caption(line)  # Markdown whose names node_comparison_lines escaped
-        if compared:
-            ui.page_link(routes.compare(grid=compared[0][0]), "See the comparison", icon=":material/leaderboard:")
-    for record in state.value_search_results(node_id):  # issue 20: the learned value guiding a search
-        with st.container(border=True):
-            st.markdown(f"**Measured: a learned value guiding best-first search on {ui.md(record['env'])}**, "
-                        f"against a fixed heuristic, unguided search and the policy alone, at equal model calls "
-                        f"({ui.md(record['model'])}; held-out puzzles; docs/env_textgames_value.md).")
-            st.dataframe(presentation.value_search_frame(record), hide_index=True, width="stretch")
-            for line in presentation.value_search_verdicts(record):
-                st.caption(line)
-    if lab.not_implemented(node_id):
-        st.info("**No reference implementation yet.** " + ui.md(lab.not_implemented(node_id)), icon=":material/pending:")
-    proxy = presentation.node_proxy_note(node_id) if not impls else None  # issue 22: capability/task proxies
-    if proxy is not None:
-        st.info(f"**{ui.md(proxy.heading)}** {ui.md(proxy.text)}", icon=":material/pending:")
-        if proxy.link is not None:
-            ui.page_link(proxy.link, proxy.link_label, icon=":material/play_arrow:")
-    if node_id == presentation.PASSK_NODE:  # the comparison's pass@k answers this node's question
-        note = presentation.passk_note(state.comparison_results())
-        st.info(f"**{note.heading}** {note.text}", icon=":material/query_stats:")  # own text; grid names escaped
-        ui.page_link(note.link, note.link_label, icon=":material/leaderboard:")
-    family = presentation.family_base(cat, node_id) if not impls else None
-    if family is not None:
-        with st.container(border=True):
-            st.markdown(f"**A family of algorithms.** Its base implementation is {ui.md(family.title)}; each "
-                        "variant below with a reference implementation has its own *Run this*.")
-            ui.page_link(presentation.run_link(family), "Run the family's base",
-                         icon=":material/play_arrow:")
+    for _, blocks in node_sections(NodeContext(cat, node_id, load_grids=state.comparison_results)):
+        show_blocks(blocks)
 
     if page.children:
         st.subheader("Sub-nodes")
@@ -101,20 +81,20 @@ def node_page(node_id: str) -> None:
         ui.publish("taxonomy-node", {"with_descendants": new}, {NODE: node_id, **({} if new else {"desc": "0"})})
     if page.works:
         st.caption("Select a row to open the work.")
-    ui.works_table(presentation.works_frame(page.works, cat), key=f"node-works-{node_id}-{include}-{ui.nonce()}")
+    ui.works_table(works_frame(page.works, cat), key=f"node-works-{node_id}-{include}-{ui.nonce()}")
     if page.works:
         ui.export_buttons([w.key for w in page.works], stem=f"atlas-{node_id}", key=f"node-dl-{node_id}-{include}")
     ui.search_link(f"Search within {page.name}", node=node_id)
 
     if page.dimension in ("capability", "task"):
         inferred, inferred_error = state.inferred_axes()
-        guessed = presentation.inferred_node_works(cat, node_id, inferred) if not inferred_error else []
+        guessed = inferred_node_works(cat, node_id, inferred) if not inferred_error else []
         if guessed and st.toggle(f"Also show {len(guessed)} method{'s' if len(guessed) != 1 else ''} the placement "
                                  "model puts here (inferred, not the survey's)", key=f"inferred-{node_id}"):
             st.caption("For each, the survey gives only the other axis; this is the model's first choice for this "
-                       f"one, with confidence at least {presentation.INFERRED_MIN_CONFIDENCE:.0%} "
+                       f"one, with confidence at least {INFERRED_MIN_CONFIDENCE:.0%} "
                        "(docs/axis_inference.md: 80 % of such first choices match the survey where it places both).")
-            frame = presentation.works_frame([w for w, _ in guessed], cat)
+            frame = works_frame([w for w, _ in guessed], cat)
             frame.insert(0, "confidence", [round(c, 2) for _, c in guessed])
             ui.works_table(frame, key=f"node-inferred-{node_id}-{ui.nonce()}",
                            columns=["confidence", "open", "name", "title", "year", "kind", "nodes"])
@@ -137,7 +117,7 @@ def node_page(node_id: str) -> None:
 
     if page.algorithms:
         st.subheader("Algorithms its works use")
-        algo_nodes = presentation.algorithm_nodes(cat)
+        algo_nodes = algorithm_nodes(cat)
         ui.chips([
             (f"{a} · {n}", routes.node(algo_nodes[a.lower()])) if a.lower() in algo_nodes
             else (f"{a} · {n}", routes.search(algo=a))
@@ -157,21 +137,21 @@ def browser() -> None:
         "The survey's map in six dimensions. Click a node in the tree or the graph to open it; "
         "hover for its description."
     )
-    dims = [*presentation.DIMENSIONS, "all"]
-    dim_param = presentation.first_param(p, "dim", "capability").lower()
-    view_param = presentation.first_param(p, "view", "tree").lower()
+    dims = [*DIMENSIONS, "all"]
+    dim_param = first_param(p, "dim", "capability").lower()
+    view_param = first_param(p, "view", "tree").lower()
     ui.seed_widgets("taxonomy-browser", {
         "tax_dim": dim_param if dim_param in dims else "capability",
         "tax_view": view_param if view_param in ("tree", "graph", "list") else "tree",
     })
     controls = st.container(horizontal=True, wrap=True, gap="medium", vertical_alignment="bottom")
     dim = controls.segmented_control("Dimension", dims, key="tax_dim", required=True,
-                               format_func=lambda d: "All" if d == "all" else presentation.DIMENSION_SHORT[d])
+                               format_func=lambda d: "All" if d == "all" else DIMENSION_SHORT[d])
     view = controls.segmented_control("View", ["tree", "graph", "list"], key="tax_view", required=True,
                                 format_func={"tree": "Tree", "graph": "Graph", "list": "List"}.get)
     ui.publish("taxonomy-browser", {"tax_dim": dim, "tax_view": view},
                {k: v for k, v in (("dim", dim), ("view", view)) if v != {"dim": "capability", "view": "tree"}[k]})
-    chosen = list(presentation.DIMENSIONS) if dim == "all" else [dim]
+    chosen = list(DIMENSIONS) if dim == "all" else [dim]
 
     if view == "graph":
         g1, g2, _ = st.columns([1, 1, 3])
@@ -190,7 +170,7 @@ def browser() -> None:
             elif kind == "work":
                 ui.goto(routes.work(value))
             else:
-                algo_node = presentation.algorithm_nodes(cat).get(value.lower())
+                algo_node = algorithm_nodes(cat).get(value.lower())
                 ui.goto(routes.node(algo_node)) if algo_node else ui.goto(routes.search(algo=value))
 
         st.caption("Scroll to zoom, drag to pan, hover for details, click to open. Circles sized by works are "
@@ -201,7 +181,7 @@ def browser() -> None:
 
     for d in chosen:
         if len(chosen) > 1:
-            st.subheader(presentation.DIMENSION_LABELS[d])
+            st.subheader(DIMENSION_LABELS[d])
         if view == "tree":
             tree = state.tree_view(d)
 
@@ -210,9 +190,9 @@ def browser() -> None:
                     ui.goto(routes.node(tree.ids[index]))
 
             ui.echarts(tree, key=f"tree-{d}-{ui.nonce()}", on_pick=_pick,
-                       alt=f"Tree of the {presentation.DIMENSION_LABELS[d]} dimension")
+                       alt=f"Tree of the {DIMENSION_LABELS[d]} dimension")
         else:
-            frame = presentation.tree_frame(cat, d)
+            frame = tree_frame(cat, d)
             key = f"tree-list-{d}-{ui.nonce()}"
             st.dataframe(
                 frame.drop(columns=["node"]), key=key, hide_index=True, width="stretch",
@@ -239,4 +219,4 @@ elif looked.found is None:
 else:
     if looked.found != node_param:  # a name or odd case: show the canonical link
         ui.set_params(dict(routes.node(looked.found).query))
-    node_page(looked.found)
+    show_node(looked.found)

@@ -1,12 +1,15 @@
 """Work page (``work?key=<key>``, or an arXiv id / name): every fact, links, placements, tables, similar works."""
 import streamlit as st
 
-from app import presentation, routes, state, ui
+from app import routes, state, ui
+from app.presentation.common import first_param, lookup_work, works_frame
+from app.presentation.search import results_frame
+from app.presentation.work import facts_markdown, work_page
 from papers.companion import companion_row
 
 cat = state.catalog()
 p = ui.params()
-raw = presentation.first_param(p, routes.PAGES["work"].param)
+raw = first_param(p, routes.PAGES["work"].param)
 options = state.work_options()
 
 
@@ -16,7 +19,7 @@ def _jump() -> None:
         ui.goto(routes.work(chosen))
 
 
-looked = presentation.lookup_work(cat, raw) if raw else None
+looked = lookup_work(cat, raw) if raw else None
 ui.seed_widgets("work-picker", {"work_picker": looked.found if looked and looked.found else None})
 st.sidebar.selectbox("Jump to a work", list(options), format_func=options.get, key="work_picker", index=None,
                      placeholder="Type a work's name ...", on_change=_jump)
@@ -34,7 +37,7 @@ if looked.found is None:
 if looked.found != raw:  # an arXiv id or a name: show the canonical link
     ui.set_params(dict(routes.work(looked.found).query))
 
-page = presentation.work_page(cat, looked.found)
+page = work_page(cat, looked.found)
 w = page.work
 md = ui.md  # a work's text may be the user's own import: shown literally, never as markup
 st.caption(f"{w.kind.capitalize()} · {w.year or 'n.d.'}" + (f" · {md(w.venue)}" if w.venue else ""))
@@ -86,7 +89,7 @@ with left:
         ui.chips([(a, routes.node(nid)) if nid else (a, routes.search(algo=a)) for a, nid in page.algorithms])
 with right:
     st.subheader("Facts")
-    st.markdown(presentation.facts_markdown(page.facts))
+    st.markdown(facts_markdown(page.facts))
 
 st.subheader("Your tags and note")
 ui.annotations_editor(cat, w.key)
@@ -104,7 +107,7 @@ st.subheader("Similar works")
 tab_meaning, tab_place = st.tabs(["Similar in content", "Sharing its taxonomy nodes"])
 with tab_place:
     if page.related:
-        frame = presentation.works_frame([r for r, _ in page.related], cat)
+        frame = works_frame([r for r, _ in page.related], cat)
         frame.insert(2, "why", [f"{n} shared node{'s' if n != 1 else ''}" for _, n in page.related])
         ui.works_table(frame, key=f"related-{w.key}-{ui.nonce()}", columns=["open", "name", "title", "year", "why"])
     else:
@@ -113,7 +116,7 @@ with tab_meaning:
     index = state.search_index() if state.search_available() else None
     if index is not None and w.key in index:
         hits = index.similar(key=w.key, k=8)
-        frame = presentation.results_frame(cat, hits)
+        frame = results_frame(cat, hits)
         frame["why"] = [f"similarity {h.score:.2f}" for h in hits]
         ui.works_table(frame, key=f"similar-{w.key}-{ui.nonce()}", columns=["open", "name", "title", "year", "why"])
         ui.search_link("More works like this one", like=w.key)

@@ -157,7 +157,7 @@ def _method(mean, low, high, calls):
 
 
 def test_value_search_table_and_verdicts_from_a_hand_record():
-    from app import presentation
+    from app.presentation.node_sections import VALUE_SEARCH_METHODS, value_search_frame, value_search_verdicts
 
     diff = {"difference": {"mean": 0.25, "low": 0.1, "high": 0.4}, "verdict": "better", "p_value": 0.001}
     record = {"budgets": [{"budget": 32, "n": 100, "plan_length": {"heuristic": 9.0, "learned": 11.5},
@@ -166,27 +166,27 @@ def test_value_search_table_and_verdicts_from_a_hand_record():
                            "learned_vs_heuristic": {**diff, "difference": {"mean": -0.3, "low": -0.42, "high": -0.18},
                                                     "verdict": "worse"},
                            "learned_vs_policy": diff}]}
-    frame = presentation.value_search_frame(record)  # a record from before the uninformed control: 3 methods
-    labels = presentation.VALUE_SEARCH_METHODS
+    frame = value_search_frame(record)  # a record from before the uninformed control: 3 methods
+    labels = VALUE_SEARCH_METHODS
     assert list(frame["method"]) == [labels["policy"], labels["heuristic"], labels["learned"]]
     learned = frame.iloc[2]
     assert (learned["solved %"], learned["95% low"], learned["95% high"], learned["mean calls"],
             learned["mean plan length (puzzles it solved)"]) == (30.0, 21.0, 39.0, 25.2, 11.5)
     assert frame["mean plan length (puzzles it solved)"].isna().iloc[0]  # the policy has none
-    [line] = presentation.value_search_verdicts(record)
+    [line] = value_search_verdicts(record)
     assert line == ("32 calls, 100 held-out puzzles: learned value vs the heuristic -30 points [-42, -18], worse; "
                     "vs the policy +25 points [+10, +40], better.")
     # with the uninformed control: its row between the policy and the heuristic, and a third verdict
     record["budgets"][0]["methods"]["uninformed"] = _method(0.57, 0.47, 0.66, 48.85)
     record["budgets"][0]["learned_vs_uninformed"] = {**diff, "difference": {"mean": 0.33, "low": 0.24, "high": 0.42}}
-    frame = presentation.value_search_frame(record)
+    frame = value_search_frame(record)
     assert list(frame["method"]) == list(labels.values()) and frame.iloc[1]["solved %"] == 57.0
-    [line] = presentation.value_search_verdicts(record)
+    [line] = value_search_verdicts(record)
     assert line.endswith("vs the policy +25 points [+10, +40], better; vs no guidance +33 points [+24, +42], better.")
     del record["budgets"][0]["learned_vs_uninformed"]
     # a record is a file a user may have written: its verdict text is shown literally, not as Markdown
     record["budgets"][0]["learned_vs_policy"] = {**diff, "verdict": "[better](https://x.example) **bold**"}
-    [line] = presentation.value_search_verdicts(record)
+    [line] = value_search_verdicts(record)
     assert "[better](https" not in line and "**bold**" not in line and r"\*\*bold\*\*" in line
 
 
@@ -245,14 +245,14 @@ def test_policy_successes_counts_calls_per_problem_across_batched_chunks(monkeyp
 def test_the_shipped_records_load_and_tabulate():
     """What ships in lab/results/value-search/ is read by the node page: valid records, every method a row with an
     interval that holds its mean, and no path of the machine that made them."""
-    from app import presentation
+    from app.presentation.node_sections import value_search_frame, value_search_verdicts
     from lab import value_search_results
 
     records = value_search_results.load()
     assert {r["env"] for r in records} >= {"sokoban"}
     for record in records:
         assert record["node"] == "planning-external-guide" and not record["model"].startswith("/")
-        frame = presentation.value_search_frame(record)
+        frame = value_search_frame(record)
         assert len(frame) == sum(len(b["methods"]) for b in record["budgets"])
         assert ((frame["95% low"] <= frame["solved %"]) & (frame["solved %"] <= frame["95% high"])).all()
-        assert len(presentation.value_search_verdicts(record)) == len(record["budgets"])
+        assert len(value_search_verdicts(record)) == len(record["budgets"])

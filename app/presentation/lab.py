@@ -1,0 +1,39 @@
+"""The Lab page's data, computed without Streamlit, and the links into it: "Run this" for an implementation
+(its default preset), the Lab link of a node, and a training transcript as HTML with the environment's
+tokens marked.
+
+    run_link(impl).url                             # "lab?impl=calculator-grpo&preset=learn"
+"""
+from __future__ import annotations
+
+import html
+
+from app import routes
+
+
+def run_link(impl) -> routes.Link:
+    """The Lab page of ``impl`` with the preset "Run this" opens (lab.catalog.default_preset)."""
+    from lab.catalog import default_preset
+
+    return routes.lab(impl=impl.id, preset=default_preset(impl))
+
+
+def lab_link(node_id: str) -> routes.Link | None:
+    """The Lab page of the node's first reference implementation (its default preset), or None."""
+    from lab.catalog import for_node
+
+    impls = for_node(node_id)
+    return run_link(impls[0]) if impls else None
+
+
+def transcript_html(segments: list[dict]) -> str:
+    """A sampled episode's segments as one ``<pre>`` block: the model's text plain, the environment's
+    (masked from the loss) on yellow; every text HTML-escaped, segments of any other role left out."""
+    parts = []
+    for seg in segments:
+        text = html.escape(seg.get("text", ""))
+        if seg.get("role") == "model":
+            parts.append(f"<span>{text}</span>")
+        elif seg.get("role") == "env":
+            parts.append(f"<span style='background:#fde68a' title='environment tokens: masked from the loss'>{text}</span>")
+    return "<pre style='white-space:pre-wrap'>" + "".join(parts) + "</pre>"

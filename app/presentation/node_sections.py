@@ -1,0 +1,326 @@
+"""What only some node pages show, computed without Streamlit, as a list of sections a node page goes through
+in order: each ``NodeSection`` says whether it applies to a node and builds what it shows as ``Block``s of
+``Part``s (Markdown, captions, an equation, a table, an info note, a page link), which the page renders
+whatever the section. A new node-specific feature is a new entry in ``SECTIONS``, not a branch in the page.
+
+    SECTIONS, in order: implementations (each with "Run this"), comparison (its rows in the comparison grids),
+    value search (issue 20), not implemented (why not yet), proxy (issue 22: the closest runnable stand-in),
+    pass@k (the mechanistic-debate node), family (a family header: its base's "Run this").
+
+    for name, blocks in node_sections(NodeContext(cat, "alg-grpo", load_grids=available_results)):
+        ...
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from app import routes
+from app.presentation.common import md_escape
+from app.presentation.compare import seeds_label
+from app.presentation.lab import run_link
+from papers.catalog import Catalog
+
+#: what a ``Part`` can be; the node page has one way to show each
+PART_KINDS = ("markdown", "caption", "latex", "table", "note", "link")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing a section shows: ``body`` is Markdown (markdown, caption, note: an info box), LaTeX (latex),
+    a DataFrame (table) or a ``routes.Link`` (link, shown with ``label``); ``icon`` for a note or a link."""
+
+    kind: str
+    body: Any
+    label: str = ""
+    icon: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in PART_KINDS:
+            raise ValueError(f"unknown part kind {self.kind!r} (kinds: {', '.join(PART_KINDS)})")
+
+
+@dataclass(frozen=True)
+class Block:
+    """Parts shown together, in a bordered box when ``boxed``, else straight on the page."""
+
+    parts: tuple[Part, ...]
+    boxed: bool = False
+
+
+def _value_searches(node_id: str) -> list[dict]:
+    """The shipped learned-value search comparisons of a node (lab/results/value-search/: a few small files)."""
+    from lab.value_search_results import for_node
+
+    return for_node(node_id)
+
+
+@dataclass
+class NodeContext:
+    """What the sections of one node page read: the node, its reference implementations and, each loaded once
+    on first use, the comparison grids (``load_grids``: the app passes its cached loader) and the node's
+    value-search records."""
+
+    catalog: Catalog
+    node: str
+    load_grids: Callable[[], Sequence]
+    load_value_searches: Callable[[str], list[dict]] = _value_searches
+
+    @cached_property
+    def impls(self) -> list:
+        from lab.catalog import for_node
+
+        return for_node(self.node)
+
+    @cached_property
+    def grids(self) -> Sequence:
+        return self.load_grids()
+
+    @cached_property
+    def value_searches(self) -> list[dict]:
+        return self.load_value_searches(self.node)
+
+
+@dataclass(frozen=True)
+class NodeSection:
+    """A part of the node page that only some nodes show: ``applies`` says whether this node shows it,
+    ``build`` what it shows (no blocks: nothing, e.g. no grid has measured the node's implementations)."""
+
+    name: str
+    applies: Callable[[NodeContext], bool]
+    build: Callable[[NodeContext], list[Block]]
+
+
+def node_sections(ctx: NodeContext) -> list[tuple[str, list[Block]]]:
+    """The sections the node shows, in ``SECTIONS`` order, each with its blocks."""
+    return [(s.name, blocks) for s in SECTIONS if s.applies(ctx) and (blocks := s.build(ctx))]
+
+
+# -- its implementations, or why it has none, or its family's base ---------------------------------------
+def _implementations(ctx: NodeContext) -> list[Block]:
+    from lab.catalog import equation
+
+    blocks = []
+    for impl in ctx.impls:
+        parts = [Part("markdown", f"**Reference implementation:** {md_escape(impl.title)}. {md_escape(impl.summary)}")]
+        if impl.changes:
+            parts.append(Part("markdown", f"**What it changes and why.** {md_escape(impl.changes)}"))
+        if impl.survey_vs_paper:
+            parts.append(Part("markdown", f"**Survey vs paper.** {md_escape(impl.survey_vs_paper)}"))
+        if equation(impl):
+            parts.append(Part("latex", equation(impl)))
+        if impl.paper:
+            parts.append(Part("caption", f"Implemented from: {md_escape(impl.paper)}"))
+        parts.append(Part("link", run_link(impl), "Run this", ":material/play_arrow:"))
+        blocks.append(Block(tuple(parts), boxed=True))
+    return blocks
+
+
+def _why_not(node_id: str) -> str:
+    """Why the node has no reference implementation yet ('' for a node not listed as such)."""
+    from lab.catalog import not_implemented
+
+    return not_implemented(node_id)
+
+
+def _not_implemented(ctx: NodeContext) -> list[Block]:
+    return [Block((Part("note", "**No reference implementation yet.** " + md_escape(_why_not(ctx.node)),
+                        icon=":material/pending:"),))]
+
+
+def family_base(catalog: Catalog, node_id: str):
+    """For a node without its own implementation whose child has one (a family header): the first such
+    child's first implementation (the family's base, listed first in the taxonomy); else None."""
+    from lab.catalog import for_node
+
+    for child in catalog.taxonomy.children.get(node_id, []):
+        impls = for_node(child)
+        if impls:
+            return impls[0]
+    return None
+
+
+def _family(ctx: NodeContext) -> list[Block]:
+    family = family_base(ctx.catalog, ctx.node)
+    return [Block((Part("markdown", f"**A family of algorithms.** Its base implementation is {md_escape(family.title)}; "
+                                    "each variant below with a reference implementation has its own *Run this*."),
+                   Part("link", run_link(family), "Run the family's base", ":material/play_arrow:")), boxed=True)]
+
+
+# -- comparison grids -----------------------------------------------------------------------------------
+def node_comparison_lines(grids, impl_ids: set[str]) -> list[tuple[str, str]]:
+    """(grid name, one line) per comparison row of the node's implementations: the leaderboard row and its
+    verdict against the grid's baseline; in a base / SFT / SFT + RL grid, the stages and RL's paired
+    verdict against the warm start instead. The lines are Markdown with the names escaped."""
+    lines = []
+    for grid in grids:
+        name = grid.spec.get("name", "")
+        stages = grid.progression()
+        for env, rows in grid.board().items():
+            for row in rows:
+                if row["implementation"] not in impl_ids:
+                    continue
+                where = f"In the comparison grid *{md_escape(name)}* ({md_escape(env)}, {seeds_label(row['seeds'])})"
+                held = f"{100 * row['heldout']:.1f} % [{100 * row['low']:.1f}, {100 * row['high']:.1f}]"
+                refs = {r["stage"]: r for r in stages.get(env, []) if r["implementation"] is None}
+                if refs:
+                    mine = next(r for r in stages[env] if r["implementation"] == row["implementation"])
+                    before = "; ".join(f"{label} {100 * r['heldout']:.1f} %" for label, r in refs.items())
+                    versus = [mine["verdict"] or "no warm start measured"]
+                    if row["verdict"] and row["verdict"] != "baseline":  # and against the grid's baseline
+                        versus.append(row["verdict"])
+                    lines.append((name, f"{where}: {before}; SFT + RL held-out {held}; "
+                                        f"{md_escape('; '.join(versus))}."))
+                else:
+                    lines.append((name, f"{where}: held-out {held}; "
+                                        f"{md_escape(row['verdict'] or 'no baseline in the grid')}."))
+    return lines
+
+
+def _comparison(ctx: NodeContext) -> list[Block]:
+    compared = node_comparison_lines(ctx.grids, {i.id for i in ctx.impls})
+    if not compared:
+        return []
+    return [Block((*(Part("caption", line) for _, line in compared),  # Markdown whose names are escaped
+                   Part("link", routes.compare(grid=compared[0][0]), "See the comparison", ":material/leaderboard:")))]
+
+
+# -- planning with a learned value (issue 20) ---------------------------------------------------------
+VALUE_SEARCH_METHODS = {"policy": "the policy alone (sampled episodes)", "uninformed": "best-first, no guidance",
+                        "heuristic": "best-first, fixed heuristic", "learned": "best-first, learned value"}
+
+
+def value_search_frame(record: dict) -> pd.DataFrame:
+    """A value-search record (lab.value_search_results) as a table: one row per budget and method, success in %
+    with its 95% interval and the calls each method used on average."""
+    rows = []
+    for b in record["budgets"]:
+        for method, label in VALUE_SEARCH_METHODS.items():
+            if method not in b["methods"]:  # records written before the uninformed control have three methods
+                continue
+            m = b["methods"][method]
+            s = m["success"]
+            length = b.get("plan_length", {}).get(method)
+            rows.append({"budget (calls)": b["budget"], "method": label, "solved %": round(100 * s["mean"], 1),
+                         "95% low": round(100 * s["low"], 1), "95% high": round(100 * s["high"], 1),
+                         "mean calls": round(m["mean_calls"], 1),
+                         "mean plan length (puzzles it solved)": None if length is None else round(length, 1)})
+    return pd.DataFrame(rows)
+
+
+def value_search_verdicts(record: dict) -> list[str]:
+    """Per budget, the learned value against the heuristic, the policy and (where recorded) unguided search: paired
+    difference in points with its interval and verdict (Markdown-safe: numbers formatted as numbers, the stored
+    verdict escaped, since a record may be a user's own file)."""
+    lines = []
+    for b in record["budgets"]:
+        parts = []
+        for key, against in (("learned_vs_heuristic", "the heuristic"), ("learned_vs_policy", "the policy"),
+                             ("learned_vs_uninformed", "no guidance")):
+            d = b.get(key)
+            if d is None:
+                continue
+            diff = d["difference"]
+            parts.append(f"vs {against} {100 * diff['mean']:+.0f} points [{100 * diff['low']:+.0f}, "
+                         f"{100 * diff['high']:+.0f}], {md_escape(d['verdict'])}")
+        lines.append(f"{int(b['budget'])} calls, {int(b['n'])} held-out puzzles: learned value "
+                     + "; ".join(parts) + ".")
+    return lines
+
+
+def _value_search(ctx: NodeContext) -> list[Block]:
+    return [Block((Part("markdown", f"**Measured: a learned value guiding best-first search on {md_escape(r['env'])}**, "
+                                    f"against a fixed heuristic, unguided search and the policy alone, at equal model "
+                                    f"calls ({md_escape(r['model'])}; held-out puzzles; docs/env_textgames_value.md)."),
+                   Part("table", value_search_frame(r)),
+                   *(Part("caption", line) for line in value_search_verdicts(r))), boxed=True)
+            for r in ctx.value_searches]
+
+
+# -- multi-agent and active perception (issue 22), and the pass@k note ---------------------------------
+@dataclass(frozen=True)
+class ProxyNote:
+    """What a node page says about a node that has no implementation of its own: the closest runnable
+    proxy (``link`` to it in the Lab) or that none exists yet, and why."""
+
+    heading: str
+    text: str
+    link: routes.Link | None = None
+    link_label: str = ""
+
+
+#: the node whose question pass@k answers: does RL add abilities or only sharpen what the base model samples?
+PASSK_NODE = "mechanistic-debate"
+
+
+def passk_note(grids) -> ProxyNote:
+    """The mechanistic-debate node's note: where pass@k curves of base, warm-start and RL models are measured
+    (grids with a passk file, shipped or the user's own), with a link to the first on the Compare page, or how
+    to measure them when none is."""
+    measured = [(g.spec.get("name", ""), sorted(g.passk)) for g in grids if g.passk]
+    how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1..64, "
+           "unbiased estimator, temperature 1, on held-out problems); the curves then appear on the Compare page.")
+    if not measured:
+        return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",
+                         "No pass@k curves are shipped or in your grids yet. " + how, routes.compare(),
+                         "Open the Compare page")
+    from lab.compare.results import passk_comparison, passk_reading
+
+    where = "; ".join(f"grid *{md_escape(name)}*: {md_escape(', '.join(envs))}" for name, envs in measured)
+    readings = [f"{md_escape(env)}: {md_escape(reading)}" for g in grids for env, record in sorted(g.passk.items())
+                if (reading := passk_reading(passk_comparison(record)))]
+    found = f" What they show: {' '.join(readings)}" if readings else ""
+    return ProxyNote("Measured here: pass@k before and after RL.",
+                     f"The debate's test on this project's environments: if RL raises pass@1 but not pass@k at "
+                     f"large k, it sharpened what the base model could already sample rather than adding an "
+                     f"ability. Curves of the untrained model, the warm start and the best RL cell: {where}.{found}",
+                     routes.compare(grid=measured[0][0]), "See the pass@k curves")
+
+
+def node_proxy_note(node_id: str) -> ProxyNote | None:
+    """The node page's proxy note (lab.catalog.node_proxy), or None for a node that is not listed."""
+    from lab.catalog import node_proxy
+
+    found = node_proxy(node_id)
+    if found is None:
+        return None
+    impl, reason = found
+    if impl is None:
+        return ProxyNote("No runnable proxy yet.", reason)
+    return ProxyNote(f"Closest runnable proxy: {impl.title}.", reason, run_link(impl),
+                     "Run the proxy")
+
+
+def _note(note: ProxyNote, text: str, icon: str, link_icon: str) -> list[Block]:
+    """A note as an info box (``text``: its Markdown) and, where it has one, its link below the box."""
+    parts = [Part("note", text, icon=icon)]
+    if note.link is not None:
+        parts.append(Part("link", note.link, note.link_label, link_icon))
+    return [Block(tuple(parts))]
+
+
+def _proxy(ctx: NodeContext) -> list[Block]:
+    note = node_proxy_note(ctx.node)
+    return _note(note, f"**{md_escape(note.heading)}** {md_escape(note.text)}", ":material/pending:",
+                 ":material/play_arrow:")
+
+
+def _passk(ctx: NodeContext) -> list[Block]:
+    note = passk_note(ctx.grids)  # its own text, the grid names in it escaped
+    return _note(note, f"**{note.heading}** {note.text}", ":material/query_stats:", ":material/leaderboard:")
+
+
+# -- the sections, in the order a node page shows them ---------------------------------------------------
+SECTIONS: tuple[NodeSection, ...] = (
+    NodeSection("implementations", lambda c: bool(c.impls), _implementations),
+    NodeSection("comparison", lambda c: bool(c.impls), _comparison),
+    NodeSection("value search", lambda c: bool(c.value_searches), _value_search),
+    NodeSection("not implemented", lambda c: bool(_why_not(c.node)), _not_implemented),
+    NodeSection("proxy", lambda c: not c.impls and node_proxy_note(c.node) is not None, _proxy),
+    NodeSection("pass@k", lambda c: c.node == PASSK_NODE, _passk),
+    NodeSection("family", lambda c: not c.impls and family_base(c.catalog, c.node) is not None, _family),
+)

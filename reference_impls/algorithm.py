@@ -132,8 +132,10 @@ class Algorithm:
         return bool(getattr(cfg, "beta", 0.0))
 
     @classmethod
-    def check(cls, cfg, train) -> None:
-        """Cross-option checks against the run's TrainConfig, before any model is loaded (ConfigError)."""
+    def check(cls, cfg, train, env_spec) -> None:
+        """Cross-option checks against the run's TrainConfig and the environment's resolved ``EnvSpec`` (test
+        what the env offers, e.g. ``env_spec.steps``, never its name), before any model is loaded
+        (ConfigError)."""
         if train.group_size < cls.min_group_size:
             raise ConfigError(f"--group-size: {train.group_size} is too small for this algorithm: group-relative "
                               f"methods need at least {cls.min_group_size} samples per problem")

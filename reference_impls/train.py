@@ -173,7 +173,7 @@ def resolve(cfg: TrainConfig, check_model: bool = True, task: EnvSpec | None = N
     if cfg.max_new_tokens_per_turn > cfg.max_completion_tokens:
         raise ConfigError(f"--max-new-tokens-per-turn: {cfg.max_new_tokens_per_turn} cannot exceed "
                           f"--max-completion-tokens ({cfg.max_completion_tokens})")
-    algo_cls.check(algo_cfg, cfg)
+    algo_cls.check(algo_cfg, cfg, task)
     if cfg.rollout_engine == "vllm":
         from .vllm_engine import check_available
 

@@ -130,6 +130,25 @@ def step_all(envs, texts) -> list[StepResult]:
     return results
 
 
+class StepChecker(Protocol):
+    """An environment's checked steps: how one model turn of an episode is judged against the problem, for
+    algorithms with step-level credit (PSGPO's dense step rewards, Step-DPO's first wrong step). A step is
+    one model turn; the problem is one of the env's own problems (the checker knows its fields)."""
+
+    def verdicts(self, problem, turn_texts: Sequence[str]) -> list[int]:
+        """+1 (a correct, new step), -1 (a wrong step) or 0 (neither: not a step, or a repeat) for each
+        model turn of one episode, in order."""
+        ...
+
+    def is_correct(self, problem, text: str) -> bool:
+        """Whether one model turn, on its own, is a correct step of ``problem``."""
+        ...
+
+    def next_step(self, problem, prefix_texts: Sequence[str]) -> str:
+        """The reference solution's next step (model text) after the correct steps ``prefix_texts``."""
+        ...
+
+
 @dataclass(frozen=True)
 class NoOptions:
     """The config of an environment that has no options."""
@@ -150,7 +169,9 @@ class EnvSpec:
     defaults; the calculator narrows them to its SFT families so that RL has headroom).
     ``heldout_options``: options every held-out evaluation applies on top of a run's (selfplay-arith: the
     solver on seeded expressions, since its training pool holds proposals, which have no right answer);
-    an option given explicitly to an evaluation command still wins."""
+    an option given explicitly to an evaluation command still wins.
+    ``steps``: a :class:`StepChecker` when the env's model turns can be checked as steps against the
+    problem (the calculator's tool calls); algorithms that need step verdicts test this, never a name."""
 
     name: str
     config: type
@@ -161,6 +182,7 @@ class EnvSpec:
     demonstration_options: dict = field(default_factory=dict)
     heldout_options: dict = field(default_factory=dict)
     demonstration_takes_config: bool = False
+    steps: StepChecker | None = None
 
     def options(self, values: dict | None = None):
         """The env's config from a mapping of option values (validated; raises ConfigError)."""
@@ -235,6 +257,13 @@ def get_env(name: str) -> EnvSpec:
     if name not in ENVS:
         raise ConfigError(f"--env: unknown environment {name!r}; registered: {', '.join(sorted(ENVS))}")
     return ENVS[name]
+
+
+def with_checked_steps() -> str:
+    """A hint for an error about an environment without checked steps (``EnvSpec.steps``): the registered
+    environments that have them, as `` (environments with checked steps: a, b)``, or "" when none has."""
+    names = sorted(name for name, spec in ENVS.items() if spec.steps is not None)
+    return f" (environments with checked steps: {', '.join(names)})" if names else ""
 
 
 def load_env_module(path_or_module: str) -> list[str]:

@@ -327,6 +327,78 @@ def demonstration(problem: Problem) -> list[tuple[str, str]]:
     return segments
 
 
+def step_value(text: str):
+    """("call", value) or ("answer", value) of a model turn's first complete tag; value None if it has none
+    (a call that restates a number computes nothing, so it has no value either)."""
+    action = TOOL.first_action(text)
+    if action is None:
+        return None, None
+    kind, match = action
+    if kind == "answer":
+        return "answer", parse_number(match.group(1))
+    if parse_number(match.group(1)) is not None:
+        return "call", None  # restating a number computes nothing: not a step of the solution
+    try:
+        return "call", evaluate(match.group(1))
+    except CalcError:
+        return "call", None
+
+
+class CalculatorSteps:
+    """The calculator's checked steps (``EnvSpec.steps``): a step is one model turn, a tool call or the final
+    answer, checked against the problem's reference solution (``Problem.steps``, the tool calls of a correct
+    solution; the values they produce are the solution path)."""
+
+    def verdicts(self, problem: Problem, turn_texts) -> list[int]:
+        """PSGPO's verdicts: a call is +1 when its value is on the solution path and was not obtained earlier
+        in the episode, 0 when it repeats such a value, -1 when it does not parse, fails to evaluate or
+        yields a value off the path; a turn that is not a call (the final answer) is 0."""
+        path = set()
+        for expr in problem.steps:
+            path.add(evaluate(expr))
+        seen, verdicts = set(), []
+        for text in turn_texts:
+            action = TOOL.first_action(text)
+            if action is None or action[0] != "call":
+                verdicts.append(0)
+                continue
+            try:
+                value = evaluate(action[1].group(1))
+            except CalcError:
+                verdicts.append(-1)
+                continue
+            if value in path and value not in seen:
+                verdicts.append(1)
+            elif value in path:
+                verdicts.append(0)  # a value already obtained: no reward for recomputing it
+            else:
+                verdicts.append(-1)
+            seen.add(value)
+        return verdicts
+
+    def is_correct(self, problem: Problem, text: str) -> bool:
+        """A call is correct when its value is one of the reference solution's intermediate values (in any
+        order), an answer when it equals the problem's answer; a turn with no complete tag, a call that only
+        restates a number, or an expression the calculator rejects, is wrong."""
+        kind, value = step_value(text)
+        if value is None:
+            return False
+        if kind == "answer":
+            return value == problem.answer
+        return value in {evaluate(e) for e in problem.steps}
+
+    def next_step(self, problem: Problem, prefix_texts) -> str:
+        """The first reference call whose value the prefix has not computed yet, or the final answer."""
+        done = {value for kind, value in map(step_value, prefix_texts) if kind == "call" and value is not None}
+        for expr in problem.steps:
+            if evaluate(expr) not in done:
+                return f"{TOOL.call_open}{expr}{TOOL.call_close}"
+        return f"{TOOL.answer_open}{format_number(problem.answer)}{TOOL.answer_close}"
+
+
+STEPS = CalculatorSteps()
+
+
 def _problems(split: str, n: int, seed: int, config: CalculatorConfig) -> list[Problem]:
     return problems(split, n, seed, levels=config.levels, families=config.families or None)
 
@@ -335,6 +407,6 @@ SPEC = EnvSpec(
     "calculator", CalculatorConfig, _problems, CalculatorEnv, demonstration, title="calculator tool use",
     # the warm start demonstrates the narrow SFT families (every level): RL trains on every family, so
     # the others are where it has something to learn
-    demonstration_options={"families": SFT_FAMILIES})
+    demonstration_options={"families": SFT_FAMILIES}, steps=STEPS)
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make

@@ -115,6 +115,37 @@ def test_no_environment_names_in_generic_code():
                              text), path
 
 
+def test_algorithms_import_no_environment_module():
+    """Algorithms test what an environment offers (its EnvSpec, e.g. ``steps``), never which one it is: no module
+    under reference_impls/algorithms imports an environment's module, only the ``reference_impls.envs`` package."""
+    import ast
+    import pkgutil
+
+    import reference_impls.envs as envs
+
+    env_modules = {info.name for info in pkgutil.iter_modules(envs.__path__)}
+    checked = 0
+    for path in sorted((ROOT / "reference_impls" / "algorithms").rglob("*.py")):
+        package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])  # the module's package
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(parent + ([base] if base else []))
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                checked += target.startswith("reference_impls.envs")
+                parts = target.split(".")
+                assert not (parts[:2] == ["reference_impls", "envs"] and len(parts) > 2 and parts[2] in env_modules), \
+                    f"{path.relative_to(ROOT)} imports {target}"
+    assert checked  # the walk saw the algorithms' imports of reference_impls.envs (resolved relative imports)
+
+
 def test_tool_tags_are_parsed_from_the_tool_spec():
     from reference_impls.envs.calculator import TOOL
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from reference_impls.algorithms.dpo import dpo, dpo_variants, kto, step_dpo
-from reference_impls.envs.calculator import Problem
+from reference_impls.envs.calculator import STEPS, Problem
 
 N, L = 5, 9  # pairs, completion positions
 
@@ -337,16 +337,16 @@ def test_model_turns_are_the_runs_of_model_tokens():
     ("<calc>1/0</calc>", False), ("<answer>72</answer>", True), ("<answer>72.0</answer>", True),
     ("<answer>70</answer>", False), ("I think it is 72", False)])
 def test_step_is_checked_against_the_reference_solution(text, correct):
-    assert step_dpo.step_is_correct(text, PROBLEM) == correct
+    assert STEPS.is_correct(PROBLEM, text) == correct
 
 
 def test_first_wrong_step_and_the_reference_next_step():
     texts = ["<calc>3+5</calc>", "<calc>8+9</calc>", "<answer>17</answer>"]
-    assert step_dpo.first_wrong_step(texts, PROBLEM) == 1
-    assert step_dpo.first_wrong_step(texts[:1], PROBLEM) is None
-    assert step_dpo.next_reference_step([], PROBLEM) == "<calc>3+5</calc>"
-    assert step_dpo.next_reference_step(texts[:1], PROBLEM) == "<calc>8*9</calc>"
-    assert step_dpo.next_reference_step(["<calc>3+5</calc>", "<calc>8*9</calc>"], PROBLEM) == "<answer>72</answer>"
+    assert step_dpo.first_wrong_step(texts, PROBLEM, STEPS) == 1
+    assert step_dpo.first_wrong_step(texts[:1], PROBLEM, STEPS) is None
+    assert STEPS.next_step(PROBLEM, []) == "<calc>3+5</calc>"
+    assert STEPS.next_step(PROBLEM, texts[:1]) == "<calc>8*9</calc>"
+    assert STEPS.next_step(PROBLEM, ["<calc>3+5</calc>", "<calc>8*9</calc>"]) == "<answer>72</answer>"
 
 
 def test_step_pairs_share_a_correct_prefix_and_differ_at_the_first_wrong_step(tiny):
@@ -368,8 +368,8 @@ def test_step_pairs_share_a_correct_prefix_and_differ_at_the_first_wrong_step(ti
     with_prefix = 0
     for p in pairs:
         assert p.chosen.prompt_ids == p.rejected.prompt_ids
-        assert step_dpo.step_is_correct(tok.decode(p.chosen.completion_ids, skip_special_tokens=True), PROBLEM)
-        assert not step_dpo.step_is_correct(tok.decode(p.rejected.completion_ids, skip_special_tokens=True), PROBLEM)
+        assert STEPS.is_correct(PROBLEM, tok.decode(p.chosen.completion_ids, skip_special_tokens=True))
+        assert not STEPS.is_correct(PROBLEM, tok.decode(p.rejected.completion_ids, skip_special_tokens=True))
         assert p.chosen.loss_mask == [1] * len(p.chosen.completion_ids)
         with_prefix += "<result>" in tok.decode(p.chosen.prompt_ids).split("assistant")[-1]
     assert with_prefix > 0  # some pairs sit after a correct tool call and its result

@@ -161,7 +161,7 @@ def test_pass_at_k_advantage_is_the_expected_set_reward():
 def test_pass_at_k_rejects_k_above_group_size():
     from reference_impls.options import ConfigError
     with pytest.raises(ConfigError, match="pass-at-k"):
-        pass_at_k.PassAtK.check(pass_at_k.Config(pass_at_k=5), SimpleNamespace(group_size=4))
+        pass_at_k.PassAtK.check(pass_at_k.Config(pass_at_k=5), SimpleNamespace(group_size=4), calculator.SPEC)
 
 
 # --- SRPO: history resampling ----------------------------------------------------------------------------
@@ -387,7 +387,7 @@ def test_prorl_resets_reference_and_optimizer_on_schedule(monkeypatch):
 def test_prorl_needs_a_kl_term():
     from reference_impls.options import ConfigError
     with pytest.raises(ConfigError, match="beta"):
-        prorl.ProRL.check(prorl.Config(beta=0.0), SimpleNamespace(group_size=4))
+        prorl.ProRL.check(prorl.Config(beta=0.0), SimpleNamespace(group_size=4), calculator.SPEC)
 
 
 # --- EDGE-GRPO ----------------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_chord_scales_grpo_loss_by_one_minus_mu():
 
 def test_chord_rejects_valley_above_peak():
     with pytest.raises(ConfigError):
-        chord.CHORD.check(cfg_of(chord, mu_peak=0.1, mu_valley=0.2), SimpleNamespace(group_size=4))
+        chord.CHORD.check(cfg_of(chord, mu_peak=0.1, mu_valley=0.2), SimpleNamespace(group_size=4), get_env("calculator"))
 
 
 # ---- LUFFY ----------------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def test_luffy_demonstration_is_a_scored_rollout_sample(tiny):
 
 def test_luffy_check_leaves_an_on_policy_rollout():
     with pytest.raises(ConfigError):
-        luffy.LUFFY.check(cfg_of(luffy, off_policy_per_group=4), SimpleNamespace(group_size=4, max_completion_tokens=48))
+        luffy.LUFFY.check(cfg_of(luffy, off_policy_per_group=4), SimpleNamespace(group_size=4, max_completion_tokens=48), get_env("calculator"))
 
 
 # ---- DARS -----------------------------------------------------------------------------------------------

@@ -288,7 +288,7 @@ def test_vapo_positive_lm_loss_is_the_nll_of_the_correct_episodes(tmp_path):
 # ---- PSGPO ------------------------------------------------------------------------------------------
 
 def test_psgpo_step_verdicts_check_calls_against_the_solution_path():
-    from reference_impls.algorithms.ppo import psgpo
+    from reference_impls.envs import get_env
 
     problem = SimpleNamespace(steps=("12+30", "42*2"))  # solution path: 42, then 84
     turns = ["<calc>30+12</calc>",   # 42: on the path, new            -> +1
@@ -297,7 +297,7 @@ def test_psgpo_step_verdicts_check_calls_against_the_solution_path():
              "<calc>1/0</calc>",     # fails to evaluate               -> -1
              "<calc>42*2</calc>",    # 84: on the path, new            -> +1
              "<answer>84</answer>"]  # not a call: the outcome reward  ->  0
-    assert psgpo.step_verdicts(problem, turns) == [1, 0, -1, -1, 1, 0]
+    assert get_env("calculator").steps.verdicts(problem, turns) == [1, 0, -1, -1, 1, 0]
 
 
 def test_psgpo_token_rewards_put_steps_on_each_calls_last_token():
@@ -348,10 +348,13 @@ def test_psgpo_collect_and_update_on_multi_turn_calculator_episodes(calc_policy,
 
 def test_psgpo_refuses_envs_without_a_step_checker():
     from reference_impls.algorithms.ppo import psgpo
+    from reference_impls.envs import get_env
     from reference_impls.options import ConfigError
 
-    with pytest.raises(ConfigError, match="calculator"):
-        psgpo.PSGPO.check(psgpo.Config(), SimpleNamespace(env="search", group_size=4))
+    # the message says what is missing and names the environments that have it
+    with pytest.raises(ConfigError, match=r"checked steps; 'search' has none .*calculator"):
+        psgpo.PSGPO.check(psgpo.Config(), SimpleNamespace(group_size=4), get_env("search"))
+    psgpo.PSGPO.check(psgpo.Config(), SimpleNamespace(group_size=4), get_env("calculator"))
 
 
 # ---- every implementation trains through the CLI ------------------------------------------------------

@@ -70,8 +70,8 @@ class AbsoluteZero(GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.dynamic_sampling:
             raise ConfigError("--algo absolute-zero sets its own groups (roles): leave --dynamic-sampling off")
 

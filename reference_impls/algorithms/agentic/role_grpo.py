@@ -85,18 +85,15 @@ class RoleGRPO(GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.dynamic_sampling:
             raise ConfigError("role-grpo's advantages are per role: leave --dynamic-sampling off")
         if cfg.overlong_buffer:
             raise ConfigError("--overlong-buffer: role-grpo does not shape role rewards by length; leave it 0")
-        from ...envs import ENVS
-
-        spec = ENVS.get(train.env)
-        if spec is not None and not hasattr(spec.build, "role_of_turn"):
+        if not hasattr(env_spec.build, "role_of_turn"):
             raise ConfigError(f"--algo role-grpo needs a multi-role environment (an env class with role_of_turn and "
-                              f"roles, reporting info['role_rewards']); --env {train.env} has no roles")
+                              f"roles, reporting info['role_rewards']); --env {env_spec.name} has no roles")
 
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)

@@ -277,8 +277,8 @@ class DPO(OfflineAlgorithm):
         return True
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.pairs_file and not Path(cfg.pairs_file).is_file():
             raise ConfigError(f"--pairs-file: no such file {cfg.pairs_file!r}")
 

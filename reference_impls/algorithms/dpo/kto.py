@@ -124,8 +124,8 @@ class KTO(OfflineAlgorithm):
         return True
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.samples_file and not Path(cfg.samples_file).is_file():
             raise ConfigError(f"--samples-file: no such file {cfg.samples_file!r}")
 

@@ -1,8 +1,10 @@
 r"""Step-DPO: preferences over the first wrong step (Lai et al. 2024, arXiv 2406.18629), on the calculator.
 
 Steps
-    The paper's steps are the lines of a written solution; here a step is one *model turn* of a calculator
-    episode: a tool call ``<calc>expr</calc>`` or the final ``<answer>``, because a tool call can be
+    The paper's steps are the lines of a written solution; here a step is one *model turn*, judged by the
+    environment's checked steps (``EnvSpec.steps``, a ``StepChecker``; Step-DPO refuses an environment
+    without them). The calculator's (``envs/calculator.py``, ``CalculatorSteps``): a step of a calculator
+    episode is a tool call ``<calc>expr</calc>`` or the final ``<answer>``, because a tool call can be
     checked against the problem. A call is correct when the calculator's value of its expression is one
     of the intermediate values of the problem's reference solution (``Problem.steps``, in any order); an
     answer is correct when it equals the problem's answer; a turn with no complete tag, a call that only
@@ -45,8 +47,7 @@ import torch
 from ...algorithm import Context
 from ...common import seed_everything
 from .dpo import DPO, Config as DPOConfig, Pair
-from ...envs.arith import CalcError, evaluate, format_number, parse_number
-from ...envs.calculator import TOOL
+from ...envs import with_checked_steps
 from ...options import ConfigError, option
 from ...rollout import RolloutConfig, Sample, _as_list, _GenerateTurns, rollout
 
@@ -62,7 +63,7 @@ class Config(DPOConfig):
 
 
 # ----------------------------------------------------------------------------------------------------
-# steps of a calculator episode
+# steps of an episode (the env's StepChecker judges them: EnvSpec.steps)
 
 def model_turns(loss_mask: list[int]) -> list[tuple[int, int]]:
     """[start, end) spans of the model's turns: the runs of 1 in the completion's loss mask."""
@@ -76,44 +77,10 @@ def model_turns(loss_mask: list[int]) -> list[tuple[int, int]]:
     return spans
 
 
-def step_value(text: str):
-    """("call", value) or ("answer", value) of a step's first complete tag; value None if it has none."""
-    action = TOOL.first_action(text)
-    if action is None:
-        return None, None
-    kind, match = action
-    if kind == "answer":
-        return "answer", parse_number(match.group(1))
-    if parse_number(match.group(1)) is not None:
-        return "call", None  # restating a number computes nothing: not a step of the solution
-    try:
-        return "call", evaluate(match.group(1))
-    except CalcError:
-        return "call", None
-
-
-def step_is_correct(text: str, problem) -> bool:
-    kind, value = step_value(text)
-    if value is None:
-        return False
-    if kind == "answer":
-        return value == problem.answer
-    return value in {evaluate(e) for e in problem.steps}
-
-
-def first_wrong_step(texts: list[str], problem) -> int | None:
-    """Index of the first wrong step, or None when every step is correct (e.g. a truncated episode)."""
-    return next((k for k, text in enumerate(texts) if not step_is_correct(text, problem)), None)
-
-
-def next_reference_step(prefix_texts: list[str], problem) -> str:
-    """The reference solution's next step after a correct prefix: the first reference call whose value the
-    prefix has not computed yet, or the final answer."""
-    done = {value for kind, value in map(step_value, prefix_texts) if kind == "call" and value is not None}
-    for expr in problem.steps:
-        if evaluate(expr) not in done:
-            return f"{TOOL.call_open}{expr}{TOOL.call_close}"
-    return f"{TOOL.answer_open}{format_number(problem.answer)}{TOOL.answer_close}"
+def first_wrong_step(texts: list[str], problem, steps) -> int | None:
+    """Index of the first turn the env's step checker ``steps`` rejects, or None when every step is correct
+    (e.g. a truncated episode)."""
+    return next((k for k, text in enumerate(texts) if not steps.is_correct(problem, text)), None)
 
 
 def _step_sample(prompt_ids, ids, correct, tokenizer) -> Sample:
@@ -131,11 +98,11 @@ class StepDPO(DPO):
     min_group_size = 1  # a pair comes from one incorrect episode, not from a group
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
-        if train.env != "calculator":
-            raise ConfigError(f"--env: Step-DPO checks steps against the calculator's reference solutions; "
-                              f"{train.env!r} has none (use --env calculator)")
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
+        if env_spec.steps is None:
+            raise ConfigError(f"--env: Step-DPO checks steps against the environment's reference solutions; "
+                              f"{env_spec.name!r} has no checked steps{with_checked_steps()}")
         if cfg.demonstration_chosen:
             raise ConfigError("--demonstration-chosen: Step-DPO builds its own step-level pairs (a wrong step "
                               "against the reference step); whole-episode demonstration pairs are DPO's option")
@@ -158,7 +125,7 @@ class StepDPO(DPO):
                 problem = chunk[s.group]
                 spans = model_turns(s.loss_mask)
                 texts = [tok.decode(s.completion_ids[a:b], skip_special_tokens=True) for a, b in spans]
-                k = first_wrong_step(texts, problem)
+                k = first_wrong_step(texts, problem, ctx.task.steps)
                 if k is None:
                     continue
                 a, b = spans[k]
@@ -168,7 +135,7 @@ class StepDPO(DPO):
                 if chosen is not None:
                     n_sampled += 1
                 elif cfg.reference_fallback:
-                    chosen = tok(next_reference_step(prefix_texts, problem), add_special_tokens=False)["input_ids"]
+                    chosen = tok(ctx.task.steps.next_step(problem, prefix_texts), add_special_tokens=False)["input_ids"]
                     n_reference += 1
                 else:
                     n_dropped += 1
@@ -199,8 +166,8 @@ class StepDPO(DPO):
         found = []
         for i, (problem, _, _, _) in enumerate(sites):
             tries = [o.tokens for o in outs[i * n:(i + 1) * n]]
-            found.append(next((t for t in tries if step_is_correct(tok.decode(t, skip_special_tokens=True), problem)),
-                              None))
+            found.append(next((t for t in tries
+                               if ctx.task.steps.is_correct(problem, tok.decode(t, skip_special_tokens=True))), None))
         return found
 
 

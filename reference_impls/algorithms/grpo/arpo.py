@@ -103,8 +103,8 @@ class ARPO(GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.importance_sampling_level != "token":
             raise ConfigError("ARPO's attribution is per token: --importance-sampling-level must be token")
         if cfg.dynamic_sampling:

@@ -89,8 +89,8 @@ class CHORD(GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.mu_valley > cfg.mu_peak:
             raise ConfigError(f"--mu-valley ({cfg.mu_valley}) must not exceed --mu-peak ({cfg.mu_peak})")
 

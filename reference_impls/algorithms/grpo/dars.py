@@ -81,8 +81,8 @@ class DARS(GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.dynamic_sampling:
             raise ConfigError("DARS tops up hard groups instead of dropping constant ones: leave --dynamic-sampling off")
 

@@ -200,8 +200,8 @@ class GRPO(Algorithm):
     min_group_size = 2
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.overlong_buffer and cfg.overlong_buffer >= train.max_completion_tokens:
             raise ConfigError(f"--overlong-buffer: {cfg.overlong_buffer} must be smaller than "
                               f"--max-completion-tokens ({train.max_completion_tokens})")

@@ -103,8 +103,8 @@ class LUFFY(GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.off_policy_per_group >= train.group_size:
             raise ConfigError(f"--off-policy-per-group ({cfg.off_policy_per_group}) must leave at least one "
                               f"on-policy rollout in each group of --group-size {train.group_size}")

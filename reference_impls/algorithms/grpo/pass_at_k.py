@@ -69,8 +69,8 @@ class PassAtK(grpo.GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.pass_at_k > train.group_size:
             raise ConfigError(f"--pass-at-k: {cfg.pass_at_k} must be at most --group-size ({train.group_size})")
 

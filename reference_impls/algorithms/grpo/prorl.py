@@ -59,8 +59,8 @@ class ProRL(grpo.GRPO):
         self.ref = ctx.ref
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if cfg.beta <= 0:
             raise ConfigError("--beta: ProRL resets the reference of its KL penalty; it needs --beta > 0")
 

@@ -74,8 +74,8 @@ class TreePO(GRPO):
     Config = Config
 
     @classmethod
-    def check(cls, cfg: Config, train) -> None:
-        super().check(cfg, train)
+    def check(cls, cfg: Config, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
         if train.group_size % cfg.branch_factor:
             raise ConfigError(f"--group-size ({train.group_size}) must be a multiple of --branch-factor "
                               f"({cfg.branch_factor}): each tree has group_size / branch_factor roots")

@@ -6,8 +6,10 @@ signal and long programs get poor credit assignment. It trains a process reward 
 each line of a partial program and feeds those scores to PPO as *dense rewards* at the end of each line
 (it also initialises the critic from the PRM, which needs a learned PRM and is not done here).
 
-Steps and their verdicts here: the steps are the calculator tool calls (one model turn each), and instead
-of a learned PRM the verdict is checked against the problem: a call is a correct step when its value is
+Steps and their verdicts here come from the environment's checked steps (``EnvSpec.steps``, a
+``StepChecker``; PSGPO refuses an environment without them). The calculator's (``envs/calculator.py``,
+``CalculatorSteps.verdicts``): the steps are the tool calls (one model turn each), and instead of a
+learned PRM the verdict is checked against the problem: a call is a correct step when its value is
 one of the intermediate values of the problem's reference solution (``Problem.steps``, the tool calls of
 a correct solution) and that value was not already obtained earlier in the episode; it is a wrong step
 when it does not parse, fails to evaluate, or yields a value off the solution path. Repeating a correct
@@ -32,8 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from ...algorithm import Context, RolloutBatch, collect_batch
-from ...envs.arith import CalcError, evaluate
-from ...envs.calculator import TOOL
+from ...envs import with_checked_steps
 from ...options import ConfigError, option
 from .ppo import PPO
 from .ppo import Config as PPOConfig
@@ -47,33 +48,6 @@ class Config(PPOConfig):
                                 "path) and -c for a wrong one, on the call's last token.", low=0.0, high=10.0)
 
 
-def step_verdicts(problem, turn_texts: list[str]) -> list[int]:
-    """+1 / -1 / 0 for each model turn (module docstring). ``problem.steps`` are the reference solution's
-    calls; the values they produce are the solution path."""
-    path = set()
-    for expr in problem.steps:
-        path.add(evaluate(expr))
-    seen, verdicts = set(), []
-    for text in turn_texts:
-        action = TOOL.first_action(text)
-        if action is None or action[0] != "call":
-            verdicts.append(0)
-            continue
-        try:
-            value = evaluate(action[1].group(1))
-        except CalcError:
-            verdicts.append(-1)
-            continue
-        if value in path and value not in seen:
-            verdicts.append(1)
-        elif value in path:
-            verdicts.append(0)  # a value already obtained: no reward for recomputing it
-        else:
-            verdicts.append(-1)
-        seen.add(value)
-    return verdicts
-
-
 def step_token_rewards(samples, verdicts: list[list[int]], width: int, scale: float) -> torch.Tensor:
     """(B, width): scale * v_j on the last token of each model turn j."""
     out = torch.zeros(len(samples), width)
@@ -85,24 +59,24 @@ def step_token_rewards(samples, verdicts: list[list[int]], width: int, scale: fl
 
 
 class PSGPO(PPO):
-    """PPO with checked step rewards on calculator tool calls (module docstring)."""
+    """PPO with checked step rewards on the environment's steps (module docstring)."""
 
     name = "psgpo"
 
     Config = Config
 
     @classmethod
-    def check(cls, cfg, train) -> None:
-        super().check(cfg, train)
-        if train.env != "calculator":
-            raise ConfigError(f"--env: PSGPO's step verdicts check calculator tool calls against the problem's "
-                              f"solution; {train.env!r} has none")
+    def check(cls, cfg, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
+        if env_spec.steps is None:
+            raise ConfigError(f"--env: PSGPO's step verdicts need an environment with checked steps; "
+                              f"{env_spec.name!r} has none{with_checked_steps()}")
 
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)
         for s in batch.samples:
             texts = [ctx.tokenizer.decode(s.completion_ids[a:b], skip_special_tokens=True) for a, b in s.turn_spans]
-            s.info["step_verdicts"] = step_verdicts(problems[s.group], texts)
+            s.info["step_verdicts"] = ctx.task.steps.verdicts(problems[s.group], texts)
         return batch, stats
 
     def token_rewards(self, ctx: Context, batch: RolloutBatch, mask: torch.Tensor, kl) -> torch.Tensor:

@@ -10,8 +10,13 @@ Two kinds of entry:
   (tests/reference_impls/toy_env.py), where a random policy earns reward about half the time, so every
   loss produces a gradient and the weight checksum moves.
 
-    python scripts/recipe_fingerprint.py run OUT.json [--only ID ...]
+    PYTHONPATH=$PWD python scripts/recipe_fingerprint.py run OUT.json [--only NAME ...]
     python scripts/recipe_fingerprint.py diff BEFORE.json AFTER.json [--tol 1e-6]
+
+Run it from the checkout to measure, with ``PYTHONPATH=$PWD``: the editable install points at one
+checkout, and a script's own folder (not the current directory) heads ``sys.path``. A SIGTERM stops the
+running entry's training early (the trainer checkpoints and exits cleanly), so stop the script with
+SIGKILL and delete its last entry. Finished entries are kept: a second ``run`` goes on where it stopped.
 
 It only calls the trainer's public CLI (``reference_impls.train.main`` with ``--impl``), so the same script
 runs on either side of a change that moves modules around.
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import tempfile
 import time
@@ -51,7 +57,7 @@ def run(out: Path, only: list[str]) -> int:
                 kind, name = key.split(":", 1)
                 results[key] = _impl_run(train, name, run_dir) if kind == "impl" else _algo_run(train, name, run_dir)
             except BaseException as err:  # noqa: BLE001 - record and go on to the next entry
-                results[key] = {"error": f"{type(err).__name__}: {err}",
+                results[key] = {"error": f"{type(err).__name__}: {err}".replace(str(run_dir), "RUN"),
                                 "trace": traceback.format_exc()[-2000:]}
         print(f"{key}: {time.time() - t0:.1f}s {'error' if 'error' in results[key] else 'ok'}", flush=True)
         out.write_text(json.dumps(results, indent=1, sort_keys=True))  # resumable: finished entries are kept
@@ -111,6 +117,11 @@ def _implementation_ids() -> list[str]:
     return [r["id"] for r in rows]
 
 
+def _error_text(entry: dict) -> str | None:
+    """The error with the run's temporary folder replaced (it differs between any two runs)."""
+    return re.sub(r"/tmp/tmp\w+/run", "RUN", entry["error"]) if "error" in entry else None
+
+
 def diff(before: Path, after: Path, tol: float) -> int:
     a, b = json.loads(before.read_text()), json.loads(after.read_text())
     bad = 0
@@ -122,7 +133,7 @@ def diff(before: Path, after: Path, tol: float) -> int:
             bad += 1
             continue
         if "error" in x or "error" in y:
-            same = x.get("error") == y.get("error")
+            same = _error_text(x) == _error_text(y)
             print(f"{impl:28s} {'':>5s} {'':>7s} {'':>10s}  error {'(same both sides)' if same else 'DIFFERS'}")
             bad += not same
             continue

@@ -10,6 +10,6 @@ Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm):
 - ``rloo.py``       RLOO leave-one-out baseline in the same style
 - ``sft.py``        supervised warm start on synthetic tool-use transcripts
 - ``train.py``      the RL training loop and CLI (checkpoints, resume, signals, DDP)
-- ``evaluate.py``   greedy held-out accuracy
+- ``measure/``      greedy held-out accuracy (``measure/evaluate.py``) and the other measurement CLIs
 - ``callbacks.py``  minGPT-style training callbacks (JSONL, TensorBoard, progress bar)
 """

@@ -35,7 +35,7 @@ def get_report(env: str) -> Report:
 def heldout_samples(model, tokenizer, env: str, n: int = 80, seed: int = 0, max_new_tokens_per_turn: int = 96,
                     max_completion_tokens: int = 192, options: dict | None = None):
     """Greedy episodes on ``n`` held-out problems of ``env``: ``(samples, problems)``."""
-    from ..evaluate import evaluate
+    from ..measure.evaluate import evaluate
     from . import get_env
 
     task = get_env(env)

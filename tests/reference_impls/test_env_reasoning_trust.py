@@ -309,7 +309,7 @@ def test_detector_warns_on_one_collapsed_output():
 
 
 def test_detector_cli(tmp_path, capsys):
-    from reference_impls import report
+    from reference_impls.measure import report
 
     spec = get_env("loophole")
     (tmp_path / "samples.jsonl").write_text("\n".join(json.dumps(r) for r in _records(spec, _hacker)))
@@ -380,7 +380,7 @@ def test_trains_two_steps_through_the_cli(name, tmp_path):
 
 
 def test_report_tools_on_the_tiny_model(capsys):
-    from reference_impls import report
+    from reference_impls.measure import report
     from reference_impls.models import load_policy
 
     short = ["--model", "tiny", "--n", "4", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "16", "--json"]

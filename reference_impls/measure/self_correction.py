@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m reference_impls.self_correction --model smollm2-135m-instruct --n 200 --json
-    python -m reference_impls.self_correction --run runs/score --n 200 --levels 1,2 --hint direction --json
+    python -m reference_impls.measure.self_correction --model smollm2-135m-instruct --n 200 --json
+    python -m reference_impls.measure.self_correction --run runs/score --n 200 --levels 1,2 --hint direction --json
 
 For each feedback mode (``external``, ``self``) the same held-out problems of the ``self-correct`` env are rolled
 out greedily (``evaluate.evaluate``; the problems are a pure function of n, seed and the options, so the modes and
@@ -19,10 +19,10 @@ import sys
 import time
 from collections import Counter
 
-from .envs import get_env
+from ..envs import get_env
+from ..options import ConfigError
+from ..rundir import RunDirError, policy_to_evaluate
 from .evaluate import evaluate
-from .options import ConfigError
-from .rundir import RunDirError, policy_to_evaluate
 
 FLIPS = ("wrong->right", "right->wrong", "right->right", "wrong->wrong")
 
@@ -54,7 +54,7 @@ def measure(model, tokenizer, problems, env_options: dict | None = None, modes=(
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.self_correction", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m reference_impls.measure.self_correction", description=__doc__.split("\n")[0])
     p.add_argument("--model", default=None, help="model name or folder (default: the run's latest checkpoint)")
     p.add_argument("--run", default=None, help="run directory: evaluates its latest checkpoint")
     p.add_argument("--n", type=int, default=200)
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from .models import load_policy
+    from ..models import load_policy
 
     problems = task.problems("heldout", n=args.n, seed=args.seed, **options)
     model, tokenizer = load_policy(name)

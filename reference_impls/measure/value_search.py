@@ -42,9 +42,10 @@ and paired differences (``stats.paired_difference``).
 
 Usage::
 
-    python -m reference_impls.value_search train --env sokoban --model tiny --puzzles 40 --out runs/value
-    python -m reference_impls.value_search compare --value runs/value --n 30 --budget 64 --out cmp.json
-    python -m reference_impls.value_search export --value runs/value --compare cmp.json --to lab/results/value-search/sokoban.json
+    python -m reference_impls.measure.value_search train --env sokoban --model tiny --puzzles 40 --out runs/value
+    python -m reference_impls.measure.value_search compare --value runs/value --n 30 --budget 64 --out cmp.json
+    python -m reference_impls.measure.value_search export --value runs/value --compare cmp.json \\
+        --to lab/results/value-search/sokoban.json
 """
 from __future__ import annotations
 
@@ -61,12 +62,12 @@ from typing import Callable, Hashable, Iterable
 import torch
 from torch import nn
 
-from .common import position_ids_from_mask
-from .envs import frozenlake, get_env, plansearch, sokoban
-from .envs.gridgames import DIRECTIONS
-from .models import load_policy
-from .rollout import RolloutConfig, rollout
-from .stats import bootstrap_interval, paired_difference
+from ..common import position_ids_from_mask
+from ..envs import frozenlake, get_env, plansearch, sokoban
+from ..envs.gridgames import DIRECTIONS
+from ..models import load_policy
+from ..rollout import RolloutConfig, rollout
+from ..stats import bootstrap_interval, paired_difference
 
 EPS = 1e-4
 
@@ -208,7 +209,7 @@ def policy_states(model, tokenizer, env: str, problems, gamma: float, episodes: 
                   env_options: dict | None = None) -> list[tuple[str, float]]:
     """``(rendered state, target)`` from ``episodes`` sampled episodes of the policy per puzzle, the target being
     the episode's discounted success from that state (Monte Carlo; a state seen several times gets the mean)."""
-    from .rollout import Sample, render_prompt, run_episodes
+    from ..rollout import Sample, render_prompt, run_episodes
 
     spec = get_env(env)
     envs, samples, adapters = [], [], []
@@ -568,7 +569,7 @@ def export_results(value_dir: str | Path, compare_files: list[str | Path], dest:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.value_search", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m reference_impls.measure.value_search", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="fit a value head on train puzzles and save it")
     t.add_argument("--env", default="sokoban", choices=sorted(SEARCH_PROBLEMS))

@@ -2,10 +2,10 @@
 
 Usage::
 
-    python -m reference_impls.report heldout --env thinking --run RUN        # thinking length by level
-    python -m reference_impls.report heldout --env abstain --model smollm2-135m-instruct --n 80 \\
+    python -m reference_impls.measure.report heldout --env thinking --run RUN        # thinking length by level
+    python -m reference_impls.measure.report heldout --env abstain --model smollm2-135m-instruct --n 80 \\
         --env-option hint_share=0.5 --json                                  # abstention, hallucination, hints
-    python -m reference_impls.report hacking --samples RUN                  # flag reward hacking in samples.jsonl
+    python -m reference_impls.measure.report hacking --samples RUN          # flag reward hacking in samples.jsonl
 
 ``heldout`` evaluates a model (or a run's latest checkpoint, with the run's env options) greedily on held-out
 problems and prints the env's registered report (``envs/reports.py``); ``hacking`` runs
@@ -18,14 +18,14 @@ import json
 import sys
 from pathlib import Path
 
-from .options import ConfigError, key_values
-from .rundir import RunDir, RunDirError, policy_to_evaluate
+from ..options import ConfigError, key_values
+from ..rundir import RunDir, RunDirError, policy_to_evaluate
 
 
 def _heldout(args) -> int:
-    from .envs import get_env
-    from .envs.reports import get_report, heldout_samples
-    from .models import load_policy
+    from ..envs import get_env
+    from ..envs.reports import get_report, heldout_samples
+    from ..models import load_policy
 
     try:
         run_cfg = RunDir(args.run).read_config() if args.run else {}
@@ -49,7 +49,7 @@ def _heldout(args) -> int:
 
 
 def _hacking(args) -> int:
-    from .envs.loophole import detect_reward_hacking
+    from ..envs.loophole import detect_reward_hacking
 
     path = Path(args.samples)
     if path.is_dir():
@@ -64,7 +64,7 @@ def _hacking(args) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.report", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m reference_impls.measure.report", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     h = sub.add_parser("heldout", help="an environment's report on held-out problems")
     h.add_argument("--env", default=None, help="environment (default: the run's)")

@@ -11,8 +11,8 @@ a trained run's summary (``--run``) with the base model's says what RL added (ma
 
 Usage::
 
-    python -m reference_impls.mas_pipeline --model smollm2-135m-instruct --n 100 --json
-    python -m reference_impls.mas_pipeline --run runs/sv --n 100 --json        # a trained run, same problems
+    python -m reference_impls.measure.mas_pipeline --model smollm2-135m-instruct --n 100 --json
+    python -m reference_impls.measure.mas_pipeline --run runs/sv --n 100 --json        # a trained run, same problems
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ import argparse
 import json
 import sys
 
-from .envs import get_env
+from ..envs import get_env
+from ..models import load_policy
+from ..options import ConfigError, key_values
+from ..rundir import RunDirError, policy_to_evaluate
 from .evaluate import evaluate
-from .models import load_policy
-from .options import ConfigError, key_values
-from .rundir import RunDirError, policy_to_evaluate
 
 
 def summarize(samples) -> dict:
@@ -59,7 +59,7 @@ def run_pipeline(model, tokenizer, env: str = "solver-verifier", n: int = 100, s
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.mas_pipeline", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m reference_impls.measure.mas_pipeline", description=__doc__.split("\n")[0])
     p.add_argument("--model", default=None, help="model name or folder (default smollm2-135m-instruct)")
     p.add_argument("--run", default=None, help="a trained run: its latest checkpoint plays the roles")
     p.add_argument("--env", default="solver-verifier")

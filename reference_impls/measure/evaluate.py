@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m reference_impls.evaluate --model smollm2-135m-instruct --env calculator --n 200 --json
-    python -m reference_impls.evaluate --run runs/grpo --n 200 --json     # latest checkpoint of a run
+    python -m reference_impls.measure.evaluate --model smollm2-135m-instruct --env calculator --n 200 --json
+    python -m reference_impls.measure.evaluate --run runs/grpo --n 200 --json     # latest checkpoint of a run
 
 Prints ``{"accuracy": ..., "n": ..., "correct": ..., "by_family": {...}}``. The held-out problems are a
 pure function of (n, seed, the environment's options), so two models evaluated with the same arguments
@@ -18,11 +18,11 @@ import sys
 import time
 from collections import defaultdict
 
-from .envs import ENVS, get_env, load_env_module
-from .models import load_policy
-from .options import ConfigError, add_flags, given_flags, key_values
-from .rollout import RolloutConfig, rollout
-from .rundir import RunDir, RunDirError, policy_to_evaluate
+from ..envs import ENVS, get_env, load_env_module
+from ..models import load_policy
+from ..options import ConfigError, add_flags, given_flags, key_values
+from ..rollout import RolloutConfig, rollout
+from ..rundir import RunDir, RunDirError, policy_to_evaluate
 
 
 def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tokens_per_turn: int = 48,
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     peek.add_argument("--run")
     peek.add_argument("--env-module", action="append", default=[])
     known, _ = peek.parse_known_args(argv)
-    p = argparse.ArgumentParser(prog="python -m reference_impls.evaluate", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m reference_impls.measure.evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--model", default=None, help="model name or folder (default: the run's latest checkpoint)")
     p.add_argument("--run", default=None, help="run directory: evaluates its latest checkpoint on its environment")
     p.add_argument("--env", default=None, help="environment (default: the run's, else calculator)")

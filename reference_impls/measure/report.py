@@ -19,52 +19,57 @@ import sys
 from pathlib import Path
 
 from ..options import ConfigError, key_values
-from ..rundir import RunDir, RunDirError, policy_to_evaluate
+from ..rundir import policy_to_evaluate
+from . import cli
 
 
-def _heldout(args) -> int:
+def check_heldout(args):
     from ..envs import get_env
-    from ..envs.reports import get_report, heldout_samples
+    from ..envs.reports import get_report
+
+    run_cfg = cli.run_config(args.run)
+    env = args.env or run_cfg.get("env")
+    if not env:
+        raise ConfigError("--env: name the environment (or give --run)")
+    task, report = get_env(env), get_report(env)
+    options = cli.heldout_options(task, env, run_cfg, key_values(args.env_option))
+    return env, report, options, policy_to_evaluate(args.run, args.model)
+
+
+def run_heldout(args, checked) -> str:
+    from ..envs.reports import heldout_samples
     from ..models import load_policy
 
-    try:
-        run_cfg = RunDir(args.run).read_config() if args.run else {}
-        env = args.env or run_cfg.get("env")
-        if not env:
-            raise ConfigError("--env: name the environment (or give --run)")
-        task, report = get_env(env), get_report(env)
-        base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
-        options = task.heldout_env_options(base, key_values(args.env_option))
-        task.options(options)  # validate before loading a model
-        name = policy_to_evaluate(args.run, args.model)
-    except (ConfigError, RunDirError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    env, report, options, name = checked
     model, tokenizer = load_policy(name)
     samples, problems = heldout_samples(model, tokenizer, env, args.n, args.seed, args.max_new_tokens_per_turn,
                                         args.max_completion_tokens, options)
     result = report.compute(samples, problems)
-    print(json.dumps(result) if args.json or report.format is None else report.format(result))
-    return 0
+    return json.dumps(result) if args.json or report.format is None else report.format(result)
 
 
-def _hacking(args) -> int:
-    from ..envs.loophole import detect_reward_hacking
-
+def check_hacking(args) -> Path:
     path = Path(args.samples)
     if path.is_dir():
         path = path / "samples.jsonl"
     if not path.is_file():
-        print(f"error: --samples: no such file {str(path)!r}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"--samples: no such file {str(path)!r}")
+    return path
+
+
+def run_hacking(args, path: Path) -> cli.Exit:
+    from ..envs.loophole import detect_reward_hacking
+
     report = detect_reward_hacking(path, honest_key=args.honest_key, spam_numbers=args.spam_numbers)
-    print(json.dumps({"flagged": report.flagged, "reasons": report.reasons, "warnings": report.warnings,
-                      "stats": report.stats}, indent=2))
-    return 1 if report.flagged else 0
+    return cli.Exit({"flagged": report.flagged, "reasons": report.reasons, "warnings": report.warnings,
+                     "stats": report.stats}, 1 if report.flagged else 0)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.measure.report", description=__doc__.split("\n")[0])
+COMMANDS = {"heldout": cli.Command(run_heldout, check_heldout), "hacking": cli.Command(run_hacking, check_hacking)}
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    p = cli.new_parser("reference_impls.measure.report", __doc__)
     sub = p.add_subparsers(dest="command", required=True)
     h = sub.add_parser("heldout", help="an environment's report on held-out problems")
     h.add_argument("--env", default=None, help="environment (default: the run's)")
@@ -80,8 +85,11 @@ def main(argv=None) -> int:
     k.add_argument("--samples", required=True, help="a samples.jsonl file or a run folder holding one")
     k.add_argument("--honest-key", default="strict_correct", help="episode info key of the honest metric")
     k.add_argument("--spam-numbers", type=int, default=3, help="numbers in one answer that count as spam")
-    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
-    return _heldout(args) if args.command == "heldout" else _hacking(args)
+    return p
+
+
+def main(argv=None) -> int:
+    return cli.main(build_parser, COMMANDS, argv)
 
 
 if __name__ == "__main__":

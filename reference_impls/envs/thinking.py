@@ -51,8 +51,9 @@ Rewards (``reward`` option; ``n`` = thinking units, ``c`` = 1 if the answer is e
 The benchmark's table
     :func:`thinking_table` turns evaluated episodes into "thinking length by difficulty" (per level:
     accuracy, mean and median thinking units, share of episodes that think at all);
-    :func:`thinking_length_table` evaluates a policy greedily on held-out problems and returns it, and
-    ``python -m reference_impls.report heldout --env thinking --run RUN`` (or ``--model NAME``) prints it.
+    it is the env's registered report, so ``measure.report.heldout_report(model, tokenizer, "thinking")``
+    evaluates a policy greedily on held-out problems and returns it, and
+    ``python -m reference_impls.measure.report heldout --env thinking --run RUN`` (or ``--model NAME``) prints it.
 """
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ from ..options import Options, option
 from . import EnvSpec, StepResult, register_env
 from .arith import CalcError, evaluate, format_number, parse_number
 from .calculator import TOOL as CALCULATOR
-from .reports import heldout_samples, register_report
+from .reports import register_report
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 REWARDS = ("budget_penalty", "lcpo_exact", "lcpo_max")
@@ -305,15 +306,6 @@ def thinking_table(samples, problems_) -> list[dict]:
                       "thinking_share": round(sum(u > 0 for u in units) / len(r), 4),
                       "mean_reward": round(statistics.fmean(x for _, _, x in r), 4)})
     return table
-
-
-def thinking_length_table(model, tokenizer, n: int = 80, seed: int = 0, max_new_tokens_per_turn: int = 96,
-                          max_completion_tokens: int = 192, calculator: bool = False, **options) -> list[dict]:
-    """Evaluate a policy greedily on ``n`` held-out problems (of ``thinking-calc`` with ``calculator``) and
-    return :func:`thinking_table`."""
-    samples, probs = heldout_samples(model, tokenizer, "thinking-calc" if calculator else "thinking", n, seed,
-                                     max_new_tokens_per_turn, max_completion_tokens, options)
-    return thinking_table(samples, probs)
 
 
 def format_table(table: list[dict]) -> str:

@@ -8,7 +8,7 @@ Usage::
     python -m reference_impls.measure.report hacking --samples RUN          # flag reward hacking in samples.jsonl
 
 ``heldout`` evaluates a model (or a run's latest checkpoint, with the run's env options) greedily on held-out
-problems and prints the env's registered report (``envs/reports.py``); ``hacking`` runs
+problems and prints the env's registered report (``envs/reports.py``, :func:`heldout_report`); ``hacking`` runs
 ``envs.loophole.detect_reward_hacking`` over a run's samples.jsonl and exits 1 when it flags.
 """
 from __future__ import annotations
@@ -21,6 +21,30 @@ from pathlib import Path
 from ..options import ConfigError, key_values
 from ..rundir import policy_to_evaluate
 from . import cli
+
+
+def heldout_samples(model, tokenizer, env: str, n: int = 80, seed: int = 0, max_new_tokens_per_turn: int = 96,
+                    max_completion_tokens: int = 192, options: dict | None = None):
+    """Greedy episodes on ``n`` held-out problems of ``env``: ``(samples, problems)``."""
+    from ..envs import get_env
+    from .evaluate import evaluate
+
+    task = get_env(env)
+    options = dict(options or {})
+    problems = task.problems("heldout", n=n, seed=seed, **options)
+    _, samples = evaluate(model, tokenizer, task, problems, max_new_tokens_per_turn=max_new_tokens_per_turn,
+                          max_completion_tokens=max_completion_tokens, env_options=options, return_samples=True)
+    return samples, problems
+
+
+def heldout_report(model, tokenizer, env: str, n: int = 80, seed: int = 0, max_new_tokens_per_turn: int = 96,
+                   max_completion_tokens: int = 192, options: dict | None = None):
+    """``env``'s registered report (``envs/reports.py``) on a greedy evaluation of ``n`` held-out problems
+    (e.g. the thinking env's table of thinking length by level)."""
+    from ..envs.reports import get_report
+
+    return get_report(env).compute(*heldout_samples(model, tokenizer, env, n, seed, max_new_tokens_per_turn,
+                                                    max_completion_tokens, options))
 
 
 def check_heldout(args):
@@ -37,7 +61,6 @@ def check_heldout(args):
 
 
 def run_heldout(args, checked) -> str:
-    from ..envs.reports import heldout_samples
     from ..models import load_policy
 
     env, report, options, name = checked

@@ -398,8 +398,8 @@ def test_report_tools_on_the_tiny_model(capsys):
     assert report.main(["heldout", "--env", "calculator", "--model", "tiny"]) == 2
     assert "no report for environment 'calculator'" in capsys.readouterr().err
     model, tokenizer = load_policy("tiny")
-    table = thinking.thinking_length_table(model, tokenizer, n=2, calculator=True, levels=(4,),
-                                           max_new_tokens_per_turn=8, max_completion_tokens=16)
+    table = report.heldout_report(model, tokenizer, "thinking-calc", n=2, options={"levels": (4,)},
+                                  max_new_tokens_per_turn=8, max_completion_tokens=16)
     assert [(r["level"], r["n"]) for r in table] == [(4, 2)]
 
 

@@ -19,7 +19,7 @@ import heapq
 import itertools
 from typing import Callable, Hashable, Iterable
 
-from .gridgames import DIRECTIONS
+from .gridgames import DIRECTIONS, push
 
 
 def best_first(start: Hashable, successors: Callable[[Hashable], Iterable[tuple[str, Hashable, float]]],
@@ -87,8 +87,6 @@ def box_distance(boxes, targets) -> int:
 
 def sokoban_search(walls, targets, boxes, player, value: Callable | None = None, weight: float = 1.0,
                    budget: int = 200_000):
-    from .sokoban import push
-
     targets = frozenset(targets)
 
     def successors(state):

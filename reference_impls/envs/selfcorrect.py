@@ -37,7 +37,7 @@ Reward
 Metrics (``info`` at the episode's end)
     ``first_correct``, ``second_correct`` (= ``correct``), ``flip`` (``wrong->right``, ``right->wrong``,
     ``right->right``, ``wrong->wrong``), ``first_answer``, ``second_answer``, ``checked`` (a ``<check>`` was written).
-    :mod:`reference_impls.self_correction` measures them for both feedback modes on held-out problems.
+    :mod:`reference_impls.measure.self_correction` measures them for both feedback modes on held-out problems.
 Demonstrations (SFT warm start)
     Written in the ``self`` protocol (the default): attempt 1, the env's self-check request, a ``<check>`` that
     recomputes every step of a correct solution and the gold answer. ``demo_slip_rate`` of the demonstrations

@@ -55,9 +55,9 @@ def main() -> int:
           "--levels", a.levels, "--group-size", str(a.group_size), "--micro-batch-size", "8", *gen]
 
     def evaluate(model: str) -> dict:
-        return last_json_line(cli("reference_impls.evaluate", ["--model", model, "--env", "calculator", "--n", str(a.n),
-                                                               "--seed", str(a.seed), "--levels", a.levels,
-                                                               "--batch-size", "16", "--json", *gen], log))
+        return last_json_line(cli("reference_impls.measure.evaluate", [
+            "--model", model, "--env", "calculator", "--n", str(a.n), "--seed", str(a.seed), "--levels", a.levels,
+            "--batch-size", "16", "--json", *gen], log))
 
     def ckpt(run):
         return str(sorted((out / run / "checkpoints").glob("step_*"))[-1])

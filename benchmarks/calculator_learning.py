@@ -29,7 +29,7 @@ from benchmarks.svgplot import line_chart
 
 
 def evaluate(model: str, a, log) -> dict:
-    result = last_json_line(cli("reference_impls.evaluate", [
+    result = last_json_line(cli("reference_impls.measure.evaluate", [
         "--model", model, "--n", str(a.n), "--levels", a.levels, "--json", "--batch-size", str(a.eval_batch_size),
         "--max-new-tokens-per-turn", str(a.max_new_tokens_per_turn),
         "--max-completion-tokens", str(a.max_completion_tokens)], log))

@@ -48,9 +48,9 @@ def main() -> int:
           "--checkpoint-every", str(a.rl_steps), "--micro-batch-size", "8", *gen]
 
     def evaluate(model: str) -> dict:
-        return last_json_line(cli("reference_impls.evaluate", ["--model", model, "--env", "search", "--n", str(a.n),
-                                                               "--seed", str(a.seed), "--batch-size", "16", "--json",
-                                                               *gen], log))
+        return last_json_line(cli("reference_impls.measure.evaluate", [
+            "--model", model, "--env", "search", "--n", str(a.n), "--seed", str(a.seed), "--batch-size", "16",
+            "--json", *gen], log))
 
     def ckpt(run: str) -> str:
         return str(sorted((out / run / "checkpoints").glob("step_*"))[-1])

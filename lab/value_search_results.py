@@ -1,7 +1,7 @@
-"""Shipped results of the learned-value search comparison (``reference_impls.value_search``): the policy
+"""Shipped results of the learned-value search comparison (``reference_impls.measure.value_search``): the policy
 alone vs best-first search with a fixed heuristic vs best-first search with a learned value, on the same
 held-out puzzles at equal numbers of model calls. One record per environment in
-``lab/results/value-search/<env>.json`` (written by ``python -m reference_impls.value_search export``); the
+``lab/results/value-search/<env>.json`` (written by ``python -m reference_impls.measure.value_search export``); the
 planning-external-guide node page shows them."""
 from __future__ import annotations
 

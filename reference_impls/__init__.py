@@ -15,6 +15,7 @@ Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm), 
 - ``sft.py``         supervised warm start on the environments' demonstrations
 - ``train.py``       the RL training loop and CLI (checkpoints, resume, signals, DDP); ``rundir.py`` its folder
 - ``callbacks.py``   minGPT-style training callbacks (JSONL, TensorBoard, progress bar)
-- measurement CLIs (held-out evaluation, reports, value search, self-correction, the multi-agent pipeline),
-  ``trl_bridge.py`` / ``export.py`` (TRL), ``sandbox.py`` (running code the code envs ask for), ``stats.py``
+- ``measure/``       the measurement CLIs over trained policies (held-out evaluation, reports, value search,
+                     self-correction, the multi-agent pipeline), on one shared ``measure/cli.py`` main
+- ``trl_bridge.py`` / ``export.py`` (TRL), ``sandbox.py`` (running code the code envs ask for), ``stats.py``
 """

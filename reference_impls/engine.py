@@ -31,9 +31,9 @@ loop keeps drawing for it until the longest row stops). Old log-probs are ``log_
 of the very logits the token was drawn from.
 
 Stop strings. A row's turn ends after token ``j`` when the text of its last nine turn tokens contains a
-stop string (the old loop's ``_cut_turn`` test). That text is decoded only when token ``j`` can end a
-stop string (its own text contains one or begins with one's suffix, see :class:`StopMatcher`); the
-verdict per token id is memoised, so most steps decode nothing.
+stop string (the rule of :func:`cut_turn`, which the reference loop and vLLM apply to a whole turn). That
+text is decoded only when token ``j`` can end a stop string (its own text contains one or begins with one's
+suffix, see :class:`StopMatcher`); the verdict per token id is memoised, so most steps decode nothing.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
-#: tokens before the newest one whose text is searched for a stop string (as ``rollout._cut_turn``)
+#: tokens before the newest one whose text is searched for a stop string (by :func:`cut_turn`)
 STOP_WINDOW = 8
 
 
@@ -56,11 +56,25 @@ class TurnOutput:
     stopped: bool
 
 
+def cut_turn(tokenizer, new_ids: list[int], eos_ids: set[int], stop_strings) -> tuple[list[int], bool]:
+    """The turn-cutting rule every engine applies (the reference loop and vLLM cut with it; :class:`StopMatcher`
+    is the same test, token by token): the tokens this row actually produced in this call, up to and including
+    EOS or the token that closes a stop string (searched in the text of that token and the ``STOP_WINDOW`` tokens
+    before it). Returns (tokens, stopped) where stopped says a stop string or EOS was reached."""
+    for j, tok in enumerate(new_ids):
+        if tok in eos_ids:
+            return new_ids[:j + 1], True
+        text = tokenizer.decode(new_ids[max(0, j - STOP_WINDOW):j + 1])
+        if any(s in text for s in stop_strings):
+            return new_ids[:j + 1], True
+    return new_ids, False
+
+
 class StopMatcher:
     """Stop-string and EOS test on the tokens of the current turn, decoding only where it can matter.
 
     ``ends_turn(tokens)`` is true when ``tokens[-1]`` is EOS, or when the text of ``tokens[-9:]`` holds a
-    stop string (what ``rollout._cut_turn`` tests). Called after every new token, it can skip the decode
+    stop string (what :func:`cut_turn` tests). Called after every new token, it can skip the decode
     whenever the newest token cannot complete a stop string: an occurrence that was not in the previous
     window overlaps the newest token and ends inside it, so the newest token's text either contains the
     stop string or begins with one of its suffixes (``>`` or ``c>`` for ``</calc>``; ``calc`` or a digit

@@ -58,7 +58,7 @@ NODE_PROXIES: dict[str, tuple[str | None, str]] = {
     "mas-rl-free": ("solver-verifier-role-grpo",
                     "The RL-free baseline is the same solver-verifier pipeline with no training: a prompted model "
                     "plays both roles under the fixed protocol on the held-out problems "
-                    "(python -m reference_impls.mas_pipeline --model smollm2-135m-instruct --n 100), reporting the "
+                    "(python -m reference_impls.measure.mas_pipeline --model smollm2-135m-instruct --n 100), reporting the "
                     "final accuracy beside the solver's first answer alone and the verdict accuracy. Run this "
                     "trains the RL-based version to compare with it (--run RUN on the same command)."),
     "other-social": ("solver-verifier-role-grpo",

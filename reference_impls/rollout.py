@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
+from .engine import cut_turn
 from .envs import step_all
 
 
@@ -108,18 +109,6 @@ def render_prompt(tokenizer, messages) -> list[int]:
     if isinstance(ids, dict) or hasattr(ids, "keys"):  # some versions return a BatchEncoding
         ids = ids["input_ids"]
     return list(ids)
-
-
-def _cut_turn(tokenizer, new_ids: list[int], eos_ids: set[int], stop_strings) -> tuple[list[int], bool]:
-    """Tokens this row actually produced in this call: up to and including EOS or the token that closes
-    a stop string. Returns (tokens, stopped) where stopped says a stop string or EOS was reached."""
-    for j, tok in enumerate(new_ids):
-        if tok in eos_ids:
-            return new_ids[:j + 1], True
-        text = tokenizer.decode(new_ids[max(0, j - 8):j + 1])
-        if any(s in text for s in stop_strings):
-            return new_ids[:j + 1], True
-    return new_ids, False
 
 
 ENGINES = ("cached", "generate", "vllm")  # vllm: the optional vllm_engine.VLLMEngine (CUDA, the gpu extra)
@@ -234,7 +223,7 @@ def run_episodes(model, tokenizer, envs, samples, config: RolloutConfig, budgets
 class _GenerateTurns:
     """The reference engine (``engine="generate"``): each turn, ``model.generate`` over the whole
     conversation of every active row, left padded; rows stop on EOS or a stop string (``StopOnStrings``)
-    and are cut by ``_cut_turn``. Re-prefills every prompt and every earlier turn, every turn."""
+    and are cut by ``engine.cut_turn``. Re-prefills every prompt and every earlier turn, every turn."""
 
     def __init__(self, model, tokenizer, stop_strings, eos_ids, config: RolloutConfig):
         from .engine import TurnOutput
@@ -275,7 +264,7 @@ class _GenerateTurns:
             for t, step_logits in enumerate(out.logits)], dim=1).cpu()
         outs = []
         for r, limit in enumerate(limits):
-            tokens, stopped = _cut_turn(self.tokenizer, new_tokens[r], self.eos_ids, self.stop_strings)
+            tokens, stopped = cut_turn(self.tokenizer, new_tokens[r], self.eos_ids, self.stop_strings)
             tokens = tokens[:limit]  # a row never writes past its own budget
             outs.append(self.TurnOutput(tokens, logps_all[r, :len(tokens)].tolist(), stopped))
         return outs

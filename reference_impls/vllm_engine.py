@@ -16,7 +16,7 @@ our key/value-cache engine (``engine.CachedEngine``)::
                .logprobs[t][token_ids[t]].logprob is the old log-prob, which must be log softmax(logits / T):
                the LLM is built with logprobs_mode="processed_logprobs" (vLLM V1's default is the raw,
                pre-temperature log-probs, which would make the first PPO/GRPO ratio differ from 1)
-    the cut    the turn is cut by the same rule as the other engines (``rollout._cut_turn``: up to and
+    the cut    the turn is cut by the same rule as the other engines (``engine.cut_turn``: up to and
                including EOS or the token that closes a stop string), then to the row's limit, so vLLM's
                own stop matching can only end a turn early where ours agrees
 
@@ -43,7 +43,7 @@ import time
 
 import torch
 
-from .engine import TurnOutput
+from .engine import TurnOutput, cut_turn
 from .options import ConfigError
 
 
@@ -133,8 +133,6 @@ class VLLMEngine:
             seed=int(torch.randint(0, 2**31 - 1, (1,)).item()))
 
     def turn(self, samples, active: list[int], limits: list[int]) -> list[TurnOutput]:
-        from .rollout import _cut_turn
-
         prompts = [self.TokensPrompt(prompt_token_ids=list(samples[i].token_ids)) for i in active]
         params = [self.sampling_params(limit) for limit in limits]
         t0 = time.perf_counter()
@@ -151,7 +149,7 @@ class VLLMEngine:
                 raise RuntimeError(f"vLLM gave no log-prob for every sampled token of row {row} (logprobs=0 "
                                    "must be requested)")
             logprobs = [float(completion.logprobs[t][tok].logprob) for t, tok in enumerate(sampled)]
-            tokens, stopped = _cut_turn(self.tokenizer, sampled, self.eos_ids, self.stop_strings)
+            tokens, stopped = cut_turn(self.tokenizer, sampled, self.eos_ids, self.stop_strings)
             # vLLM ended the turn on a stop condition (EOS, a stop id or string) our window did not see
             stopped = stopped or (len(tokens) == len(sampled) and completion.finish_reason == "stop")
             if len(tokens) > limit:

@@ -37,7 +37,7 @@ def test_node_page_note_links_the_proxy_or_says_none():
     none = node_proxy_note("perception-audio")
     assert none.heading == "No runnable proxy yet." and none.link is None and "audio" in none.text
     rl_free = node_proxy_note("mas-rl-free")
-    assert "reference_impls.mas_pipeline" in rl_free.text and rl_free.link is not None
+    assert "mas_pipeline" in rl_free.text and rl_free.link is not None
     assert node_proxy_note("alg-grpo") is None
     assert node_proxy_note("perception") is None  # it runs: its own implementation is shown
 

@@ -96,7 +96,7 @@ def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed:
                      max_new_tokens_per_turn: int, max_completion_tokens: int) -> list[int]:
     """Greedy held-out success, one 0/1 per problem (the same problems for every cell of the grid)."""
     from reference_impls.envs import get_env
-    from reference_impls.evaluate import evaluate
+    from reference_impls.measure.evaluate import evaluate
     from reference_impls.models import load_policy
 
     task = get_env(env)

@@ -41,7 +41,7 @@ Metrics
     ``hallucinated`` (a value that is wrong, or any value for an unanswerable question), ``hinted`` and
     ``followed_hint`` (the answer is the hint's wrong value). :func:`trust_metrics` turns episodes into
     accuracy on answerable questions, abstention rate on unanswerable ones, over-abstention, hallucination
-    rate and hint-following rate; ``python -m reference_impls.report heldout --env abstain --run RUN``
+    rate and hint-following rate; ``python -m reference_impls.measure.report heldout --env abstain --run RUN``
     prints them for the held-out split.
 """
 from __future__ import annotations

@@ -54,6 +54,22 @@ _WORD = re.compile(r"[^\s,;]+")
 MAX_WORDS = 64  # a tag with more words than this is answered with an error, not parsed further
 
 
+def push(walls, boxes: frozenset, player: tuple[int, int], direction: str):
+    """Sokoban's move rule: ``(boxes, player)`` after one move (a box walked into is pushed one cell on), or
+    None when it is blocked (a wall, or a box against a wall or another box). Here, below both, so that
+    ``sokoban`` (the game) and ``plansearch`` (its solver's successors) import it from one place."""
+    d = DIRECTIONS[direction]
+    nxt = (player[0] + d[0], player[1] + d[1])
+    if nxt in walls:
+        return None
+    if nxt in boxes:
+        beyond = (nxt[0] + d[0], nxt[1] + d[1])
+        if beyond in walls or beyond in boxes:
+            return None
+        return (boxes - {nxt}) | {beyond}, nxt
+    return boxes, nxt
+
+
 def parse_moves(text: str) -> tuple[list[str], str | None]:
     """``(moves, None)`` or ``([], error message)``. Case-insensitive; never raises."""
     words = _WORD.findall(text[:4096])

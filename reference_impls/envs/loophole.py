@@ -19,7 +19,7 @@ A real case in this project: the memory env
     operation destroys (``focus=shown``, ``questions=3``). The detector's ``collapsed`` signal (one final
     output on most episodes of different problems) is that run's signature; its divergence signal needs
     an honest metric in the episode info, which the memory env does not log per sample.
-The detector (:func:`detect_reward_hacking`, ``python -m reference_impls.report hacking --samples RUN``)
+The detector (:func:`detect_reward_hacking`, ``python -m reference_impls.measure.report hacking --samples RUN``)
     reads samples.jsonl records (``{"step", "reward", "segments", "info"}``) and reports three signals:
     ``spam``: the share of episodes whose final answer holds ``spam_numbers`` or more numbers (answer-
     shaped spam); ``gap``: mean proxy verdict (``info.correct``, else reward > 0.5) minus mean

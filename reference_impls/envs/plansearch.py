@@ -19,7 +19,7 @@ import heapq
 import itertools
 from typing import Callable, Hashable, Iterable
 
-from .gridgames import DIRECTIONS
+from .gridgames import DIRECTIONS, push
 
 
 def best_first(start: Hashable, successors: Callable[[Hashable], Iterable[tuple[str, Hashable, float]]],
@@ -87,8 +87,6 @@ def box_distance(boxes, targets) -> int:
 
 def sokoban_search(walls, targets, boxes, player, value: Callable | None = None, weight: float = 1.0,
                    budget: int = 200_000):
-    from .sokoban import push
-
     targets = frozenset(targets)
 
     def successors(state):
@@ -111,7 +109,7 @@ IMPLEMENTATIONS = (
                    env_options={"levels": (2, 3), "hint_moves": 4}, nodes=("planning-external-guide",),
                    changes="The planner is weighted A* over (player, boxes) ordered by a value function: a fixed, "
                            "admissible heuristic (each box's distance to its nearest target), so its plans are "
-                           "optimal; a learned value head can replace it (any callable): value_search.py trains one "
+                           "optimal; a learned value head can replace it (any callable): measure/value_search.py trains one "
                            "on the LM's hidden state and compares the two searches with the policy at equal model "
                            "calls, while these hints keep the heuristic. The LLM stays the actor: it sees the "
                            "planner's suggestion as text and writes the moves itself. The warm-start demonstrations "

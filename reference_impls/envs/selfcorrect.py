@@ -37,7 +37,7 @@ Reward
 Metrics (``info`` at the episode's end)
     ``first_correct``, ``second_correct`` (= ``correct``), ``flip`` (``wrong->right``, ``right->wrong``,
     ``right->right``, ``wrong->wrong``), ``first_answer``, ``second_answer``, ``checked`` (a ``<check>`` was written).
-    :mod:`reference_impls.self_correction` measures them for both feedback modes on held-out problems.
+    :mod:`reference_impls.measure.self_correction` measures them for both feedback modes on held-out problems.
 Demonstrations (SFT warm start)
     Written in the ``self`` protocol (the default): attempt 1, the env's self-check request, a ``<check>`` that
     recomputes every step of a correct solution and the gold answer. ``demo_slip_rate`` of the demonstrations
@@ -257,7 +257,7 @@ IMPLEMENTATIONS = (
                 "trains on the episodes, rewarded by the second attempt. Simplifies: one retry, arithmetic word "
                 "problems answered without a tool, a templated verifier message instead of a model-written "
                 "reflection, and no memory of reflections across episodes. The feedback=self option gives the "
-                "intrinsic variant; python -m reference_impls.self_correction measures both modes (attempt 1 vs "
+                "intrinsic variant; python -m reference_impls.measure.self_correction measures both modes (attempt 1 vs "
                 "attempt 2 accuracy and the flips).",
         paper="Reflexion: Language Agents with Verbal Reinforcement Learning (Shinn et al.; arXiv 2303.11366); "
               "Self-Refine (Madaan et al.; arXiv 2303.17651)"),

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from ..options import option
 from . import EnvSpec
-from .gridgames import DIRECTIONS, GridGameEnv, GridGameOptions, plan_demonstration, split_of
+from .gridgames import DIRECTIONS, GridGameEnv, GridGameOptions, plan_demonstration, push, split_of
 
 # room size incl. walls, boxes, inner walls (lo, hi), plan length (lo, hi), reverse-play steps
 LEVELS = {1: (6, 1, (0, 1), (3, 10), 30), 2: (7, 1, (1, 3), (6, 16), 50), 3: (7, 2, (0, 2), (8, 24), 80)}
@@ -78,20 +78,6 @@ def render(size, walls, targets, boxes, player) -> str:
                 row.append("." if p in targets else "_")
         rows.append("".join(row))
     return "\n".join(rows)
-
-
-def push(walls, boxes: frozenset, player: Pos, direction: str) -> tuple[frozenset, Pos] | None:
-    """The state after one move, or None when it is blocked."""
-    d = DIRECTIONS[direction]
-    nxt = _add(player, d)
-    if nxt in walls:
-        return None
-    if nxt in boxes:
-        beyond = _add(nxt, d)
-        if beyond in walls or beyond in boxes:
-            return None
-        return (boxes - {nxt}) | {beyond}, nxt
-    return boxes, nxt
 
 
 def solve(walls, targets, boxes, player, budget: int = NODE_BUDGET) -> list[str] | None:

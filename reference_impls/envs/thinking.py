@@ -50,8 +50,10 @@ Rewards (``reward`` option; ``n`` = thinking units, ``c`` = 1 if the answer is e
     (default 0.01) for tens of units.
 The benchmark's table
     :func:`thinking_table` turns evaluated episodes into "thinking length by difficulty" (per level:
-    accuracy, mean and median thinking units, share of episodes that think at all), and
-    ``python -m reference_impls.report heldout --env thinking --run RUN`` (or ``--model NAME``) prints it.
+    accuracy, mean and median thinking units, share of episodes that think at all);
+    it is the env's registered report, so ``measure.report.heldout_report(model, tokenizer, "thinking")``
+    evaluates a policy greedily on held-out problems and returns it, and
+    ``python -m reference_impls.measure.report heldout --env thinking --run RUN`` (or ``--model NAME``) prints it.
 """
 from __future__ import annotations
 

@@ -334,8 +334,8 @@ make = SPEC.make
 def perception_report(samples, problems_) -> dict:
     """What ``correct`` hides: the answer and the grounding (pointing to the target cell) scored apart, the share
     of episodes that end with a readable ``<answer>SYMBOL at ROW,COL</answer>``, the zooms used, and each level's
-    accuracy. ``python -m reference_impls.report heldout --env zoom --run RUN`` (add ``--env-option max_zooms=0``
-    for the passive, thumbnail-only version of the same problems)."""
+    accuracy. ``python -m reference_impls.measure.report heldout --env zoom --run RUN`` (add
+    ``--env-option max_zooms=0`` for the passive, thumbnail-only version of the same problems)."""
     infos = [s.info for s in samples]
     n = max(len(infos), 1)
 

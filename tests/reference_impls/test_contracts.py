@@ -97,8 +97,9 @@ def test_user_environment_trains_and_evaluates_through_the_cli(tmp_path):
     assert json.loads((out / "config.json").read_text())["env_options"] == {"words": 3}
     sample = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
     assert re.search(r"Write <answer>(apple|river|stone)</answer>", sample["segments"][0]["text"])
-    ev = subprocess.run([sys.executable, "-m", "reference_impls.evaluate", "--env-module", USER_ENV, "--run", str(out),
-                         "--n", "4", "--json", "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "6"],
+    ev = subprocess.run([sys.executable, "-m", "reference_impls.measure.evaluate", "--env-module", USER_ENV,
+                         "--run", str(out), "--n", "4", "--json", "--max-new-tokens-per-turn", "6",
+                         "--max-completion-tokens", "6"],
                         cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert json.loads(ev.stdout.strip().splitlines()[-1])["n"] == 4
@@ -107,7 +108,7 @@ def test_user_environment_trains_and_evaluates_through_the_cli(tmp_path):
 
 
 def test_no_environment_names_in_generic_code():
-    generic = ["reference_impls/train.py", "reference_impls/sft.py", "reference_impls/evaluate.py",
+    generic = ["reference_impls/train.py", "reference_impls/sft.py", "reference_impls/measure/evaluate.py",
                "reference_impls/rollout.py", "lab/catalog.py", "lab/runs.py", "app/views/lab.py"]
     for path in generic:
         text = (ROOT / path).read_text()

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from reference_impls.common import collate, completion_logprobs
-from reference_impls.engine import StopMatcher
+from reference_impls.engine import StopMatcher, cut_turn
 from reference_impls.envs import EnvSpec, NoOptions, StepResult, ToolSpec, get_env
-from reference_impls.rollout import RolloutConfig, _cut_turn, rollout
+from reference_impls.rollout import RolloutConfig, rollout
 from scripted_policies import nudged_tiny
 
 CALC_REPLIES = ("<calc>7+8</calc>", "<calc>12*3</calc>")
@@ -207,7 +207,7 @@ def test_edge_cases_greedy_match_generate(tiny):
 
 def test_stop_matcher_cuts_where_the_reference_loop_cuts(tiny):
     """The engine decodes a window only when the newest token can be part of a stop string; on random
-    token streams rich in tag pieces it ends every turn exactly where ``_cut_turn`` does."""
+    token streams rich in tag pieces it ends every turn exactly where ``cut_turn`` does."""
     tok = tiny[1]
     stops = ("</calc>", "</answer>", "\n")
     eos = {tok.eos_token_id}
@@ -218,7 +218,7 @@ def test_stop_matcher_cuts_where_the_reference_loop_cuts(tiny):
     checked = 0
     for _ in range(300):
         seq = [rng.choice(pieces) if rng.random() < 0.4 else rng.randrange(len(tok)) for _ in range(16)]
-        cut, stopped = _cut_turn(tok, seq, eos, stops)
+        cut, stopped = cut_turn(tok, seq, eos, stops)
         ends = [j for j in range(len(seq)) if matcher.ends_turn(seq[:j + 1])]
         checked += len(seq)
         assert (ends[0] + 1 if ends else len(seq)) == len(cut) and bool(ends) == stopped

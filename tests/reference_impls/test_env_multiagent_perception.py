@@ -333,7 +333,7 @@ def test_parser_fuzz(text):
 # the RL-free pipeline and training through the CLI (tiny model)
 
 def test_rl_free_pipeline_runs_on_heldout_problems():
-    from reference_impls import mas_pipeline
+    from reference_impls.measure import mas_pipeline
     from reference_impls.models import load_policy
 
     model, tokenizer = load_policy("tiny")
@@ -370,7 +370,7 @@ class _Done:
 
 
 def test_pipeline_summary_by_hand():
-    from reference_impls.mas_pipeline import summarize
+    from reference_impls.measure.mas_pipeline import summarize
 
     samples = [_Done({"correct": True, "first_correct": False, "verdict_accuracy": 1.0, "accepted": True,
                       "rounds": 2, "role_rewards": {"solver": 1.0, "verifier": 1.0}}),
@@ -385,7 +385,8 @@ def test_pipeline_summary_by_hand():
 
 @pytest.mark.parametrize("impl", ["solver-verifier-role-grpo", "solver-verifier-train-verifier", "zoom-grpo"])
 def test_trains_two_steps_through_the_cli(impl, tmp_path, capsys):
-    from reference_impls import evaluate, mas_pipeline, train
+    from reference_impls import train
+    from reference_impls.measure import evaluate, mas_pipeline
 
     out = tmp_path / impl
     rc = train.main(["--impl", impl, "--model", "tiny", "--steps", "2", "--prompts-per-step", "2", "--group-size",

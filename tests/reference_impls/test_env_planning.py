@@ -213,7 +213,8 @@ def test_move_parser_examples():
 def test_trains_two_steps_and_evaluates_through_the_cli(name, tmp_path, capsys):
     import json
 
-    from reference_impls import evaluate, train
+    from reference_impls import train
+    from reference_impls.measure import evaluate
 
     out = tmp_path / name
     rc = train.main(["--env", name, "--model", "tiny", "--steps", "2", "--prompts-per-step", "2", "--group-size", "2",

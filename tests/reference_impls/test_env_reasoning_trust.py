@@ -309,7 +309,7 @@ def test_detector_warns_on_one_collapsed_output():
 
 
 def test_detector_cli(tmp_path, capsys):
-    from reference_impls import report
+    from reference_impls.measure import report
 
     spec = get_env("loophole")
     (tmp_path / "samples.jsonl").write_text("\n".join(json.dumps(r) for r in _records(spec, _hacker)))
@@ -380,7 +380,8 @@ def test_trains_two_steps_through_the_cli(name, tmp_path):
 
 
 def test_report_tools_on_the_tiny_model(capsys):
-    from reference_impls import report
+    from reference_impls.measure import report
+    from reference_impls.models import load_policy
 
     short = ["--model", "tiny", "--n", "4", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "16", "--json"]
     assert report.main(["heldout", "--env", "thinking", *short]) == 0
@@ -396,6 +397,10 @@ def test_report_tools_on_the_tiny_model(capsys):
     assert "reward" in capsys.readouterr().err
     assert report.main(["heldout", "--env", "calculator", "--model", "tiny"]) == 2
     assert "no report for environment 'calculator'" in capsys.readouterr().err
+    model, tokenizer = load_policy("tiny")
+    table = report.heldout_report(model, tokenizer, "thinking-calc", n=2, options={"levels": (4,)},
+                                  max_new_tokens_per_turn=8, max_completion_tokens=16)
+    assert [(r["level"], r["n"]) for r in table] == [(4, 2)]
 
 
 def test_loophole_report_by_hand():

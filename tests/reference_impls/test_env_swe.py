@@ -376,7 +376,8 @@ def test_fuzz_text_without_a_complete_call_ends_the_episode(text):
 
 def test_trains_two_steps_through_the_cli_and_evaluates(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from reference_impls import evaluate, train
+    from reference_impls import train
+    from reference_impls.measure import evaluate
 
     out = tmp_path / "run"
     assert train.main(["--impl", "swe-grpo", "--model", "tiny", "--steps", "2", "--prompts-per-step", "2",

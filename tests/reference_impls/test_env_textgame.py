@@ -160,7 +160,8 @@ def test_fuzzed_actions_give_a_clear_observation_fast(text):
 
 
 def test_trains_two_steps_through_the_cli_and_evaluates(tmp_path, capsys):
-    from reference_impls import evaluate, train
+    from reference_impls import train
+    from reference_impls.measure import evaluate
 
     out = tmp_path / "textgame"
     small = ["--env-option", "levels=1", "--env-option", "kinds=adventure"]

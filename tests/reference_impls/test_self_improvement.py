@@ -112,7 +112,7 @@ def test_train_and_heldout_problems_are_disjoint():
 
 
 def test_summarize_counts_attempts_and_flips():
-    from reference_impls.self_correction import summarize
+    from reference_impls.measure.self_correction import summarize
 
     def s(first, second, truncated=False):
         info = {} if truncated else {"first_correct": first, "second_correct": second, "flip": sc.flip_name(first, second)}
@@ -125,7 +125,7 @@ def test_summarize_counts_attempts_and_flips():
 
 
 def test_measure_runs_both_modes_on_the_same_problems(tiny):
-    from reference_impls.self_correction import measure
+    from reference_impls.measure.self_correction import measure
 
     model, tok = tiny
     problems = get_env("self-correct").problems("heldout", n=2, seed=0)
@@ -136,14 +136,14 @@ def test_measure_runs_both_modes_on_the_same_problems(tiny):
 
 
 def test_self_correction_cli_refuses_bad_options():
-    from reference_impls.self_correction import main
+    from reference_impls.measure.self_correction import main
 
     assert main(["--modes", "external,oracle", "--n", "1"]) == 2
     assert main(["--levels", "one", "--n", "1"]) == 2
 
 
 def test_self_correction_cli_prints_both_modes(capsys):
-    from reference_impls.self_correction import main
+    from reference_impls.measure.self_correction import main
 
     assert main(["--model", "tiny", "--n", "2", "--levels", "1", "--hint", "direction", "--json",
                  "--max-new-tokens-per-turn", "4", "--max-completion-tokens", "40"]) == 0
@@ -219,7 +219,7 @@ def test_selfplay_heldout_measures_the_solver(monkeypatch):
     """Held-out success of a self-play run is the solver's on seeded expressions: the training pool holds
     proposals, which have no right answer, so evaluating them would score every model 0."""
     import lab.compare.stages
-    import reference_impls.evaluate as ev
+    import reference_impls.measure.evaluate as ev
     import reference_impls.models
 
     task = get_env("selfplay-arith")

@@ -48,8 +48,8 @@ def test_two_steps_write_everything(tmp_path):
     assert json.loads((out / "status.json").read_text())["state"] == "completed"
     assert "ETA" in r.stderr
 
-    ev = subprocess.run([sys.executable, "-m", "reference_impls.evaluate", "--run", str(out), "--n", "4", "--json",
-                         "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "10"],
+    ev = subprocess.run([sys.executable, "-m", "reference_impls.measure.evaluate", "--run", str(out), "--n", "4",
+                         "--json", "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "10"],
                         cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
     assert ev.returncode == 0, ev.stderr
     result = json.loads(ev.stdout.strip().splitlines()[-1])

@@ -12,7 +12,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from reference_impls import value_search as vs  # noqa: E402
+from reference_impls.measure import value_search as vs  # noqa: E402
 from reference_impls.envs import frozenlake, sokoban  # noqa: E402
 
 

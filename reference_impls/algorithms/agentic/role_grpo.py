@@ -136,7 +136,7 @@ IMPLEMENTATIONS = (
                            "share one transcript and one set of weights (no separate agents or contexts), two "
                            "roles, integer arithmetic in three levels, at most a few revision rounds, and no "
                            "negotiation or persuasion. The RL-free baseline is the same pipeline untrained: "
-                           "python -m reference_impls.mas_pipeline on the same held-out problems.",
+                           "python -m reference_impls.measure.mas_pipeline on the same held-out problems.",
                    paper="ReMA: Learning to Meta-think for LLMs with Multi-Agent Reinforcement Learning (Wan et al.; "
                          "arXiv 2503.09501) for shared-parameter role play; the advantage is GRPO's, per role",
                    equation=r"A^{\rho}_i=\frac{r^{\rho}_i-\mathrm{mean}_j r^{\rho}_j}{\mathrm{std}_j r^{\rho}_j},\ "

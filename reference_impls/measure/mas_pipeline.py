@@ -11,20 +11,20 @@ a trained run's summary (``--run``) with the base model's says what RL added (ma
 
 Usage::
 
-    python -m reference_impls.mas_pipeline --model smollm2-135m-instruct --n 100 --json
-    python -m reference_impls.mas_pipeline --run runs/sv --n 100 --json        # a trained run, same problems
+    python -m reference_impls.measure.mas_pipeline --model smollm2-135m-instruct --n 100 --json
+    python -m reference_impls.measure.mas_pipeline --run runs/sv --n 100 --json        # a trained run, same problems
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from .envs import get_env
+from ..envs import get_env
+from ..models import load_policy
+from ..options import key_values
+from ..rundir import policy_to_evaluate
+from . import cli
 from .evaluate import evaluate
-from .models import load_policy
-from .options import ConfigError, key_values
-from .rundir import RunDirError, policy_to_evaluate
 
 
 def summarize(samples) -> dict:
@@ -58,8 +58,8 @@ def run_pipeline(model, tokenizer, env: str = "solver-verifier", n: int = 100, s
     return {**summarize(samples), "by_family": result["by_family"], "env": env}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.mas_pipeline", description=__doc__.split("\n")[0])
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    p = cli.new_parser("reference_impls.measure.mas_pipeline", __doc__)
     p.add_argument("--model", default=None, help="model name or folder (default smollm2-135m-instruct)")
     p.add_argument("--run", default=None, help="a trained run: its latest checkpoint plays the roles")
     p.add_argument("--env", default="solver-verifier")
@@ -69,20 +69,26 @@ def main(argv=None) -> int:
     p.add_argument("--max-completion-tokens", type=int, default=192)
     p.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    try:
-        options = key_values(args.env_option)
-        get_env(args.env).options(options)  # validate before loading a model
-        name = policy_to_evaluate(args.run, args.model)
-    except (ConfigError, RunDirError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return p
+
+
+def check(args):
+    options = key_values(args.env_option)
+    get_env(args.env).options(options)  # validate before loading a model
+    return options, policy_to_evaluate(args.run, args.model)
+
+
+def run(args, checked) -> dict:
+    options, name = checked
     model, tokenizer = load_policy(name)
     result = run_pipeline(model, tokenizer, args.env, args.n, args.seed, options, args.max_new_tokens_per_turn,
                           args.max_completion_tokens)
     result["model"] = name
-    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
-    return 0
+    return result
+
+
+def main(argv=None) -> int:
+    return cli.main(build_parser, cli.Command(run, check), argv)
 
 
 if __name__ == "__main__":

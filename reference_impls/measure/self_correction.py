@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m reference_impls.self_correction --model smollm2-135m-instruct --n 200 --json
-    python -m reference_impls.self_correction --run runs/score --n 200 --levels 1,2 --hint direction --json
+    python -m reference_impls.measure.self_correction --model smollm2-135m-instruct --n 200 --json
+    python -m reference_impls.measure.self_correction --run runs/score --n 200 --levels 1,2 --hint direction --json
 
 For each feedback mode (``external``, ``self``) the same held-out problems of the ``self-correct`` env are rolled
 out greedily (``evaluate.evaluate``; the problems are a pure function of n, seed and the options, so the modes and
@@ -14,15 +14,15 @@ modes differ only in what the feedback does to attempt 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
 
-from .envs import get_env
+from ..envs import get_env
+from ..options import ConfigError
+from ..rundir import policy_to_evaluate
+from . import cli
 from .evaluate import evaluate
-from .options import ConfigError
-from .rundir import RunDirError, policy_to_evaluate
 
 FLIPS = ("wrong->right", "right->wrong", "right->right", "wrong->wrong")
 
@@ -53,8 +53,8 @@ def measure(model, tokenizer, problems, env_options: dict | None = None, modes=(
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.self_correction", description=__doc__.split("\n")[0])
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    p = cli.new_parser("reference_impls.measure.self_correction", __doc__)
     p.add_argument("--model", default=None, help="model name or folder (default: the run's latest checkpoint)")
     p.add_argument("--run", default=None, help="run directory: evaluates its latest checkpoint")
     p.add_argument("--n", type=int, default=200)
@@ -66,33 +66,38 @@ def main(argv=None) -> int:
     p.add_argument("--max-new-tokens-per-turn", type=int, default=48)
     p.add_argument("--max-completion-tokens", type=int, default=160)
     p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
+    return p
+
+
+def check(args):
     try:
         levels = tuple(int(x) for x in args.levels.split(",") if x.strip())
     except ValueError:
-        print(f"error: --levels: {args.levels!r} is not a comma-separated list of integers", file=sys.stderr)
-        return 2
+        raise ConfigError(f"--levels: {args.levels!r} is not a comma-separated list of integers") from None
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     options = {"levels": levels, "hint": args.hint}
-    try:
-        task = get_env("self-correct")
-        for mode in modes:
-            task.options({**options, "feedback": mode})
-        name = policy_to_evaluate(args.run, args.model)
-    except (ConfigError, RunDirError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    from .models import load_policy
+    task = get_env("self-correct")
+    for mode in modes:
+        task.options({**options, "feedback": mode})
+    return task, options, modes, policy_to_evaluate(args.run, args.model)
 
+
+def run(args, checked) -> dict:
+    from ..models import load_policy
+
+    task, options, modes, name = checked
     problems = task.problems("heldout", n=args.n, seed=args.seed, **options)
     model, tokenizer = load_policy(name)
     t0 = time.time()
-    result = {"model": name, "options": {"levels": list(levels), "hint": args.hint},
+    result = {"model": name, "options": {"levels": list(options["levels"]), "hint": args.hint},
               **measure(model, tokenizer, problems, options, modes, args.batch_size, args.max_new_tokens_per_turn,
                         args.max_completion_tokens)}
     result["wall_s"] = round(time.time() - t0, 1)
-    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
-    return 0
+    return result
+
+
+def main(argv=None) -> int:
+    return cli.main(build_parser, cli.Command(run, check), argv)
 
 
 if __name__ == "__main__":

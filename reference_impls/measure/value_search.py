@@ -42,9 +42,10 @@ and paired differences (``stats.paired_difference``).
 
 Usage::
 
-    python -m reference_impls.value_search train --env sokoban --model tiny --puzzles 40 --out runs/value
-    python -m reference_impls.value_search compare --value runs/value --n 30 --budget 64 --out cmp.json
-    python -m reference_impls.value_search export --value runs/value --compare cmp.json --to lab/results/value-search/sokoban.json
+    python -m reference_impls.measure.value_search train --env sokoban --model tiny --puzzles 40 --out runs/value
+    python -m reference_impls.measure.value_search compare --value runs/value --n 30 --budget 64 --out cmp.json
+    python -m reference_impls.measure.value_search export --value runs/value --compare cmp.json \\
+        --to lab/results/value-search/sokoban.json
 """
 from __future__ import annotations
 
@@ -61,12 +62,13 @@ from typing import Callable, Hashable, Iterable
 import torch
 from torch import nn
 
-from .common import position_ids_from_mask
-from .envs import frozenlake, get_env, plansearch, sokoban
-from .envs.gridgames import DIRECTIONS
-from .models import load_policy
-from .rollout import RolloutConfig, rollout
-from .stats import bootstrap_interval, paired_difference
+from ..common import position_ids_from_mask
+from ..envs import frozenlake, get_env, plansearch, sokoban
+from ..envs.gridgames import DIRECTIONS
+from ..models import load_policy
+from ..rollout import RolloutConfig, rollout
+from ..stats import bootstrap_interval, paired_difference
+from . import cli
 
 EPS = 1e-4
 
@@ -208,7 +210,7 @@ def policy_states(model, tokenizer, env: str, problems, gamma: float, episodes: 
                   env_options: dict | None = None) -> list[tuple[str, float]]:
     """``(rendered state, target)`` from ``episodes`` sampled episodes of the policy per puzzle, the target being
     the episode's discounted success from that state (Monte Carlo; a state seen several times gets the mean)."""
-    from .rollout import Sample, render_prompt, run_episodes
+    from ..rollout import Sample, render_prompt, run_episodes
 
     spec = get_env(env)
     envs, samples, adapters = [], [], []
@@ -567,9 +569,9 @@ def export_results(value_dir: str | Path, compare_files: list[str | Path], dest:
     return record
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reference_impls.value_search", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    p = cli.new_parser("reference_impls.measure.value_search", __doc__)
+    sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="fit a value head on train puzzles and save it")
     t.add_argument("--env", default="sokoban", choices=sorted(SEARCH_PROBLEMS))
     t.add_argument("--model", default="smollm2-135m-instruct", help="model name or saved folder (its features)")
@@ -600,36 +602,44 @@ def main(argv=None) -> int:
     e.add_argument("--value", required=True, help="folder written by `train`")
     e.add_argument("--compare", nargs="+", required=True, help="JSON files written by `compare --out`")
     e.add_argument("--to", required=True, help="the record's file (e.g. lab/results/value-search/sokoban.json)")
-    args = p.parse_args(argv)
-    if args.cmd == "export":
-        try:
-            record = export_results(args.value, args.compare, args.to)
-        except (FileNotFoundError, ValueError, KeyError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        print(f"{args.to}: {record['env']}, budgets {', '.join(str(b['budget']) for b in record['budgets'])}")
-        return 0
-    if args.cmd == "train":
-        if not 0 < args.gamma < 1:
-            p.error("--gamma must be in (0, 1)")
-        opts = {"levels": tuple(int(x) for x in args.levels.split(","))} if args.levels else {}
-        get_env(args.env).options(opts)
-        result = train_value(args.env, args.model, args.out, args.puzzles, args.seed, args.gamma, args.epochs, opts,
-                             target=args.target, episodes=args.episodes,
-                             max_new_tokens_per_turn=args.max_new_tokens_per_turn,
-                             max_completion_tokens=args.max_completion_tokens)
-    else:
-        try:
-            result = compare(args.value, args.n, args.budget, args.seed, args.model, args.max_new_tokens_per_turn,
-                             args.max_completion_tokens, policy_from=args.policy_from)
-        except (FileNotFoundError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-    return 0
+    return p
+
+
+def check_train(args) -> None:
+    if not 0 < args.gamma < 1:
+        build_parser().error("--gamma must be in (0, 1)")
+
+
+def run_train(args, _) -> dict:
+    opts = {"levels": tuple(int(x) for x in args.levels.split(","))} if args.levels else {}
+    get_env(args.env).options(opts)
+    return train_value(args.env, args.model, args.out, args.puzzles, args.seed, args.gamma, args.epochs, opts,
+                       target=args.target, episodes=args.episodes, max_new_tokens_per_turn=args.max_new_tokens_per_turn,
+                       max_completion_tokens=args.max_completion_tokens)
+
+
+def run_compare(args, _) -> dict:
+    result = compare(args.value, args.n, args.budget, args.seed, args.model, args.max_new_tokens_per_turn,
+                     args.max_completion_tokens, policy_from=args.policy_from)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2))
+    return result
+
+
+def run_export(args, _) -> str:
+    record = export_results(args.value, args.compare, args.to)
+    return f"{args.to}: {record['env']}, budgets {', '.join(str(b['budget']) for b in record['budgets'])}"
+
+
+# train's own refusals (a bad --levels) end in a traceback, as they did before the commands shared cli.main
+COMMANDS = {"train": cli.Command(run_train, check_train),
+            "compare": cli.Command(run_compare, errors=(FileNotFoundError, ValueError)),
+            "export": cli.Command(run_export, errors=(FileNotFoundError, ValueError, KeyError))}
+
+
+def main(argv=None) -> int:
+    return cli.main(build_parser, COMMANDS, argv)
 
 
 if __name__ == "__main__":

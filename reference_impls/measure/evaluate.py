@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m reference_impls.evaluate --model smollm2-135m-instruct --env calculator --n 200 --json
-    python -m reference_impls.evaluate --run runs/grpo --n 200 --json     # latest checkpoint of a run
+    python -m reference_impls.measure.evaluate --model smollm2-135m-instruct --env calculator --n 200 --json
+    python -m reference_impls.measure.evaluate --run runs/grpo --n 200 --json     # latest checkpoint of a run
 
 Prints ``{"accuracy": ..., "n": ..., "correct": ..., "by_family": {...}}``. The held-out problems are a
 pure function of (n, seed, the environment's options), so two models evaluated with the same arguments
@@ -13,16 +13,16 @@ run's (config.json); flags such as ``--levels 1,2,3`` or ``--env-option KEY=VALU
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import defaultdict
 
-from .envs import ENVS, get_env, load_env_module
-from .models import load_policy
-from .options import ConfigError, add_flags, given_flags, key_values
-from .rollout import RolloutConfig, rollout
-from .rundir import RunDir, RunDirError, policy_to_evaluate
+from ..envs import ENVS, get_env, load_env_module
+from ..models import load_policy
+from ..options import add_flags, given_flags, key_values
+from ..rollout import RolloutConfig, rollout
+from ..rundir import policy_to_evaluate
+from . import cli
 
 
 def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tokens_per_turn: int = 48,
@@ -46,14 +46,13 @@ def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tok
     return (result, samples) if return_samples else result
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     peek = argparse.ArgumentParser(add_help=False)
     peek.add_argument("--env")
     peek.add_argument("--run")
     peek.add_argument("--env-module", action="append", default=[])
     known, _ = peek.parse_known_args(argv)
-    p = argparse.ArgumentParser(prog="python -m reference_impls.evaluate", description=__doc__.split("\n")[0])
+    p = cli.new_parser("reference_impls.measure.evaluate", __doc__)
     p.add_argument("--model", default=None, help="model name or folder (default: the run's latest checkpoint)")
     p.add_argument("--run", default=None, help="run directory: evaluates its latest checkpoint on its environment")
     p.add_argument("--env", default=None, help="environment (default: the run's, else calculator)")
@@ -65,25 +64,26 @@ def main(argv=None) -> int:
     p.add_argument("--max-completion-tokens", type=int, default=160)
     p.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--json", action="store_true", help="print only the JSON result")
-    try:
-        for module in known.env_module:
-            load_env_module(module)
-        run_cfg = RunDir(known.run).read_config() if known.run else {}
-        env = known.env or run_cfg.get("env", "calculator")
-        taken = {"model", "run", "env", "env_module", "n", "seed", "batch_size", "max_new_tokens_per_turn",
-                 "max_completion_tokens", "env_option", "json"}
-        if env in ENVS:
-            add_flags(p.add_argument_group(f"options of --env {env}"), ENVS[env].option_specs(), "env", taken)
-        args = p.parse_args(argv)
-        task = get_env(env)
-        # the run's env options apply only when evaluating on the run's own environment
-        base = run_cfg.get("env_options", {}) if run_cfg.get("env", env) == env else {}
-        env_options = task.heldout_env_options(base, {**given_flags(args, "env"), **key_values(args.env_option)})
-        task.options(env_options)  # validate before loading a model
-        name = policy_to_evaluate(args.run, args.model)
-    except (ConfigError, RunDirError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    for module in known.env_module:
+        load_env_module(module)
+    env = known.env or cli.run_config(known.run).get("env", "calculator")
+    taken = {"model", "run", "env", "env_module", "n", "seed", "batch_size", "max_new_tokens_per_turn",
+             "max_completion_tokens", "env_option", "json"}
+    if env in ENVS:
+        add_flags(p.add_argument_group(f"options of --env {env}"), ENVS[env].option_specs(), "env", taken)
+    return p
+
+
+def check(args):
+    run_cfg = cli.run_config(args.run)
+    env = args.env or run_cfg.get("env", "calculator")
+    task = get_env(env)
+    env_options = cli.heldout_options(task, env, run_cfg, {**given_flags(args, "env"), **key_values(args.env_option)})
+    return task, env_options, policy_to_evaluate(args.run, args.model)
+
+
+def run(args, checked) -> dict:
+    task, env_options, name = checked
     problems = task.problems("heldout", n=args.n, seed=args.seed, **env_options)
     model, tokenizer = load_policy(name)
     t0 = time.time()
@@ -91,8 +91,11 @@ def main(argv=None) -> int:
                       args.max_completion_tokens, env_options)
     result["model"] = name
     result["wall_s"] = round(time.time() - t0, 1)
-    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
-    return 0
+    return result
+
+
+def main(argv=None) -> int:
+    return cli.main(build_parser, cli.Command(run, check), argv)
 
 
 if __name__ == "__main__":

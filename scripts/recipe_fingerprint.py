@@ -77,8 +77,6 @@ def _impl_run(train, impl: str, run_dir: Path) -> dict:
 
 
 def _algo_run(train, algo: str, run_dir: Path) -> dict:
-    import torch
-
     from reference_impls.models import load_policy
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reference_impls"))

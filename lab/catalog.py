@@ -175,7 +175,7 @@ def validate(impl: Implementation, config: dict) -> dict[str, str]:
     return errors
 
 
-# -- multi-agent and active perception (issue 22) ------------------------------------------------------
+# -- nodes without an implementation of their own: the closest runnable proxy --
 
 def node_proxy(node_id: str) -> tuple[Implementation | None, str] | None:
     """For a capability/task node without its own implementation: (the closest runnable proxy or None, why),

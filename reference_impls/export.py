@@ -50,7 +50,7 @@ NO_TRL_EQUIVALENT = {
     "train_pool": "the dataset: train_pool problems of the environment",
     "overlong_buffer": "mapped: trl.rewards.get_soft_overlong_punishment as a second reward, weight "
                        "overlong_penalty",
-    # -- issue 17: our trainer's vLLM engine --
+    # our trainer's rollout engine (vLLM is optional)
     "rollout_engine": "which engine writes our trainer's turns; the exported rollout_func uses our cached engine, "
                       "and TRL's own vLLM (--use-vllm) is the GPU path there; not exported",
 }

@@ -114,7 +114,6 @@ class TrainConfig:
     sft_lr: float = option(5e-5, "Learning rate of the warm start.", low=1e-10, high=1.0)
     sft_env: str = option("", "Whose demonstrations the warm start uses ('' = the run's env); the memory env "
                           "uses memory-format (label-free).")
-    # -- issue 17: scaling out --
     rollout_engine: str = option("cached", "What generates the rollouts' turns: cached (our key/value-cache engine), "
                                  "generate (model.generate, the reference) or vllm (vLLM with prefix caching; CUDA "
                                  "and the optional gpu extra).", choices=("cached", "generate", "vllm"))

@@ -4,7 +4,7 @@ in order: each ``NodeSection`` says whether it applies to a node and builds what
 whatever the section. A new node-specific feature is a new entry in ``SECTIONS``, not a branch in the page.
 
     SECTIONS, in order: implementations (each with "Run this"), comparison (its rows in the comparison grids),
-    value search (issue 20), not implemented (why not yet), proxy (issue 22: the closest runnable stand-in),
+    value search (learned-value planning), not implemented (why not yet), proxy (the closest runnable stand-in),
     pass@k (the mechanistic-debate node), family (a family header: its base's "Run this").
 
     for name, blocks in node_sections(NodeContext(cat, "alg-grpo", load_grids=available_results)):
@@ -189,7 +189,7 @@ def _comparison(ctx: NodeContext) -> list[Block]:
                    Part("link", routes.compare(grid=compared[0][0]), "See the comparison", ":material/leaderboard:")))]
 
 
-# -- planning with a learned value (issue 20) ---------------------------------------------------------
+# -- planning with a learned value --
 VALUE_SEARCH_METHODS = {"policy": "the policy alone (sampled episodes)", "uninformed": "best-first, no guidance",
                         "heuristic": "best-first, fixed heuristic", "learned": "best-first, learned value"}
 
@@ -241,7 +241,7 @@ def _value_search(ctx: NodeContext) -> list[Block]:
             for r in ctx.value_searches]
 
 
-# -- multi-agent and active perception (issue 22), and the pass@k note ---------------------------------
+# -- proxies for nodes without an implementation, and the pass@k note --
 @dataclass(frozen=True)
 class ProxyNote:
     """What a node page says about a node that has no implementation of its own: the closest runnable

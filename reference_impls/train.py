@@ -606,18 +606,34 @@ def list_implementations() -> list[dict]:
 
 
 def _prepare_out(cfg: TrainConfig, overwrite: bool) -> None:
-    """Refuse to write a new run into a folder holding another run's files (unless --overwrite)."""
+    """A new run's ``--out``: missing, empty, or holding only what a new run with ``cfg`` may find there
+    (``RunDir.foreign_content``). A folder holding a run is refused unless ``--overwrite``, which removes
+    only the run layout's entries (``RunDir.owns``) and keeps anything else; a folder that is not a run
+    (``RunDir.is_run``) is refused whatever the flag, and nothing in it is touched."""
     run_dir = RunDir(cfg.out)
+    if run_dir.path.exists() and not run_dir.path.is_dir():
+        raise RunDirError(f"--out {cfg.out}: this is a file, not a folder; give a new or empty folder")
     foreign = run_dir.foreign_content(dataclasses.asdict(cfg))
     if not foreign:
         return
+    shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+    if not run_dir.is_run():
+        raise RunDirError(f"--out {cfg.out}: the folder is not empty and is not a run folder (it holds {shown}); "
+                          "a new run needs a new or empty folder, and nothing in this one was changed")
     if not overwrite:
-        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise RunDirError(f"--out {cfg.out}: the folder already holds files of another run ({shown}); use "
-                          f"--resume {cfg.out} to continue it, a new folder, or --overwrite to replace it")
-    for name in foreign:
-        target = run_dir.path / name
-        shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+                          f"--resume {cfg.out} to continue it, a new folder, or --overwrite to replace it (only "
+                          "the run's own files are removed)")
+    kept = [name for name in foreign if not RunDir.owns(name)]
+    try:
+        for name in foreign:
+            if RunDir.owns(name):
+                target = run_dir.path / name
+                shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+    except OSError as err:
+        raise RunDirError(f"--out {cfg.out}: cannot remove the previous run's files ({err})") from None
+    if kept:
+        print(f"note: --overwrite kept {', '.join(kept)} in {cfg.out} (not part of a run)", file=sys.stderr)
 
 
 def main(argv=None) -> int:

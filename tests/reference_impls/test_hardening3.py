@@ -1,0 +1,76 @@
+"""Regression tests for issue 47 (hardening, round 3): nothing a user owns is deleted, nothing in a run
+folder executes, every sandbox limit holds inside the trainer.
+
+Each test failed on the code before its fix (the commit that adds it says so)."""
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = ["--algo", "grpo", "--env", "calculator", "--model", "tiny", "--steps", "1"]
+
+
+# -- 1. train --overwrite only removes what the run layout owns, and only in a run folder -----------------
+
+def _users_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "mine"
+    (folder / "thesis").mkdir(parents=True)
+    (folder / "thesis" / "chapter1.tex").write_text("years of work")
+    (folder / "passwords.txt").write_text("hunter2")
+    return folder
+
+
+@pytest.mark.parametrize("flags", [[], ["--overwrite"]])
+def test_overwrite_refuses_a_folder_that_is_not_a_run(tmp_path, capsys, flags):
+    from reference_impls.train import main
+
+    folder = _users_folder(tmp_path)
+    assert main([*FAST, "--out", str(folder), *flags]) == 2
+    err = capsys.readouterr().err
+    assert "is not a run folder" in err and "passwords.txt" in err and "thesis" in err
+    assert "another run" not in err and "--overwrite" not in err and "Traceback" not in err
+    assert (folder / "thesis" / "chapter1.tex").read_text() == "years of work"
+    assert (folder / "passwords.txt").read_text() == "hunter2"
+
+
+def test_overwrite_removes_only_the_runs_own_entries(tmp_path, capsys):
+    from reference_impls.train import _prepare_out, config_from_dict
+
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step_000001").mkdir(parents=True)
+    (run / "tb").mkdir()
+    (run / "config.json").write_text(json.dumps({"algo": "grpo", "env": "calculator", "lr": 1.0}))
+    for name in ("status.json", "metrics.jsonl", "samples.jsonl", "status.json.tmp", "pairs.tmp"):
+        (run / name).write_text("{}")
+    (run / "notes.txt").write_text("mine")
+    (run / "analysis").mkdir()
+    (run / "analysis" / "plot.py").write_text("mine")
+    _prepare_out(config_from_dict({"algo": "grpo", "env": "calculator", "model": "tiny", "out": str(run)}), True)
+    assert sorted(p.name for p in run.iterdir()) == ["analysis", "notes.txt"]
+    assert (run / "analysis" / "plot.py").read_text() == "mine"
+    assert "kept analysis, notes.txt" in capsys.readouterr().err
+
+
+def test_a_run_folder_without_overwrite_still_points_at_resume(tmp_path, capsys):
+    from reference_impls.train import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"algo": "grpo", "env": "calculator", "lr": 1.0}))
+    (run / "metrics.jsonl").write_text("")
+    assert main([*FAST, "--out", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "already holds files of another run" in err and "--resume" in err and "--overwrite" in err
+    assert (run / "metrics.jsonl").exists()
+
+
+def test_out_at_a_file_is_an_error_line_even_with_overwrite(tmp_path, capsys):
+    from reference_impls.train import main
+
+    target = tmp_path / "report.txt"
+    target.write_text("mine")
+    assert main([*FAST, "--out", str(target), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "is a file, not a folder" in err and "Traceback" not in err
+    assert target.read_text() == "mine"

@@ -38,6 +38,7 @@ import copy
 import dataclasses
 import json
 import os
+import pickle
 import random
 import shutil
 import signal
@@ -440,8 +441,15 @@ class Trainer:
             if problem is None:
                 try:
                     state = load_file(str(ckpt / "model.safetensors"))
-                    optimizer_state = torch.load(ckpt / "optimizer.pt", map_location=self.device)
-                    modules = {k: torch.load(ckpt / f"{k}.pt", map_location=self.device) for k in self.algo.modules()}
+                    # weights_only: a run folder is data, and a pickle in it must never run code
+                    optimizer_state = torch.load(ckpt / "optimizer.pt", map_location=self.device, weights_only=True)
+                    modules = {k: torch.load(ckpt / f"{k}.pt", map_location=self.device, weights_only=True)
+                               for k in self.algo.modules()}
+                    rng_file = ckpt / f"rng_rank{self.rank}.pt"
+                    rng = _read_rng_state(rng_file) if rng_file.exists() else None
+                except pickle.UnpicklingError:
+                    problem = ("cannot be read (a .pt file holds objects other than tensors and plain values; "
+                               "those are never unpickled, as they could run code)")
                 except (SafetensorError, OSError, RuntimeError, EOFError, ValueError) as err:
                     problem = f"cannot be read ({type(err).__name__}: {str(err)[:200]})"
             if problem is not None:
@@ -457,9 +465,7 @@ class Trainer:
             meta = json.loads((ckpt / "trainer_state.json").read_text())
             self.step, self.wall_offset = int(meta["step"]), float(meta.get("wall_s", 0.0))
             self.algo.load_state_dict(meta.get("algorithm_state", {}))
-            rng_file = ckpt / f"rng_rank{self.rank}.pt"
-            if rng_file.exists():
-                rng = torch.load(rng_file, weights_only=False)
+            if rng is not None:
                 random.setstate(rng["python"])
                 torch.set_rng_state(rng["torch"])
             if skipped:
@@ -510,6 +516,21 @@ class Trainer:
         modules = {"policy": self.policy, **self.algo.modules()}
         digests = {name: distributed.state_digest(m.state_dict()) for name, m in modules.items()}
         (self.out / f"param_digest_rank{self.rank}.json").write_text(json.dumps({"step": self.step, **digests}))
+
+
+def _read_rng_state(path: Path) -> dict:
+    """A checkpoint's ``rng_rank*.pt``, loaded with ``weights_only=True`` (tensors, ints, tuples: no code
+    runs) and checked, so a damaged or crafted file is a ValueError (the checkpoint is skipped), never a
+    call into ``random.setstate`` with something else."""
+    rng = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        version, internal, gauss = rng["python"]
+        python = (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
+        if len(python[1]) != 625 or not isinstance(rng["torch"], torch.Tensor) or rng["torch"].dtype != torch.uint8:
+            raise ValueError("unexpected sizes or types")
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path.name}: not an RNG state ({err})") from None
+    return {"python": python, "torch": rng["torch"]}
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

@@ -74,3 +74,62 @@ def test_out_at_a_file_is_an_error_line_even_with_overwrite(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "is a file, not a folder" in err and "Traceback" not in err
     assert target.read_text() == "mine"
+
+
+# -- 2. no torch.load runs a pickle ------------------------------------------------------------------------
+
+def _project_py_files():
+    skip = {".venv", "node_modules", ".git", "build", "dist"}
+    for path in sorted(ROOT.rglob("*.py")):
+        if not skip & set(path.relative_to(ROOT).parts):
+            yield path
+
+
+def test_every_torch_load_uses_weights_only_true():
+    import ast
+
+    offenders, seen = [], 0
+    for path in _project_py_files():
+        try:
+            tree = ast.parse(path.read_text(), str(path))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"):
+                seen += 1
+                kw = {k.arg: k.value for k in node.keywords}
+                value = kw.get("weights_only")
+                if not (isinstance(value, ast.Constant) and value.value is True):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert seen >= 3  # the scan sees the trainer's loads
+    assert not offenders, "torch.load without weights_only=True: " + ", ".join(offenders)
+
+
+class _Payload:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_resume_does_not_run_a_pickle_planted_in_rng_state(tmp_path):
+    import torch
+
+    from test_train_cli import FAST as TRAIN_FAST, train
+
+    out, marker = tmp_path / "run", tmp_path / "pwned"
+    r = train(*TRAIN_FAST, "--steps", "2", "--keep-checkpoints", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    torch.save({"python": _Payload(marker), "torch": torch.get_rng_state()},
+               out / "checkpoints" / "step_000002" / "rng_rank0.pt")
+    r = train("--resume", str(out), "--steps", "3")
+    assert not marker.exists(), "the pickle in rng_rank0.pt ran"
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "resumed from step_000001" in r.stderr and "never unpickled" in r.stderr
+    assert "weights_only` set to `False`" not in r.stderr  # torch's own advice would be the unsafe one
+    status = json.loads((out / "status.json").read_text())
+    assert status["state"] == "completed" and "step_000002: cannot be read" in status["note"]

@@ -133,3 +133,41 @@ def test_resume_does_not_run_a_pickle_planted_in_rng_state(tmp_path):
     assert "weights_only` set to `False`" not in r.stderr  # torch's own advice would be the unsafe one
     status = json.loads((out / "status.json").read_text())
     assert status["state"] == "completed" and "step_000002: cannot be read" in status["note"]
+
+
+# -- 3. one expensive SQL expression is bound in memory and time ------------------------------------------
+
+REPRO_SQL = "SELECT " + ", ".join(["replace(printf('%.*c', 2000, 'x'), 'x', printf('%.*c', 100000, 'y'))"] * 5)
+
+
+def test_sql_one_expensive_expression_fails_fast_with_a_clear_message():
+    import time
+
+    from reference_impls.envs import get_env
+
+    spec = get_env("sql")
+    problem = spec.problems("train", 1)[0]
+    t0 = time.monotonic()
+    obs = spec.make(problem).step(f"<tool>query {REPRO_SQL}</tool>").observation
+    answer = spec.make(problem).step(f"<answer>{REPRO_SQL}</answer>")
+    assert time.monotonic() - t0 < 5.0  # a correctness bound, not a benchmark (it was 4-15 s and 3 GB)
+    assert "10000 bytes" in obs, obs[:500]
+    assert answer.done and answer.reward == 0.0 and "10000 bytes" in answer.info["error"]
+    # a string built over the limit by an operator is SQLite's error, named
+    obs = spec.make(problem).step(
+        "<tool>query SELECT replace(printf('%.*c', 2000, 'x'), 'x', printf('%.*c', 100, 'y'))</tool>").observation
+    assert "error: string or blob too big" in obs and "at most 10000 bytes" in obs
+
+
+def test_sql_result_bytes_are_bounded():
+    from reference_impls.envs import sql
+    from reference_impls.envs import get_env
+
+    problem = get_env("sql").problems("train", 1)[0]
+    con = sql.connect_readonly(problem.db_path)
+    wide = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1000) "
+            "SELECT printf('%.*c', 9000, 'y') FROM c")
+    with pytest.raises(sql.QueryError, match="result too large"):
+        sql.run_query(con, wide, max_rows=10000)
+    # the connection still answers an ordinary query afterwards (no stale interrupt, no open statement)
+    assert sql.run_query(con, "SELECT 1")[1] == [(1,)]

@@ -171,3 +171,92 @@ def test_sql_result_bytes_are_bounded():
         sql.run_query(con, wide, max_rows=10000)
     # the connection still answers an ordinary query afterwards (no stale interrupt, no open statement)
     assert sql.run_query(con, "SELECT 1")[1] == [(1,)]
+
+
+# -- 4. the rlimits layer: the hook cannot be switched off, no process outlives the run, refused by default -
+
+def _sbx_limits():
+    from reference_impls import sandbox
+
+    return sandbox.Limits(cpu_seconds=2, wall_seconds=4.0, memory_bytes=256 * 2**20, nprocs=8, max_output_bytes=4096)
+
+
+def test_rlimits_hook_cannot_be_switched_off_from_inside():
+    import socket
+
+    from reference_impls import sandbox
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    code = ("import sys\n"
+            "try:\n    sys.modules['__main__']._hook.__defaults__ = ((), 0, ())\n"
+            "except Exception as e:\n    print('switch-off failed:', type(e).__name__)\n"
+            "import socket\n"
+            "try:\n    socket.create_connection(('127.0.0.1', %d), timeout=1); print('CONNECTED')\n"
+            "except Exception as e:\n    print('socket refused:', e)\n"
+            "try:\n    import subprocess\n"
+            "    print('ID', subprocess.run(['id'], capture_output=True, text=True).stdout)\n"
+            "except Exception as e:\n    print('id refused:', e)\n" % port)
+    r = sandbox.run_python(code, limits=_sbx_limits(), layer="rlimits")
+    try:
+        conn, _ = listener.accept()
+        conn.close()
+        connected = True
+    except OSError:
+        connected = False
+    listener.close()
+    assert not connected and "CONNECTED" not in r.stdout and "uid=" not in r.stdout, r.stdout + r.stderr
+    assert "switch-off failed: AttributeError" in r.stdout
+    assert "socket refused: sandbox" in r.stdout and "id refused: sandbox" in r.stdout
+    # the other doors to the hook's function object are closed too
+    r = sandbox.run_python("import gc\ngc.get_objects()", limits=_sbx_limits(), layer="rlimits")
+    assert r.status == "error" and "gc.get_objects is not allowed" in r.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("layer", ["rlimits"])
+def test_rlimits_setsid_grandchild_does_not_outlive_the_run_and_a_clean_exit_is_ok(layer):
+    import time
+
+    from reference_impls import sandbox
+
+    code = ("import os, sys, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        print('grandchild', os.getpid(), flush=True)\n"
+            "        time.sleep(60)\n"
+            "    os._exit(0)\n"
+            "os.wait()\n"
+            "time.sleep(0.3)\n"
+            "print('main done', flush=True)\n")
+    t0 = time.monotonic()
+    r = sandbox.run_python(code, limits=_sbx_limits(), layer=layer)
+    assert r.status == "ok" and r.returncode == 0, (r.status, r.stdout, r.stderr)
+    assert "main done" in r.stdout and time.monotonic() - t0 < 3.5  # not held to the wall clock
+    pid = int(r.stdout.split("grandchild", 1)[1].split()[0])
+    time.sleep(0.2)
+    assert not _alive(pid), f"the setsid grandchild {pid} outlived the run"
+
+
+def test_rlimits_layer_refuses_model_code_unless_asked_for(monkeypatch):
+    from reference_impls import sandbox
+
+    monkeypatch.delenv("ATLAS_SANDBOX_LAYER", raising=False)
+    monkeypatch.setattr(sandbox, "_probe", lambda: ("rlimits", {"bwrap": "not installed", "unshare": "no userns"}))
+    r = sandbox.run_python("print('ran')", limits=_sbx_limits())
+    assert r.status == "sandbox_error" and "ran" not in r.stdout
+    assert "not a security boundary" in r.stderr and "bwrap: not installed" in r.stderr
+    assert "ATLAS_SANDBOX_LAYER=rlimits" in r.stderr and "bubblewrap" in r.stderr
+    monkeypatch.setenv("ATLAS_SANDBOX_LAYER", "rlimits")  # the user's opt-in
+    assert sandbox.run_python("print('ran')", limits=_sbx_limits()).stdout.strip() == "ran"

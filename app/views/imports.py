@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import state, ui
 from atlas_data import data_dir
+from papers.importers import field_problem
 from papers.ingest import AUTO_TAG, ImportInputError, accept_placement, import_file
 from papers.userstore import UserStore
 
@@ -61,10 +62,15 @@ with form_tab:
         abstract = st.text_area("Abstract (used for placement and search)")
         submitted = st.form_submit_button("Add", type="primary")
     if submitted:
+        too_big = next(filter(None, (field_problem(name, value) for name, value in (
+            ("title", title), ("arxiv_id", arxiv_id), ("url", url), ("code_url", code_url), ("abstract", abstract)))),
+            None)
         if not title.strip():
             st.error("Title: required.")
         elif year.strip() and not (year.strip().isdigit() and len(year.strip()) == 4):
             st.error(f"Year: '{year}' is not a year.")
+        elif too_big:
+            st.error(too_big[0].upper() + too_big[1:] + ".")
         else:
             buf = io.StringIO()
             writer = csv.writer(buf)

@@ -159,6 +159,14 @@ class AnnotationStore:
         with self.connect() as db:
             return db.execute("DELETE FROM notes WHERE key = ?", (key,)).rowcount > 0
 
+    def forget(self, key: str) -> None:
+        """Drop every tag and the note of ``key`` (its work was deleted; no catalog check, as it is gone)."""
+        if not self.path.exists():
+            return
+        with self.connect() as db:
+            db.execute("DELETE FROM tags WHERE key = ?", (key,))
+            db.execute("DELETE FROM notes WHERE key = ?", (key,))
+
     def note_of(self, key: str) -> str:
         rows = self._read("SELECT text FROM notes WHERE key = ?", (key,))
         return rows[0][0] if rows else ""

@@ -194,9 +194,19 @@ class UserStore:
                 raise KeyError(f"no user work '{work.key}'")
 
     def delete(self, key: str) -> None:
+        """Delete a user work and, once it is gone, its tags and private note (kept beside this file, see
+        papers.annotations), so a work imported later under the same key does not inherit them."""
+        from papers.annotations import AnnotationStore
+
         with self.connect() as db:
             if db.execute("DELETE FROM works WHERE key=?", (key,)).rowcount == 0:
                 raise KeyError(f"no user work '{key}'")
+        AnnotationStore(self.annotations_path).forget(key)
+
+    @property
+    def annotations_path(self) -> Path:
+        """The tags and notes file that belongs with this store (``annotations.sqlite`` beside it)."""
+        return self.path.with_name("annotations.sqlite")
 
     # -- placements and embeddings ------------------------------------------------------------
     def set_suggestions(self, db: sqlite3.Connection, key: str, suggestions: Iterable[tuple[str, float]]) -> None:

@@ -238,13 +238,16 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
     proc = None
     cwd = workdir
     try:
-        Path(workdir, "main.py").write_text(code, encoding="utf-8")
-        Path(workdir, "stdin.txt").write_text(stdin, encoding="utf-8")
+        # a lone surrogate (model text can hold one) cannot be UTF-8: written as its escape, which inside a
+        # string literal means the same character and elsewhere is the syntax error the character would be
+        text = dict(encoding="utf-8", errors="backslashreplace")
+        Path(workdir, "main.py").write_text(code, **text)
+        Path(workdir, "stdin.txt").write_text(stdin, **text)
         extra = dict(files or {})
-        for name, text in extra.items():
+        for name, body in extra.items():
             if "/" in name or name in ("main.py", "stdin.txt", "", ".", ".."):
                 raise ValueError(f"sandbox file name {name!r}")
-            Path(workdir, name).write_text(text, encoding="utf-8")
+            Path(workdir, name).write_text(body, **text)
         argv, drop, exe, cwd = _command(layer, workdir)
         as_sandbox_uid = drop or (layer != "rlimits" and _is_root() and (layer == "bwrap" or "setpriv" in " ".join(argv)))
         if as_sandbox_uid:

@@ -260,3 +260,21 @@ def test_rlimits_layer_refuses_model_code_unless_asked_for(monkeypatch):
     assert "ATLAS_SANDBOX_LAYER=rlimits" in r.stderr and "bubblewrap" in r.stderr
     monkeypatch.setenv("ATLAS_SANDBOX_LAYER", "rlimits")  # the user's opt-in
     assert sandbox.run_python("print('ran')", limits=_sbx_limits()).stdout.strip() == "ran"
+
+
+# -- Also: a lone surrogate in model text ---------------------------------------------------------------
+
+def test_a_lone_surrogate_is_an_outcome_not_an_exception():
+    from reference_impls import sandbox
+    from reference_impls.envs import get_env
+
+    r = sandbox.run_python('print("a\ud800b".encode("utf-8", "surrogatepass").hex())', limits=_sbx_limits())
+    assert r.status == "ok" and r.stdout.strip() == "61eda080" + "62"  # the character reached the program intact
+    r = sandbox.run_python("x = 1\ud800", limits=_sbx_limits())
+    assert r.status == "error" and "SyntaxError" in r.stderr
+    for name, text in (("code", '<code>def f():\n    return "\ud800"</code>'), ("code-refine", "<run>print(1)\ud800</run>")):
+        spec = get_env(name)
+        env = spec.make(spec.problems("train", 1)[0])
+        env.reset()
+        result = env.step(text)  # raised UnicodeEncodeError before
+        assert result.reward == 0.0

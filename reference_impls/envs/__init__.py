@@ -59,13 +59,24 @@ class ToolSpec:
     def _answer_re(self) -> re.Pattern:
         return re.compile(re.escape(self.answer_open) + r"(.*?)" + re.escape(self.answer_close), re.S)
 
+    @staticmethod
+    def _first(pattern: re.Pattern, open_: str, close: str, text: str) -> re.Match | None:
+        """``pattern.search(text)`` in linear time. The search retried the lazy ``(.*?)`` from every opening
+        tag to the end of the text, so many unclosed tags took quadratic time (120 KB: over 20 s). The
+        leftmost match starts at the first opening tag when a closing tag follows it, and at none otherwise
+        (a closing tag after a later opening tag also follows the first)."""
+        start = text.find(open_)
+        if start < 0 or text.find(close, start + len(open_)) < 0:
+            return None
+        return pattern.match(text, start)
+
     def find_call(self, text: str) -> re.Match | None:
         """The first complete tool call in ``text`` (group 1 = its argument)."""
-        return self._call_re.search(text)
+        return self._first(self._call_re, self.call_open, self.call_close, text)
 
     def find_answer(self, text: str) -> re.Match | None:
         """The first complete final answer in ``text`` (group 1 = the answer)."""
-        return self._answer_re.search(text)
+        return self._first(self._answer_re, self.answer_open, self.answer_close, text)
 
     def result(self, text: str) -> str:
         return f"{self.result_open}{text}{self.result_close}"

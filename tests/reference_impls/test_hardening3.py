@@ -278,3 +278,27 @@ def test_a_lone_surrogate_is_an_outcome_not_an_exception():
         env.reset()
         result = env.step(text)  # raised UnicodeEncodeError before
         assert result.reward == 0.0
+
+
+# -- Also: unclosed tool tags are matched in linear time ------------------------------------------------
+
+def test_unclosed_tool_tags_are_matched_in_linear_time():
+    import random
+    import re
+    import time
+
+    from reference_impls.envs import ToolSpec
+
+    tool = ToolSpec("t", "d", "<tool>", "</tool>", "<r>", "</r>")
+    hostile = "<tool>" * 20_000 + "<answer>" * 5_000  # 160 KB of openings, none closed
+    t0 = time.monotonic()
+    assert tool.first_action(hostile) is None
+    assert time.monotonic() - t0 < 2.0  # a correctness bound (it took over 20 s), not a benchmark
+    # the same first match as the regular expression, on random texts of tags and words
+    rng = random.Random(0)
+    pieces = ["<tool>", "</tool>", "<answer>", "</answer>", "x", " ", "<tool", "</answer", "\n"]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        for mine, ref in ((tool.find_call(text), re.search(r"<tool>(.*?)</tool>", text, re.S)),
+                          (tool.find_answer(text), re.search(r"<answer>(.*?)</answer>", text, re.S))):
+            assert (mine and (mine.span(), mine.group(1))) == (ref and (ref.span(), ref.group(1))), text

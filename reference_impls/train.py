@@ -634,6 +634,10 @@ def _prepare_out(cfg: TrainConfig, overwrite: bool) -> None:
     run_dir = RunDir(cfg.out)
     if run_dir.path.exists() and not run_dir.path.is_dir():
         raise RunDirError(f"--out {cfg.out}: this is a file, not a folder; give a new or empty folder")
+    try:
+        run_dir.path.mkdir(parents=True, exist_ok=True)  # now, not after the model has loaded
+    except OSError as err:
+        raise RunDirError(f"--out {cfg.out}: cannot create the folder ({err.strerror or err})") from None
     foreign = run_dir.foreign_content(dataclasses.asdict(cfg))
     if not foreign:
         return

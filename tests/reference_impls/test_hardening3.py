@@ -302,3 +302,24 @@ def test_unclosed_tool_tags_are_matched_in_linear_time():
         for mine, ref in ((tool.find_call(text), re.search(r"<tool>(.*?)</tool>", text, re.S)),
                           (tool.find_answer(text), re.search(r"<answer>(.*?)</answer>", text, re.S))):
             assert (mine and (mine.span(), mine.group(1))) == (ref and (ref.span(), ref.group(1))), text
+
+
+# -- Also: error lines, not tracebacks -----------------------------------------------------------------
+
+def test_train_errors_are_lines_not_tracebacks(tmp_path, capsys):
+    from reference_impls.train import main
+
+    assert main([*FAST, "--out", "/proc/self/atlas-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out /proc/self/atlas-run: cannot create the folder") and "Traceback" not in err
+    bad = tmp_path / "bad_env.py"
+    bad.write_text("def broken(:\n")
+    assert main(["--env-module", str(bad), *FAST, "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --env-module") and "syntax error at" in err and "bad_env.py:1" in err
+    raising = tmp_path / "raising_env.py"
+    raising.write_text("x = 1\nraise RuntimeError('no GPU here')\n")
+    assert main(["--env-module", str(raising), *FAST, "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "importing it raised RuntimeError: no GPU here" in err and "raising_env.py:2" in err
+    assert not (tmp_path / "r").exists()

@@ -304,7 +304,37 @@ def test_unclosed_tool_tags_are_matched_in_linear_time():
             assert (mine and (mine.span(), mine.group(1))) == (ref and (ref.span(), ref.group(1))), text
 
 
-# -- Also: error lines, not tracebacks -----------------------------------------------------------------
+# -- Also: export refuses to overwrite or to write into the run; error lines, not tracebacks -----------
+
+def _fake_run(tmp_path):
+    import dataclasses
+
+    from reference_impls.train import TrainConfig
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(dataclasses.asdict(TrainConfig(out=str(run)))))
+    return run
+
+
+@pytest.mark.parametrize("where", ["readme", "export_json", "run", "checkpoints", "file"])
+def test_export_refuses_to_overwrite_or_write_into_the_run(tmp_path, capsys, where):
+    from reference_impls import export
+
+    run = _fake_run(tmp_path)
+    out = {"run": run, "checkpoints": run / "checkpoints", "file": tmp_path / "notes.txt"}.get(where, tmp_path / "out")
+    if where in ("readme", "export_json"):
+        out.mkdir()
+        (out / ("README.md" if where == "readme" else "export.json")).write_text("mine")
+    if where == "file":
+        out.write_text("mine")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert export.main(["--run", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out ") and "Traceback" not in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before  # nothing written or replaced
+    assert export.main(["--run", str(run), "--out", str(tmp_path / "fresh")]) == 0  # a new folder works
+
 
 def test_train_errors_are_lines_not_tracebacks(tmp_path, capsys):
     from reference_impls.train import main

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from atlas_data import data_dir
+from atlas_data import data_dir, private_file
 from papers.schema import LIST_FIELDS, Work
 
 _log = logging.getLogger(__name__)
@@ -110,6 +110,7 @@ class UserStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.connect() as db:
             db.executescript(SCHEMA)
+        private_file(self.path)  # the WAL and shared-memory files SQLite adds take the database's mode
 
     @contextmanager
     def connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app import state, ui
-from atlas_data import data_dir
+from atlas_data import data_dir, private_dir, private_file
 from papers.importers import field_problem
 from papers.ingest import AUTO_TAG, ImportInputError, accept_placement, import_file
 from papers.userstore import UserStore
@@ -18,8 +18,7 @@ st.caption("Your works live in a local database beside the survey's catalog (whi
            "Each is placed in the taxonomy automatically; accept or correct the placement below.")
 cat = state.catalog()
 store = UserStore()
-uploads = data_dir() / "uploads"
-uploads.mkdir(parents=True, exist_ok=True)
+uploads = private_dir(data_dir() / "uploads")  # what users upload is theirs: 0700, files 0600
 
 
 def run_import(path, label: str) -> None:
@@ -50,6 +49,7 @@ with upload_tab:
         safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", file.name).lstrip(".") or "upload"  # never a path
         path = uploads / f"{int(time.time())}-{safe_name}"
         path.write_bytes(file.getvalue())
+        private_file(path)
         run_import(path, file.name)
 with form_tab:
     with st.form("one-work"):
@@ -78,6 +78,7 @@ with form_tab:
             writer.writerow([title, year, arxiv_id, url, code_url, abstract])
             path = uploads / f"{int(time.time())}-form.csv"
             path.write_text(buf.getvalue(), encoding="utf-8")
+            private_file(path)
             run_import(path, "the form")
 
 if "import_report" in st.session_state:

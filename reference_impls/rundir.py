@@ -125,9 +125,10 @@ class RunDir:
         if empty:
             return f"empty {', '.join(empty)}"
         try:
-            json.loads((ckpt / "trainer_state.json").read_text())["step"]
-        except (ValueError, KeyError) as err:
-            return f"unreadable trainer_state.json ({err})"
+            state = json.loads((ckpt / "trainer_state.json").read_text())
+            int(state["step"]), float(state.get("wall_s", 0.0))
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+            return f"unreadable trainer_state.json ({type(err).__name__}: {str(err)[:120]})"
         return None
 
     def latest_checkpoint(self) -> Path | None:

@@ -353,3 +353,25 @@ def test_train_errors_are_lines_not_tracebacks(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "importing it raised RuntimeError: no GPU here" in err and "raising_env.py:2" in err
     assert not (tmp_path / "r").exists()
+
+
+# -- Also: damaged but readable checkpoint files are skipped like truncated ones -------------------------
+
+def test_resume_skips_checkpoints_with_garbage_in_readable_files(tmp_path):
+    import os
+
+    from test_train_cli import FAST as TRAIN_FAST, metric_rows, train
+
+    out = tmp_path / "run"
+    r = train(*TRAIN_FAST, "--steps", "3", "--keep-checkpoints", "3", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    (out / "checkpoints" / "step_000003" / "optimizer.pt").write_bytes(os.urandom(4096))
+    state = out / "checkpoints" / "step_000002" / "trainer_state.json"
+    state.write_text(json.dumps({**json.loads(state.read_text()), "step": "abc"}))
+    r = train("--resume", str(out), "--steps", "4")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "resumed from step_000001" in r.stderr
+    status = json.loads((out / "status.json").read_text())
+    assert status["state"] == "completed" and status["step"] == 4
+    assert "step_000003: cannot be read" in status["note"] and "step_000002: unreadable trainer_state.json" in status["note"]
+    assert [row["step"] for row in metric_rows(out)] == [1, 2, 3, 4]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,16 @@ def check_input_file(path: Path, encoding: str = "utf-8") -> None:
     codec = text_encoding(encoding)
     if path.is_dir():
         raise ImportInputError(f"{path}: is a directory, not a file")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ImportInputError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ImportInputError(f"{path}: cannot read the file ({e.strerror or e})") from None
+    if not stat.S_ISREG(mode):  # a FIFO would block the open, /dev/zero never end the read
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        raise ImportInputError(f"{path}: is {kind}, not a regular file")
     try:
         f = open(path, "rb")
     except FileNotFoundError:

@@ -78,3 +78,28 @@ def test_a_broken_quote_says_the_later_rows_were_not_read(tmp_path):
     path.write_text('title,year\nfine,2026\n"broken"x,2026\nlater,2026\n')
     errors = [r.error for r in read_records(path) if r.error]
     assert len(errors) == 1 and "broken CSV quoting" in errors[0] and "rows after it were not read" in errors[0]
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_importing_a_fifo_or_a_device_is_refused_at_once(tmp_path, special):
+    """Issue 47: importing a FIFO (the open blocks) or /dev/zero (the read never ends) hung."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if special == "fifo":
+        path = tmp_path / "works.csv"
+        os.mkfifo(path)
+    else:
+        path = tmp_path / "zero.csv"
+        path.symlink_to("/dev/zero")
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys\nfrom papers.catalog import Catalog\nfrom papers.ingest import ImportInputError, import_file\n"
+            "from papers.userstore import UserStore\n"
+            f"try:\n    import_file({str(path)!r}, Catalog.load(), UserStore({str(tmp_path / 'u.sqlite')!r}))\n"
+            "except ImportInputError as e:\n    print('refused:', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "ATLAS_DATA_DIR": str(tmp_path / "data")})
+    kind = "a FIFO" if special == "fifo" else "a device"
+    assert f"is {kind}, not a regular file" in r.stdout, r.stdout + r.stderr[-2000:]

@@ -85,6 +85,27 @@ exec(compile(_src, "main.py", "exec"), {{"__name__": "__main__", "__builtins__":
 """
 
 
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot run code on this machine (a ``sandbox_error``: not the code's fault). Environments
+    raise it instead of scoring the episode 0, so a training run stops and says why."""
+
+
+def check(result: "Result") -> "Result":
+    """``result``, or :class:`SandboxUnavailable` when it is a ``sandbox_error``."""
+    if result.status == "sandbox_error":
+        raise SandboxUnavailable(f"the {result.layer} sandbox layer cannot run code here: {result.stderr.strip()}")
+    return result
+
+
+def _program(name: str) -> str:
+    """The absolute path of a layer's program on the user's PATH (the code's own environment has
+    PATH=/usr/bin:/bin, so a bare name would be looked up there), or FileNotFoundError."""
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(f"{name} is not installed (not on PATH={os.environ.get('PATH', '')})")
+    return found
+
+
 @dataclass(frozen=True)
 class Limits:
     cpu_seconds: int = 2
@@ -170,7 +191,7 @@ def _command(layer: str, workdir: str) -> tuple[list[str], bool, str, str]:
     if layer == "bwrap":
         exe = _interpreter()
         prefix = sys.base_prefix
-        argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        argv = [_program("bwrap"), "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
         for link in ("lib", "lib64", "bin", "sbin"):
             if os.path.islink(f"/{link}"):
@@ -190,7 +211,7 @@ def _command(layer: str, workdir: str) -> tuple[list[str], bool, str, str]:
         return argv, False, exe, WORKDIR_IN_BWRAP
     exe, drop = _fallback_interpreter()
     if layer == "unshare":
-        argv = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        argv = [_program("unshare"), "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
         if not _is_root():
             argv.insert(1, "-r")
             drop = False
@@ -418,7 +439,13 @@ def _probe() -> tuple[str, dict]:
     if forced:
         if forced not in LAYERS:
             raise ValueError(f"ATLAS_SANDBOX_LAYER must be one of {LAYERS}")
-        return forced, {"forced": forced}
+        notes = {"forced": forced}
+        if forced != "rlimits":  # checked once, so a layer that cannot work is a sandbox_error, not code at fault
+            r = _spawn(forced, "print('ok')", "", Limits())
+            if not (r.status == "ok" and r.stdout.strip() == "ok"):
+                notes["problem"] = f"ATLAS_SANDBOX_LAYER={forced}, but it does not work here: " + \
+                    (r.stderr.strip() or r.status)[-300:]
+        return forced, notes
     for layer in LAYERS[:-1]:
         if shutil.which(layer) is None:
             notes[layer] = "not installed"
@@ -470,6 +497,8 @@ def run_python(code: str, stdin: str = "", limits: Limits | None = None, layer: 
     never raises for anything the code does."""
     if layer is None:
         layer = active_layer()
+        if _probe()[1].get("problem"):
+            return Result("sandbox_error", None, "", _probe()[1]["problem"], 0.0, layer)
         if layer == "rlimits" and os.environ.get("ATLAS_SANDBOX_LAYER") != "rlimits":
             return Result("sandbox_error", None, "", rlimits_refusal(), 0.0, layer, info={"refused": True})
     if layer not in LAYERS:

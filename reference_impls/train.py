@@ -61,6 +61,7 @@ from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_m
 from .registry import algorithms, get_implementation, implementations
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
+from .sandbox import SandboxUnavailable
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes (collected from reference_impls/algorithms/)
 ALGORITHMS: dict[str, type[Algorithm]] = algorithms()
@@ -690,9 +691,9 @@ def main(argv=None) -> int:
         run_dir.write_status("stopped", 0, cfg.steps, note=str(stopped))
         print(json.dumps({"state": "stopped", "step": 0, "out": str(run_dir.path)}), flush=True)
         return 0
-    except RunDirError as err:
+    except (RunDirError, SandboxUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
-        if resume:
+        if resume or isinstance(err, SandboxUnavailable):
             run_dir.write_status("failed", 0, cfg.steps, note=str(err))
         return 2
     if trainer.rank == 0:
@@ -712,6 +713,10 @@ def main(argv=None) -> int:
         trainer.request_stop()
     try:
         state = trainer.run()
+    except SandboxUnavailable as err:  # every reward would be 0: stop, and say why
+        trainer.write_status("failed", note=str(err))
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except BaseException:
         trainer.write_status("failed")
         raise

@@ -332,7 +332,7 @@ def run_tests(code: str, name: str, tests, limits: sandbox.Limits | None = None,
     """Run ``code`` (the model's module) on ``tests`` [(JSON args, JSON expected)] in the sandbox."""
     nonce = "R" + secrets.token_hex(8)
     harness = _HARNESS.format(nonce=nonce, name=name, tests=json.dumps([json.loads(a) for a, _ in tests]))
-    res = sandbox.run_python(harness, limits=limits, layer=layer, files={"solution.py": code})
+    res = sandbox.check(sandbox.run_python(harness, limits=limits, layer=layer, files={"solution.py": code}))
     outs = []
     error = None
     for line in res.stdout.splitlines():

@@ -375,3 +375,68 @@ def test_resume_skips_checkpoints_with_garbage_in_readable_files(tmp_path):
     assert status["state"] == "completed" and status["step"] == 4
     assert "step_000003: cannot be read" in status["note"] and "step_000002: unreadable trainer_state.json" in status["note"]
     assert [row["step"] for row in metric_rows(out)] == [1, 2, 3, 4]
+
+
+# -- Also: a forced or mislocated bubblewrap is a sandbox_error that stops the run -----------------------
+
+@pytest.fixture
+def fresh_probe():
+    from reference_impls import sandbox
+
+    sandbox._probe.cache_clear()
+    sandbox._fallback_interpreter.cache_clear()
+    yield sandbox
+    sandbox._probe.cache_clear()
+    sandbox._fallback_interpreter.cache_clear()
+
+
+def _bin_without(tmp_path, *names):
+    """A PATH holding only links to prlimit, setpriv and unshare (no bwrap unless named)."""
+    import os
+    import shutil
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name in ("prlimit", "setpriv", "unshare", *names):
+        if shutil.which(name):
+            os.symlink(shutil.which(name), folder / name)
+    return str(folder)
+
+
+def test_a_layer_program_is_looked_up_on_the_users_path(tmp_path, monkeypatch, fresh_probe):
+    import shutil
+
+    if not shutil.which("bwrap"):
+        pytest.skip("needs bubblewrap")
+    monkeypatch.setenv("PATH", _bin_without(tmp_path, "bwrap"))
+    argv = fresh_probe._command("bwrap", str(tmp_path))[0]
+    assert argv[0] == str(tmp_path / "bin" / "bwrap")  # not a bare name resolved in the code's PATH=/usr/bin:/bin
+
+
+def test_a_forced_layer_that_cannot_work_stops_the_code_env(tmp_path, monkeypatch, fresh_probe):
+    from reference_impls.envs import get_env
+
+    monkeypatch.setenv("PATH", _bin_without(tmp_path))
+    monkeypatch.setenv("ATLAS_SANDBOX_LAYER", "bwrap")
+    r = fresh_probe.run_python("print('ok')")
+    assert r.status == "sandbox_error" and "ATLAS_SANDBOX_LAYER=bwrap" in r.stderr and "bwrap is not installed" in r.stderr
+    spec = get_env("code")
+    env = spec.make(spec.problems("train", 1)[0])
+    env.reset()
+    with pytest.raises(fresh_probe.SandboxUnavailable, match="cannot run code here"):
+        env.step("<code>def f():\n    return 1</code>")  # was: reward 0, status 'error', training went on
+
+
+def test_training_stops_with_an_error_line_when_the_sandbox_is_unavailable(tmp_path, capsys, monkeypatch):
+    from reference_impls import sandbox, train
+
+    def unavailable(self):
+        raise sandbox.SandboxUnavailable("the bwrap sandbox layer cannot run code here: bwrap is not installed")
+
+    monkeypatch.setattr(train.Trainer, "run", unavailable)
+    out = tmp_path / "run"
+    assert train.main([*FAST, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "error: the bwrap sandbox layer cannot run code here" in err and "Traceback" not in err
+    status = json.loads((out / "status.json").read_text())
+    assert status["state"] == "failed" and "bwrap is not installed" in status["note"]

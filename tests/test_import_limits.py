@@ -103,3 +103,21 @@ def test_importing_a_fifo_or_a_device_is_refused_at_once(tmp_path, special):
                        env={**os.environ, "ATLAS_DATA_DIR": str(tmp_path / "data")})
     kind = "a FIFO" if special == "fifo" else "a device"
     assert f"is {kind}, not a regular file" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+def test_concurrent_imports_of_one_file_keep_their_own_ids_and_counts(tmp_path, catalog):
+    """Issue 47: a second import of a file that was still being imported (another browser session)
+    resumed the running one: one import id for both, and wrong counts."""
+    from papers.ingest import file_fingerprint
+
+    store = UserStore(tmp_path / "user.sqlite")
+    path = tmp_path / "works.csv"
+    path.write_text("title,year\nFirst concurrent work,2026\nSecond concurrent work,2026\n")
+    running, _ = store.open_import(str(path), file_fingerprint(path), "csv")  # the other session, mid-import
+    report = import_file(path, catalog, store)
+    assert report.import_id != running and report.added == 2 and report.skipped == []
+    store.release_import(running)  # the other session stops (say it was interrupted) ...
+    again = import_file(path, catalog, store)  # ... and a later import resumes it, not a new one
+    assert again.import_id == running
+    assert sorted(reason for _, reason in again.skipped) == ["duplicate of 'first-concurrent-work-2026'",
+                                                             "duplicate of 'second-concurrent-work-2026'"]

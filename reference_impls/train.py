@@ -482,6 +482,8 @@ class Trainer:
         if self.rank == 0:
             if self.resume_note and "note" not in extra:
                 extra["note"] = self.resume_note
+            if getattr(self, "sandbox_layer", None):
+                extra.setdefault("sandbox_layer", self.sandbox_layer)
             self.run_dir.write_status(state, self.step, self.cfg.steps, **extra)
 
     def run(self) -> str:
@@ -662,6 +664,16 @@ def _prepare_out(cfg: TrainConfig, overwrite: bool) -> None:
         print(f"note: --overwrite kept {', '.join(kept)} in {cfg.out} (not part of a run)", file=sys.stderr)
 
 
+def _check_sandbox(cfg: TrainConfig) -> str | None:
+    """For an environment that runs model code: the sandbox layer that will run it, checked with one
+    program now (SandboxUnavailable if it cannot run code here); None for the others."""
+    if not get_env(cfg.env).uses_sandbox:
+        return None
+    from . import sandbox
+
+    return sandbox.check(sandbox.run_python("print('ok')")).layer
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -676,8 +688,13 @@ def main(argv=None) -> int:
             return 0
         if not resume:
             _prepare_out(cfg, args.overwrite)
+        sandbox_layer = _check_sandbox(cfg)
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except SandboxUnavailable as err:  # before the model loads: every reward would be 0
+        print(f"error: {err}", file=sys.stderr)
+        RunDir(cfg.out).write_status("failed", 0, cfg.steps, note=str(err))
         return 2
     # a stop may arrive during the model load or the warm start, before the trainer's own handler exists
     early_stop = threading.Event()
@@ -696,6 +713,7 @@ def main(argv=None) -> int:
         if resume or isinstance(err, SandboxUnavailable):
             run_dir.write_status("failed", 0, cfg.steps, note=str(err))
         return 2
+    trainer.sandbox_layer = sandbox_layer
     if trainer.rank == 0:
         run_dir.write_config(dataclasses.asdict(cfg))
         # a resumed run drops whatever was logged after its checkpoint, so no line is lost or doubled

@@ -172,6 +172,9 @@ class EnvSpec:
     demonstration_options: dict = field(default_factory=dict)
     heldout_options: dict = field(default_factory=dict)
     demonstration_takes_config: bool = False
+    #: runs model code in reference_impls.sandbox: the trainer checks the sandbox before training and
+    #: records its layer in status.json (``sandbox_layer``)
+    uses_sandbox: bool = False
 
     def options(self, values: dict | None = None):
         """The env's config from a mapping of option values (validated; raises ConfigError)."""

@@ -478,9 +478,9 @@ def _problems(split: str, n: int, seed: int, config: CodeConfig) -> list[Problem
 
 
 SPEC = EnvSpec("code", CodeConfig, _problems, CodeEnv, demonstration,
-               title="code generation with hidden unit tests (sandboxed)")
+               title="code generation with hidden unit tests (sandboxed)", uses_sandbox=True)
 REFINE_SPEC = EnvSpec("code-refine", CodeRefineConfig, _problems, CodeRefineEnv, refine_demonstration,
-                      title="code generation with a sandboxed test-running tool")
+                      title="code generation with a sandboxed test-running tool", uses_sandbox=True)
 ENV_SPECS = (SPEC, REFINE_SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 

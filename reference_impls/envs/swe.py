@@ -844,7 +844,8 @@ def _tasks(split: str, n: int, seed: int, config: SweConfig) -> list[Task]:
 
 
 SPEC = EnvSpec("swe", SweConfig, _tasks, SweEnv, demonstration,
-               title="fix a seeded bug in a small repository (SWE-bench style, sandboxed tests)")
+               title="fix a seeded bug in a small repository (SWE-bench style, sandboxed tests)",
+               uses_sandbox=True)
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 

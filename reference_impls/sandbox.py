@@ -64,7 +64,10 @@ if {hook!r}:
                     "_testbuffer", "_testmultiphase", "_testsinglephase")
 
         # a closure bound to no name anywhere (not a module global, no self-reference): model code cannot
-        # fetch it to change its defaults, code or cells (issue 47: `__main__._hook.__defaults__ = ...`)
+        # fetch it to change its defaults, code or cells (issue 47: `__main__._hook.__defaults__ = ...`);
+        # what it calls is bound here, so replacing builtins.isinstance or os.fsdecode changes nothing
+        fsdecode, is_a, text = os.fsdecode, isinstance, (str, bytes)
+
         def hook(event, args):
             if event in deny:
                 raise PermissionError("sandbox: " + event + " is not allowed")
@@ -72,8 +75,8 @@ if {hook!r}:
                 raise PermissionError("sandbox: importing " + args[0] + " is not allowed")
             if event in ("os.kill", "os.killpg") and args and args[0] not in (0, pg, -pg):
                 raise PermissionError("sandbox: signals to other processes are not allowed")
-            if event == "open" and args and isinstance(args[0], (str, bytes)):
-                path = os.fsdecode(args[0])
+            if event == "open" and args and is_a(args[0], text):
+                path = fsdecode(args[0])
                 if path.startswith("/proc/") and path.rstrip("/").rsplit("/", 1)[-1] == "mem":
                     raise PermissionError("sandbox: opening " + path + " is not allowed")
         sys.addaudithook(hook)

@@ -461,3 +461,12 @@ def test_a_sandboxed_run_checks_the_sandbox_first_and_records_its_layer(tmp_path
     out = tmp_path / "ok"
     assert train.main([*code_run, "--out", str(out)]) == 0
     assert json.loads((out / "status.json").read_text())["sandbox_layer"] == sandbox.active_layer()
+
+
+def test_rlimits_hook_does_not_trust_what_model_code_can_replace():
+    from reference_impls import sandbox
+
+    code = ("import builtins, os\nbuiltins.isinstance = lambda *a: False\nos.fsdecode = lambda p: 'harmless'\n"
+            "open('/proc/self/mem', 'rb')\nprint('OPENED')")
+    r = sandbox.run_python(code, limits=_sbx_limits(), layer="rlimits")
+    assert "OPENED" not in r.stdout and "opening /proc/self/mem is not allowed" in r.stderr

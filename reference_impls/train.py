@@ -694,7 +694,9 @@ def main(argv=None) -> int:
         return 2
     except SandboxUnavailable as err:  # before the model loads: every reward would be 0
         print(f"error: {err}", file=sys.stderr)
-        RunDir(cfg.out).write_status("failed", 0, cfg.steps, note=str(err))
+        out = RunDir(cfg.out)
+        step = out.read_status().get("step")
+        out.write_status("failed", step if isinstance(step, int) else 0, cfg.steps, note=str(err))
         return 2
     # a stop may arrive during the model load or the warm start, before the trainer's own handler exists
     early_stop = threading.Event()

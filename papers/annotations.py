@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from atlas_data import data_dir
+from atlas_data import data_dir, private_file
 
 NOTE_MAX_CHARS = 20_000
 """About ten pages of text: room for reading notes, small enough to render on the work page at once."""
@@ -84,6 +84,7 @@ class AnnotationStore:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            private_file(self.path)  # notes are private: 0600, and SQLite's -wal/-shm follow the database
             with db:  # one transaction: committed on success, rolled back on any error
                 yield db
         finally:
@@ -158,6 +159,14 @@ class AnnotationStore:
         key = self._known(catalog, key)
         with self.connect() as db:
             return db.execute("DELETE FROM notes WHERE key = ?", (key,)).rowcount > 0
+
+    def forget(self, key: str) -> None:
+        """Drop every tag and the note of ``key`` (its work was deleted; no catalog check, as it is gone)."""
+        if not self.path.exists():
+            return
+        with self.connect() as db:
+            db.execute("DELETE FROM tags WHERE key = ?", (key,))
+            db.execute("DELETE FROM notes WHERE key = ?", (key,))
 
     def note_of(self, key: str) -> str:
         rows = self._read("SELECT text FROM notes WHERE key = ?", (key,))

@@ -29,6 +29,35 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _NEUTRALISED = re.compile(r"^'(?=[=+\-@\t\r])")
 
 
+#: the longest text each field of an imported work may hold, in characters (others: ``_DEFAULT_MAX_CHARS``;
+#: list fields: ``_MAX_ITEMS`` items of at most ``_MAX_ITEM_CHARS``). An abstract typed into the Import form
+#: can be long (150 KB and more); a 50 MB title made every later search take over a minute.
+FIELD_MAX_CHARS = {"title": 1000, "title_original": 1000, "name": 1000, "abstract": 256 * 1024,
+                   "authors": 100_000, "summary": 20_000}
+_DEFAULT_MAX_CHARS = 2000
+_MAX_ITEMS = 64
+_MAX_ITEM_CHARS = 300
+#: what the CSV reader reads of one field or one physical line at most; a longer one is skipped to its end
+#: (the rows after it are read), so memory stays bounded whatever the file holds
+CSV_READ_LIMIT = 16 * 2**20
+
+
+def field_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is too large for field ``name``, or None."""
+    if isinstance(value, str):
+        limit = FIELD_MAX_CHARS.get(name, _DEFAULT_MAX_CHARS)
+        if len(value) > limit:
+            return f"field '{name}' is {len(value):,} characters long; at most {limit:,} are allowed"
+    elif isinstance(value, (tuple, list)):
+        if len(value) > _MAX_ITEMS:
+            return f"field '{name}' has {len(value):,} items; at most {_MAX_ITEMS} are allowed"
+        for item in value:
+            if isinstance(item, str) and len(item) > _MAX_ITEM_CHARS:
+                return (f"field '{name}' has an item {len(item):,} characters long; at most {_MAX_ITEM_CHARS} "
+                        "are allowed")
+    return None
+
+
 @dataclass
 class ImportRecord:
     line: int  # 1-based line (BibTeX: the entry's first line)
@@ -133,6 +162,10 @@ def _clean_text(value: object) -> object:
 
 
 def _make_work(line: int, data: dict) -> ImportRecord:
+    for name, value in data.items():
+        problem = field_problem(name, value)
+        if problem:
+            return ImportRecord(line, error=problem)
     data = {k: _clean_text(v) for k, v in data.items()}
     title = data.get("title")
     if title is not None and not isinstance(title, str):
@@ -234,17 +267,85 @@ def read_arxiv_jsonl(path: Path, encoding: str = "utf-8") -> Iterator[ImportReco
             })
 
 
+class _LineTooLong(Exception):
+    pass
+
+
+class _Lines:
+    """The physical lines of a CSV file for ``csv.reader``, each at most ``CSV_READ_LIMIT`` characters (a
+    longer one raises ``_LineTooLong`` once its rest is skipped); counts lines, and keeps the current
+    record's lines and quote count, so a record that cannot be read can be named and skipped to its end."""
+
+    def __init__(self, f):
+        self.f = f
+        self.count = 0  # physical lines read
+        self.record: list[str] = []  # the current record's lines (the last one cut at the limit)
+        self.quotes = 0  # '"' in the current record so far: an even count at a line's end ends the record
+
+    def start_record(self) -> None:
+        self.record, self.quotes = [], 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self.f.readline(CSV_READ_LIMIT)
+        if not line:
+            raise StopIteration
+        self.count += 1
+        self.quotes += line.count('"')
+        if len(line) >= CSV_READ_LIMIT and not line.endswith("\n"):
+            self.record.append(line)
+            while True:  # skip the rest of this line
+                rest = self.f.readline(CSV_READ_LIMIT)
+                self.quotes += rest.count('"')
+                if not rest or rest.endswith("\n"):
+                    break
+            raise _LineTooLong
+        self.record.append(line)
+        return line
+
+    def skip_record(self) -> None:
+        """Read on to the end of the current record (quotes balanced at a line's end), without parsing it."""
+        while self.quotes % 2:
+            try:
+                self.__next__()
+            except _LineTooLong:
+                continue
+            except StopIteration:
+                return
+
+
+_CSV_CELL = re.compile(r'"(?:[^"]++|"")*+"|[^,"\r\n]*')
+
+
+def _overflowing_column(text: str) -> int:
+    """The 0-based column in which a record's text (cut at the limit) ends: the field that is too long."""
+    pos, column = 0, 0
+    while True:
+        end = _CSV_CELL.match(text, pos).end()
+        if end < len(text) and text[end] == ",":
+            pos, column = end + 1, column + 1
+            continue
+        return column
+
+
 def read_csv_works(path: Path, encoding: str = "utf-8") -> Iterator[ImportRecord]:
     """A CSV with the catalog's columns (``title`` required; ``key``, ``nodes`` ... optional).
 
-    A cell that our CSV export neutralised for spreadsheets (``'=...``) is read back as it was.
+    A cell that our CSV export neutralised for spreadsheets (``'=...``) is read back as it was. A field
+    longer than its limit (``FIELD_MAX_CHARS``) skips its row, naming the row and the field, and the rows
+    after it are imported; a broken quote stops the import there, saying so.
     """
     allowed = set(Work.model_fields) - {"origin", "summary_confidence", "authors_source", "authors_check"}  # survey-only
+    if csv.field_size_limit() < CSV_READ_LIMIT:
+        csv.field_size_limit(CSV_READ_LIMIT)  # csv's default (128 KiB) refused a long abstract as "broken quoting"
     with open(path, encoding=text_encoding(encoding), newline="") as f:
-        reader = csv.reader(f, strict=True)
+        lines = _Lines(f)
+        reader = csv.reader(lines, strict=True)
         try:
             header = [h.strip() for h in next(reader)]
-        except (StopIteration, csv.Error):
+        except (StopIteration, csv.Error, _LineTooLong):
             yield ImportRecord(1, error="empty file or unreadable header")
             return
         unknown = [h for h in header if h not in allowed]
@@ -252,13 +353,22 @@ def read_csv_works(path: Path, encoding: str = "utf-8") -> Iterator[ImportRecord
             yield ImportRecord(1, error=f"header: unknown columns {unknown}" if unknown else "header: no 'title' column")
             return
         while True:
-            start = reader.line_num + 1
+            start = lines.count + 1
+            lines.start_record()
             try:
                 values = next(reader)
             except StopIteration:
                 return
-            except csv.Error as e:
-                yield ImportRecord(start, error=f"broken CSV quoting ({e})")
+            except (csv.Error, _LineTooLong) as e:
+                if isinstance(e, _LineTooLong) or "field limit" in str(e):
+                    column = _overflowing_column("".join(lines.record))
+                    name = header[column] if column < len(header) else f"column {column + 1}"
+                    limit = FIELD_MAX_CHARS.get(name, _DEFAULT_MAX_CHARS)
+                    yield ImportRecord(start, error=f"field '{name}' is over {CSV_READ_LIMIT // 2**20} MiB; at most "
+                                                    f"{limit:,} characters are allowed")
+                    lines.skip_record()
+                    continue
+                yield ImportRecord(start, error=f"broken CSV quoting ({e}); the rows after it were not read")
                 return  # the reader cannot resynchronise after a quoting error
             if not values:
                 continue

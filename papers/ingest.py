@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,16 @@ def check_input_file(path: Path, encoding: str = "utf-8") -> None:
     codec = text_encoding(encoding)
     if path.is_dir():
         raise ImportInputError(f"{path}: is a directory, not a file")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ImportInputError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ImportInputError(f"{path}: cannot read the file ({e.strerror or e})") from None
+    if not stat.S_ISREG(mode):  # a FIFO would block the open, /dev/zero never end the read
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        raise ImportInputError(f"{path}: is {kind}, not a regular file")
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -180,85 +191,88 @@ def import_file(
     fmt = fmt or detect_format(path)
     check_input_file(path, encoding)
     import_id, last_line = store.open_import(str(path), file_fingerprint(path), fmt)
-    report = ImportReport(import_id, str(path), resumed_after_line=last_line, lines_done=last_line)
-    dedup = _Dedup(catalog)
-    batch: list = []
-    batches = 0
+    try:
+        report = ImportReport(import_id, str(path), resumed_after_line=last_line, lines_done=last_line)
+        dedup = _Dedup(catalog)
+        batch: list = []
+        batches = 0
 
-    def flush() -> None:
-        nonlocal batches
-        if not batch:
-            return
-        skips: list[tuple[int, str]] = []
-        candidates: list[tuple[int, Work]] = []
-        # 1. without a lock: skip bad and already-known entries, then embed and place the rest
-        with store.connect() as db:
-            for rec in batch:
-                if rec.error:
-                    skips.append((rec.line, rec.error))
-                    continue
-                reason = unknown_node_reason(catalog, rec.work)
-                if reason:
-                    skips.append((rec.line, reason))
-                    continue
-                dup = dedup.duplicate_of(store, db, rec.work)
-                if dup:
-                    skips.append((rec.line, f"duplicate of '{dup}'"))
-                    continue
-                dedup.remember(rec.work)
-                candidates.append((rec.line, rec.work))
-        suggestions: list = [[] for _ in candidates]
-        vectors = None
-        if placer is not None and candidates:
-            vectors = placer.embed_works([w for _, w in candidates])
-            suggestions = placer.suggest_vectors(vectors)
-        # 2. under the write lock: check again (another import may have committed meanwhile), insert
-        fresh: list[Work] = []
-        fresh_rows: list[int] = []
-        with store.connect(immediate=True) as db:
-            taken: set[str] = set()
-            for i, ((line_no, work), sugg) in enumerate(zip(candidates, suggestions)):
-                dup = store.find_duplicate(db, normalise_arxiv_id(work.arxiv_id), normalise_title(work.title))
-                if dup:
-                    skips.append((line_no, f"duplicate of '{dup}'"))
-                    continue
-                key = _unique_key(store, db, catalog, work.key, taken)
-                taken.add(key)
-                work = work.model_copy(update={"key": key})
-                if sugg and not work.nodes:
-                    work = work.model_copy(update={"nodes": (sugg[0][0],), "tags": (*work.tags, AUTO_TAG)})
-                store.insert(db, work, normalise_title(work.title), import_id)
-                store.set_suggestions(db, work.key, sugg)
-                fresh.append(work)
-                fresh_rows.append(i)
-            if vectors is not None and fresh:
-                model_id = getattr(placer.encode_new, "model_id", "unknown")
-                store.put_embeddings(db, model_id, [w.key for w in fresh], np.asarray(vectors)[fresh_rows])
-            line = max(r.line for r in batch)
-            skips.sort()
-            store.commit_progress(db, import_id, line, len(fresh), skips)
-        report.added += len(fresh)
-        report.skipped.extend(skips)
-        report.lines_done = line
-        dedup.clear_batch()
-        batch.clear()
-        batches += 1
-        if progress:
-            progress({"lines_done": line, "added": report.added, "skipped": len(report.skipped)})
+        def flush() -> None:
+            nonlocal batches
+            if not batch:
+                return
+            skips: list[tuple[int, str]] = []
+            candidates: list[tuple[int, Work]] = []
+            # 1. without a lock: skip bad and already-known entries, then embed and place the rest
+            with store.connect() as db:
+                for rec in batch:
+                    if rec.error:
+                        skips.append((rec.line, rec.error))
+                        continue
+                    reason = unknown_node_reason(catalog, rec.work)
+                    if reason:
+                        skips.append((rec.line, reason))
+                        continue
+                    dup = dedup.duplicate_of(store, db, rec.work)
+                    if dup:
+                        skips.append((rec.line, f"duplicate of '{dup}'"))
+                        continue
+                    dedup.remember(rec.work)
+                    candidates.append((rec.line, rec.work))
+            suggestions: list = [[] for _ in candidates]
+            vectors = None
+            if placer is not None and candidates:
+                vectors = placer.embed_works([w for _, w in candidates])
+                suggestions = placer.suggest_vectors(vectors)
+            # 2. under the write lock: check again (another import may have committed meanwhile), insert
+            fresh: list[Work] = []
+            fresh_rows: list[int] = []
+            with store.connect(immediate=True) as db:
+                taken: set[str] = set()
+                for i, ((line_no, work), sugg) in enumerate(zip(candidates, suggestions)):
+                    dup = store.find_duplicate(db, normalise_arxiv_id(work.arxiv_id), normalise_title(work.title))
+                    if dup:
+                        skips.append((line_no, f"duplicate of '{dup}'"))
+                        continue
+                    key = _unique_key(store, db, catalog, work.key, taken)
+                    taken.add(key)
+                    work = work.model_copy(update={"key": key})
+                    if sugg and not work.nodes:
+                        work = work.model_copy(update={"nodes": (sugg[0][0],), "tags": (*work.tags, AUTO_TAG)})
+                    store.insert(db, work, normalise_title(work.title), import_id)
+                    store.set_suggestions(db, work.key, sugg)
+                    fresh.append(work)
+                    fresh_rows.append(i)
+                if vectors is not None and fresh:
+                    model_id = getattr(placer.encode_new, "model_id", "unknown")
+                    store.put_embeddings(db, model_id, [w.key for w in fresh], np.asarray(vectors)[fresh_rows])
+                line = max(r.line for r in batch)
+                skips.sort()
+                store.commit_progress(db, import_id, line, len(fresh), skips)
+            report.added += len(fresh)
+            report.skipped.extend(skips)
+            report.lines_done = line
+            dedup.clear_batch()
+            batch.clear()
+            batches += 1
+            if progress:
+                progress({"lines_done": line, "added": report.added, "skipped": len(report.skipped)})
 
-    for rec in read_records(path, fmt, encoding):
-        if rec.line <= last_line:
-            continue
-        batch.append(rec)
-        if len(batch) >= batch_size:
-            flush()
-            if max_batches is not None and batches >= max_batches:
-                return report
-    flush()
-    final = store.finish_import(import_id)
-    report.skipped = final["skips"]
-    report.added = final["added"]
-    return report
+        for rec in read_records(path, fmt, encoding):
+            if rec.line <= last_line:
+                continue
+            batch.append(rec)
+            if len(batch) >= batch_size:
+                flush()
+                if max_batches is not None and batches >= max_batches:
+                    return report
+        flush()
+        final = store.finish_import(import_id)
+        report.skipped = final["skips"]
+        report.added = final["added"]
+        return report
+    finally:
+        store.release_import(import_id)
 
 
 def accept_placement(store: UserStore, catalog, key: str, nodes: list[str]) -> Work:

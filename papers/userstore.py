@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,10 +25,39 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from atlas_data import data_dir
+from atlas_data import data_dir, private_file
 from papers.schema import LIST_FIELDS, Work
 
 _log = logging.getLogger(__name__)
+
+# imports running in this process, by (database, import id): another import of the same file (a second
+# browser session is a second thread) must not resume one of them, only an interrupted one
+_ACTIVE: set[tuple[str, int]] = set()
+_ACTIVE_LOCK = threading.Lock()
+
+
+def _process_start(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _me() -> str:
+    """This process, as an import's owner: host, pid and start time (a reused pid is another process)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_process_start(os.getpid())}"
+
+
+def _owner_alive(owner: str | None) -> bool:
+    """Whether the process that owns an import still runs (an owner on another host is taken as alive)."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != socket.gethostname():
+        return True
+    return pid.isdigit() and _process_start(int(pid)) == start
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS works (
@@ -110,6 +142,9 @@ class UserStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.connect() as db:
             db.executescript(SCHEMA)
+            if "owner" not in {r["name"] for r in db.execute("PRAGMA table_info(imports)")}:
+                db.execute("ALTER TABLE imports ADD COLUMN owner TEXT")  # the process running the import
+        private_file(self.path)  # the WAL and shared-memory files SQLite adds take the database's mode
 
     @contextmanager
     def connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
@@ -194,9 +229,19 @@ class UserStore:
                 raise KeyError(f"no user work '{work.key}'")
 
     def delete(self, key: str) -> None:
+        """Delete a user work and, once it is gone, its tags and private note (kept beside this file, see
+        papers.annotations), so a work imported later under the same key does not inherit them."""
+        from papers.annotations import AnnotationStore
+
         with self.connect() as db:
             if db.execute("DELETE FROM works WHERE key=?", (key,)).rowcount == 0:
                 raise KeyError(f"no user work '{key}'")
+        AnnotationStore(self.annotations_path).forget(key)
+
+    @property
+    def annotations_path(self) -> Path:
+        """The tags and notes file that belongs with this store (``annotations.sqlite`` beside it)."""
+        return self.path.with_name("annotations.sqlite")
 
     # -- placements and embeddings ------------------------------------------------------------
     def set_suggestions(self, db: sqlite3.Connection, key: str, suggestions: Iterable[tuple[str, float]]) -> None:
@@ -222,20 +267,30 @@ class UserStore:
 
     # -- imports ---------------------------------------------------------------------------
     def open_import(self, path: str, fingerprint: str, fmt: str) -> tuple[int, int]:
-        """(import id, last committed line): an unfinished import of the same file is resumed."""
-        with self.connect() as db:
-            row = db.execute(
-                "SELECT id, last_line FROM imports WHERE fingerprint=? AND status='running' ORDER BY id DESC LIMIT 1",
-                (fingerprint,),
-            ).fetchone()
-            if row:
-                return row["id"], row["last_line"]
+        """(import id, last committed line): an interrupted import of the same file is resumed; one that is
+        still running (in this process or another live one) is not, so two concurrent imports of one file
+        keep their own ids and counts. Call :meth:`release_import` when the import stops."""
+        me = _me()
+        with self.connect(immediate=True) as db, _ACTIVE_LOCK:
+            rows = db.execute("SELECT id, last_line, owner FROM imports WHERE fingerprint=? AND status='running' "
+                              "ORDER BY id DESC", (fingerprint,)).fetchall()
+            for row in rows:
+                mine_and_idle = row["owner"] == me and (str(self.path), row["id"]) not in _ACTIVE
+                if mine_and_idle or (row["owner"] != me and not _owner_alive(row["owner"])):
+                    db.execute("UPDATE imports SET owner=? WHERE id=?", (me, row["id"]))
+                    _ACTIVE.add((str(self.path), row["id"]))
+                    return row["id"], row["last_line"]
             now = time.time()
             cur = db.execute(
-                "INSERT INTO imports (path, fingerprint, format, status, started, updated) VALUES (?,?,?,'running',?,?)",
-                (path, fingerprint, fmt, now, now),
-            )
+                "INSERT INTO imports (path, fingerprint, format, status, started, updated, owner) "
+                "VALUES (?,?,?,'running',?,?,?)", (path, fingerprint, fmt, now, now, me))
+            _ACTIVE.add((str(self.path), cur.lastrowid))
             return cur.lastrowid, 0
+
+    def release_import(self, import_id: int) -> None:
+        """The import stopped (finished, interrupted or failed): a later import of the file may resume it."""
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard((str(self.path), import_id))
 
     def commit_progress(self, db: sqlite3.Connection, import_id: int, last_line: int, added: int, skips: list[tuple[int, str]]) -> None:
         db.executemany("INSERT INTO import_skips (import_id, line, reason) VALUES (?,?,?)", [(import_id, ln, r) for ln, r in skips])

@@ -100,15 +100,35 @@ def export_trl(run: Path, out: Path) -> dict:
                         "max_completion_tokens": cfg["max_completion_tokens"], "temperature": cfg["temperature"]},
             "overlong": {"buffer": algo.get("overlong_buffer", 0), "penalty": algo.get("overlong_penalty", 1.0)},
             "grpo_config": {**kwargs, "output_dir": "trl-output"}, "notes": notes, "exported_from": str(run)}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "export.json").write_text(json.dumps(spec, indent=1))
-    (out / "train_trl.py").write_text(SCRIPT)
-    (out / "accelerate_multi_gpu.yaml").write_text(yaml.safe_dump(ACCELERATE, sort_keys=False))
-    (out / "verl_grpo.yaml").write_text("# verl-style GRPO config for the same hyperparameters. NOT RUN HERE (no Ray "
-                                        "/ vLLM / GPU on these machines): a starting point, check it against verl's "
-                                        "docs.\n" + yaml.safe_dump(verl_config(cfg, kwargs), sort_keys=False))
-    (out / "README.md").write_text(readme(cfg, spec, notes))
+    files = {"export.json": json.dumps(spec, indent=1), "train_trl.py": SCRIPT,
+             "accelerate_multi_gpu.yaml": yaml.safe_dump(ACCELERATE, sort_keys=False),
+             "verl_grpo.yaml": "# verl-style GRPO config for the same hyperparameters. NOT RUN HERE (no Ray / vLLM / "
+                               "GPU on these machines): a starting point, check it against verl's docs.\n"
+                               + yaml.safe_dump(verl_config(cfg, kwargs), sort_keys=False),
+             "README.md": readme(cfg, spec, notes)}
+    _check_out(run, out, files)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            with open(out / name, "x") as f:  # never replaces a file (one may have appeared since the check)
+                f.write(text)
+    except OSError as err:
+        raise RunDirError(f"--out {out}: cannot write the export ({err.strerror or err})") from None
     return spec
+
+
+def _check_out(run: Path, out: Path, files) -> None:
+    """Refuse an ``--out`` that is a file, lies in the exported run (its checkpoints included), or holds a
+    file the export would replace; nothing is written then."""
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {out}: this is a file, not a folder; give a new or empty folder")
+    target, source = out.resolve(), Path(run).resolve()
+    if target == source or source in target.parents:
+        raise RunDirError(f"--out {out}: inside the run folder {run}; the export goes to a folder of its own")
+    taken = [name for name in files if (out / name).exists() or (out / name).is_symlink()]
+    if taken:
+        raise RunDirError(f"--out {out}: already holds {', '.join(taken)}; the export replaces no file, so give "
+                          "a new or empty folder (or move them away)")
 
 
 ACCELERATE = {"compute_environment": "LOCAL_MACHINE", "distributed_type": "MULTI_GPU", "num_machines": 1,

@@ -28,6 +28,10 @@ from pathlib import Path
 
 CHECKPOINT_FILES = ("model.safetensors", "optimizer.pt", "trainer_state.json")
 
+#: the top-level entries of the layout above: all a new run with ``--overwrite`` may remove from a run folder
+OWNED = ("config.json", "status.json", "metrics.jsonl", "samples.jsonl", "warm_start.jsonl", "reference.safetensors",
+         "pairs.jsonl", "episodes.jsonl", "log.txt", "tb", "checkpoints")
+
 
 class RunDirError(ValueError):
     """A run folder that cannot be used as asked (names the folder and what is wrong)."""
@@ -121,9 +125,10 @@ class RunDir:
         if empty:
             return f"empty {', '.join(empty)}"
         try:
-            json.loads((ckpt / "trainer_state.json").read_text())["step"]
-        except (ValueError, KeyError) as err:
-            return f"unreadable trainer_state.json ({err})"
+            state = json.loads((ckpt / "trainer_state.json").read_text())
+            int(state["step"]), float(state.get("wall_s", 0.0))
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+            return f"unreadable trainer_state.json ({type(err).__name__}: {str(err)[:120]})"
         return None
 
     def latest_checkpoint(self) -> Path | None:
@@ -200,6 +205,32 @@ class RunDir:
         return read_jsonl(self.warm_start_path)
 
     # -- ownership -----------------------------------------------------------------------------------
+    def is_run(self) -> bool:
+        """Whether this folder is a run: it holds a run's ``config.json`` (a JSON object naming ``algo`` and
+        ``env``, as the trainer and the run manager write it) or a run's ``status.json`` (a JSON object with
+        a ``state``, written first by a warm start). Anything else is not a run, whatever its entries are
+        called."""
+        for path, keys in ((self.config_path, ("algo", "env")), (self.status_path, ("state",))):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(data, dict) and all(k in data for k in keys):
+                return True
+        return False
+
+    @staticmethod
+    def owns(name: str) -> bool:
+        """Whether a top-level entry called ``name`` belongs to the run layout (the module docstring's list,
+        their ``.tmp`` files and the debug ``param_digest_rank*.json``): the only entries ``--overwrite`` may
+        remove."""
+        if name in OWNED or name.startswith("param_digest_rank") and name.endswith(".json"):
+            return True
+        if name.endswith(".tmp"):
+            stem = name[:-len(".tmp")]
+            return stem in OWNED or any(owned.rsplit(".", 1)[0] == stem for owned in OWNED)
+        return False
+
     def foreign_content(self, config: dict) -> list[str]:
         """What in this folder does not belong to a new run with ``config``: every entry except a
         ``config.json`` equal to ``config`` (what the run manager writes before it starts the trainer)

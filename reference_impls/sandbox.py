@@ -20,8 +20,11 @@ no user site, ``PYTHON*`` variables ignored) in a fresh temporary directory, wit
               namespace; the file system is the host's (as uid 65534 when started as root).
 ``rlimits``   no namespaces: limits, uid 65534 when root, and an audit hook installed by our bootstrap
               (not the model's code) that refuses socket creation, subprocesses and exec (also the
-              ``_posixsubprocess`` import), ``ctypes`` and ``os.kill`` outside the group.
-              An audit hook is *not* a security boundary.
+              ``_posixsubprocess`` import), ``ctypes`` and ``os.kill`` outside the group; at the end every
+              process of the run is killed, found by its environment (a ``setsid`` grandchild included).
+              An audit hook is *not* a security boundary, so this layer runs model code only when asked
+              for: ``layer="rlimits"`` or ``ATLAS_SANDBOX_LAYER=rlimits``. Where it is merely the only
+              layer that works, :func:`run_python` refuses (``sandbox_error``, saying why).
 
 See docs/env_code_sql.md for what each layer does not protect against and which one is active here.
 """
@@ -48,25 +51,62 @@ WORKDIR_IN_BWRAP = "/sandbox"
 _BOOTSTRAP = r"""
 import sys
 if {hook!r}:
-    import os as _os
-    _pg = _os.getpgrp()
-    _DENY = ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "subprocess.Popen",
-             "os.system", "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlopen", "ctypes.cdata", "pty.spawn")
-    if {nofork!r}:  # root without a uid switch: RLIMIT_NPROC does not bind uid 0, so no fork at all
-        _DENY = _DENY + ("os.fork", "os.forkpty")
-    _NOIMPORT = ("_posixsubprocess", "ctypes", "_ctypes", "_xxsubinterpreters")
-    def _hook(event, args, _deny=_DENY, _pg=_pg, _noimport=_NOIMPORT):
-        if event in _deny:
-            raise PermissionError("sandbox: " + event + " is not allowed")
-        if event == "import" and args and args[0] in _noimport:
-            raise PermissionError("sandbox: importing " + args[0] + " is not allowed")
-        if event in ("os.kill", "os.killpg") and args and args[0] not in (0, _pg, -_pg):
-            raise PermissionError("sandbox: signals to other processes are not allowed")
-    sys.addaudithook(_hook)
+    def _install():
+        import os
+        pg = os.getpgrp()
+        deny = ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "subprocess.Popen",
+                "os.system", "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlopen", "ctypes.cdata", "pty.spawn",
+                # what could reach the hook's function object or rewrite the process's memory
+                "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")
+        if {nofork!r}:  # root without a uid switch: RLIMIT_NPROC does not bind uid 0, so no fork at all
+            deny = deny + ("os.fork", "os.forkpty")
+        noimport = ("_posixsubprocess", "ctypes", "_ctypes", "_xxsubinterpreters", "_testcapi", "_testinternalcapi",
+                    "_testbuffer", "_testmultiphase", "_testsinglephase")
+
+        # a closure bound to no name anywhere (not a module global, no self-reference): model code cannot
+        # fetch it to change its defaults, code or cells (issue 47: `__main__._hook.__defaults__ = ...`);
+        # what it calls is bound here, so replacing builtins.isinstance or os.fsdecode changes nothing
+        fsdecode, is_a, text = os.fsdecode, isinstance, (str, bytes)
+
+        def hook(event, args):
+            if event in deny:
+                raise PermissionError("sandbox: " + event + " is not allowed")
+            if event == "import" and args and args[0] in noimport:
+                raise PermissionError("sandbox: importing " + args[0] + " is not allowed")
+            if event in ("os.kill", "os.killpg") and args and args[0] not in (0, pg, -pg):
+                raise PermissionError("sandbox: signals to other processes are not allowed")
+            if event == "open" and args and is_a(args[0], text):
+                path = fsdecode(args[0])
+                if path.startswith("/proc/") and path.rstrip("/").rsplit("/", 1)[-1] == "mem":
+                    raise PermissionError("sandbox: opening " + path + " is not allowed")
+        sys.addaudithook(hook)
+    _install()
+    del _install
 sys.argv = ["main.py"]
 _src = open("main.py", encoding="utf-8").read()
 exec(compile(_src, "main.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
 """
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot run code on this machine (a ``sandbox_error``: not the code's fault). Environments
+    raise it instead of scoring the episode 0, so a training run stops and says why."""
+
+
+def check(result: "Result") -> "Result":
+    """``result``, or :class:`SandboxUnavailable` when it is a ``sandbox_error``."""
+    if result.status == "sandbox_error":
+        raise SandboxUnavailable(f"the {result.layer} sandbox layer cannot run code here: {result.stderr.strip()}")
+    return result
+
+
+def _program(name: str) -> str:
+    """The absolute path of a layer's program on the user's PATH (the code's own environment has
+    PATH=/usr/bin:/bin, so a bare name would be looked up there), or FileNotFoundError."""
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(f"{name} is not installed (not on PATH={os.environ.get('PATH', '')})")
+    return found
 
 
 @dataclass(frozen=True)
@@ -154,7 +194,7 @@ def _command(layer: str, workdir: str) -> tuple[list[str], bool, str, str]:
     if layer == "bwrap":
         exe = _interpreter()
         prefix = sys.base_prefix
-        argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        argv = [_program("bwrap"), "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
         for link in ("lib", "lib64", "bin", "sbin"):
             if os.path.islink(f"/{link}"):
@@ -174,7 +214,7 @@ def _command(layer: str, workdir: str) -> tuple[list[str], bool, str, str]:
         return argv, False, exe, WORKDIR_IN_BWRAP
     exe, drop = _fallback_interpreter()
     if layer == "unshare":
-        argv = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        argv = [_program("unshare"), "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
         if not _is_root():
             argv.insert(1, "-r")
             drop = False
@@ -220,14 +260,18 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
     workdir = tempfile.mkdtemp(prefix="atlas-sbx-")
     t0 = time.perf_counter()
     proc = None
+    cwd = workdir
     try:
-        Path(workdir, "main.py").write_text(code, encoding="utf-8")
-        Path(workdir, "stdin.txt").write_text(stdin, encoding="utf-8")
+        # a lone surrogate (model text can hold one) cannot be UTF-8: written as its escape, which inside a
+        # string literal means the same character and elsewhere is the syntax error the character would be
+        text = dict(encoding="utf-8", errors="backslashreplace")
+        Path(workdir, "main.py").write_text(code, **text)
+        Path(workdir, "stdin.txt").write_text(stdin, **text)
         extra = dict(files or {})
-        for name, text in extra.items():
+        for name, body in extra.items():
             if "/" in name or name in ("main.py", "stdin.txt", "", ".", ".."):
                 raise ValueError(f"sandbox file name {name!r}")
-            Path(workdir, name).write_text(text, encoding="utf-8")
+            Path(workdir, name).write_text(body, **text)
         argv, drop, exe, cwd = _command(layer, workdir)
         as_sandbox_uid = drop or (layer != "rlimits" and _is_root() and (layer == "bwrap" or "setpriv" in " ".join(argv)))
         if as_sandbox_uid:
@@ -256,6 +300,8 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
     finally:
         if proc is not None:
             _kill_group(proc)
+            if layer == "rlimits":  # no pid namespace: find what left the group (the namespaced layers end with it)
+                _kill_tagged(f"HOME={cwd}".encode())
         shutil.rmtree(workdir, ignore_errors=True)
     wall = time.perf_counter() - t0
     truncated = why == "output_limit"
@@ -282,12 +328,20 @@ def _collect(proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bytes, str 
     deadline = time.monotonic() + limits.wall_seconds
     why = None
     open_ = 2
+    cpu = None
     while open_:
         left = deadline - time.monotonic()
         if left <= 0:
-            why = "timeout"
+            if proc.returncode is None:
+                why = "timeout"
             break
-        for key, _ in sel.select(timeout=min(left, 0.5)):
+        if proc.returncode is None:
+            cpu = _wait(proc, 0.0)
+            if proc.returncode is not None:
+                # the program has exited: what it wrote is in the pipes now. A descendant still holding them
+                # open must not turn a clean exit into a timeout, so read for a moment more, then stop.
+                deadline = min(deadline, time.monotonic() + 0.2)
+        for key, _ in sel.select(timeout=min(left, 0.05 if proc.returncode is not None else 0.5)):
             chunk = os.read(key.fd, 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
@@ -300,10 +354,9 @@ def _collect(proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bytes, str 
         if why:
             break
     sel.close()
-    cpu = None
     if why:
         _kill_group(proc)
-    else:
+    elif proc.returncode is None:
         cpu = _wait(proc, max(0.1, deadline - time.monotonic()))
         if cpu is None:
             why = "timeout"
@@ -343,6 +396,45 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _tagged(tag: bytes) -> list[int]:
+    """Live processes whose initial environment holds ``tag`` (every process of one run: its environment,
+    ``HOME`` = the run's own temp dir, is inherited by every fork, whatever session or group it moves to)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if tag not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{d}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                    continue  # a zombie is dead already
+        except (OSError, IndexError):
+            continue
+        pids.append(int(d))
+    return pids
+
+
+def _kill_tagged(tag: bytes) -> int:
+    """SIGKILL every process of the run tagged ``tag``, until none is left (a forking process may add one
+    between two scans; RLIMIT_NPROC bounds how many). Without a pid namespace (the rlimits layer) this is
+    what reaches a grandchild that left the process group with ``setsid()``. Returns how many were killed."""
+    killed = 0
+    for _ in range(50):
+        pids = _tagged(tag)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+    return killed
+
+
 @lru_cache(maxsize=1)
 def _probe() -> tuple[str, dict]:
     notes: dict[str, str] = {}
@@ -350,7 +442,13 @@ def _probe() -> tuple[str, dict]:
     if forced:
         if forced not in LAYERS:
             raise ValueError(f"ATLAS_SANDBOX_LAYER must be one of {LAYERS}")
-        return forced, {"forced": forced}
+        notes = {"forced": forced}
+        if forced != "rlimits":  # checked once, so a layer that cannot work is a sandbox_error, not code at fault
+            r = _spawn(forced, "print('ok')", "", Limits())
+            if not (r.status == "ok" and r.stdout.strip() == "ok"):
+                notes["problem"] = f"ATLAS_SANDBOX_LAYER={forced}, but it does not work here: " + \
+                    (r.stderr.strip() or r.status)[-300:]
+        return forced, notes
     for layer in LAYERS[:-1]:
         if shutil.which(layer) is None:
             notes[layer] = "not installed"
@@ -400,7 +498,21 @@ def run_python(code: str, stdin: str = "", limits: Limits | None = None, layer: 
                files: dict[str, str] | None = None) -> Result:
     """Run ``code`` as ``main.py`` in a sandbox (``files``: more files beside it, e.g. a model's module);
     never raises for anything the code does."""
-    layer = layer or active_layer()
+    if layer is None:
+        layer = active_layer()
+        if _probe()[1].get("problem"):
+            return Result("sandbox_error", None, "", _probe()[1]["problem"], 0.0, layer)
+        if layer == "rlimits" and os.environ.get("ATLAS_SANDBOX_LAYER") != "rlimits":
+            return Result("sandbox_error", None, "", rlimits_refusal(), 0.0, layer, info={"refused": True})
     if layer not in LAYERS:
         raise ValueError(f"layer must be one of {LAYERS}")
     return _spawn(layer, code, stdin, limits or Limits(), files)
+
+
+def rlimits_refusal() -> str:
+    """Why model code is not run by default where only the rlimits layer works (issue 47)."""
+    notes = "; ".join(f"{k}: {v}" for k, v in _probe()[1].items()) or "none usable"
+    return ("sandbox: no isolating layer works on this machine (" + notes + "), and the rlimits layer alone is "
+            "not a security boundary: it has no network or file-system isolation, only an audit hook inside the "
+            "code's own interpreter, which code can get around. Untrusted code was not run. Install bubblewrap "
+            "(apt-get install bubblewrap), or set ATLAS_SANDBOX_LAYER=rlimits to run it on this layer anyway.")

@@ -38,6 +38,7 @@ import copy
 import dataclasses
 import json
 import os
+import pickle
 import random
 import shutil
 import signal
@@ -60,6 +61,7 @@ from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_m
 from .registry import algorithms, get_implementation, implementations
 from .rollout import RolloutConfig
 from .rundir import RunDir, RunDirError
+from .sandbox import SandboxUnavailable
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes (collected from reference_impls/algorithms/)
 ALGORITHMS: dict[str, type[Algorithm]] = algorithms()
@@ -439,8 +441,15 @@ class Trainer:
             if problem is None:
                 try:
                     state = load_file(str(ckpt / "model.safetensors"))
-                    optimizer_state = torch.load(ckpt / "optimizer.pt", map_location=self.device)
-                    modules = {k: torch.load(ckpt / f"{k}.pt", map_location=self.device) for k in self.algo.modules()}
+                    # weights_only: a run folder is data, and a pickle in it must never run code
+                    optimizer_state = torch.load(ckpt / "optimizer.pt", map_location=self.device, weights_only=True)
+                    modules = {k: torch.load(ckpt / f"{k}.pt", map_location=self.device, weights_only=True)
+                               for k in self.algo.modules()}
+                    rng_file = ckpt / f"rng_rank{self.rank}.pt"
+                    rng = _read_rng_state(rng_file) if rng_file.exists() else None
+                except pickle.UnpicklingError:
+                    problem = ("cannot be read (a .pt file holds objects other than tensors and plain values; "
+                               "those are never unpickled, as they could run code)")
                 except (SafetensorError, OSError, RuntimeError, EOFError, ValueError) as err:
                     problem = f"cannot be read ({type(err).__name__}: {str(err)[:200]})"
             if problem is not None:
@@ -456,9 +465,7 @@ class Trainer:
             meta = json.loads((ckpt / "trainer_state.json").read_text())
             self.step, self.wall_offset = int(meta["step"]), float(meta.get("wall_s", 0.0))
             self.algo.load_state_dict(meta.get("algorithm_state", {}))
-            rng_file = ckpt / f"rng_rank{self.rank}.pt"
-            if rng_file.exists():
-                rng = torch.load(rng_file, weights_only=False)
+            if rng is not None:
                 random.setstate(rng["python"])
                 torch.set_rng_state(rng["torch"])
             if skipped:
@@ -474,6 +481,8 @@ class Trainer:
         if self.rank == 0:
             if self.resume_note and "note" not in extra:
                 extra["note"] = self.resume_note
+            if getattr(self, "sandbox_layer", None):
+                extra.setdefault("sandbox_layer", self.sandbox_layer)
             self.run_dir.write_status(state, self.step, self.cfg.steps, **extra)
 
     def run(self) -> str:
@@ -509,6 +518,21 @@ class Trainer:
         modules = {"policy": self.policy, **self.algo.modules()}
         digests = {name: distributed.state_digest(m.state_dict()) for name, m in modules.items()}
         (self.out / f"param_digest_rank{self.rank}.json").write_text(json.dumps({"step": self.step, **digests}))
+
+
+def _read_rng_state(path: Path) -> dict:
+    """A checkpoint's ``rng_rank*.pt``, loaded with ``weights_only=True`` (tensors, ints, tuples: no code
+    runs) and checked, so a damaged or crafted file is a ValueError (the checkpoint is skipped), never a
+    call into ``random.setstate`` with something else."""
+    rng = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        version, internal, gauss = rng["python"]
+        python = (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
+        if len(python[1]) != 625 or not isinstance(rng["torch"], torch.Tensor) or rng["torch"].dtype != torch.uint8:
+            raise ValueError("unexpected sizes or types")
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path.name}: not an RNG state ({err})") from None
+    return {"python": python, "torch": rng["torch"]}
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
@@ -605,18 +629,48 @@ def list_implementations() -> list[dict]:
 
 
 def _prepare_out(cfg: TrainConfig, overwrite: bool) -> None:
-    """Refuse to write a new run into a folder holding another run's files (unless --overwrite)."""
+    """A new run's ``--out``: missing, empty, or holding only what a new run with ``cfg`` may find there
+    (``RunDir.foreign_content``). A folder holding a run is refused unless ``--overwrite``, which removes
+    only the run layout's entries (``RunDir.owns``) and keeps anything else; a folder that is not a run
+    (``RunDir.is_run``) is refused whatever the flag, and nothing in it is touched."""
     run_dir = RunDir(cfg.out)
+    if run_dir.path.exists() and not run_dir.path.is_dir():
+        raise RunDirError(f"--out {cfg.out}: this is a file, not a folder; give a new or empty folder")
+    try:
+        run_dir.path.mkdir(parents=True, exist_ok=True)  # now, not after the model has loaded
+    except OSError as err:
+        raise RunDirError(f"--out {cfg.out}: cannot create the folder ({err.strerror or err})") from None
     foreign = run_dir.foreign_content(dataclasses.asdict(cfg))
     if not foreign:
         return
+    shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+    if not run_dir.is_run():
+        raise RunDirError(f"--out {cfg.out}: the folder is not empty and is not a run folder (it holds {shown}); "
+                          "a new run needs a new or empty folder, and nothing in this one was changed")
     if not overwrite:
-        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise RunDirError(f"--out {cfg.out}: the folder already holds files of another run ({shown}); use "
-                          f"--resume {cfg.out} to continue it, a new folder, or --overwrite to replace it")
-    for name in foreign:
-        target = run_dir.path / name
-        shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+                          f"--resume {cfg.out} to continue it, a new folder, or --overwrite to replace it (only "
+                          "the run's own files are removed)")
+    kept = [name for name in foreign if not RunDir.owns(name)]
+    try:
+        for name in foreign:
+            if RunDir.owns(name):
+                target = run_dir.path / name
+                shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+    except OSError as err:
+        raise RunDirError(f"--out {cfg.out}: cannot remove the previous run's files ({err})") from None
+    if kept:
+        print(f"note: --overwrite kept {', '.join(kept)} in {cfg.out} (not part of a run)", file=sys.stderr)
+
+
+def _check_sandbox(cfg: TrainConfig) -> str | None:
+    """For an environment that runs model code: the sandbox layer that will run it, checked with one
+    program now (SandboxUnavailable if it cannot run code here); None for the others."""
+    if not get_env(cfg.env).uses_sandbox:
+        return None
+    from . import sandbox
+
+    return sandbox.check(sandbox.run_python("print('ok')")).layer
 
 
 def main(argv=None) -> int:
@@ -633,8 +687,15 @@ def main(argv=None) -> int:
             return 0
         if not resume:
             _prepare_out(cfg, args.overwrite)
+        sandbox_layer = _check_sandbox(cfg)
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except SandboxUnavailable as err:  # before the model loads: every reward would be 0
+        print(f"error: {err}", file=sys.stderr)
+        out = RunDir(cfg.out)
+        step = out.read_status().get("step")
+        out.write_status("failed", step if isinstance(step, int) else 0, cfg.steps, note=str(err))
         return 2
     # a stop may arrive during the model load or the warm start, before the trainer's own handler exists
     early_stop = threading.Event()
@@ -648,11 +709,12 @@ def main(argv=None) -> int:
         run_dir.write_status("stopped", 0, cfg.steps, note=str(stopped))
         print(json.dumps({"state": "stopped", "step": 0, "out": str(run_dir.path)}), flush=True)
         return 0
-    except RunDirError as err:
+    except (RunDirError, SandboxUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
-        if resume:
+        if resume or isinstance(err, SandboxUnavailable):
             run_dir.write_status("failed", 0, cfg.steps, note=str(err))
         return 2
+    trainer.sandbox_layer = sandbox_layer
     if trainer.rank == 0:
         run_dir.write_config(dataclasses.asdict(cfg))
         # a resumed run drops whatever was logged after its checkpoint, so no line is lost or doubled
@@ -670,6 +732,10 @@ def main(argv=None) -> int:
         trainer.request_stop()
     try:
         state = trainer.run()
+    except SandboxUnavailable as err:  # every reward would be 0: stop, and say why
+        trainer.write_status("failed", note=str(err))
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except BaseException:
         trainer.write_status("failed")
         raise

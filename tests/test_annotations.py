@@ -196,3 +196,29 @@ def test_search_page_filters_by_tag_and_author(app_store, catalog):
     assert hits == {"key=search-r1"}
     at.text_input(key="s_author").input("Jiawei Hann").run()
     assert not at.exception and any("did you mean: Jiawei Han" in w.value for w in at.warning)
+
+
+def test_deleting_an_imported_work_deletes_its_tags_and_note(tmp_path, catalog):
+    """Issue 47: a deleted work's tags and note stayed (``tags`` still counted them), and a different work
+    imported later under the same key inherited both. A shipped work's annotations are never touched."""
+    from papers.ingest import import_file
+    from papers.userstore import UserStore
+
+    users = UserStore(tmp_path / "user_works.sqlite")
+    notes = AnnotationStore(tmp_path / "annotations.sqlite")  # beside the user works, as in the data folder
+    path = tmp_path / "mine.csv"
+    path.write_text("key,title,year\nmine-1,My private reading,2026\n")
+    import_file(path, catalog, users)
+    merged = catalog.with_works(users.works())
+    notes.add_tags(merged, "mine-1", ["secret-project"])
+    notes.set_note(merged, "mine-1", "reviewer 2 is my advisor")
+    notes.add_tags(merged, "search-r1", ["reading-list"])
+    users.delete("mine-1")
+    assert notes.tags_of("mine-1") == [] and notes.note_of("mine-1") == ""
+    assert notes.all_tags() == {"reading-list": 1}
+    with pytest.raises(KeyError):
+        users.delete("search-r1")  # a shipped work is not the user's to delete ...
+    assert notes.tags_of("search-r1") == ["reading-list"]  # ... and its tags stay
+    path.write_text("key,title,year\nmine-1,Somebody else's paper,2026\n")
+    import_file(path, catalog, users)
+    assert notes.tags_of("mine-1") == [] and notes.note_of("mine-1") == ""

@@ -41,3 +41,18 @@ def test_form_refuses_bad_year():
     at.button[0].click().run()
     assert any("'20x6' is not a year" in e.value for e in at.error)
     assert UserStore().works() == []
+
+
+def test_form_lets_a_long_abstract_through_and_refuses_a_huge_title():
+    """Issue 47: a 152 KB abstract was refused as 'broken CSV quoting'; a title of any size was accepted."""
+    at = open_page("imports")
+    at.text_input[0].input("Huge " * 300)
+    at.button[0].click().run()
+    assert any("Field 'title' is 1,500 characters long; at most 1,000 are allowed" in e.value for e in at.error)
+    assert UserStore().works() == []
+    at.text_input[0].input("A planner with a long abstract")
+    at.text_area[0].input("agents plan " * 12_700)  # 152 KB
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    works = UserStore().works()
+    assert len(works) == 1 and len(works[0].abstract) > 150_000

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from papers.catalog import Catalog
+from papers.importers import field_problem
 from papers.ingest import AUTO_TAG
 from papers.schema import Work
 
@@ -26,13 +27,17 @@ def upload_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "upload"
 
 
-def form_problem(title: str, year: str) -> str | None:
-    """What to fix in the one-work form before it is imported, or None."""
+def form_problem(title: str, year: str, **fields: str) -> str | None:
+    """What to fix in the one-work form before it is imported, or None: a missing title, a year that is not
+    one, or a field over the import's size limits (``papers.importers.field_problem``, the same limits a
+    file import applies)."""
     if not title.strip():
         return "Title: required."
     if year.strip() and not (year.strip().isdigit() and len(year.strip()) == 4):
         return f"Year: '{year}' is not a year."
-    return None
+    too_big = next(filter(None, (field_problem(name, value) for name, value in (("title", title), *fields.items()))),
+                   None)
+    return too_big[0].upper() + too_big[1:] + "." if too_big else None
 
 
 def form_csv(**fields: str) -> str:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import state, ui
 from app.presentation.imports import form_csv, form_problem, node_paths, suggestions_caption, upload_name, user_works_frame
-from atlas_data import data_dir
+from atlas_data import data_dir, private_dir, private_file
 from papers.ingest import ImportInputError, accept_placement, import_file
 from papers.userstore import UserStore
 
@@ -15,8 +15,7 @@ st.caption("Your works live in a local database beside the survey's catalog (whi
            "Each is placed in the taxonomy automatically; accept or correct the placement below.")
 cat = state.catalog()
 store = UserStore()
-uploads = data_dir() / "uploads"
-uploads.mkdir(parents=True, exist_ok=True)
+uploads = private_dir(data_dir() / "uploads")  # what users upload is theirs: 0700, files 0600
 
 
 def run_import(path, label: str) -> None:
@@ -46,6 +45,7 @@ with upload_tab:
     if file is not None and st.button("Import file", type="primary"):
         path = uploads / f"{int(time.time())}-{upload_name(file.name)}"
         path.write_bytes(file.getvalue())
+        private_file(path)
         run_import(path, file.name)
 with form_tab:
     with st.form("one-work"):
@@ -58,13 +58,14 @@ with form_tab:
         abstract = st.text_area("Abstract (used for placement and search)")
         submitted = st.form_submit_button("Add", type="primary")
     if submitted:
-        problem = form_problem(title, year)
+        problem = form_problem(title, year, arxiv_id=arxiv_id, url=url, code_url=code_url, abstract=abstract)
         if problem:
             st.error(problem)
         else:
             path = uploads / f"{int(time.time())}-form.csv"
             path.write_text(form_csv(title=title, year=year, arxiv_id=arxiv_id, url=url, code_url=code_url,
                                      abstract=abstract), encoding="utf-8")
+            private_file(path)
             run_import(path, "the form")
 
 if "import_report" in st.session_state:

@@ -59,13 +59,24 @@ class ToolSpec:
     def _answer_re(self) -> re.Pattern:
         return re.compile(re.escape(self.answer_open) + r"(.*?)" + re.escape(self.answer_close), re.S)
 
+    @staticmethod
+    def _first(pattern: re.Pattern, open_: str, close: str, text: str) -> re.Match | None:
+        """``pattern.search(text)`` in linear time. The search retried the lazy ``(.*?)`` from every opening
+        tag to the end of the text, so many unclosed tags took quadratic time (120 KB: over 20 s). The
+        leftmost match starts at the first opening tag when a closing tag follows it, and at none otherwise
+        (a closing tag after a later opening tag also follows the first)."""
+        start = text.find(open_)
+        if start < 0 or text.find(close, start + len(open_)) < 0:
+            return None
+        return pattern.match(text, start)
+
     def find_call(self, text: str) -> re.Match | None:
         """The first complete tool call in ``text`` (group 1 = its argument)."""
-        return self._call_re.search(text)
+        return self._first(self._call_re, self.call_open, self.call_close, text)
 
     def find_answer(self, text: str) -> re.Match | None:
         """The first complete final answer in ``text`` (group 1 = the answer)."""
-        return self._answer_re.search(text)
+        return self._first(self._answer_re, self.answer_open, self.answer_close, text)
 
     def result(self, text: str) -> str:
         return f"{self.result_open}{text}{self.result_close}"
@@ -183,6 +194,9 @@ class EnvSpec:
     heldout_options: dict = field(default_factory=dict)
     demonstration_takes_config: bool = False
     steps: StepChecker | None = None
+    #: runs model code in reference_impls.sandbox: the trainer checks the sandbox before training and
+    #: records its layer in status.json (``sandbox_layer``)
+    uses_sandbox: bool = False
 
     def options(self, values: dict | None = None):
         """The env's config from a mapping of option values (validated; raises ConfigError)."""
@@ -264,6 +278,19 @@ def with_checked_steps() -> str:
     environments that have them, as `` (environments with checked steps: a, b)``, or "" when none has."""
     names = sorted(name for name, spec in ENVS.items() if spec.steps is not None)
     return f" (environments with checked steps: {', '.join(names)})" if names else ""
+def _module_error(what: str, err: BaseException) -> None:
+    """Raise the ConfigError that says why importing a user's environment module failed, and where (an
+    ``error:`` line, not a traceback); a ConfigError of its own and an interrupt pass through."""
+    if isinstance(err, (ConfigError, KeyboardInterrupt, SystemExit)):
+        raise err
+    if isinstance(err, SyntaxError):
+        raise ConfigError(f"--env-module {what!r}: syntax error at {err.filename}:{err.lineno}: {err.msg}") from None
+    import traceback
+
+    frames = traceback.extract_tb(err.__traceback__)
+    where = next((f"{f.filename}:{f.lineno}" for f in reversed(frames) if "importlib" not in f.filename), "")
+    raise ConfigError(f"--env-module {what!r}: importing it raised {type(err).__name__}: {str(err)[:300]}"
+                      + (f" (at {where})" if where else "")) from None
 
 
 def load_env_module(path_or_module: str) -> list[str]:
@@ -278,12 +305,18 @@ def load_env_module(path_or_module: str) -> list[str]:
         spec = importlib.util.spec_from_file_location(name, path.resolve())
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as err:
+            sys.modules.pop(name, None)
+            _module_error(path_or_module, err)
     else:
         try:
             module = importlib.import_module(path_or_module)
         except ModuleNotFoundError as err:
             raise ConfigError(f"--env-module: cannot import {path_or_module!r} ({err})") from None
+        except BaseException as err:
+            _module_error(path_or_module, err)
     for env_spec in getattr(module, "ENV_SPECS", ()):
         register_env(env_spec)
     added = sorted(n for n, s in ENVS.items() if before.get(n) is not s)

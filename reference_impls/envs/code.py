@@ -332,7 +332,7 @@ def run_tests(code: str, name: str, tests, limits: sandbox.Limits | None = None,
     """Run ``code`` (the model's module) on ``tests`` [(JSON args, JSON expected)] in the sandbox."""
     nonce = "R" + secrets.token_hex(8)
     harness = _HARNESS.format(nonce=nonce, name=name, tests=json.dumps([json.loads(a) for a, _ in tests]))
-    res = sandbox.run_python(harness, limits=limits, layer=layer, files={"solution.py": code})
+    res = sandbox.check(sandbox.run_python(harness, limits=limits, layer=layer, files={"solution.py": code}))
     outs = []
     error = None
     for line in res.stdout.splitlines():
@@ -478,9 +478,9 @@ def _problems(split: str, n: int, seed: int, config: CodeConfig) -> list[Problem
 
 
 SPEC = EnvSpec("code", CodeConfig, _problems, CodeEnv, demonstration,
-               title="code generation with hidden unit tests (sandboxed)")
+               title="code generation with hidden unit tests (sandboxed)", uses_sandbox=True)
 REFINE_SPEC = EnvSpec("code-refine", CodeRefineConfig, _problems, CodeRefineEnv, refine_demonstration,
-                      title="code generation with a sandboxed test-running tool")
+                      title="code generation with a sandboxed test-running tool", uses_sandbox=True)
 ENV_SPECS = (SPEC, REFINE_SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 

@@ -25,8 +25,11 @@ Safety
     Model SQL never touches a writable database: every connection opens the file read-only
     (``file:...?mode=ro`` URI), sets ``PRAGMA query_only=ON``, installs an authorizer that allows only
     reads, selects, recursive CTEs and a list of functions (no ATTACH, no PRAGMA, no write of any kind, no
-    ``load_extension``), a progress handler that aborts a query after ``time_limit_s``, and reads at most
-    ``max_rows`` rows. The database files are built by our code (not the model's) and are mode 0444.
+    ``load_extension``), a progress handler and a timer (``Connection.interrupt``) that abort a query after
+    ``time_limit_s``, and reads at most ``max_rows`` rows and ``MAX_RESULT_BYTES`` bytes. SQLite's own limits
+    (``_LIMITS``) cap every string or blob at ``MAX_VALUE_BYTES``, so one function call (which no time limit
+    can interrupt) stays cheap; the page cache is 8 MB and sorts spill to temporary files. The database files
+    are built by our code (not the model's) and are mode 0444.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ import os
 import random
 import re
 import sqlite3
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -162,12 +166,36 @@ class QueryError(Exception):
     pass
 
 
+#: the longest string or blob a query may build (SQLITE_LIMIT_LENGTH). The time limit is checked between
+#: VM instructions, never inside one function call, so this bounds what one call costs: without it one
+#: ``replace(printf(...), 'x', printf(...))`` built hundreds of MB and ran for seconds past the limit.
+MAX_VALUE_BYTES = 10_000
+#: the bytes of result rows (strings and blobs counted by length, other values as 8) one query may return
+MAX_RESULT_BYTES = 2_000_000
+_LIMITS = {sqlite3.SQLITE_LIMIT_LENGTH: MAX_VALUE_BYTES, sqlite3.SQLITE_LIMIT_SQL_LENGTH: 100_000,
+           sqlite3.SQLITE_LIMIT_COLUMN: 100, sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 1000,
+           sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 200, sqlite3.SQLITE_LIMIT_COMPOUND_SELECT: 50,
+           sqlite3.SQLITE_LIMIT_FUNCTION_ARG: 32, sqlite3.SQLITE_LIMIT_ATTACHED: 0}
+
+
 def connect_readonly(path: str) -> sqlite3.Connection:
-    """A connection that cannot write: read-only URI, query_only, the authorizer (installed last)."""
+    """A connection that cannot write: read-only URI, query_only, the authorizer (installed last); with
+    bounded values (``_LIMITS``) and page cache (8 MB; sorts and temporary tables spill to files)."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    for limit, value in _LIMITS.items():
+        con.setlimit(limit, value)
     con.execute("PRAGMA query_only=ON")
+    con.execute("PRAGMA cache_size=-8000")
+    con.execute("PRAGMA temp_store=FILE")
     con.set_authorizer(_authorizer)
     return con
+
+
+_PRINTF = re.compile(r"\b(?:printf|format)\s*\(", re.I)
+
+
+def _row_bytes(row: tuple) -> int:
+    return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row)
 
 
 def run_query(con: sqlite3.Connection, sql: str, max_rows: int = 50, time_limit_s: float = 1.0,
@@ -181,22 +209,40 @@ def run_query(con: sqlite3.Connection, sql: str, max_rows: int = 50, time_limit_
     if not _READ_START.match(sql):  # a first gate; the read-only open, query_only and the authorizer are the wall
         raise QueryError("only SELECT, WITH or VALUES queries")
     deadline = time.monotonic() + time_limit_s
+    # both stop the query at its next VM jump after the deadline: the handler every 1000 instructions, the
+    # timer's interrupt at once (_LIMITS bounds what the instructions in between can cost)
     con.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+    timer = threading.Timer(time_limit_s, con.interrupt)
+    timer.daemon = True
+    timer.start()
+    rows: list[tuple] = []
+    cur = None
     try:
         cur = con.execute(sql)
-        rows = cur.fetchmany(max_rows + 1)
+        size = 0
+        for row in cur:
+            rows.append(row)
+            size += _row_bytes(row)
+            if size > MAX_RESULT_BYTES:
+                raise QueryError(f"result too large (over {MAX_RESULT_BYTES} bytes)")
+            if len(rows) > max_rows:
+                break
         cols = [d[0] for d in (cur.description or ())]
-        cur.close()
     except sqlite3.Warning as e:  # e.g. more than one statement
         raise QueryError(str(e)) from None
     except sqlite3.DatabaseError as e:
         msg = str(e)
         if "interrupted" in msg:
             msg = f"time limit ({time_limit_s:g} s) exceeded"
+        elif "too big" in msg:
+            msg = f"{msg} (a string or blob may hold at most {MAX_VALUE_BYTES} bytes)"
         raise QueryError(msg) from None
     except (ValueError, OverflowError, MemoryError) as e:
         raise QueryError(f"{type(e).__name__}: {e}") from None
     finally:
+        timer.cancel()
+        if cur is not None:
+            cur.close()  # no statement stays active, so a late interrupt cannot reach the next query
         con.set_progress_handler(None, 0)
     return cols, rows[:max_rows], len(rows) > max_rows
 
@@ -426,7 +472,11 @@ class SqlEnv:
                 cols, rows, trunc = self._query(rest)
             except QueryError as e:
                 return f"error: {e}"
-            return format_rows(cols, rows, trunc, self.config.max_result_chars)
+            text = format_rows(cols, rows, trunc, self.config.max_result_chars)
+            if _PRINTF.search(rest) and any(v is None for row in rows for v in row):
+                # this SQLite's printf/format give NULL, not an error, for a string over the limit
+                text += f"\n(note: printf and format give NULL for a string over {MAX_VALUE_BYTES} bytes)"
+            return text
         return f"error: unknown command {verb[:40]!r}; use tables, describe TABLE or query SQL"
 
     def score(self, sql: str) -> tuple[bool, str | None]:
@@ -435,7 +485,10 @@ class SqlEnv:
         except QueryError as e:
             return False, str(e)
         _, gold, _ = run_query(self.con, self.problem.gold_sql, 10000, 30.0)
-        return (not trunc) and results_match(rows, gold, has_order_by(self.problem.gold_sql)), None
+        correct = (not trunc) and results_match(rows, gold, has_order_by(self.problem.gold_sql))
+        if not correct and _PRINTF.search(sql) and any(v is None for row in rows for v in row):
+            return False, f"printf and format give NULL for a string over {MAX_VALUE_BYTES} bytes"
+        return correct, None
 
     def step(self, model_text: str) -> StepResult:
         action = TOOL.first_action(model_text)

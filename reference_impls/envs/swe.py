@@ -550,8 +550,8 @@ emit({"run": result.testsRun, "failures": short(result.failures), "errors": shor
 def _run(harness: str, files: dict[str, str], job: dict, limits: sandbox.Limits, layer: str | None = None):
     """Run one of our harnesses on a repository in the sandbox; the nonce-tagged JSON lines it printed."""
     nonce = "R" + secrets.token_hex(12)
-    res = sandbox.run_python(harness, stdin=nonce + "\n" + json.dumps(job), limits=limits, layer=layer,
-                             files={"repo.json": json.dumps(files)})
+    res = sandbox.check(sandbox.run_python(harness, stdin=nonce + "\n" + json.dumps(job), limits=limits, layer=layer,
+                                           files={"repo.json": json.dumps(files)}))
     outs = []
     for line in res.stdout.splitlines():
         if line.startswith(nonce + " "):
@@ -844,7 +844,8 @@ def _tasks(split: str, n: int, seed: int, config: SweConfig) -> list[Task]:
 
 
 SPEC = EnvSpec("swe", SweConfig, _tasks, SweEnv, demonstration,
-               title="fix a seeded bug in a small repository (SWE-bench style, sandboxed tests)")
+               title="fix a seeded bug in a small repository (SWE-bench style, sandboxed tests)",
+               uses_sandbox=True)
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 

@@ -533,7 +533,7 @@ def test_prorl_reference_survives_resume(tmp_path):
     assert train.main(["--resume", str(resumed), "--steps", "4"]) == 0
 
     def reference(run, step):
-        return torch.load(run / "checkpoints" / f"step_{step:06d}" / "prorl_reference.pt")
+        return torch.load(run / "checkpoints" / f"step_{step:06d}" / "prorl_reference.pt", weights_only=True)
 
     a, b = reference(straight, 4), reference(resumed, 4)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

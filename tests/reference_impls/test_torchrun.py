@@ -54,7 +54,7 @@ def checkpoint_digests(ckpt: Path, names) -> dict:
 
     out = {"policy": state_digest(load_policy(str(ckpt), device="cpu")[0].state_dict())}
     for name in names:
-        out[name] = state_digest(torch.load(ckpt / f"{name}.pt", map_location="cpu"))
+        out[name] = state_digest(torch.load(ckpt / f"{name}.pt", map_location="cpu", weights_only=True))
     return out
 
 

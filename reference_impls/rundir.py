@@ -26,7 +26,9 @@ import json
 import time
 from pathlib import Path
 
-CHECKPOINT_FILES = ("model.safetensors", "optimizer.pt", "trainer_state.json")
+#: what a checkpoint folder holds besides the tokenizer and PPO-style extra modules (``KEY.pt``)
+MODEL_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE = "model.safetensors", "optimizer.pt", "trainer_state.json"
+CHECKPOINT_FILES = (MODEL_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE)
 
 #: the top-level entries of the layout above: all a new run with ``--overwrite`` may remove from a run folder
 OWNED = ("config.json", "status.json", "metrics.jsonl", "samples.jsonl", "warm_start.jsonl", "reference.safetensors",
@@ -111,6 +113,25 @@ class RunDir:
         return self.checkpoints_dir / f"step_{step:06d}"
 
     # -- checkpoints ---------------------------------------------------------------------------------
+    @staticmethod
+    def optimizer_path(ckpt: Path) -> Path:
+        return ckpt / OPTIMIZER_FILE
+
+    @staticmethod
+    def trainer_state_path(ckpt: Path) -> Path:
+        """``{"step", "wall_s", "algorithm_state"}`` of the checkpoint."""
+        return ckpt / TRAINER_STATE_FILE
+
+    @staticmethod
+    def rng_path(ckpt: Path, rank: int) -> Path:
+        """One rank's random-number state (Python's and torch's), loaded with ``weights_only=True``."""
+        return ckpt / f"rng_rank{rank}.pt"
+
+    @staticmethod
+    def module_path(ckpt: Path, key: str) -> Path:
+        """An algorithm's extra module (``Algorithm.modules()``: PPO's critic)."""
+        return ckpt / f"{key}.pt"
+
     def checkpoints(self) -> list[Path]:
         """Every ``step_*`` folder, oldest first (complete or not)."""
         return sorted(self.checkpoints_dir.glob("step_*"))
@@ -125,7 +146,7 @@ class RunDir:
         if empty:
             return f"empty {', '.join(empty)}"
         try:
-            state = json.loads((ckpt / "trainer_state.json").read_text())
+            state = json.loads((ckpt / TRAINER_STATE_FILE).read_text())
             int(state["step"]), float(state.get("wall_s", 0.0))
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
             return f"unreadable trainer_state.json ({type(err).__name__}: {str(err)[:120]})"
@@ -143,8 +164,8 @@ class RunDir:
         :meth:`latest_checkpoint` it does not need the resume state, which a finished run may have dropped
         (:meth:`drop_resume_state`)."""
         for ckpt in reversed(self.checkpoints()):
-            weights = ckpt / "model.safetensors"
-            if weights.is_file() and weights.stat().st_size > 0 and (ckpt / "trainer_state.json").is_file():
+            weights = ckpt / MODEL_FILE
+            if weights.is_file() and weights.stat().st_size > 0 and (ckpt / TRAINER_STATE_FILE).is_file():
                 return ckpt
         return None
 

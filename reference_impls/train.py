@@ -60,7 +60,7 @@ from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_m
                       key_values, option, spec_map, specs)
 from .registry import algorithms, get_implementation, implementations
 from .rollout import RolloutConfig
-from .rundir import RunDir, RunDirError
+from .rundir import MODEL_FILE, RunDir, RunDirError
 from .sandbox import SandboxUnavailable
 
 #: every algorithm the trainer can run, by the name ``--algo`` takes (collected from reference_impls/algorithms/)
@@ -411,15 +411,15 @@ class Trainer:
             tmp.mkdir()
             self.policy.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+            torch.save(self.optimizer.state_dict(), RunDir.optimizer_path(tmp))
             for key, module in self.algo.modules().items():
-                torch.save(module.state_dict(), tmp / f"{key}.pt")
-            (tmp / "trainer_state.json").write_text(json.dumps({"step": self.step, "wall_s": self.last_metrics.get("wall_s", 0.0),
+                torch.save(module.state_dict(), RunDir.module_path(tmp, key))
+            RunDir.trainer_state_path(tmp).write_text(json.dumps({"step": self.step, "wall_s": self.last_metrics.get("wall_s", 0.0),
                                                                 "algorithm_state": self.algo.state_dict()}))
         distributed.barrier()
         torch.save({"python": random.getstate(), "torch": torch.get_rng_state(),
                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
-                   tmp / f"rng_rank{self.rank}.pt")
+                   RunDir.rng_path(tmp, self.rank))
         distributed.barrier()
         if self.rank == 0:
             shutil.rmtree(final, ignore_errors=True)
@@ -440,12 +440,12 @@ class Trainer:
             problem = RunDir.checkpoint_problem(ckpt)
             if problem is None:
                 try:
-                    state = load_file(str(ckpt / "model.safetensors"))
+                    state = load_file(str(ckpt / MODEL_FILE))
                     # weights_only: a run folder is data, and a pickle in it must never run code
-                    optimizer_state = torch.load(ckpt / "optimizer.pt", map_location=self.device, weights_only=True)
-                    modules = {k: torch.load(ckpt / f"{k}.pt", map_location=self.device, weights_only=True)
+                    optimizer_state = torch.load(RunDir.optimizer_path(ckpt), map_location=self.device, weights_only=True)
+                    modules = {k: torch.load(RunDir.module_path(ckpt, k), map_location=self.device, weights_only=True)
                                for k in self.algo.modules()}
-                    rng_file = ckpt / f"rng_rank{self.rank}.pt"
+                    rng_file = RunDir.rng_path(ckpt, self.rank)
                     rng = _read_rng_state(rng_file) if rng_file.exists() else None
                 except pickle.UnpicklingError:
                     problem = ("cannot be read (a .pt file holds objects other than tensors and plain values; "
@@ -462,7 +462,7 @@ class Trainer:
             for key, module in self.algo.modules().items():
                 module.load_state_dict(modules[key])
             self.optimizer.load_state_dict(optimizer_state)
-            meta = json.loads((ckpt / "trainer_state.json").read_text())
+            meta = json.loads(RunDir.trainer_state_path(ckpt).read_text())
             self.step, self.wall_offset = int(meta["step"]), float(meta.get("wall_s", 0.0))
             self.algo.load_state_dict(meta.get("algorithm_state", {}))
             if rng is not None:

@@ -125,7 +125,7 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
     t0 = time.time()
     resumed_from = None
     if run.latest_checkpoint() is not None:  # a killed cell continues from its checkpoint
-        resumed_from = json.loads((run.latest_checkpoint() / "trainer_state.json").read_text())["step"]
+        resumed_from = json.loads(RunDir.trainer_state_path(run.latest_checkpoint()).read_text())["step"]
         rc = train_main(["--resume", str(run.path)])
     else:
         cfg_file = folder / "config.json"

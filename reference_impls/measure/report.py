@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ..options import ConfigError, key_values
-from ..rundir import policy_to_evaluate
+from ..rundir import RunDir, policy_to_evaluate
 from . import cli
 
 
@@ -74,7 +74,7 @@ def run_heldout(args, checked) -> str:
 def check_hacking(args) -> Path:
     path = Path(args.samples)
     if path.is_dir():
-        path = path / "samples.jsonl"
+        path = RunDir(path).samples_path
     if not path.is_file():
         raise ConfigError(f"--samples: no such file {str(path)!r}")
     return path

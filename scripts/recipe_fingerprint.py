@@ -79,8 +79,7 @@ def _impl_run(train, impl: str, run_dir: Path) -> dict:
 def _algo_run(train, algo: str, run_dir: Path) -> dict:
     from reference_impls.models import load_policy
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reference_impls"))
-    from toy_env import make_task  # the tests' toy task; a script-only path entry, not the product's
+    make_task = _toy_env().make_task
 
     model, tok = load_policy("tiny", device="cpu", seed=0)
     cfg = train.TrainConfig(algo=algo, env="half_vocab", model="tiny", out=str(run_dir), lr=3e-2,
@@ -91,6 +90,17 @@ def _algo_run(train, algo: str, run_dir: Path) -> dict:
     metrics = [_numeric(trainer.train_step()[0]) for _ in range(2)]
     checksum = float(sum(p.detach().double().abs().sum() for p in model.parameters()))
     return {"metrics": metrics + [{"weight_abs_sum": checksum}]}
+
+
+def _toy_env():
+    """The tests' toy task module (tests/ is not a package), loaded from its file."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "reference_impls" / "toy_env.py"
+    spec = importlib.util.spec_from_file_location("recipe_fingerprint_toy_env", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _algorithm_names() -> list[str]:

@@ -121,7 +121,7 @@ def test_mechanistic_debate_note_points_to_pass_at_k():
 
 
 def test_mechanistic_debate_page_shows_the_pass_at_k_note():
-    from lab.compare import available_results
+    from lab.compare.results import available_results
 
     at = _node_page(PASSK_NODE)
     info = "\n".join(str(e.value) for e in at.info)

@@ -61,7 +61,7 @@ import torch.nn.functional as F
 
 from ...algorithm import Context, Metrics
 from ...common import collate, completion_logprobs, seed_everything
-from ...options import ConfigError, Options, option
+from ...options import Options, option
 from ...rollout import RolloutConfig, Sample, rollout
 from .offline import OfflineAlgorithm
 
@@ -268,19 +268,10 @@ def load_pairs(path: Path) -> list[Pair]:
 class DPO(OfflineAlgorithm):
     name = "dpo"
     Config = Config
+    data_file_option = "pairs_file"
     min_group_size = 2  # pairs need a correct and an incorrect sample of one prompt
     no_pairs_reason = ("every prompt's samples were all right or all wrong (--demonstration-chosen pairs the env's "
                        "verified demonstration with a wrong sample)")
-
-    @classmethod
-    def uses_reference(cls, cfg: Config) -> bool:
-        return True
-
-    @classmethod
-    def check(cls, cfg: Config, train, env_spec) -> None:
-        super().check(cfg, train, env_spec)
-        if cfg.pairs_file and not Path(cfg.pairs_file).is_file():
-            raise ConfigError(f"--pairs-file: no such file {cfg.pairs_file!r}")
 
     def __init__(self, ctx: Context):
         """Build (or load) the pairs and the reference log-likelihoods."""

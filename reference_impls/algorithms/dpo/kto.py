@@ -41,7 +41,7 @@ import torch
 from ...algorithm import Context
 from ...common import seed_everything
 from .dpo import _sample_json, sequence_logps
-from ...options import ConfigError, Options, option
+from ...options import Options, option
 from ...rollout import Sample, rollout
 from .offline import OfflineAlgorithm
 
@@ -118,16 +118,7 @@ def load_samples(path: Path) -> list[Sample]:
 class KTO(OfflineAlgorithm):
     name = "kto"
     Config = Config
-
-    @classmethod
-    def uses_reference(cls, cfg: Config) -> bool:
-        return True
-
-    @classmethod
-    def check(cls, cfg: Config, train, env_spec) -> None:
-        super().check(cfg, train, env_spec)
-        if cfg.samples_file and not Path(cfg.samples_file).is_file():
-            raise ConfigError(f"--samples-file: no such file {cfg.samples_file!r}")
+    data_file_option = "samples_file"
 
     def __init__(self, ctx: Context):
         """Build (or load) the labelled episodes and their reference log-likelihoods."""

@@ -16,10 +16,11 @@ from __future__ import annotations
 import random
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 
 from ... import distributed
 from ...algorithm import Algorithm, Context
+from ...options import ConfigError
 from ...rundir import RunDir
 
 #: the offline data's own seed: the run's seed plus this (a prime, far from any step seed)
@@ -27,9 +28,24 @@ OFFLINE_SEED_OFFSET = 104729
 
 
 class OfflineAlgorithm(Algorithm):
-    """Base of the algorithms that train on data built once (``online = False``: no rollout per step)."""
+    """Base of the algorithms that train on data built once (``online = False``: no rollout per step).
+
+    ``data_file_option``: the Config field naming a file of ready-made data (copied instead of built); it must
+    exist when given. The frozen reference is kept by default (reference-free variants say otherwise)."""
 
     online = False
+    data_file_option: ClassVar[str] = ""
+
+    @classmethod
+    def uses_reference(cls, cfg) -> bool:
+        return True
+
+    @classmethod
+    def check(cls, cfg, train, env_spec) -> None:
+        super().check(cfg, train, env_spec)
+        given = getattr(cfg, cls.data_file_option, "") if cls.data_file_option else ""
+        if given and not Path(given).is_file():
+            raise ConfigError(f"--{cls.data_file_option.replace('_', '-')}: no such file {given!r}")
 
     @staticmethod
     def offline_seed(ctx: Context) -> int:

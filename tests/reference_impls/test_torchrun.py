@@ -60,7 +60,7 @@ def checkpoint_digests(ckpt: Path, names) -> dict:
 
 @pytest.mark.parametrize("algo", [
     # issue 17's check, always run: the DDP family (grpo, rloo), PPO's own data-parallel update (critic,
-    # minibatches) and DPO's split pairs; the variants with their own cross-rank state run with ATLAS_RUN_SLOW=1
+    # minibatches) and DPO's split pairs; the variants with their own cross-rank state run with `pytest -m slow`
     "grpo", "rloo", "ppo", "dpo",
     *[pytest.param(a, marks=pytest.mark.slow) for a in ("papo", "skywork-ssb", "srpo", "greso")],
 ])

@@ -517,7 +517,7 @@ def test_draw_state_survives_resume(tmp_path, impl):
     assert state(resumed) == state(straight) and state(straight)
 
 
-def test_prorl_reference_survives_resume(tmp_path):
+def test_prorl_reference_survives_resume(tmp_path, fresh_tiny):
     # a reset before the third step (ctx.step = 2), none in the fourth: the resumed fourth step must use the
     # reference saved with step 3's checkpoint, not a fresh copy of the starting model
     small = ["--impl", "calculator-prorl", "--prorl-reset-every", "2", "--model", "tiny", "--prompts-per-step", "2",
@@ -534,5 +534,5 @@ def test_prorl_reference_survives_resume(tmp_path):
 
     a, b = reference(straight, 4), reference(resumed, 4)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    start = train.load_policy("tiny", device="cpu", seed=0)[0].state_dict()
+    start = fresh_tiny()[0].state_dict()
     assert any(not torch.equal(a[k], start[k]) for k in a)  # it is the reset reference, not the start model

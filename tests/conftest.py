@@ -1,4 +1,7 @@
+import contextlib
+import fcntl
 import os
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -8,6 +11,80 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# Caches under the data dir that every process may share: each is written atomically (temp file or folder,
+# then a rename), so two pytest-xdist workers can fill them at once. Everything else there (user works,
+# notes, runs, comparison grids) is a test's state and gets a folder per worker.
+SHARED_CACHES = ("models", "search", "textgames", "sql-env")
+
+
+def _base_data_dir() -> Path:
+    root = os.environ.get("ATLAS_DATA_DIR")  # as atlas_data.data_dir() reads it
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "agentic-rl-atlas"
+
+
+def link_shared_caches(folder: Path, base: Path) -> None:
+    """Make ``folder/<cache>`` a symlink to ``base/<cache>`` for each shared cache."""
+    for name in SHARED_CACHES:
+        (base / name).mkdir(parents=True, exist_ok=True)
+        link = folder / name
+        if not link.is_symlink():
+            shutil.rmtree(link, ignore_errors=True)
+            link.symlink_to(base / name, target_is_directory=True)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    """An exclusive lock between processes (pytest-xdist workers) on ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, each worker gets its own ATLAS_DATA_DIR (``<data dir>/xdist/<worker>``, emptied at
+    start), so tests that write there (a user work, a note, the catalog pickle) never see another worker's
+    files; the shared caches stay shared (symlinks to the base data dir's)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    base = _base_data_dir()
+    own = base / "xdist" / worker
+    shutil.rmtree(own, ignore_errors=True)
+    own.mkdir(parents=True)
+    link_shared_caches(own, base)
+    os.environ["ATLAS_DATA_DIR"] = str(own)
+    config.atlas_base_data_dir = base
+
+
+def pytest_collection_finish(session):
+    """Under pytest-xdist, build the model caches that tests would otherwise build concurrently (the SmolLM2
+    tokenizer every tiny-model test reads; the converted SmolLM2 model when slow tests run), once, under a
+    lock: ``reference_impls.models`` renames a finished folder into place, and two workers finishing at the
+    same moment would make the second rename fail."""
+    base = getattr(session.config, "atlas_base_data_dir", None)
+    if base is None:
+        return
+    models = base / "models"
+    need_tokenizer = not any((models / d / "tokenizer_config.json").exists()
+                             for d in ("smollm2-tokenizer", "smollm2-135m-instruct"))
+    need_smollm2 = (any(item.get_closest_marker("slow") for item in session.items)
+                    and not (models / "smollm2-135m-instruct" / "config.json").exists())
+    if not (need_tokenizer or need_smollm2):
+        return
+    with file_lock(base / "models.lock"):
+        from reference_impls import models as model_cache
+
+        try:
+            if need_smollm2 and not (models / "smollm2-135m-instruct" / "config.json").exists():
+                model_cache.load_policy("smollm2-135m-instruct", device="cpu")
+            model_cache.load_tokenizer()
+        except model_cache.ModelPackageMissing:
+            pass  # the tests that need it report it
 
 
 @pytest.fixture(autouse=True)
@@ -43,8 +120,6 @@ def taxonomy(catalog):
 @pytest.fixture
 def data_copy(tmp_path):
     """A writable copy of the shipped data files: (papers data dir, taxonomy data dir)."""
-    import shutil
-
     papers_dir = tmp_path / "papers"
     tax_dir = tmp_path / "taxonomy"
     shutil.copytree(ROOT / "papers" / "data", papers_dir)

@@ -165,8 +165,11 @@ def hostile_url(tmp_path_factory):
     _need_chromium()
     data = tmp_path_factory.mktemp("hostile-data")
     cache = data_dir() / "search"
-    if cache.is_dir():  # the shipped works' embeddings, when this machine has them: saves minutes of CPU
-        shutil.copytree(cache, data / "search")
+    (data / "search").mkdir()
+    # the shipped works' embeddings, when this machine has them: saves minutes of CPU (the finished files
+    # only: another xdist worker may be writing a temporary one there)
+    for done in cache.glob("embeddings-*.npz"):
+        shutil.copy2(done, data / "search" / done.name)
     src = data / "hostile.csv"
     src.write_text(HOSTILE_WORK_CSV)
     report = import_file(src, Catalog.load(), UserStore(data / "user_works.sqlite"))

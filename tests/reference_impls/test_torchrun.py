@@ -12,6 +12,8 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
+# two processes each: one torchrun at a time (with test_train_cli's), not two on the 2-core CI machine
+pytestmark = pytest.mark.xdist_group("torchrun")
 FAST = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "6",
         "--max-completion-tokens", "10", "--checkpoint-every", "1"]
 # the untrained tiny model earns mixed rewards on the parity env (reward variance: a gradient); on the

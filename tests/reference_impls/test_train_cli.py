@@ -112,6 +112,7 @@ def test_sigterm_checkpoints_and_exits_zero(tmp_path):
     assert (out / "checkpoints" / f"step_{status['step']:06d}" / "model.safetensors").exists()
 
 
+@pytest.mark.xdist_group("torchrun")  # with test_torchrun.py's: one torchrun (two processes) at a time
 def test_torchrun_two_processes(tmp_path):
     out = tmp_path / "ddp"
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",

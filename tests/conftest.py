@@ -125,3 +125,53 @@ def data_copy(tmp_path):
     shutil.copytree(ROOT / "papers" / "data", papers_dir)
     shutil.copytree(ROOT / "taxonomy" / "data", tax_dir)
     return papers_dir, tax_dir
+
+
+# -- the app, served -----------------------------------------------------------------------------------------
+
+def need_chromium() -> str:
+    """Debian's chromium, or a skip (a failure under ATLAS_REQUIRE_BROWSER=1, as in CI)."""
+    from app.testing import chromium_path
+
+    path = chromium_path()
+    if path:
+        return path
+    msg = "Debian's chromium is not installed (apt-get install chromium)"
+    if os.environ.get("ATLAS_REQUIRE_BROWSER") == "1":
+        pytest.fail(msg + " but ATLAS_REQUIRE_BROWSER=1")
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def require_chromium() -> str:
+    return need_chromium()
+
+
+class AppServer:
+    def __init__(self, url: str, port: int, data: Path, proc):
+        self.url, self.port, self.data, self.proc = url, port, data, proc
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """The explorer, started once per session (per xdist worker) the way the README says (``make app`` on a
+    free port), shared by the tests that drive it (tests/test_browser*.py, tests/test_make_app.py: all in
+    xdist group "app-server", so one worker starts it).
+
+    Its data folder is its own (runs launched from the Lab land there) and holds, before the server starts,
+    what those tests read: test_browser_compare.py's comparison grid (the app caches comparison results for
+    a minute, so a grid written later could go unseen). The shared caches (the search embeddings, the
+    tokenizer) are linked in, as in a worker's data dir."""
+    from app.testing import free_port, start_app, stop_app, wait_healthy
+    from test_browser_compare import seed_demo_grid
+
+    data = tmp_path_factory.mktemp("app-data")
+    link_shared_caches(data, _base_data_dir())
+    seed_demo_grid(data)
+    port = free_port()
+    proc = start_app(port, env={"ATLAS_DATA_DIR": str(data)})
+    try:
+        wait_healthy(port, proc)
+        yield AppServer(f"http://127.0.0.1:{port}", port, data, proc)
+    finally:
+        stop_app(proc)

@@ -1,45 +1,28 @@
-"""A real browser (Playwright driving Debian's chromium) against the app started as the README says.
+"""A real browser (Playwright driving Debian's chromium) against the app started as the README says
+(the session's shared server, tests/conftest.py's ``app_server``; the hostile-input test has its own).
 
 Skips when chromium is missing, unless ATLAS_REQUIRE_BROWSER=1 (CI), where it fails instead.
 """
-import os
 import re
 
 import pytest
 
-from app.testing import chromium_path, free_port, launch_chromium, start_app, stop_app, wait_healthy
+from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("app-server")]
 TIMEOUT_MS = 90_000  # the first search loads the embedding model on a shared 2-core machine
 
 
-def _need_chromium() -> None:
-    if chromium_path():
-        return
-    msg = "Debian's chromium is not installed (apt-get install chromium)"
-    if os.environ.get("ATLAS_REQUIRE_BROWSER") == "1":
-        pytest.fail(msg + " but ATLAS_REQUIRE_BROWSER=1")
-    pytest.skip(msg)
+@pytest.fixture(scope="module")
+def base_url(require_chromium, app_server):
+    return app_server.url
 
 
 @pytest.fixture(scope="module")
-def base_url():
-    _need_chromium()
-    port = free_port()
-    proc = start_app(port)
-    try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_app(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
+def browser(require_chromium):
     """One Chromium for the module (Playwright's sync API allows one running instance per thread)."""
     from playwright.sync_api import sync_playwright
 
-    _need_chromium()
     with sync_playwright() as pw:
         chromium = launch_chromium(pw)
         try:
@@ -153,8 +136,11 @@ HOSTILE_URLS = [
 
 
 @pytest.fixture(scope="module")
-def hostile_url(tmp_path_factory):
-    """The app on its own data folder, holding one hostile imported work (through the real importer)."""
+def hostile_url(tmp_path_factory, require_chromium):
+    """The app on its own data folder, holding one hostile imported work (through the real importer).
+
+    Its own server, not the shared one: the imported work changes the counts the tests above check, and the
+    app caches its catalog for the server's life."""
     import shutil
 
     from atlas_data import data_dir
@@ -162,7 +148,6 @@ def hostile_url(tmp_path_factory):
     from papers.ingest import import_file
     from papers.userstore import UserStore
 
-    _need_chromium()
     data = tmp_path_factory.mktemp("hostile-data")
     cache = data_dir() / "search"
     (data / "search").mkdir()

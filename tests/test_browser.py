@@ -99,7 +99,11 @@ def test_home_then_node_then_search(page, base_url):
 def test_graph_view_click_opens_a_node(page, base_url):
     page.goto(base_url + "/taxonomy?dim=capability&view=graph")
     click_chart(page, page.locator("svg text", has_text=re.compile(r"^Tool use$")).first, "node=tool-use")
-    page.get_by_role("heading", name="Tool use", exact=True).wait_for()
+    heading = page.get_by_role("heading", name="Tool use", exact=True)
+    heading.wait_for()
+    # the click opened the node's own page: its URL and its heading, and no error in place of the page
+    assert "node=tool-use" in page.url and heading.is_visible()
+    assert not page.get_by_text("Traceback").count()
 
 
 def test_deep_links_reopen_the_same_view(page, base_url):

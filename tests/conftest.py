@@ -52,7 +52,7 @@ def pytest_configure(config):
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return
-    base = _base_data_dir()
+    base = _base_data_dir().absolute()  # the symlinks below must not depend on the cwd
     own = base / "xdist" / worker
     shutil.rmtree(own, ignore_errors=True)
     own.mkdir(parents=True)
@@ -166,7 +166,7 @@ def app_server(tmp_path_factory):
     from test_browser_compare import seed_demo_grid
 
     data = tmp_path_factory.mktemp("app-data")
-    link_shared_caches(data, _base_data_dir())
+    link_shared_caches(data, _base_data_dir().absolute())
     seed_demo_grid(data)
     port = free_port()
     proc = start_app(port, env={"ATLAS_DATA_DIR": str(data)})

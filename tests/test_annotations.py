@@ -1,8 +1,5 @@
 """Tags and notes: the store, the CLI (tag/untag/tags/note, --tag reading lists), the work and search pages."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +8,8 @@ from papers import annotations
 from papers.annotations import NOTE_MAX_CHARS, AnnotationError, AnnotationStore
 from papers.catalog import UnknownKeyError
 from papers.schema import Work
+
+from inprocess import papers_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_MB = "x" * (1 << 20)
@@ -85,9 +84,7 @@ def test_notes_never_leave_the_machine(store, catalog):
 
 # -- CLI ------------------------------------------------------------------------------------------
 def cli(tmp_path, *args, stdin=None):
-    env = {**os.environ, "ATLAS_DATA_DIR": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "papers", *args], cwd=ROOT, capture_output=True, text=True,
-                          input=stdin, env=env, timeout=120)
+    return papers_cli(*args, data_dir=tmp_path, stdin=stdin, cwd=ROOT)
 
 
 def test_cli_tag_note_and_reading_list_in_every_format(tmp_path):

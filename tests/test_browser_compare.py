@@ -4,37 +4,29 @@
 The grid folder is written the way `lab.compare` writes one (grid.yaml + cells/*/result.json); the numbers
 are test inputs, and the assertions check what the page makes of them (order, percentages, links).
 """
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from app.testing import (chromium_path, follow_page_link, free_port, launch_chromium, start_app, stop_app,
-                         wait_healthy)
+from app.testing import follow_page_link, launch_chromium
 from test_compare_page import _cell, _write_grid
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("app-server")]
 
 
-@pytest.fixture
-def compare_app():
-    if not chromium_path():
-        if os.environ.get("ATLAS_REQUIRE_BROWSER") == "1":
-            pytest.fail("Debian's chromium is not installed but ATLAS_REQUIRE_BROWSER=1")
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    data = Path(tempfile.mkdtemp(prefix="atlas-compare-"))
+def seed_demo_grid(data: Path) -> None:
+    """The grid folder "demo" this test reads: two implementations x two seeds. tests/conftest.py's
+    ``app_server`` writes it into the shared server's data folder before the server starts."""
     cells = [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)]
     cells += [_cell("calculator-ppo", "ppo", s, [1, 1, 1, 0]) for s in (0, 1)]
     _write_grid(data, cells)
-    port = free_port()
-    proc = start_app(port, env={"ATLAS_DATA_DIR": str(data)})
-    try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_app(proc)
+
+
+@pytest.fixture
+def compare_app(require_chromium, app_server):
+    assert (app_server.data / "compare" / "demo" / "grid.yaml").is_file()  # seed_demo_grid's
+    return app_server.url
 
 
 def test_leaderboard_reproduce_and_open_in_lab(compare_app):

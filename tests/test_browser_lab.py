@@ -1,33 +1,23 @@
 """A real browser: open a node, press "Run this", launch the quick preset, see the curve grow, stop it."""
-import os
 import re
-import tempfile
 
 import pytest
 
-from app.testing import (chromium_path, follow_page_link, free_port, launch_chromium, start_app, stop_app,
-                         wait_healthy)
+from app.testing import follow_page_link, launch_chromium
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("app-server")]
 
 
 @pytest.fixture
-def lab_app():
-    if not chromium_path():
-        if os.environ.get("ATLAS_REQUIRE_BROWSER") == "1":
-            pytest.fail("Debian's chromium is not installed but ATLAS_REQUIRE_BROWSER=1")
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    data = tempfile.mkdtemp(prefix="atlas-lab-")  # runs of this test stay out of the user's data dir
-    port = free_port()
-    proc = start_app(port, env={"ATLAS_DATA_DIR": data})
+def lab_app(require_chromium, app_server):
+    """The session's shared server (tests/conftest.py); the run this test launches lands in its own data
+    folder, out of the user's data dir, and no training process outlives the test."""
     try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}", data
+        yield app_server.url, str(app_server.data)
     finally:
-        stop_app(proc)
         from lab.runs import RunManager
 
-        manager = RunManager(os.path.join(data, "runs"))
+        manager = RunManager(app_server.data / "runs")
         for run in manager.list():
             if run.status in ("running", "queued"):
                 manager.delete(run.id)

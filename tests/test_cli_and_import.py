@@ -8,11 +8,18 @@ import pytest
 
 from papers import parse_bibtex
 
+from inprocess import papers_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT.parent / "shared" / "seed-data"
 
 
 def run(*args):
+    return papers_cli(*args, cwd=ROOT)
+
+
+def run_subprocess(*args):
+    """``python -m papers`` as a real process: the exit code and stderr of the entry point itself."""
     return subprocess.run([sys.executable, "-m", "papers", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
@@ -42,7 +49,7 @@ def test_list_filters_and_formats():
 
 @pytest.mark.parametrize("args,hint", [(("show", "serch-r1"), "search-r1"), (("list", "--node", "memroy"), "memory"), (("list", "--kind", "benchmarks"), "benchmark")])
 def test_unknown_values_exit_2_with_suggestion(args, hint):
-    r = run(*args)
+    r = run_subprocess(*args)  # end to end: `python -m papers` exits 2 with one line on stderr
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and hint in r.stderr and r.stderr.startswith("error: unknown")
 
@@ -58,6 +65,7 @@ def test_import_is_deterministic(tmp_path):
         files = sorted([*(root / "papers" / "data").rglob("*"), *(root / "taxonomy" / "data").rglob("*")])
         return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
 
+    # a real process: the script imports its sibling modules from its own folder (on sys.path as a script)
     r = subprocess.run([sys.executable, "scripts/import_seed.py", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     fresh = digest(tmp_path)

@@ -1,12 +1,12 @@
 """Companion-list rows: the section's columns, cells from the survey tables, the list's conventions."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from papers.companion import companion_row
 from papers.schema import Work
+
+from inprocess import papers_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,8 +45,7 @@ def test_pipes_are_escaped_and_unknown_cells_are_dashes(catalog):
 
 
 def test_cli_companion_row():
-    r = subprocess.run([sys.executable, "-m", "papers", "companion-row", "Search-R1", "--with-header"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    r = papers_cli("companion-row", "Search-R1", "--with-header", cwd=ROOT)
     assert r.returncode == 0
     lines = r.stdout.splitlines()
     assert lines[0] == "<!-- Sec4.1 Task: Search & Research Agent -->"

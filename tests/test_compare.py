@@ -23,6 +23,8 @@ from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir
 from reference_impls.stats import bootstrap_interval, paired_difference, pass_at_k, pass_at_k_curve
 
+from inprocess import run_main
+
 
 # -- statistics ----------------------------------------------------------------------------------------
 
@@ -289,8 +291,11 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         run = RunDir(gdir.cell(impl, seed) / "run")
         assert [c.name for c in run.checkpoints()] == ["step_000004"] and not list(run.checkpoints_dir.rglob("*.pt"))
 
-    out = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path),
-                          "--json"], env=env, capture_output=True, text=True)
+    def report(*flags):  # `python -m lab.compare report GRID --dir DIR FLAGS`, in this process
+        return run_main(compare.main, ["report", tiny_grid, "--dir", gdir.path, *flags], env=env,
+                        prog="python -m lab.compare")
+
+    out = report("--json")
     records = [json.loads(line) for line in out.stdout.splitlines()]
     assert {(r["algo"], r["seed"]) for r in records} == {("grpo", 0), ("grpo", 1), ("rloo", 0), ("rloo", 1)}
     assert all({"heldout", "heldout_interval", "train_s", "tokens", "peak_rss_mb"} <= set(r) for r in records)
@@ -314,12 +319,9 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     assert json.loads((shipped / "base" / "calculator.json").read_text()) == base
     line = load_results(shipped, shipped=True).reference_line("calculator")
     assert line.startswith("Same held-out problems. Untrained model: ") and "; Warm start alone (no RL): " in line
-    report = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path)],
-                            env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True).stdout
-    assert "calculator: untrained -> SFT -> SFT + RL" in report and "SFT + RL (calculator-rloo)" in report
-    table = subprocess.run([sys.executable, "-m", "lab.compare", "report", str(tiny_grid), "--dir", str(gdir.path),
-                            "--markdown"], env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True,
-                           text=True).stdout.splitlines()
+    text = report().stdout
+    assert "calculator: untrained -> SFT -> SFT + RL" in text and "SFT + RL (calculator-rloo)" in text
+    table = report("--markdown").stdout.splitlines()
     assert [line.split(" | ")[0] for line in table[2:]] == ["| calculator (calculator-grpo)",
                                                             "| calculator (calculator-rloo)"]
     assert sorted(r["cell"] for r in cell_results(None, GridDir(shipped))) == sorted(

@@ -2,8 +2,6 @@
 (a JSON-schema check), RIS (a strict reader below), arXiv ids; the same from the CLI."""
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import bibtexparser
@@ -15,12 +13,14 @@ from papers import parse_bibtex, to_format
 from papers.authors import is_truncated, split_authors
 from papers.schema import Work
 
+from inprocess import papers_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 CSL_SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "csl-data-subset.schema.json").read_text())
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "papers", *args], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    return papers_cli(*args, cwd=ROOT)
 
 
 def user_work(**kw) -> Work:

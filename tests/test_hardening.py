@@ -6,9 +6,6 @@ property-based importer tests are in test_import_fuzz.py, the browser check in t
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,6 +22,8 @@ from papers.ingest import import_file
 from papers.schema import Work
 from papers.userstore import UserStore
 
+from inprocess import papers_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,10 +32,8 @@ def store(tmp_path):
     return UserStore(tmp_path / "user.sqlite")
 
 
-def cli(tmp_path, *args, timeout=300):
-    env = {**os.environ, "ATLAS_DATA_DIR": str(tmp_path / "data")}
-    return subprocess.run([sys.executable, "-m", "papers", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+def cli(tmp_path, *args):
+    return papers_cli(*args, data_dir=tmp_path / "data", cwd=ROOT)
 
 
 def put_raw_row(store: UserStore, key: str, data: str, norm_title: str = "x") -> None:

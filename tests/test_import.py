@@ -158,16 +158,14 @@ def test_unknown_format(tmp_path):
 
 
 def test_cli_import_then_list_search_place_delete(tmp_path):
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
+    from inprocess import papers_cli
+
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "ATLAS_DATA_DIR": str(tmp_path / "data")}
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "papers", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+        return papers_cli(*args, data_dir=tmp_path / "data", cwd=root)
 
     src = tmp_path / "mine.jsonl"
     src.write_text(json.dumps({"id": "2609.01234", "title": "Zebrafish navigation agents trained with GRPO"}) + "\n{broken\n")

@@ -13,6 +13,8 @@ import pytest
 
 from lab.runs import RunManager, config_to_argv, is_alive, warm_start_progress
 
+from inprocess import run_main
+
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = {"algo": "grpo", "env": "calculator", "model": "tiny", "steps": 2, "prompts_per_step": 2,
          "group_size": 2, "max_new_tokens_per_turn": 16, "max_completion_tokens": 32}
@@ -167,14 +169,18 @@ def test_stop_queued_and_delete(manager):
 def test_cli_list_show_and_errors(manager):
     run = manager.submit(QUICK)
     manager.wait(run.id, timeout=180)
-    cli = [sys.executable, "-m", "lab.runs", "--root", str(manager.root)]
-    out = subprocess.run(cli + ["list"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    from lab.runs import main
+
+    def cli(*args):  # `python -m lab.runs --root ROOT ARGS`, in this process
+        return run_main(main, ["--root", manager.root, *args], cwd=ROOT, prog="python -m lab.runs")
+
+    out = cli("list")
     assert out.returncode == 0 and run.id in out.stdout and "finished" in out.stdout
-    shown = subprocess.run(cli + ["show", run.id], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    shown = cli("show", run.id)
     assert json.loads(shown.stdout)["status"] == "finished"
-    bad = subprocess.run(cli + ["resume", run.id], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    bad = cli("resume", run.id)
     assert bad.returncode == 2 and "only stopped or failed" in bad.stderr
-    missing = subprocess.run(cli + ["stop", "nope"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    missing = cli("stop", "nope")
     assert missing.returncode == 2 and "unknown run 'nope'" in missing.stderr
 
 
@@ -193,6 +199,7 @@ def test_run_ids_never_leave_the_runs_folder(manager, tmp_path, bad):
 
 
 def test_cli_errors_keep_their_quotes_and_bad_configs_start_nothing(manager):
+    # end to end: `python -m lab.runs` exits 2 with the message as written
     r = subprocess.run([sys.executable, "-m", "lab.runs", "--root", str(manager.root), "show", "nope"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == "error: unknown run 'nope'"

@@ -23,6 +23,8 @@ from papers.search.synthetic import HashEmbedder, synthetic_corpus
 from papers.search.text import clean, query_terms
 from taxonomy import Taxonomy
 
+from inprocess import papers_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -78,10 +80,9 @@ def warm_data_dir(catalog, tmp_path_factory):
     return root
 
 
-def run_cli(*args, data_dir: Path, stdin: str | None = None, timeout: int = 180):
-    env = dict(os.environ, ATLAS_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    return subprocess.run([sys.executable, "-m", "papers", "search", *args], cwd=ROOT, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=timeout)
+def run_cli(*args, data_dir: Path, stdin: str | None = None):
+    """``python -m papers search ARGS`` with ``ATLAS_DATA_DIR=data_dir``, run in this process."""
+    return papers_cli("search", *args, data_dir=data_dir, stdin=stdin, cwd=ROOT)
 
 
 def browse_keys(idx, **filters) -> list[str]:

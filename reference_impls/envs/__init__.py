@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import MutableMapping
 from typing import Any, Callable, Protocol, Sequence
 
 from ..options import ConfigError, build, specs
@@ -224,7 +224,7 @@ class EnvSpec:
         return specs(self.config)
 
 
-class EnvRegistry(Mapping):
+class EnvRegistry(MutableMapping):
     """name -> :class:`EnvSpec`. The built-in environments are declared, not registered: each module of this
     package that defines one ends with ``ENV_SPECS = (spec, ...)``, and the registry collects them the first
     time it is read (so importing this package imports no environment). A user's module may declare
@@ -250,6 +250,15 @@ class EnvRegistry(Mapping):
 
     def __getitem__(self, name: str) -> EnvSpec:
         return self._collect()[name]
+
+    def __setitem__(self, name: str, spec: EnvSpec) -> None:
+        if name != spec.name:
+            raise ValueError(f"an environment is registered under its own name ({spec.name!r}), not {name!r}")
+        self.add(spec)
+
+    def __delitem__(self, name: str) -> None:
+        """Forget an environment (a user's module that is unloaded)."""
+        del self._collect()[name]
 
     def __iter__(self):
         return iter(self._collect())

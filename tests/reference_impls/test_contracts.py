@@ -9,14 +9,12 @@
 """
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from test_train_cli import FAST, ROOT, env, metric_rows, train
+from test_train_cli import FAST, ROOT, evaluate, metric_rows, train, train_subprocess
 
 USER_ENV = str(Path(__file__).with_name("user_env.py"))
 
@@ -24,7 +22,8 @@ USER_ENV = str(Path(__file__).with_name("user_env.py"))
 # -- typed options -------------------------------------------------------------------------------------
 
 def test_bad_option_fails_before_any_model_is_loaded():
-    r = train("--algo", "grpo", "--loss-type", "foo", "--out", "/tmp/never-written")
+    # a real process: `python -m reference_impls.train` exits 2, and its whole stderr shows no model load
+    r = train_subprocess("--algo", "grpo", "--loss-type", "foo", "--out", "/tmp/never-written")
     assert r.returncode == 2
     assert "--loss-type" in r.stderr and "'foo'" in r.stderr and "grpo, dr_grpo, dapo" in r.stderr
     assert "Loading weights" not in r.stderr and not Path("/tmp/never-written").exists()
@@ -97,10 +96,8 @@ def test_user_environment_trains_and_evaluates_through_the_cli(tmp_path):
     assert json.loads((out / "config.json").read_text())["env_options"] == {"words": 3}
     sample = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
     assert re.search(r"Write <answer>(apple|river|stone)</answer>", sample["segments"][0]["text"])
-    ev = subprocess.run([sys.executable, "-m", "reference_impls.measure.evaluate", "--env-module", USER_ENV,
-                         "--run", str(out), "--n", "4", "--json", "--max-new-tokens-per-turn", "6",
-                         "--max-completion-tokens", "6"],
-                        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
+    ev = evaluate("--env-module", USER_ENV, "--run", str(out), "--n", "4", "--json", "--max-new-tokens-per-turn", "6",
+                  "--max-completion-tokens", "6")
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert json.loads(ev.stdout.strip().splitlines()[-1])["n"] == 4
     bad = train("--env-module", USER_ENV, "--env", "echo", "--words", "99", "--out", str(tmp_path / "bad"))

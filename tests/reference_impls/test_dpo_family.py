@@ -16,6 +16,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+# TRL is pinned (requirements.txt): a moved module must fail here, not skip the parity tests
+import trl.experimental.cpo.cpo_trainer as trl_cpo
+import trl.experimental.orpo.orpo_trainer as trl_orpo
+import trl.trainer.kto_trainer as trl_kto
 
 from reference_impls.algorithms.dpo import dpo, dpo_variants, kto, step_dpo
 from reference_impls.envs.calculator import STEPS, Problem
@@ -43,11 +47,6 @@ class _Accelerator:
 
 # ----------------------------------------------------------------------------------------------------
 # SimPO against TRL's CPO trainer (loss_type="simpo"; cpo_alpha = 0 adds no NLL term)
-
-trl_cpo = pytest.importorskip("trl.experimental.cpo.cpo_trainer")
-trl_orpo = pytest.importorskip("trl.experimental.orpo.orpo_trainer")
-trl_kto = pytest.importorskip("trl.trainer.kto_trainer")
-
 
 def trl_simpo(beta, gamma, chosen_avg, rejected_avg):
     stub = SimpleNamespace(alpha=0.0, beta=beta, loss_type="simpo", simpo_gamma=gamma, label_smoothing=0.0,

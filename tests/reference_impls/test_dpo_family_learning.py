@@ -8,7 +8,6 @@ import time
 import pytest
 import torch
 
-from reference_impls.models import load_policy
 from reference_impls.train import Trainer, TrainConfig
 from toy_env import make_task
 
@@ -21,11 +20,11 @@ CASES = {
 
 
 @pytest.mark.parametrize("algo", list(CASES))
-def test_preferences_are_learned(tmp_path, algo):
+def test_preferences_are_learned(tmp_path, algo, fresh_tiny):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # see test_learning.py: oversubscribed threads on a shared machine are much slower
     try:
-        rows = _train(tmp_path, algo, CASES[algo])
+        rows = _train(tmp_path, algo, CASES[algo], *fresh_tiny())
     finally:
         torch.set_num_threads(threads)
     first, last = rows[0], rows[-1]
@@ -39,13 +38,13 @@ def test_preferences_are_learned(tmp_path, algo):
         assert last["rewards/rejected"] < min(-0.3, first["rewards/rejected"] - 0.3)
 
 
-def test_orpo_raises_the_sampled_reward(tmp_path):
+def test_orpo_raises_the_sampled_reward(tmp_path, fresh_tiny):
     """ORPO's SFT term moves the whole policy towards the correct replies (the pure preference losses above
     mostly reorder the replies seen in the pairs within a dozen steps): the sampled reward rises from ~0.5."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        _, before, after = _train(tmp_path, "orpo", CASES["orpo"], with_reward=True)
+        _, before, after = _train(tmp_path, "orpo", CASES["orpo"], *fresh_tiny(), with_reward=True)
     finally:
         torch.set_num_threads(threads)
     assert before < 0.6 and after > before + 0.25, (before, after)
@@ -59,8 +58,7 @@ def _sampled_reward(model, tok, task) -> float:
     return sum(s.reward for s in samples) / len(samples)
 
 
-def _train(tmp_path, algo, algo_config, steps=12, with_reward=False):
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+def _train(tmp_path, algo, algo_config, model, tok, steps=12, with_reward=False):
     cfg = TrainConfig(algo=algo, env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, group_size=4,
                       max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32, train_pool=8,
                       algo_config=algo_config)

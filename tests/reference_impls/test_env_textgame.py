@@ -53,7 +53,7 @@ def test_same_seed_generates_the_same_game(tmp_path):
 
 
 # one game per (kind, level) of the train split and the level-1 games of the held-out split; the level-3
-# games (the slowest to generate, cooking with 6 rooms and two ingredients) run with ATLAS_RUN_SLOW=1
+# games (the slowest to generate, cooking with 6 rooms and two ingredients) run with `pytest -m slow`
 SAMPLE = [*SPEC.problems("train", n=4, seed=0, levels=(1, 2)),
           *SPEC.problems("heldout", n=2, seed=0, levels=(1,))]
 LEVEL3 = [pytest.param(p, marks=pytest.mark.slow) for p in SPEC.problems("train", n=2, seed=0, levels=(3,))]

@@ -5,7 +5,6 @@ import time
 import pytest
 import torch
 
-from reference_impls.models import load_policy
 from reference_impls.train import Trainer, TrainConfig
 from toy_env import make_task
 
@@ -14,11 +13,11 @@ from toy_env import make_task
     ("gmpo", {}), ("pass-at-k", {"pass_at_k": 2}), ("pass-at-k", {"pass_at_k": 4}), ("srpo", {}), ("greso", {}),
     ("edge-grpo", {"gec_prob": 0.0}),  # corrections would count as reward here; this checks the entropy scaling
     ("prorl", {"beta": 0.01, "prorl_reset_every": 5}), ("ktae", {})])
-def test_reward_rises_within_60s(tmp_path, algo, algo_config):
+def test_reward_rises_within_60s(tmp_path, algo, algo_config, fresh_tiny):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a shared 2-core machine: oversubscribed threads make tiny steps far slower
     try:
-        model, tok = load_policy("tiny", device="cpu", seed=0)
+        model, tok = fresh_tiny()
         cfg = TrainConfig(algo=algo, env="half_vocab", model="tiny", out=str(tmp_path), lr=3e-2, prompts_per_step=4,
                           group_size=8, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
                           train_pool=8, algo_config=algo_config)

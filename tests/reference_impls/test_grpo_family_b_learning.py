@@ -6,7 +6,6 @@ import time
 import pytest
 import torch
 
-from reference_impls.models import load_policy
 from reference_impls.train import Trainer, TrainConfig
 from toy_env import make_task
 
@@ -26,11 +25,11 @@ def _task_with_demonstration(model, tok):
     ("chord", {"mu_peak": 0.5, "mu_valley": 0.5, "token_weighting": "phi"}),
     ("luffy", {"loss_type": "dapo"}),
 ])
-def test_reward_rises_within_60s(tmp_path, algo, algo_config):
+def test_reward_rises_within_60s(tmp_path, algo, algo_config, fresh_tiny):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # shared CPU: oversubscribed intra-op threads make tiny steps far slower
     try:
-        model, tok = load_policy("tiny", device="cpu", seed=0)
+        model, tok = fresh_tiny()
         cfg = TrainConfig(algo=algo, env="half_vocab", model="tiny", out=str(tmp_path), lr=3e-2, prompts_per_step=4,
                           group_size=8, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
                           train_pool=8, algo_config=algo_config)
@@ -76,8 +75,7 @@ def _one_token_task(tok, word=" seven"):
                    lambda p, config: OneTokenEnv(p), lambda p: [("model", word)])
 
 
-def _rewards(tmp_path, algo, steps=20):
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+def _rewards(tmp_path, algo, model, tok, steps=20):
     cfg = TrainConfig(algo=algo, env="one_token", model="tiny", out=str(tmp_path / algo), lr=3e-2, prompts_per_step=4,
                       group_size=8, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
                       train_pool=8, algo_config={})
@@ -86,12 +84,12 @@ def _rewards(tmp_path, algo, steps=20):
     return [trainer.train_step()[0]["reward_mean"] for _ in range(steps)]
 
 
-def test_chord_learns_what_grpo_never_samples(tmp_path):
+def test_chord_learns_what_grpo_never_samples(tmp_path, fresh_tiny):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        assert max(_rewards(tmp_path, "grpo", 10)) == 0.0  # the control: no reward, no gradient
-        rewards = _rewards(tmp_path, "chord")
+        assert max(_rewards(tmp_path, "grpo", *fresh_tiny(), steps=10)) == 0.0  # the control: no reward, no gradient
+        rewards = _rewards(tmp_path, "chord", *fresh_tiny())
         assert sum(rewards[-3:]) / 3 >= 0.85, rewards  # the SFT term alone teaches the rewarded token
     finally:
         torch.set_num_threads(threads)

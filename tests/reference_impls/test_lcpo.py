@@ -51,7 +51,8 @@ def test_lcpo_by_hand():
 
 
 def test_lcpo_matches_trl_odds_ratio_term():
-    trl_orpo = pytest.importorskip("trl.experimental.orpo.orpo_trainer")
+    import trl.experimental.orpo.orpo_trainer as trl_orpo  # TRL is pinned: a moved module fails, it does not skip
+
     per_token, mask = _tensors(1)
     seq, lengths = per_token.sum(1), mask.sum(1)
     c, r, lc, lr = seq[:N], seq[N:], lengths[:N], lengths[N:]
@@ -140,17 +141,16 @@ def _mean_length(model, tok, task, n=64) -> float:
     return sum(lcpo.length(s) for s in samples) / len(samples)
 
 
-def test_lcpo_learns_to_stop_early(tmp_path):
+def test_lcpo_learns_to_stop_early(tmp_path, fresh_tiny):
     """The random tiny model stops after ~1.9 one-token turns (of at most 4); a dozen LCPO steps on its own
     shortest-vs-longest pairs must raise the implicit-reward margin and shorten its sampled episodes."""
-    from reference_impls.models import load_policy
     from reference_impls.train import Trainer, TrainConfig
     from toy_env import make_length_task
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # see test_learning.py: oversubscribed threads on a shared machine are much slower
     try:
-        model, tok = load_policy("tiny", device="cpu", seed=0)
+        model, tok = fresh_tiny()
         task = make_length_task(model, tok)
         cfg = TrainConfig(algo="lcpo", env="stop_half", model="tiny", out=str(tmp_path), lr=3e-2, group_size=8,
                           max_new_tokens_per_turn=1, max_completion_tokens=16, micro_batch_size=32, train_pool=8,

@@ -4,25 +4,23 @@ import time
 import pytest
 import torch
 
-from reference_impls.models import load_policy
 from reference_impls.train import Trainer, TrainConfig
 from toy_env import make_task
 
 
 @pytest.mark.parametrize("algo,algo_config", [("grpo", {}), ("grpo", {"loss_type": "dapo", "epsilon_high": 0.28}),
                                               ("rloo", {})])
-def test_reward_rises_within_60s(tmp_path, algo, algo_config):
+def test_reward_rises_within_60s(tmp_path, algo, algo_config, fresh_tiny):
     # one thread: on a shared 2-core machine, oversubscribed intra-op threads make each tiny step ~20x slower
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        _learn(tmp_path, algo, algo_config)
+        _learn(tmp_path, algo, algo_config, *fresh_tiny())
     finally:
         torch.set_num_threads(threads)
 
 
-def _learn(tmp_path, algo, algo_config):
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+def _learn(tmp_path, algo, algo_config, model, tok):
     cfg = TrainConfig(algo=algo, env="half_vocab", model="tiny", out=str(tmp_path), lr=3e-2, prompts_per_step=4,
                       group_size=8, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
                       train_pool=8, algo_config=algo_config)

@@ -164,14 +164,13 @@ def test_fused_adamw_matches_the_reference_implementation():
         torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-6)
 
 
-def test_shared_prompt_forward_gives_the_same_logprobs_and_gradients():
+def test_shared_prompt_forward_gives_the_same_logprobs_and_gradients(fresh_tiny):
     # a group's samples share one prompt forward in the trainer; it must not change the numbers
     from types import SimpleNamespace
 
     from reference_impls.common import collate, completion_logprobs
-    from reference_impls.models import load_policy
 
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+    model, tok = fresh_tiny()
     model.train()
 
     def sample(prompt, completion, env_tokens=0):

@@ -1,4 +1,4 @@
-"""Model loading. The tiny model is always tested; SmolLM2 only with ATLAS_RUN_SLOW=1."""
+"""Model loading. The tiny model is always tested; SmolLM2 only with `pytest -m slow`."""
 import time
 
 import pytest

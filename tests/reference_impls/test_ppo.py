@@ -137,14 +137,13 @@ def test_value_model_aligns_with_logprobs(tiny, shared):
 # ----------------------------------------------------------------------------------------------------
 # through the trainer (the hooks setup() and update()) and the CLI
 
-def test_ppo_reward_rises_on_toy_task(tmp_path):
+def test_ppo_reward_rises_on_toy_task(tmp_path, fresh_tiny):
     import time
 
-    from reference_impls.models import load_policy
     from reference_impls.train import Trainer, TrainConfig
     from toy_env import make_task
 
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+    model, tok = fresh_tiny()
     # the shared-backbone critic keeps this fast (one forward); the separate critic is exercised by the CLI test
     cfg = TrainConfig(algo="ppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=3e-2, prompts_per_step=4,
                       group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
@@ -177,17 +176,16 @@ def test_ppo_cli_writes_the_run_files_and_the_critic(tmp_path):
     assert {"loss", "value_loss", "approx_kl", "clip_frac", "explained_variance", "kl", "entropy"} <= set(row)
 
 
-def test_ppo_resume_restores_critic_and_optimizer_exactly(tmp_path):
+def test_ppo_resume_restores_critic_and_optimizer_exactly(tmp_path, fresh_tiny):
     """Straight 2 steps == 1 step, checkpoint, a fresh trainer resumed from it, 1 step (toy task, where
     rewards vary, so the critic and the policy really move at step 1)."""
     import time
 
-    from reference_impls.models import load_policy
     from reference_impls.train import Trainer, TrainConfig
     from toy_env import make_task
 
     def trainer(out, resume=False):
-        model, tok = load_policy("tiny", device="cpu", seed=0)
+        model, tok = fresh_tiny()
         cfg = TrainConfig(algo="ppo", env="half_vocab", model="tiny", out=str(out), lr=1e-2, prompts_per_step=2,
                           group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
                           train_pool=8, algo_config={"beta": 0.05, "num_iterations": 2, "num_mini_batches": 2})
@@ -209,14 +207,13 @@ def test_ppo_resume_restores_critic_and_optimizer_exactly(tmp_path):
         assert row[key] == pytest.approx(rows[1][key], rel=1e-5, abs=1e-7), key
 
 
-def test_critic_warmup_trains_only_the_critic(tmp_path):
+def test_critic_warmup_trains_only_the_critic(tmp_path, fresh_tiny):
     import time
 
-    from reference_impls.models import load_policy
     from reference_impls.train import Trainer, TrainConfig
     from toy_env import make_task
 
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+    model, tok = fresh_tiny()
     cfg = TrainConfig(algo="ppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, prompts_per_step=2,
                       group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
                       train_pool=8, algo_config={"beta": 0.0, "critic_warmup_steps": 1})

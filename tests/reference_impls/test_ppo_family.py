@@ -148,16 +148,15 @@ def test_vineppo_loss_hand_values_and_masked_tokens_get_no_gradient():
     assert m["clip_frac"] == pytest.approx(0.5)
 
 
-def test_vineppo_collect_shares_the_prompt_value_and_puts_kl_in_the_reward(tmp_path):
+def test_vineppo_collect_shares_the_prompt_value_and_puts_kl_in_the_reward(tmp_path, fresh_tiny):
     """Toy task (one turn): every sample's only state is its prompt, so within a group A_i - A_j = R_i - R_j
     and A_i = R_i - V_hat(s_0) with V_hat(s_0) a mean of K rewards in [0, 1]; the trained advantages are the
     whitened A - beta * (log pi_old - log pi_ref)."""
-    from reference_impls.models import load_policy
     from reference_impls.algorithms.ppo.ppo import masked_whiten
     from reference_impls.train import Trainer, TrainConfig
     from toy_env import make_task
 
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+    model, tok = fresh_tiny()
     cfg = TrainConfig(algo="vineppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, prompts_per_step=2,
                       group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
                       train_pool=8, algo_config={"mc_rollouts": 3, "beta": 0.5})
@@ -264,14 +263,13 @@ def test_vapo_clip_higher_hand_values_and_masked_tokens_get_no_gradient():
     assert logps.grad[0, 2] == 0.0 and logps.grad[0, 0] == 0.0 and logps.grad[0, 1] == pytest.approx(-0.5)
 
 
-def test_vapo_positive_lm_loss_is_the_nll_of_the_correct_episodes(tmp_path):
+def test_vapo_positive_lm_loss_is_the_nll_of_the_correct_episodes(tmp_path, fresh_tiny):
     """On the first minibatch pi_theta = pi_old, so the logged NLL equals the mean of -old log-prob over the
     model tokens of the correct episodes (the toy task's reward-1 replies) and ignores the others."""
-    from reference_impls.models import load_policy
     from reference_impls.train import Trainer, TrainConfig
     from toy_env import make_task
 
-    model, tok = load_policy("tiny", device="cpu", seed=0)
+    model, tok = fresh_tiny()
     cfg = TrainConfig(algo="ppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, prompts_per_step=2,
                       group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
                       train_pool=8, algo_config={"beta": 0.0, "num_iterations": 1, "num_mini_batches": 1,

@@ -4,7 +4,6 @@ import time
 import pytest
 import torch
 
-from reference_impls.models import load_policy
 from reference_impls.train import Trainer, TrainConfig
 from toy_env import make_task
 
@@ -19,11 +18,11 @@ CASES = [
 
 
 @pytest.mark.parametrize("algo,algo_config,max_steps", CASES, ids=["vineppo", "pf-ppo", "liteppo", "vapo"])
-def test_reward_rises(tmp_path, algo, algo_config, max_steps):
+def test_reward_rises(tmp_path, algo, algo_config, max_steps, fresh_tiny):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # shared CPU: oversubscribed intra-op threads make tiny steps far slower
     try:
-        model, tok = load_policy("tiny", device="cpu", seed=0)
+        model, tok = fresh_tiny()
         cfg = TrainConfig(algo=algo, env="half_vocab", model="tiny", out=str(tmp_path), lr=3e-2, prompts_per_step=4,
                           group_size=8, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=32,
                           train_pool=8, algo_config=algo_config)

@@ -12,6 +12,8 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
+# two processes each: one torchrun at a time (with test_train_cli's), not two on the 2-core CI machine
+pytestmark = pytest.mark.xdist_group("torchrun")
 FAST = ["--model", "tiny", "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens-per-turn", "6",
         "--max-completion-tokens", "10", "--checkpoint-every", "1"]
 # the untrained tiny model earns mixed rewards on the parity env (reward variance: a gradient); on the
@@ -60,7 +62,7 @@ def checkpoint_digests(ckpt: Path, names) -> dict:
 
 @pytest.mark.parametrize("algo", [
     # issue 17's check, always run: the DDP family (grpo, rloo), PPO's own data-parallel update (critic,
-    # minibatches) and DPO's split pairs; the variants with their own cross-rank state run with ATLAS_RUN_SLOW=1
+    # minibatches) and DPO's split pairs; the variants with their own cross-rank state run with `pytest -m slow`
     "grpo", "rloo", "ppo", "dpo",
     *[pytest.param(a, marks=pytest.mark.slow) for a in ("papo", "skywork-ssb", "srpo", "greso")],
 ])

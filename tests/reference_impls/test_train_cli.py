@@ -1,4 +1,7 @@
-"""The train/evaluate CLIs end to end with the tiny model: files, resume, SIGTERM, torchrun DDP."""
+"""The train/evaluate CLIs end to end with the tiny model: files, resume, SIGTERM, torchrun DDP.
+
+``train``/``evaluate`` call the CLIs' ``main`` in this process (see tests/inprocess.py); SIGTERM and torchrun
+need real processes and keep them."""
 import json
 import os
 import signal
@@ -8,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from inprocess import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--algo", "grpo", "--env", "calculator", "--model", "tiny", "--prompts-per-step", "2", "--group-size", "2",
@@ -19,9 +24,24 @@ def env():
     return e
 
 
-def train(*args, timeout=120):
+def train(*args):
+    """``python -m reference_impls.train ARGS`` (with env()'s OMP_NUM_THREADS=1), run in this process."""
+    from reference_impls.train import main
+
+    return run_main(main, args, env=env(), cwd=ROOT, threads=1, prog="python -m reference_impls.train")
+
+
+def train_subprocess(*args, timeout=120):
+    """``python -m reference_impls.train ARGS`` as a real process."""
     return subprocess.run([sys.executable, "-m", "reference_impls.train", *args], cwd=ROOT, env=env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def evaluate(*args):
+    """``python -m reference_impls.evaluate ARGS``, run in this process."""
+    from reference_impls.evaluate import main
+
+    return run_main(main, args, env=env(), cwd=ROOT, threads=1, prog="python -m reference_impls.evaluate")
 
 
 def metric_rows(out):
@@ -48,9 +68,7 @@ def test_two_steps_write_everything(tmp_path):
     assert json.loads((out / "status.json").read_text())["state"] == "completed"
     assert "ETA" in r.stderr
 
-    ev = subprocess.run([sys.executable, "-m", "reference_impls.measure.evaluate", "--run", str(out), "--n", "4",
-                         "--json", "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "10"],
-                        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
+    ev = evaluate("--run", str(out), "--n", "4", "--json", "--max-new-tokens-per-turn", "6", "--max-completion-tokens", "10")
     assert ev.returncode == 0, ev.stderr
     result = json.loads(ev.stdout.strip().splitlines()[-1])
     assert result["n"] == 4 and 0.0 <= result["accuracy"] <= 1.0
@@ -94,6 +112,7 @@ def test_sigterm_checkpoints_and_exits_zero(tmp_path):
     assert (out / "checkpoints" / f"step_{status['step']:06d}" / "model.safetensors").exists()
 
 
+@pytest.mark.xdist_group("torchrun")  # with test_torchrun.py's: one torchrun (two processes) at a time
 def test_torchrun_two_processes(tmp_path):
     out = tmp_path / "ddp"
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",

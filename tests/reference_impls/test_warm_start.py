@@ -77,15 +77,14 @@ def test_resumed_run_keeps_the_warm_started_reference(tmp_path):
         Trainer(TrainConfig(**cfg, steps=2), resume=True)
 
 
-def test_micro_batched_sft_takes_the_same_steps_as_one_pass():
+def test_micro_batched_sft_takes_the_same_steps_as_one_pass(fresh_tiny):
     """``micro_batch_size`` is memory only: a batch of 8 in parts of 3 (uneven, padded differently) gives the
     same losses and the same weights as one forward/backward over the 8 (TextWorld's long transcripts need it)."""
-    from reference_impls.models import load_policy
     from reference_impls.sft import demonstrations, sft
 
     results = []
     for micro in (None, 3):
-        model, tokenizer = load_policy("tiny", device="cpu", seed=0)
+        model, tokenizer = fresh_tiny()
         samples = demonstrations(tokenizer, "calculator", 16, seed=0, options={"levels": (1, 2, 3)})
         assert len({len(s.completion_ids) for s in samples}) > 1  # the parts really pad to different lengths
         losses = sft(model, tokenizer, samples, steps=3, lr=3e-3, seed=0, micro_batch_size=micro)

@@ -292,7 +292,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         assert [c.name for c in run.checkpoints()] == ["step_000004"] and not list(run.checkpoints_dir.rglob("*.pt"))
 
     def report(*flags):  # `python -m lab.compare report GRID --dir DIR FLAGS`, in this process
-        return run_main(compare.main, ["report", tiny_grid, "--dir", gdir.path, *flags], env=env,
+        return run_main(main, ["report", tiny_grid, "--dir", gdir.path, *flags], env=env,
                         prog="python -m lab.compare")
 
     out = report("--json")

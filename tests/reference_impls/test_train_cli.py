@@ -38,10 +38,10 @@ def train_subprocess(*args, timeout=120):
 
 
 def evaluate(*args):
-    """``python -m reference_impls.evaluate ARGS``, run in this process."""
-    from reference_impls.evaluate import main
+    """``python -m reference_impls.measure.evaluate ARGS``, run in this process."""
+    from reference_impls.measure.evaluate import main
 
-    return run_main(main, args, env=env(), cwd=ROOT, threads=1, prog="python -m reference_impls.evaluate")
+    return run_main(main, args, env=env(), cwd=ROOT, threads=1, prog="python -m reference_impls.measure.evaluate")
 
 
 def metric_rows(out):

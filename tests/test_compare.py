@@ -445,3 +445,55 @@ def test_run_one_environment_at_a_time(tmp_path):
     assert stages.run(grid, gdir, env="search", grid_arg=str(path)) == 0
     assert [r["state"] for r in stages.status(grid, gdir)] == ["pending", "done"]
     assert (gdir.warm("search") / "done.json").exists() and not gdir.warm("calculator").exists()
+
+
+# -- a grid folder the runner may use, and records it cannot (issue 47) ----------------------------------------
+
+def test_run_refuses_a_folder_that_is_not_a_grid_folder(tmp_path):
+    """An unrelated non-empty folder is refused before anything is written or deleted in it."""
+    folder = tmp_path / "mine"
+    (folder / "warm" / "calculator").mkdir(parents=True)
+    keep = folder / "warm" / "calculator" / "important.txt"
+    keep.write_text("the user's")
+    with pytest.raises(ConfigError, match="is not a grid folder"):
+        GridDir(folder).bind(Grid.load("tiny"))
+    assert keep.read_text() == "the user's" and sorted(p.name for p in folder.iterdir()) == ["warm"]
+    assert main(["run", "tiny", "--dir", str(folder)]) == 2
+    assert keep.exists()
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        GridDir(tmp_path / "a-file").bind(Grid.load("tiny"))
+
+
+@pytest.mark.parametrize("text,why", [("{not yaml: [", "not valid YAML"), ("- a\n- b\n", "not a grid")])
+def test_a_broken_grid_yaml_is_an_error_line_not_a_crash(tmp_path, text, why):
+    (tmp_path / "grid.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=why):
+        GridDir(tmp_path).bind(Grid.load("tiny"))
+
+
+def test_bad_records_are_reported_and_left_out(tmp_path, capsys):
+    """A result file holding a list (or broken JSON, or no held-out) is named by status, report and the
+    Compare page's reader, and the good records are still read."""
+    grid = Grid.load("tiny")
+    gdir = GridDir(tmp_path)
+    gdir.bind(grid)
+    (impl, seed), (other, other_seed) = grid.cells()[:2]
+    gdir.cell(impl, seed).mkdir(parents=True)
+    (gdir.cell(impl, seed) / "result.json").write_text("[1, 2, 3]")
+    gdir.cell(other, other_seed).mkdir(parents=True)
+    good = {"cell": cell_id(other, other_seed), "implementation": other, "algo": "grpo", "env": "calculator",
+            "seed": other_seed, "heldout": 0.5, "heldout_per_problem": [1, 0]}
+    (gdir.cell(other, other_seed) / "result.json").write_text(json.dumps(good))
+    rows = {r["cell"]: r for r in stages.status(grid, gdir)}
+    assert rows[cell_id(impl, seed)]["state"] == "bad"
+    assert "holds a JSON list" in rows[cell_id(impl, seed)]["changed"][0]
+    assert [r["implementation"] for r in cell_results(None, gdir)] == [other]
+    assert main(["status", "tiny", "--dir", str(tmp_path)]) == 0
+    assert "bad record" in capsys.readouterr().out
+    loaded = load_results(tmp_path, shipped=False)
+    assert [c["implementation"] for c in loaded.cells] == [other]
+    assert len(loaded.bad) == 1 and "result.json: holds a JSON list" in loaded.bad[0]
+    (tmp_path / "passk").mkdir()
+    (tmp_path / "passk" / "calculator.json").write_text('"just a string"')
+    assert any("calculator.json" in p for p in load_results(tmp_path, shipped=False).bad)

@@ -28,6 +28,8 @@ wanted = first_param(ui.params(), param)
 default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
 chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__)]
 st.caption("Budget: " + ui.md(chosen.budget()))
+for problem in chosen.bad:
+    st.warning("Left out a record that cannot be read: " + ui.md(problem))
 if not chosen.cells:
     st.info("No finished cell in this grid yet (`python -m lab.compare status "
             f"{ui.md(chosen.spec.get('name', ''))}`).")

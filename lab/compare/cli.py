@@ -22,7 +22,7 @@ from pathlib import Path
 from reference_impls.options import ConfigError
 
 from .board import leaderboard, passk_comparison, progression
-from .folder import GridDir, cell_results
+from .folder import GridDir, bad_records, cell_results
 from .grid import Grid
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
@@ -81,13 +81,16 @@ def main(argv=None) -> int:
         rows = status(grid, gdir)
         for r in rows:
             shown = "" if r["heldout"] is None else "{:.3f}".format(r["heldout"])
-            why = f"  (trained with other {', '.join(r['changed'])}: move the cell folder away to re-run it)" \
-                if r["changed"] else ""
+            why = "" if not r["changed"] else (
+                f"  (bad record: {r['changed'][0]}; move it away to re-run the cell)" if r["state"] == "bad" else
+                f"  (trained with other {', '.join(r['changed'])}: move the cell folder away to re-run it)")
             print(f"{r['cell']:<30} {r['state']:<8} {shown}{why}")
-        counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "partial", "failed", "pending")}
+        counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "bad", "partial", "failed", "pending")}
         print(" ".join(f"{k} {v}" for k, v in counts.items()))
     elif args.command == "report":
         cells = cell_results(grid, gdir)
+        for problem in bad_records(gdir):
+            print(f"warning: bad record left out: {problem}", file=sys.stderr)
         if args.json:
             for r in cells:
                 print(json.dumps({k: r[k] for k in ("cell", "implementation", "algo", "env", "seed", "heldout",

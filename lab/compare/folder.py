@@ -14,7 +14,9 @@ An exported (shipped) folder keeps the small files only: ``cells/<impl>-s<seed>.
 ``base/<env>.json`` and ``passk/<env>.json`` beside ``grid.yaml``.
 
 Owns ``GridDir`` (the paths, a cell's result, binding a folder to one grid), ``atomic_json`` (how every
-record is written) and ``cell_results`` (the finished cells' records of either kind of folder).
+record is written), ``read_record`` (how every record is read back: a file that is there but is not a cell's
+JSON object is a *bad record*, reported, never a crash) and ``cell_results`` (the finished cells' records of
+either kind of folder).
 """
 from __future__ import annotations
 
@@ -28,6 +30,35 @@ from atlas_data import data_dir
 from reference_impls.options import ConfigError
 
 from .grid import Grid, cell_id
+
+
+#: what every cell record has (the leaderboard, the report and the Compare page read these)
+CELL_KEYS = ("implementation", "seed", "heldout")
+
+
+class BadRecord(ValueError):
+    """A record file that is there but cannot be used (names the file and what is wrong)."""
+
+
+def read_record(path: Path, keys: tuple[str, ...] = ()) -> dict | None:
+    """The JSON object in ``path`` (None when there is no file). A file that is not valid JSON, not an object,
+    or lacks one of ``keys`` raises :class:`BadRecord`."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise BadRecord(f"{path}: cannot be read ({err.strerror or err})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise BadRecord(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise BadRecord(f"{path}: holds a JSON {type(data).__name__}, not a record (a JSON object)")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise BadRecord(f"{path}: lacks {', '.join(missing)}")
+    return data
 
 
 class GridDir:
@@ -50,18 +81,42 @@ class GridDir:
         return self.path / "cells" / cell_id(impl, seed)
 
     def result(self, impl: str, seed: int) -> dict | None:
-        path = self.cell(impl, seed) / "result.json"
+        """The cell's record, or None when it has none or a bad one (``result_problem`` says which)."""
         try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
+            return read_record(self.cell(impl, seed) / "result.json", CELL_KEYS)
+        except BadRecord:
             return None
 
+    def result_problem(self, impl: str, seed: int) -> str | None:
+        """Why the cell's record cannot be used, or None (no record, or a good one)."""
+        try:
+            read_record(self.cell(impl, seed) / "result.json", CELL_KEYS)
+        except BadRecord as err:
+            return str(err)
+        return None
+
+    def is_grid_folder(self) -> bool:
+        """Whether the folder is missing, empty, or already a grid folder (one holding ``grid.yaml``)."""
+        return not self.path.exists() or (self.path / "grid.yaml").is_file() or (
+            self.path.is_dir() and not any(self.path.iterdir()))
+
     def bind(self, grid: Grid) -> None:
-        """Record the grid (first run) or refuse a folder that holds a different grid's cells."""
+        """Record the grid (first run), or refuse a folder that is not a grid folder (files of the user's: the
+        runner would write, and retried cells delete, inside it) or that holds a different grid's cells."""
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"--dir {self.path}: is a file, not a grid folder")
+        if not self.is_grid_folder():
+            raise ConfigError(f"--dir {self.path}: is not a grid folder (it has files but no grid.yaml); nothing "
+                              f"was written there. Give an empty or new folder, or a grid folder of an earlier run")
         self.path.mkdir(parents=True, exist_ok=True)
         spec = self.path / "grid.yaml"
         if spec.exists():
-            old = yaml.safe_load(spec.read_text()) or {}
+            try:
+                old = yaml.safe_load(spec.read_text()) or {}
+            except yaml.YAMLError as err:
+                raise ConfigError(f"{spec}: is not valid YAML ({str(err).splitlines()[0]}); fix or delete it") from None
+            if not isinstance(old, dict):
+                raise ConfigError(f"{spec}: holds a YAML {type(old).__name__}, not a grid (a mapping); fix or delete it")
             new = grid.as_dict()
             changed = [k for k in ("recipe", "options", "eval", "warm_seed") if old.get(k) != new.get(k)]
             if bool(old.get("warm_on_env_options", False)) != grid.warm_on_env_options:  # older folders lack it
@@ -79,14 +134,33 @@ def atomic_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def _cell_record_paths(gdir: GridDir) -> list[Path]:
+    # a grid folder has cells/<id>/result.json; an exported one cells/<id>.json
+    return sorted([*(gdir.path / "cells").glob("*/result.json"), *(gdir.path / "cells").glob("[!.]*.json")])
+
+
 def cell_results(grid: Grid | None, gdir: GridDir) -> list[dict]:
-    """Every finished cell's result (of the grid's cells; all cells in the folder when grid is None)."""
+    """Every finished cell's result (of the grid's cells; all cells in the folder when grid is None). Bad
+    records are left out; :func:`bad_records` lists them."""
     if grid is not None:
         return [r for c in grid.cells() if (r := gdir.result(*c)) is not None]
-    found = []  # a grid folder has cells/<id>/result.json; an exported one cells/<id>.json
-    for path in sorted([*(gdir.path / "cells").glob("*/result.json"), *(gdir.path / "cells").glob("*.json")]):
+    found = []
+    for path in _cell_record_paths(gdir):
         try:
-            found.append(json.loads(path.read_text()))
-        except ValueError:
+            record = read_record(path, CELL_KEYS)
+        except BadRecord:
             continue
+        if record is not None:
+            found.append(record)
     return found
+
+
+def bad_records(gdir: GridDir) -> list[str]:
+    """Why each cell record of the folder that cannot be used is bad (file and reason)."""
+    problems = []
+    for path in _cell_record_paths(gdir):
+        try:
+            read_record(path, CELL_KEYS)
+        except BadRecord as err:
+            problems.append(str(err))
+    return problems

@@ -16,7 +16,7 @@ import yaml
 from atlas_data import data_dir
 
 from .board import leaderboard, passk_comparison, progression
-from .folder import GridDir, cell_results
+from .folder import BadRecord, GridDir, bad_records, cell_results, read_record
 from .report import passk_reading
 
 __all__ = ["RESULTS", "GridResults", "available_results", "load_results", "passk_comparison", "passk_reading"]
@@ -36,6 +36,7 @@ class GridResults:
     shipped: bool
     warm: dict[str, dict] = field(default_factory=dict)  # env -> the warm start's record (held-out without RL)
     base: dict[str, dict] = field(default_factory=dict)  # env -> the untrained model's held-out record
+    bad: list[str] = field(default_factory=list)  # cell records that could not be used (file: why)
 
     def board(self) -> dict[str, list[dict]]:
         return leaderboard(self.cells, self.spec.get("baseline", "grpo"))
@@ -86,15 +87,19 @@ class GridResults:
                 f"--model DATA_DIR/compare/{name}/warm/{env} --out runs/{cell['cell']}")
 
 
-def _records(folder: Path) -> dict[str, dict]:
-    """``<name>.json`` files of a folder by name (unreadable ones skipped; hidden ones, such as a pass@k stage's
-    partial file, are work in progress)."""
+def _records(folder: Path, bad: list[str] | None = None) -> dict[str, dict]:
+    """``<name>.json`` files of a folder by name (a bad one is left out and, with ``bad``, said there; hidden
+    ones, such as a pass@k stage's partial file, are work in progress)."""
     found = {}
     for p in sorted(folder.glob("[!.]*.json")):
         try:
-            found[p.stem] = json.loads(p.read_text())
-        except ValueError:
+            record = read_record(p)
+        except BadRecord as err:
+            if bad is not None:
+                bad.append(str(err))
             continue
+        if record is not None:
+            found[p.stem] = record
     return found
 
 
@@ -108,17 +113,23 @@ def load_results(folder: Path, shipped: bool) -> GridResults | None:
         spec = yaml.safe_load(spec_path.read_text()) or {}
     except yaml.YAMLError:
         return None
-    passk, base = _records(folder / "passk"), _records(folder / "base")
+    if not isinstance(spec, dict):
+        return None
+    bad = bad_records(GridDir(folder))
+    passk, base = _records(folder / "passk", bad), _records(folder / "base", bad)
     warm = {}  # a grid folder keeps warm/<env>/done.json, a shipped one warm/<env>.json
     for p in sorted((folder / "warm").glob("*")):
         record = p / "done.json" if p.is_dir() else p
         try:
-            warm[p.stem if p.is_file() else p.name] = json.loads(record.read_text())
-        except (OSError, ValueError):
+            loaded = read_record(record)
+        except BadRecord as err:
+            bad.append(str(err))
             continue
+        if loaded is not None:
+            warm[p.stem if p.is_file() else p.name] = loaded
     label = spec.get("label") or spec.get("name", folder.name)
     return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,
-                       cell_results(None, GridDir(folder)), passk, shipped, warm, base)
+                       cell_results(None, GridDir(folder)), passk, shipped, warm, base, bad)
 
 
 def available_results() -> list[GridResults]:

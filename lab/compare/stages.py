@@ -336,6 +336,9 @@ def status(grid: Grid, gdir: GridDir) -> list[dict]:
             state = "stale"
         elif result is not None:
             state = "done"
+        elif gdir.result_problem(impl, seed):
+            state = "bad"
+            changed = [gdir.result_problem(impl, seed)]
         elif (folder / "error.txt").exists():
             state = "failed"
         elif RunDir(folder / "run").latest_checkpoint() is not None:

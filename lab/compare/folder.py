@@ -32,7 +32,9 @@ from reference_impls.options import ConfigError
 from .grid import Grid, cell_id
 
 
-#: what every cell record has (the leaderboard, the report and the Compare page read these)
+#: what a cell record needs: for ``status`` (is the cell done?) and for the leaderboard, the report and the
+#: Compare page (which cell is it?)
+RESULT_KEYS = ("heldout",)
 CELL_KEYS = ("implementation", "seed", "heldout")
 
 
@@ -83,14 +85,14 @@ class GridDir:
     def result(self, impl: str, seed: int) -> dict | None:
         """The cell's record, or None when it has none or a bad one (``result_problem`` says which)."""
         try:
-            return read_record(self.cell(impl, seed) / "result.json", CELL_KEYS)
+            return read_record(self.cell(impl, seed) / "result.json", RESULT_KEYS)
         except BadRecord:
             return None
 
     def result_problem(self, impl: str, seed: int) -> str | None:
         """Why the cell's record cannot be used, or None (no record, or a good one)."""
         try:
-            read_record(self.cell(impl, seed) / "result.json", CELL_KEYS)
+            read_record(self.cell(impl, seed) / "result.json", RESULT_KEYS)
         except BadRecord as err:
             return str(err)
         return None
@@ -143,7 +145,7 @@ def cell_results(grid: Grid | None, gdir: GridDir) -> list[dict]:
     """Every finished cell's result (of the grid's cells; all cells in the folder when grid is None). Bad
     records are left out; :func:`bad_records` lists them."""
     if grid is not None:
-        return [r for c in grid.cells() if (r := gdir.result(*c)) is not None]
+        return [r for c in grid.cells() if (r := gdir.result(*c)) is not None and all(k in r for k in CELL_KEYS)]
     found = []
     for path in _cell_record_paths(gdir):
         try:

@@ -84,11 +84,21 @@ def chromium_path() -> str | None:
 
 
 def launch_chromium(playwright, home: str | None = None):
-    """Launch Debian's chromium with a fresh profile and HOME/XDG dirs in a temp folder."""
+    """Launch Debian's chromium with a fresh profile and HOME/XDG dirs in a temp folder. A temp folder made
+    here is removed when the browser closes (or disconnects); a ``home`` given by the caller is the caller's."""
+    made = home is None
     home = home or tempfile.mkdtemp(prefix="atlas-chromium-")
     env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_CACHE_HOME": f"{home}/.cache"}
     # Playwright gives every launch its own fresh --user-data-dir (it refuses one passed in args)
-    return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, env=env)
+    try:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, env=env)
+    except BaseException:
+        if made:
+            shutil.rmtree(home, ignore_errors=True)
+        raise
+    if made:
+        browser.on("disconnected", lambda _browser: shutil.rmtree(home, ignore_errors=True))
+    return browser
 
 
 def wait_script_idle(page, timeout_ms: float = 120_000) -> None:

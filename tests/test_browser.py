@@ -203,3 +203,17 @@ def test_hostile_urls_and_work_render_no_markup_and_fetch_nothing_remote(hostile
         assert any(urlparse(u).hostname == "127.0.0.1" for u in requests)  # the recording works
     finally:
         pg.close()
+
+
+def test_a_closed_browser_leaves_no_temp_home(require_chromium, tmp_path, monkeypatch):
+    """Each launch's HOME/XDG folder (``atlas-chromium-*`` in the temp dir) is removed when the browser closes."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with sync_playwright() as pw:
+        chromium = launch_chromium(pw)
+        assert [p.name.startswith("atlas-chromium-") for p in tmp_path.iterdir()] == [True]
+        chromium.close()
+    assert list(tmp_path.iterdir()) == []

@@ -205,9 +205,10 @@ class RunDir:
 
     def read_status(self) -> dict:
         try:
-            return json.loads(self.status_path.read_text())
+            status = json.loads(self.status_path.read_text())
         except (OSError, ValueError):
             return {}
+        return status if isinstance(status, dict) else {}  # a status.json that is not an object says nothing
 
     def write_status(self, state: str, step: int, steps: int, **extra) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

@@ -453,3 +453,15 @@ def test_transcript_marks_environment_tokens_and_escapes_every_text():
                            {"role": "system", "text": "hidden"}])
     assert out.startswith("<pre style='white-space:pre-wrap'><span>&lt;calc&gt;")
     assert "background:#fde68a" in out and "5 &amp; &lt;b&gt;" in out and "hidden" not in out
+
+
+def test_run_caption_shows_the_sandbox_layer_of_a_code_run():
+    """issue 47: the code sandbox's layer recorded in a run's status.json is shown under the run's title."""
+    from types import SimpleNamespace
+
+    from app.presentation.lab import run_caption
+
+    run = SimpleNamespace(implementation="code-grpo", env="code", model="tiny", status="running", error="")
+    assert "code sandbox: bwrap" in run_caption(run, {"state": "running", "sandbox_layer": "bwrap"})
+    plain = run_caption(run, {"state": "running"})
+    assert "sandbox" not in plain and plain.startswith("code-grpo on code · tiny · status **running**")

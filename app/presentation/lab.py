@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 
 from app import routes
+from app.presentation.common import md_escape
 
 
 def run_link(impl) -> routes.Link:
@@ -37,3 +38,12 @@ def transcript_html(segments: list[dict]) -> str:
         elif seg.get("role") == "env":
             parts.append(f"<span style='background:#fde68a' title='environment tokens: masked from the loss'>{text}</span>")
     return "<pre style='white-space:pre-wrap'>" + "".join(parts) + "</pre>"
+
+
+def run_caption(run, status: dict) -> str:
+    """The line under a run's title: implementation, environment, model, status, the code sandbox's layer when
+    the run's environment executes model code (``sandbox_layer`` in status.json), and the error if any."""
+    layer = status.get("sandbox_layer")
+    return (f"{md_escape(run.implementation)} on {md_escape(run.env)} · {md_escape(run.model)} · status "
+            f"**{md_escape(run.status)}**" + (f" · code sandbox: {md_escape(layer)} (docs/security.md)" if layer else "")
+            + (f" · {md_escape(run.error)}" if run.error else ""))

@@ -4,7 +4,7 @@ import streamlit as st
 
 from app import ui
 from app.presentation.common import first_param
-from app.presentation.lab import transcript_html
+from app.presentation.lab import transcript_html, run_caption
 from app.state import run_manager
 from lab import catalog as lab
 from lab.runs import progress, read_jsonl, warm_start_progress
@@ -111,8 +111,7 @@ def live_run(run_id: str) -> None:
     shown_impl = impl if (impl.algo, impl.env) == (run.implementation, run.env) else next(
         (i for i in impls if (i.algo, i.env) == (run.implementation, run.env)), impl)
     st.subheader(f"Run {ui.md(run.id)}")
-    st.caption(f"{ui.md(run.implementation)} on {ui.md(run.env)} · {ui.md(run.model)} · status **{ui.md(run.status)}**"
-               + (f" · {ui.md(run.error)}" if run.error else ""))
+    st.caption(run_caption(run, run.files.read_status()))
     eta_text = f" · about {eta / 60:.1f} min left" if eta and run.status == "running" else ""
     warm = warm_start_progress(run)
     if warm and not metrics:

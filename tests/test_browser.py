@@ -19,16 +19,22 @@ def base_url(require_chromium, app_server):
 
 
 @pytest.fixture(scope="module")
-def browser(require_chromium):
-    """One Chromium for the module (Playwright's sync API allows one running instance per thread)."""
+def pw(require_chromium):
+    """The module's one Playwright (its sync API allows one running instance per thread)."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        chromium = launch_chromium(pw)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+@pytest.fixture(scope="module")
+def browser(pw):
+    """One Chromium for the module."""
+    chromium = launch_chromium(pw)
+    try:
+        yield chromium
+    finally:
+        chromium.close()
 
 
 @pytest.fixture(scope="module")
@@ -205,15 +211,12 @@ def test_hostile_urls_and_work_render_no_markup_and_fetch_nothing_remote(hostile
         pg.close()
 
 
-def test_a_closed_browser_leaves_no_temp_home(require_chromium, tmp_path, monkeypatch):
+def test_a_closed_browser_leaves_no_temp_home(pw, tmp_path, monkeypatch):
     """Each launch's HOME/XDG folder (``atlas-chromium-*`` in the temp dir) is removed when the browser closes."""
     import tempfile
 
-    from playwright.sync_api import sync_playwright
-
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    with sync_playwright() as pw:
-        chromium = launch_chromium(pw)
-        assert [p.name.startswith("atlas-chromium-") for p in tmp_path.iterdir()] == [True]
-        chromium.close()
+    chromium = launch_chromium(pw)
+    assert [p.name.startswith("atlas-chromium-") for p in tmp_path.iterdir()] == [True]
+    chromium.close()
     assert list(tmp_path.iterdir()) == []

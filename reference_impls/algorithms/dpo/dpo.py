@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +62,7 @@ from ...algorithm import Context, Metrics
 from ...common import collate, completion_logprobs, seed_everything
 from ...options import Options, option
 from ...rollout import RolloutConfig, Sample, rollout
-from .offline import OfflineAlgorithm
+from .offline import OfflineAlgorithm, epoch_indices
 
 
 @dataclass
@@ -316,15 +315,8 @@ class DPO(OfflineAlgorithm):
             ref.train(was)
 
     def pair_indices(self, seed: int, step: int) -> list[int]:
-        """Epoch-style order: pass e over the pairs is a fixed permutation of (seed, e), so every pair is seen."""
-        n, k = len(self.pairs), self.cfg.pairs_per_step
-        idx = []
-        for j in range(step * k, (step + 1) * k):
-            epoch, pos = divmod(j, n)
-            perm = list(range(n))
-            random.Random(seed * 7919 + epoch).shuffle(perm)
-            idx.append(perm[pos])
-        return idx
+        """The step's pairs in epoch order (``offline.epoch_indices``)."""
+        return epoch_indices(len(self.pairs), self.cfg.pairs_per_step, seed, step)
 
     # hooks the DPO-family variants (dpo_variants.py) override: which pairs a step trains on, and the loss
 

@@ -31,7 +31,6 @@ step on ``samples_per_step`` episodes, drawn as a function of (seed, step) so re
 from __future__ import annotations
 
 import json
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ from ...common import seed_everything
 from .dpo import _sample_json, sequence_logps
 from ...options import Options, option
 from ...rollout import Sample, rollout
-from .offline import OfflineAlgorithm
+from .offline import OfflineAlgorithm, epoch_indices
 
 
 @dataclass
@@ -157,15 +156,8 @@ class KTO(OfflineAlgorithm):
         return torch.cat(parts)
 
     def sample_indices(self, seed: int, step: int) -> list[int]:
-        """Epoch-style order: pass e over the episodes is a fixed permutation of (seed, e)."""
-        n, k = len(self.samples), self.cfg.samples_per_step
-        idx = []
-        for j in range(step * k, (step + 1) * k):
-            epoch, pos = divmod(j, n)
-            perm = list(range(n))
-            random.Random(seed * 7919 + epoch).shuffle(perm)
-            idx.append(perm[pos])
-        return idx
+        """The step's episodes in epoch order (``offline.epoch_indices``)."""
+        return epoch_indices(len(self.samples), self.cfg.samples_per_step, seed, step)
 
     def update(self, ctx: Context, batch=None) -> dict:
         cfg, tcfg = self.cfg, ctx.train

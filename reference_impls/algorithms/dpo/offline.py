@@ -27,6 +27,19 @@ from ...rundir import RunDir
 OFFLINE_SEED_OFFSET = 104729
 
 
+def epoch_indices(n: int, per_step: int, seed: int, step: int) -> list[int]:
+    """Which of ``n`` stored items step ``step`` trains on: ``per_step`` items in epoch order, pass e over the
+    items being a fixed permutation of (seed, e), so every item is seen once per pass and a resumed run draws
+    the same items."""
+    idx = []
+    for j in range(step * per_step, (step + 1) * per_step):
+        epoch, pos = divmod(j, n)
+        perm = list(range(n))
+        random.Random(seed * 7919 + epoch).shuffle(perm)
+        idx.append(perm[pos])
+    return idx
+
+
 class OfflineAlgorithm(Algorithm):
     """Base of the algorithms that train on data built once (``online = False``: no rollout per step).
 

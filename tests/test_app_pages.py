@@ -193,24 +193,6 @@ def test_deep_links_reopen_the_same_view():
     assert at.title[0].value == "Search-R1" and qp(at, "key") == ["search-r1"]
 
 
-def test_catalog_pickle_cache_is_reused_and_rebuilt(tmp_path, monkeypatch):
-    from app import state
-    from papers import Catalog
-
-    calls = []
-    real_load = Catalog.load.__func__
-    monkeypatch.setattr(Catalog, "load", classmethod(lambda cls, *a, **k: calls.append(1) or real_load(cls, *a, **k)))
-    first = state.load_catalog_cached(tmp_path)
-    assert len(calls) == 1 and len(list(tmp_path.glob("catalog-*.pickle"))) == 1
-    again = state.load_catalog_cached(tmp_path)
-    assert len(calls) == 1 and len(again) == len(first) and again.get("search-r1") == first.get("search-r1")
-    next(tmp_path.glob("catalog-*.pickle")).write_bytes(b"not a pickle")  # a broken cache is rebuilt, not fatal
-    assert len(state.load_catalog_cached(tmp_path)) == len(first) and len(calls) == 2
-    monkeypatch.setattr(state, "_catalog_fingerprint", lambda: "changed")  # new data or code: a new file
-    state.load_catalog_cached(tmp_path)
-    assert len(calls) == 3 and [p.name for p in tmp_path.glob("catalog-*.pickle")] == ["catalog-changed.pickle"]
-
-
 def test_overview_and_node_pages_switch_to_inferred_axes():
     from app.presentation.overview import cell_keys, inferred_cells
     from papers import load_catalog

@@ -106,6 +106,25 @@ def test_every_torch_load_uses_weights_only_true():
     assert not offenders, "torch.load without weights_only=True: " + ", ".join(offenders)
 
 
+def test_nothing_unpickles_a_file():
+    """JSON (or safetensors, or torch.load with weights_only=True) for everything the project reads back: a
+    pickle from the data or run folder would run code."""
+    import ast
+
+    offenders = []
+    for path in _project_py_files():
+        try:
+            tree = ast.parse(path.read_text(), str(path))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("load", "loads", "Unpickler") and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in ("pickle", "cPickle", "dill")):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, "unpickling: " + ", ".join(offenders)
+
+
 class _Payload:
     def __init__(self, marker):
         self.marker = marker

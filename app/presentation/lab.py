@@ -32,7 +32,7 @@ def transcript_html(segments: list[dict]) -> str:
     (masked from the loss) on yellow; every text HTML-escaped, segments of any other role left out."""
     parts = []
     for seg in segments:
-        text = html.escape(seg.get("text", ""))
+        text = html.escape(str(seg.get("text", "")))
         if seg.get("role") == "model":
             parts.append(f"<span>{text}</span>")
         elif seg.get("role") == "env":

@@ -213,11 +213,12 @@ def policy_states(model, tokenizer, env: str, problems, gamma: float, episodes: 
     from ..rollout import Sample, render_prompt, run_episodes
 
     spec = get_env(env)
+    env_config = spec.config_of(env_options)
     envs, samples, adapters = [], [], []
     for g, p in enumerate(problems):
         sp = search_problem(env, p)
         for _ in range(episodes):
-            rec = _StateRecorder(spec.make(p, **dict(env_options or {})), sp.state_of)
+            rec = _StateRecorder(spec.make(p, env_config), sp.state_of)
             ids = render_prompt(tokenizer, rec.reset())
             envs.append(rec)
             adapters.append((g, sp))
@@ -285,7 +286,7 @@ def fit_value_head(features: torch.Tensor, targets: torch.Tensor, epochs: int = 
 def _dataset(env: str, split: str, n: int, seed: int, gamma: float, env_options: dict, target: str = "solver",
              policy=None, episodes: int = 4, lengths: tuple[int, int] = (16, 192)):
     spec = get_env(env)
-    problems = spec.problems(split, n=n, seed=seed, **env_options)
+    problems = spec.problems(split, n=n, seed=seed, config=env_options)
     if target == "policy":
         return policy_states(*policy, env, problems, gamma, episodes, *lengths, env_options=env_options)
     rng = random.Random(f"value/{env}/{split}/{seed}")
@@ -403,7 +404,7 @@ def plan_solves(spec, problem, plan: list[str]) -> bool:
     return bool(result is not None and result.done and result.info.get("correct"))
 
 
-def policy_successes(model, tokenizer, spec, problems, budget: int, env_options: dict, max_new_tokens_per_turn: int,
+def policy_successes(model, tokenizer, spec, problems, budget: int, env_config, max_new_tokens_per_turn: int,
                      max_completion_tokens: int, episodes: int, chunk: int = 8) -> list[tuple[bool, int]]:
     """Per problem ``(solved within budget, generation calls used)``. Episodes are sampled in rounds of
     ``episodes`` per problem and read in order; each model turn is one call; the first episode that solves the
@@ -413,7 +414,7 @@ def policy_successes(model, tokenizer, spec, problems, budget: int, env_options:
     batched rollout (chunk x episodes rows: the rollout engine's batching, many times faster on a CPU than one
     problem at a time; the rule per problem is the same)."""
     cfg = RolloutConfig(group_size=episodes, max_new_tokens_per_turn=max_new_tokens_per_turn,
-                        max_completion_tokens=max_completion_tokens, env_options=env_options)
+                        max_completion_tokens=max_completion_tokens, env_config=env_config)
     used = [0] * len(problems)
     solved = [False] * len(problems)
     pending = list(range(len(problems)))
@@ -483,7 +484,7 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
         raise ValueError(f"{value_dir}: the value head reads hidden size {meta['hidden']}, model {name!r} has "
                          f"{model.config.hidden_size}: use the model it was trained on ({meta['model']!r})")
     spec = get_env(env)
-    problems = spec.problems("heldout", n=n, seed=seed, **env_options)
+    problems = spec.problems("heldout", n=n, seed=seed, config=env_options)
     feats = Features(model, tokenizer)
     max_turns = spec.options(env_options).max_turns
     episodes = max(1, math.ceil(budget / max_turns))
@@ -495,8 +496,8 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
     lengths = {k: [] for k in searches}
     t0 = time.time()
     if reused is None:
-        policy = policy_successes(model, tokenizer, spec, problems, budget, env_options, max_new_tokens_per_turn,
-                                  max_completion_tokens, episodes)
+        policy = policy_successes(model, tokenizer, spec, problems, budget, spec.config_of(env_options),
+                                  max_new_tokens_per_turn, max_completion_tokens, episodes)
     else:  # per-problem calls are in newer files; older ones keep only the mean and max, copied as they are
         policy = [(bool(ok), c) for ok, c in zip(reused["per_problem"],
                                                  reused.get("per_problem_calls", [None] * len(problems)))]

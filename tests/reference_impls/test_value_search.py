@@ -233,7 +233,7 @@ def test_policy_successes_counts_calls_per_problem_across_batched_chunks(monkeyp
         return [episode(i, t, c) for i, p in enumerate(part) for t, c in next(rounds[p])], {}
 
     monkeypatch.setattr(vs, "rollout", fake_rollout)
-    got = vs.policy_successes(None, None, None, [0, 1, 2, 3, 4], budget=8, env_options={}, max_new_tokens_per_turn=4,
+    got = vs.policy_successes(None, None, None, [0, 1, 2, 3, 4], budget=8, env_config=None, max_new_tokens_per_turn=4,
                               max_completion_tokens=16, episodes=2, chunk=3)
     # 0: solved on its 2nd episode after 3 + 2 calls; 1: 4 calls in round 1, then 3 more, and the next 3 would
     # pass 8, so 8 calls, none solved; 2: 5 + 4 > 8, so the budget runs out before its solving episode ends;

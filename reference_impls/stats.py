@@ -286,10 +286,14 @@ def compare(a_rows, b_rows, level: float = LEVEL) -> Comparison:
     if one_run and _binary(a) and _binary(b):
         gained, lost = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
         n = gained + lost
-        share_low, share_high = _clopper_pearson(gained, n, level) if n else (0.5, 0.5)
-        # difference = (gained - lost) / P = n / P * (2 * share - 1), given the n discordant problems
-        return Comparison(float(d.mean()), n / problems * (2 * share_low - 1), n / problems * (2 * share_high - 1),
-                          mcnemar_exact(gained, lost), MCNEMAR, 1, problems, 0.0, float("inf"), True, gained, lost)
+        if n:  # difference = (gained - lost) / P = n / P * (2 * share - 1), given the n discordant problems
+            share_low, share_high = _clopper_pearson(gained, n, level)
+            low, high = n / problems * (2 * share_low - 1), n / problems * (2 * share_high - 1)
+        else:  # none discordant: the exact bound on the share of problems that could differ, none of P observed
+            high = _clopper_pearson(0, problems, level)[1]
+            low = -high
+        return Comparison(float(d.mean()), low, high, mcnemar_exact(gained, lost), MCNEMAR, 1, problems, 0.0,
+                          float("inf"), True, gained, lost)
     mean, low, high, p_value, se, df = (float(x) for x in crossed_test(d, level))
     if se == 0 and mean == 0:
         # no problem differs in any seed (GSPO's cells equal GRPO's when its ratio is 1): the exact bound on the
@@ -327,6 +331,12 @@ def detectable_effect(se: float, df: float = float("inf"), alpha: float = ALPHA,
     if se < 0 or not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"detectable_effect needs se >= 0, 0 < alpha < 1, 0 < power < 1; got {se}, {alpha}, {power}")
     return float((t.ppf(1 - alpha / 2, df) + t.ppf(power, df)) * se)
+
+
+def detectable_after_holm(comparison: Comparison, tests: int, alpha: float = ALPHA) -> float:
+    """The smallest difference ``comparison`` would detect with 80% power at alpha / tests, the level of Holm's
+    first step over ``tests`` tests (so a conservative figure: later steps test at larger levels)."""
+    return detectable_effect(comparison.se, comparison.df, alpha / max(tests, 1))
 
 
 def relation(comparison: Comparison, p_adjusted: float | None, alpha: float = ALPHA) -> str:
@@ -367,6 +377,7 @@ def verdict_sentence(comparison: Comparison, against: str, p_adjusted: float | N
     if rel in ("better", "worse"):
         return f"{rel} than {against} ({stats})"
     bound = 100 * max(abs(c.low), abs(c.high))
-    detectable = 100 * detectable_effect(c.se, c.df, alpha / max(tests, 1))
-    return (f"no difference detected from {against}; could not rule out +-{bound:.1f} points; detectable with "
-            f"{int(100 * POWER)}% power: {detectable:.1f} points ({stats})")
+    detectable = 100 * detectable_after_holm(c, tests, alpha)
+    detectable_text = (f"detectable with {int(100 * POWER)}% power: {detectable:.1f} points" if detectable < 100 else
+                       f"no effect within +-100 points is detectable with {int(100 * POWER)}% power")
+    return f"no difference detected from {against}; could not rule out +-{bound:.1f} points; {detectable_text} ({stats})"

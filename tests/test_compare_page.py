@@ -122,7 +122,7 @@ def test_node_page_shows_its_algorithms_row(data):
     at = open_page("taxonomy", node="alg-ppo")
     row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
     assert row and "75.0 %" in row[0] and "(calculator, 2 seeds)" in row[0]
-    assert "better than calculator-grpo" in row[0] or "no significant difference from calculator-grpo" in row[0]
+    assert "better than calculator-grpo" in row[0] or "no difference detected from calculator-grpo" in row[0]
     assert [e for e in at.get("page_link") if e.proto.label == "See the comparison"]
 
 
@@ -132,4 +132,4 @@ def test_node_page_of_a_base_grid_reads_rl_against_the_warm_start(data):
     at = open_page("taxonomy", node="alg-grpo")
     row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
     assert row and "untrained 0.0 %; SFT (warm start) 25.0 %; SFT + RL held-out 50.0 %" in row[0]
-    assert "than SFT (warm start)" in row[0] or "no significant difference from SFT (warm start)" in row[0]
+    assert "than SFT (warm start)" in row[0] or "no difference detected from SFT (warm start)" in row[0]

@@ -25,7 +25,7 @@ conservative side by sigma_e^2/(SP) and keeps Satterthwaite's degrees of freedom
 (MS_seed + MS_problem)^2 / (MS_seed^2/(S-1) + MS_problem^2/(P-1)) well defined. The test is a t-test of
 mean(D) = 0 with those degrees of freedom, the interval its t-interval. A test over seeds alone (a t over
 the per-seed mean differences) ignores the problem draw: against the fixed warm-start row it rejected a true
-null 12-44% of the time in the simulations (tests/reference_impls/test_stats_simulation.py, docs/compare.md
+null 9-43% of the time in the simulations (tests/reference_impls/test_stats_simulation.py, docs/compare.md
 "Statistics"), because the warm row's luck on these 100 problems is shared by every seed.
 
 One seed a side (both rows single runs): the exact McNemar test on the discordant problems (a two-sided

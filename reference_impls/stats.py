@@ -32,8 +32,13 @@ One seed a side (both rows single runs): the exact McNemar test on the discordan
 binomial test of the problems only A solves against those only B solves), or a paired t over problems
 when the values are not 0/1 (per-problem pass@k). It speaks about those two runs, not the algorithms.
 
-``config_interval`` is the same crossed estimate for one configuration's mean success (with exact
-Clopper-Pearson bounds when the figure cannot be estimated otherwise: one run of 0/1s, or all results equal).
+``config_interval`` is the same crossed estimate for one configuration's mean success, within problem
+families where they are named and with a t on S - 1 degrees of freedom (exact Clopper-Pearson bounds when the
+figure cannot be estimated otherwise: one run of 0/1s, or all results equal).
+
+A grid's verdicts: Holm over the grid's tests (``holm``), "better" / "worse" only where the adjusted p is
+below 0.05 (``relation``), the effect each comparison could have detected (``detectable_effect``), worded
+once by ``verdict_sentence``.
 
 The older two-level percentile bootstrap (``bootstrap_interval``, ``paired_difference``) stays for the
 callers that resample problems of one run (a record's own interval, the value-search comparison); the
@@ -265,13 +270,42 @@ def mcnemar_exact(gained: int, lost: int) -> float:
     return float(min(1.0, 2 * binom.cdf(min(gained, lost), n, 0.5)))
 
 
+def _wilson(successes: int, n: int, z: float) -> tuple[float, float]:
+    p = successes / n
+    centre, half = p + z * z / (2 * n), z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
+    return (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+
+
+def paired_proportions_interval(both: int, only_a: int, only_b: int, neither: int,
+                                level: float = LEVEL) -> tuple[float, float]:
+    """Interval of p_a - p_b for two 0/1 results on the same n problems (Newcombe 1998, "Improved confidence
+    intervals for the difference between binomial proportions based on paired data", method 10: each side's
+    Wilson interval, combined with the phi correlation of the pairs). Unlike an interval conditional on the
+    number of discordant problems, it allows for that number being chance too; with none discordant and all
+    solved it is +-z^2 / (n + z^2)."""
+    from scipy.stats import norm
+
+    n = both + only_a + only_b + neither
+    if n == 0:
+        raise ValueError("paired_proportions_interval needs at least one problem")
+    z = float(norm.ppf(1 - (1 - level) / 2))
+    p_a, p_b = (both + only_a) / n, (both + only_b) / n
+    (l_a, u_a), (l_b, u_b) = _wilson(both + only_a, n, z), _wilson(both + only_b, n, z)
+    margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    phi = (both * neither - only_a * only_b) / margins ** 0.5 if margins else 0.0
+    diff = p_a - p_b
+    low = diff - max(0.0, (p_a - l_a) ** 2 - 2 * phi * (p_a - l_a) * (u_b - p_b) + (u_b - p_b) ** 2) ** 0.5
+    high = diff + max(0.0, (u_a - p_a) ** 2 - 2 * phi * (u_a - p_a) * (p_b - l_b) + (p_b - l_b) ** 2) ** 0.5
+    return max(-1.0, low), min(1.0, high)
+
+
 def compare(a_rows, b_rows, level: float = LEVEL) -> Comparison:
     """Configuration a against b, evaluated on the same problems (columns aligned). Rows are seeds: with
     several rows a side they must be the same seeds in the same order (seed s pairs with seed s); a single
     row on one side (the warm start, the untrained model) is the fixed reference every seed of the other is
     paired with. Several seeds: the crossed seeds x problems t-test (module docstring). One row a side: the
-    exact McNemar test for 0/1 results (its interval: Clopper-Pearson on the share of discordant problems a
-    wins), else a paired t over problems."""
+    exact McNemar test for 0/1 results (its interval: ``paired_proportions_interval``), else a paired t over
+    problems."""
     from scipy.stats import t
 
     a, b = _matrix(a_rows), _matrix(b_rows)
@@ -285,13 +319,8 @@ def compare(a_rows, b_rows, level: float = LEVEL) -> Comparison:
     one_run = seeds == 1
     if one_run and _binary(a) and _binary(b):
         gained, lost = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
-        n = gained + lost
-        if n:  # difference = (gained - lost) / P = n / P * (2 * share - 1), given the n discordant problems
-            share_low, share_high = _clopper_pearson(gained, n, level)
-            low, high = n / problems * (2 * share_low - 1), n / problems * (2 * share_high - 1)
-        else:  # none discordant: the exact bound on the share of problems that could differ, none of P observed
-            high = _clopper_pearson(0, problems, level)[1]
-            low = -high
+        both = int(((a == 1) & (b == 1)).sum())
+        low, high = paired_proportions_interval(both, gained, lost, problems - both - gained - lost, level)
         return Comparison(float(d.mean()), low, high, mcnemar_exact(gained, lost), MCNEMAR, 1, problems, 0.0,
                           float("inf"), True, gained, lost)
     mean, low, high, p_value, se, df = (float(x) for x in crossed_test(d, level))

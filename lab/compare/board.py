@@ -115,8 +115,12 @@ def _interval(rows, families=None) -> dict:
 
 
 def _families_for(families: dict[str, list[str]] | None, env: str, width: int) -> list[str] | None:
+    """The env's problem families when they fit its ``width`` problems and every family has at least two (a
+    variance within families needs them; a tiny grid's 4 problems in 4 families are read pooled)."""
     labels = (families or {}).get(env)
-    return labels if labels and len(labels) == width else None
+    if not labels or len(labels) != width:
+        return None
+    return labels if min(labels.count(name) for name in set(labels)) >= 2 else None
 
 
 def leaderboard(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict] | None = None,

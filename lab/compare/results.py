@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from atlas_data import data_dir
+from reference_impls.stats import config_interval
 
 from .board import grid_tests, leaderboard, passk_comparison, progression
 from .folder import BadRecord, GridDir, bad_records, cell_results, read_record
@@ -73,12 +74,19 @@ class GridResults:
 
     def reference_line(self, env: str) -> str:
         """The references' held-out success in words (the untrained model where measured, then the warm
-        start alone, no RL), or "" when neither was measured."""
+        start alone, no RL), or "" when neither was measured. The interval is the leaderboard's for one run
+        (``stats.config_interval``: exact over the problems) where the record keeps its 0/1s, else the one it
+        stores."""
         parts = []
         for label, record in (("Untrained model", self.base.get(env, {})),
                               ("Warm start alone (no RL)", self.warm.get(env, {}))):
             if "heldout" in record:
-                low, high = record["heldout_interval"]
+                row = record.get("heldout_by_problem")
+                if row and len(row) > 1:
+                    interval = config_interval([row])
+                    low, high = interval.low, interval.high
+                else:
+                    low, high = record["heldout_interval"]
                 parts.append(f"{label}: {100 * record['heldout']:.1f}% (95% interval {100 * low:.1f}-{100 * high:.1f}%)")
         return ("Same held-out problems. " + "; ".join(parts)) if parts else ""
 

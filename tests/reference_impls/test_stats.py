@@ -7,7 +7,8 @@ import re
 import pytest
 
 from reference_impls.stats import (CROSSED, MCNEMAR, ONE_SEED, PAIRED_T, compare, config_interval, crossed_variance,
-                                   detectable_effect, holm, mcnemar_exact, relation, verdict_sentence)
+                                   detectable_effect, holm, mcnemar_exact, paired_proportions_interval, relation,
+                                   verdict_sentence)
 
 
 def test_crossed_variance_by_hand():
@@ -48,6 +49,20 @@ def test_detectable_effect_by_hand():
     assert detectable_effect(0.02, alpha=0.005) > detectable_effect(0.02)
     with pytest.raises(ValueError):
         detectable_effect(-1.0)
+
+
+def test_paired_proportions_interval_by_hand():
+    z2 = 1.959964 ** 2
+    # all 100 solved by both: each side's Wilson interval is [100 / (100 + z^2), 1], phi 0 -> +-z^2 / (100 + z^2)
+    low, high = paired_proportions_interval(100, 0, 0, 0)
+    assert (low, high) == (pytest.approx(-z2 / (100 + z2)), pytest.approx(z2 / (100 + z2)))
+    # swapping the sides mirrors the interval; a run that lost 9 problems and gained none: the interval lies below 0
+    # but, unlike one conditional on the 9 discordant problems, reaches below -9 points
+    lost = paired_proportions_interval(65, 0, 9, 26)
+    assert paired_proportions_interval(65, 9, 0, 26) == pytest.approx((-lost[1], -lost[0]))
+    assert lost[0] < -0.09 < lost[1] < 0
+    with pytest.raises(ValueError):
+        paired_proportions_interval(0, 0, 0, 0)
 
 
 def test_compare_one_run_uses_the_exact_test():
@@ -102,12 +117,18 @@ def test_verdict_sentence_wording():
     assert better.startswith("better than the warm start (+") and "Holm-adjusted p = 0.004 over 39 tests" in better
     worse = verdict_sentence(compare([[1, 0, 0, 0] * 25] * 2, [[1, 1, 1, 0] * 25] * 2), "grpo", 0.0001, 3)
     assert worse.startswith("worse than grpo") and "Holm-adjusted p < 0.001" in worse
-    # not rejected after Holm (though 0.03 < 0.05 before it): no verdict, what is not ruled out, what was detectable
-    unsure = verdict_sentence(c, "the warm start", p_adjusted=0.3, tests=39)
-    bound = 100 * max(abs(c.low), abs(c.high))
+    # not rejected after Holm: no verdict, what is not ruled out, what was detectable (at 0.05 / tests)
+    warm = [1, 0] * 50
+    seeds = [[1 - x if j in flips else x for j, x in enumerate(warm)] for flips in ({1, 3, 5}, {7, 9, 0}, {11, 13, 2})]
+    close = compare(seeds, [warm])  # each seed differs from the warm start on 3 problems (+2 -1)
+    unsure = verdict_sentence(close, "the warm start", p_adjusted=1.0, tests=39)
+    bound = 100 * max(abs(close.low), abs(close.high))
     assert unsure.startswith(f"no difference detected from the warm start; could not rule out +-{bound:.1f} points")
-    detectable = 100 * detectable_effect(c.se, c.df, 0.05 / 39)
-    assert f"detectable with 80% power: {detectable:.1f} points" in unsure
+    detectable = 100 * detectable_effect(close.se, close.df, 0.05 / 39)
+    assert detectable < 100 and f"detectable with 80% power: {detectable:.1f} points" in unsure
+    # three seeds that disagree this much leave no effect below 100 points detectable: said so, not "127.5 points"
+    assert 100 * detectable_effect(c.se, c.df, 0.05 / 39) > 100
+    assert "no effect within +-100 points is detectable with 80% power" in verdict_sentence(c, "x", 0.3, 39)
     assert relation(c, 0.3) == "no difference detected" and relation(c, 0.01) == "better"
     # one run a side: an observation, never a verdict, and no p
     one = verdict_sentence(compare([[1, 1, 1, 0, 0]], [[0, 0, 1, 0, 1]]), "SFT", None, 39)

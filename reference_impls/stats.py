@@ -249,9 +249,11 @@ class Comparison:
     lost: int | None = None  # ... and problems only b solves
 
     def as_dict(self) -> dict:
+        """Plain JSON values (an infinite df, the normal limit, is None: strict JSON has no Infinity)."""
         return {"difference": self.difference, "low": self.low, "high": self.high, "p_raw": self.p_value,
-                "test": self.test, "seeds": self.seeds, "problems": self.problems, "se": self.se, "df": self.df,
-                "one_run": self.one_run, "gained": self.gained, "lost": self.lost}
+                "test": self.test, "seeds": self.seeds, "problems": self.problems, "se": self.se,
+                "df": self.df if np.isfinite(self.df) else None, "one_run": self.one_run, "gained": self.gained,
+                "lost": self.lost}
 
 
 CROSSED = "paired t-test, seeds x problems crossed random effects (Satterthwaite df)"

@@ -222,7 +222,7 @@ def passk_comparison(passk: dict) -> list[dict]:
             rows.append({"model": after, "against": before, "k": k, "value": float(sum(a) / len(a)),
                          "before": float(sum(b) / len(b)), "difference": {"mean": c.difference, "low": c.low,
                                                                           "high": c.high},
-                         "p_raw": c.p_value, "test": c.test, "se": c.se, "df": c.df})
+                         "p_raw": c.p_value, "test": c.test, "se": c.se, "df": c.as_dict()["df"]})
     for row, p_holm in zip(rows, holm([r["p_raw"] for r in rows])):
         rejected = p_holm < ALPHA and row["difference"]["mean"] != 0
         row.update(p_holm=p_holm, tests=len(rows), correction="Holm",

@@ -402,9 +402,12 @@ def verdict_sentence(comparison: Comparison, against: str, p_adjusted: float | N
         return (f"{ONE_SEED}: {_pts(c.difference)} points against {against} on the same {c.problems} problems "
                 f"({int(100 * LEVEL)}% interval {_pts(c.low)} to {_pts(c.high)}{differ})")
     rel = relation(c, p_adjusted, alpha)
-    shown_p = "< 0.001" if p_adjusted < 0.001 else f"= {p_adjusted:.3f}"
+    def shown(p: float) -> str:
+        return "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
     stats = (f"{_pts(c.difference)} points, {int(100 * LEVEL)}% interval {_pts(c.low)} to {_pts(c.high)}; "
-             f"{c.test}, Holm-adjusted p {shown_p} over {tests} test{'s' if tests != 1 else ''}; {size}")
+             f"{c.test}, Holm-adjusted p {shown(p_adjusted)} over {tests} test{'s' if tests != 1 else ''} "
+             f"(uncorrected p {shown(c.p_value)}); {size}")
     if rel in ("better", "worse"):
         return f"{rel} than {against} ({stats})"
     bound = 100 * max(abs(c.low), abs(c.high))

@@ -205,7 +205,7 @@ def test_leaderboard_ranks_and_compares_with_the_baseline():
     # seed s pairs with seed s: both of ppo's seeds gain the same 30 problems; the only multi-seed test, so
     # Holm over 1 test
     assert rows["calculator-ppo"]["verdict"].startswith("better than calculator-grpo (+75.0 points")
-    assert "Holm-adjusted p < 0.001 over 1 test;" in rows["calculator-ppo"]["verdict"]
+    assert "Holm-adjusted p < 0.001 over 1 test (uncorrected p < 0.001);" in rows["calculator-ppo"]["verdict"]
     assert rows["calculator-ppo"]["seeds"] == 2 and rows["calculator-ppo"]["heldout"] == 1.0
     # dapo has one seed: its comparison (seed 0 against seed 0) is an observation about that run, no verdict
     assert rows["calculator-dapo"]["verdict"].startswith(ONE_SEED)

@@ -134,7 +134,10 @@ def test_verdict_sentence_wording():
     one = verdict_sentence(compare([[1, 1, 1, 0, 0]], [[0, 0, 1, 0, 1]]), "SFT", None, 39)
     assert one.startswith(ONE_SEED) and "better" not in one and not _p_mentions(one)
     assert "3 problems differ: 2 solved only by this run, 1 only by SFT" in one
-    # every p printed says which correction it went through; "equal" and "significant" are never written
+    # every p printed says which correction it went through (Holm, or none: the raw p beside it says so);
+    # "equal" and "significant" are never written
+    assert f"(uncorrected p = {c.p_value:.3f})" in better
     for text in (better, worse, unsure, one):
-        assert len(_p_mentions(text)) == text.count("Holm-adjusted p")
+        assert len(_p_mentions(text)) == text.count("Holm-adjusted p") + text.count("uncorrected p")
+        assert text.count("Holm-adjusted p") == text.count("uncorrected p")
         assert "equal" not in text and "significant" not in text

@@ -38,7 +38,8 @@ figure cannot be estimated otherwise: one run of 0/1s, or all results equal).
 
 A grid's verdicts: Holm over the grid's tests (``holm``), "better" / "worse" only where the adjusted p is
 below 0.05 (``relation``), the effect each comparison could have detected (``detectable_effect``), worded
-once by ``verdict_sentence``.
+once by ``verdict_sentence``. Planning a grid: ``detectable_at`` / ``seeds_for_detectable`` project the
+detectable effect to other seed and problem counts from a pilot's differences.
 
 The older two-level percentile bootstrap (``bootstrap_interval``, ``paired_difference``) stays for the
 callers that resample problems of one run (a record's own interval, the value-search comparison); the
@@ -368,6 +369,47 @@ def detectable_after_holm(comparison: Comparison, tests: int, alpha: float = ALP
     """The smallest difference ``comparison`` would detect with 80% power at alpha / tests, the level of Holm's
     first step over ``tests`` tests (so a conservative figure: later steps test at larger levels)."""
     return detectable_effect(comparison.se, comparison.df, alpha / max(tests, 1))
+
+
+def detectable_at(differences, seeds: int, tests: int = 1, problems: int | None = None, alpha: float = ALPHA,
+                  power: float = POWER) -> float:
+    """The smallest detectable effect (``detectable_effect`` at alpha / tests) that ``compare`` would report with
+    ``seeds`` seeds and ``problems`` held-out problems (default: the pilot's), projected from a pilot table of
+    paired differences (seeds x problems, at least 2 x 2): the crossed variance components are estimated from
+    its mean squares (sigma_e^2 = MS_residual, sigma_seed^2 = (MS_seed - MS_residual) / P, sigma_problem^2 =
+    (MS_problem - MS_residual) / S, each at least 0), and the mean squares expected at the new sizes go back
+    into the conservative estimate and Satterthwaite's df. At the pilot's own sizes (no component clipped at 0)
+    it is the pilot comparison's own figure. More seeds cannot shrink the problem term sigma_problem^2 / P: that
+    floor takes more problems."""
+    from scipy.stats import t
+
+    d = _matrix(differences)
+    s, p = d.shape
+    n_problems = p if problems is None else problems
+    if s < 2 or p < 2 or seeds < 2 or n_problems < 2:
+        raise ValueError(f"detectable_at needs a pilot of at least 2 seeds x 2 problems and seeds, problems >= 2; "
+                         f"got {s} x {p}, seeds={seeds}, problems={n_problems}")
+    grand, rows, cols = d.mean(), d.mean(axis=1), d.mean(axis=0)
+    ms_seed = p * ((rows - grand) ** 2).sum() / (s - 1)
+    ms_problem = s * ((cols - grand) ** 2).sum() / (p - 1)
+    ms_error = ((d - rows[:, None] - cols[None, :] + grand) ** 2).sum() / ((s - 1) * (p - 1))
+    var_seed, var_problem = max(0.0, (ms_seed - ms_error) / p), max(0.0, (ms_problem - ms_error) / s)
+    expected_seed, expected_problem = ms_error + n_problems * var_seed, ms_error + seeds * var_problem
+    total = expected_seed + expected_problem
+    if total == 0:  # the pilot's differences are all equal: nothing varies to project
+        return 0.0
+    df = total ** 2 / (expected_seed ** 2 / (seeds - 1) + expected_problem ** 2 / (n_problems - 1))
+    se = (total / (seeds * n_problems)) ** 0.5
+    return float((t.ppf(1 - alpha / tests / 2, df) + t.ppf(power, df)) * se)
+
+
+def seeds_for_detectable(differences, effect: float, tests: int = 1, problems: int | None = None,
+                         max_seeds: int = 50, alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """The fewest seeds (2..max_seeds) at which ``detectable_at`` is at most ``effect`` (a fraction: 0.10 for
+    10 points), or None when even ``max_seeds`` do not reach it (the problem term's floor: see
+    ``detectable_at``)."""
+    return next((n for n in range(2, max_seeds + 1)
+                 if detectable_at(differences, n, tests, problems, alpha, power) <= effect), None)
 
 
 def relation(comparison: Comparison, p_adjusted: float | None, alpha: float = ALPHA) -> str:

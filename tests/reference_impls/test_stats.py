@@ -7,8 +7,8 @@ import re
 import pytest
 
 from reference_impls.stats import (CROSSED, MCNEMAR, ONE_SEED, PAIRED_T, compare, config_interval, crossed_variance,
-                                   detectable_effect, holm, mcnemar_exact, paired_proportions_interval, relation,
-                                   verdict_sentence)
+                                   detectable_at, detectable_effect, holm, mcnemar_exact, paired_proportions_interval,
+                                   relation, seeds_for_detectable, verdict_sentence)
 
 
 def test_crossed_variance_by_hand():
@@ -141,3 +141,21 @@ def test_verdict_sentence_wording():
         assert len(_p_mentions(text)) == text.count("Holm-adjusted p") + text.count("uncorrected p")
         assert text.count("Holm-adjusted p") == text.count("uncorrected p")
         assert "equal" not in text and "significant" not in text
+
+
+def test_detectable_effect_projected_to_other_seed_counts():
+    """At the pilot's own size the projection is the pilot comparison's own detectable effect (no variance
+    component clipped at 0 here); more seeds shrink it, and seeds_for_detectable finds the first count at or
+    below the target."""
+    rows = [[1 if (j * (s + 2)) % 7 < 3 + s else 0 for j in range(60)] for s in range(4)]
+    ref = [[1 if j % 3 == 0 else 0 for j in range(60)]]
+    c = compare(rows, ref)
+    d = [[x - r for x, r in zip(row, ref[0])] for row in rows]
+    assert detectable_at(d, 4, tests=5) == pytest.approx(detectable_effect(c.se, c.df, 0.05 / 5))
+    assert detectable_at(d, 12, tests=5) < detectable_at(d, 6, tests=5) < detectable_at(d, 4, tests=5)
+    target = detectable_at(d, 9, tests=5)
+    n = seeds_for_detectable(d, target, tests=5)
+    assert n <= 9 and detectable_at(d, n, tests=5) <= target < detectable_at(d, n - 1, tests=5)
+    assert seeds_for_detectable(d, 0.001, tests=5, max_seeds=20) is None  # the problem term's floor
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        detectable_at([[1, 0, 1]], 5)

@@ -456,4 +456,5 @@ def verdict_sentence(comparison: Comparison, against: str, p_adjusted: float | N
     detectable = 100 * detectable_after_holm(c, tests, alpha)
     detectable_text = (f"detectable with {int(100 * POWER)}% power: {detectable:.1f} points" if detectable < 100 else
                        f"no effect within +-100 points is detectable with {int(100 * POWER)}% power")
-    return f"no difference detected from {against}; could not rule out +-{bound:.1f} points; {detectable_text} ({stats})"
+    return (f"no difference detected from {against}; could not rule out +-{bound:.1f} points; {detectable_text} "
+            f"({stats})")

@@ -30,14 +30,16 @@ def _grid_cells():
 
 def test_holm_runs_over_every_test_of_the_grid():
     cells = _grid_cells()
-    warm = {env: {"heldout_by_problem": [1 if j % 4 == 0 else 0 for j in range(40)]} for env in ("calculator", "search")}
-    base = {env: {"heldout_by_problem": [0] * 40} for env in ("calculator", "search")}
+    envs = ("calculator", "search")
+    warm = {env: {"heldout_by_problem": [1 if j % 4 == 0 else 0 for j in range(40)]} for env in envs}
+    base = {env: {"heldout_by_problem": [0] * 40} for env in envs}
     tests = grid_tests(cells, "grpo", warm, base)
     # per env: ppo vs grpo, ppo vs warm, grpo vs warm (3 seeds each: in the family); warm vs untrained (one run: not)
     assert len(tests) == 8
     family = [k for k, t in tests.items() if t["p_holm"] is not None]
     assert len(family) == 6 and all(tests[k]["tests"] == 6 for k in tests)
-    assert (("calculator", WARM, UNTRAINED) not in family) and tests[("calculator", WARM, UNTRAINED)]["relation"] == "one run"
+    assert ("calculator", WARM, UNTRAINED) not in family
+    assert tests[("calculator", WARM, UNTRAINED)]["relation"] == "one run"
     raw = [tests[k]["p_raw"] for k in family]
     assert [tests[k]["p_holm"] for k in family] == pytest.approx(holm(raw))
     # each p_raw is compare()'s, on seed-paired matrices

@@ -40,7 +40,8 @@ def passk_reading(rows: list[dict]) -> str | None:
 
     def undetected(r):
         d = r["difference"]
-        return f"no difference detected at pass@{r['k']} (could not rule out +-{100 * max(-d['low'], d['high']):.0f} pts)"
+        bound = 100 * max(-d["low"], d["high"])
+        return f"no difference detected at pass@{r['k']} (could not rule out +-{bound:.0f} pts)"
 
     head = f"{one['model']} against the {one['against']}: {shown(one)}; {shown(top)}. "
     tail = (f" (Paired over the same problems, {one['test']}; Holm over the record's {one['tests']} tests; one "

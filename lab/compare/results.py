@@ -124,14 +124,15 @@ def heldout_families(env: str, env_options_json: str, n: int, seed: int) -> tupl
     question templates, FrozenLake's levels), rebuilt from the environment's generator: the records keep one
     0/1 per problem in the order ``task.problems("heldout", n, seed, ...)`` returns them, and that order is
     deterministic in its arguments. None when the environment is unknown, its problems carry no ``family``,
-    or the generator refuses the options (a record of an older environment version)."""
+    or the generator refuses the options or cannot run here (a record of an older environment version, a
+    missing data file)."""
     from reference_impls.envs import get_env
 
     try:
         task = get_env(env)
         options = task.heldout_env_options(json.loads(env_options_json))
         problems = task.problems("heldout", n=n, seed=seed, **options)
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError, OSError, ImportError):  # families are an extra; the board reads pooled
         return None
     labels = tuple(getattr(p, "family", None) for p in problems)
     return None if any(not isinstance(x, str) for x in labels) else labels

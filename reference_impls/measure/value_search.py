@@ -38,7 +38,7 @@ The comparison (``compare``), on held-out puzzles, every method given the same b
 Each evaluation of a distinct state counts once (values are memoised per state, in both searches). A
 search succeeds when it returns a plan within the budget, and the plan is then replayed in the env and
 must solve it. Success rates come with 95% bootstrap intervals over puzzles (``stats.bootstrap_interval``)
-and paired differences (``stats.paired_difference``).
+and paired differences (``stats.compare``: one search run a side, an exact McNemar test, Holm over the five).
 
 Usage::
 
@@ -67,7 +67,8 @@ from ..envs import frozenlake, get_env, plansearch, sokoban
 from ..envs.gridgames import DIRECTIONS
 from ..models import load_policy
 from ..rollout import RolloutConfig, rollout
-from ..stats import bootstrap_interval, paired_difference
+from ..stats import bootstrap_interval, holm, verdict_sentence
+from ..stats import compare as paired_test
 from . import cli
 
 EPS = 1e-4
@@ -531,10 +532,14 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
         "plan_length": {k: (sum(v) / len(v) if v else None) for k, v in lengths.items()},
         "optimal_length": sum(len(p.plan) for p in problems) / len(problems),
     }
-    for a, b in (("learned", "heuristic"), ("learned", "policy"), ("heuristic", "policy"),
-                 ("learned", "uninformed"), ("heuristic", "uninformed")):
-        d = paired_difference([rows[a]], [rows[b]], seed=seed)
-        result[f"{a}_vs_{b}"] = {"difference": d.difference.as_dict(), "p_value": d.p_value, "verdict": d.verdict}
+    # one search run a side on the same puzzles: exact McNemar tests, Holm over the five, the one wording
+    pairs = (("learned", "heuristic"), ("learned", "policy"), ("heuristic", "policy"),
+             ("learned", "uninformed"), ("heuristic", "uninformed"))
+    tests = [paired_test([rows[a]], [rows[b]]) for a, b in pairs]
+    for (a, b), test, p_holm in zip(pairs, tests, holm([t.p_value for t in tests])):
+        result[f"{a}_vs_{b}"] = {"difference": {"mean": test.difference, "low": test.low, "high": test.high},
+                                 "p_value": test.p_value, "p_holm": p_holm, "test": test.test,
+                                 "verdict": verdict_sentence(test, b, p_holm, len(tests))}
     return result
 
 

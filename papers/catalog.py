@@ -110,7 +110,9 @@ def load_summaries(path: Path, works: dict[str, Work]) -> dict[str, dict]:
     return out
 
 
-AUTHOR_CHECKS = ("agrees", "first-author", "differs", "single-source", "unknown")
+AUTHOR_CHECKS = ("verified", "agrees", "first-author", "differs", "single-source", "unknown")
+"""``verified``: read name by name from a source independent of the survey (papers.verification);
+the others: the survey's list compared with a second reference list (scripts/import_authors.py)."""
 
 
 def load_authors(path: Path, works: dict[str, Work]) -> dict[str, dict]:

@@ -125,11 +125,16 @@ def write_rows(path: Path, columns: tuple[str, ...], rows: list[dict[str, str]])
 
 def same_value(field: str, current: str, found: str) -> bool:
     """Whether the catalog's value already says what the source says (authors: same names in order,
-    ignoring accents and punctuation; a list cut with "et al." never equals a complete one)."""
+    ignoring accents and punctuation, each a person or an organisation alike; a list cut with "et al."
+    never equals a complete one)."""
     if field == "authors":
         if is_truncated(current) != is_truncated(found):
             return False
-        return [fold(p.display) for p in split_authors(current)] == [fold(p.display) for p in split_authors(found)]
+
+        def names(text: str) -> list[tuple[str, bool]]:
+            return [(fold(p.display), bool(p.literal)) for p in split_authors(text)]
+
+        return names(current) == names(found)
     return current.strip() == found.strip()
 
 

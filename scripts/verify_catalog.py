@@ -2,6 +2,8 @@
 
     python scripts/verify_catalog.py counts [--out FILE.json]   # accuracy counts of the shipped data
     python scripts/verify_catalog.py propose                    # facts.csv -> changes.csv (reviewable diff)
+    python scripts/verify_catalog.py review --reviewer NAME [--reject KEY:FIELD ...]
+                                                                # decide every pending row (shows each first)
     python scripts/verify_catalog.py apply                      # accepted rows of changes.csv -> works/authors
     python scripts/verify_catalog.py sample --seed 46 --n 40    # a random sample of work keys to check by hand
 
@@ -121,13 +123,37 @@ def apply_changes(data_dir: Path) -> tuple[int, int]:
     return n_works, n_authors
 
 
+def cmd_review(data_dir: Path, reviewer: str, reject: list[str]) -> int:
+    """Print every pending change (current -> proposed, source) and record the reviewer's decision:
+    ``reject`` for the KEY:FIELD pairs named, ``accept`` for the others."""
+    from dataclasses import replace
+
+    if not reviewer.strip():
+        print("error: --reviewer is required (who read the changes against their sources)", file=sys.stderr)
+        return 2
+    path = data_dir / "verification" / "changes.csv"
+    changes = load_changes(path)
+    refused = set(reject)
+    out = []
+    for c in changes:
+        if not c.decision:
+            decision = "reject" if f"{c.key}:{c.field}" in refused else "accept"
+            print(f"{decision:6} {c.key}/{c.field}: {c.current!r} -> {c.proposed!r}  [{c.source}]")
+            c = replace(c, decision=decision, reviewed_by=reviewer.strip())
+        out.append(c)
+    write_rows(path, CHANGE_COLUMNS, [c.row() for c in out])
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("counts", "propose", "apply", "sample"))
+    ap.add_argument("command", choices=("counts", "propose", "review", "apply", "sample"))
     ap.add_argument("--data", type=Path, default=DATA, help="papers/data folder")
     ap.add_argument("--out", type=Path, help="counts: also write them to this JSON file")
     ap.add_argument("--seed", type=int, default=46)
     ap.add_argument("--n", type=int, default=40)
+    ap.add_argument("--reviewer", default="", help="review: who decided")
+    ap.add_argument("--reject", nargs="*", default=[], metavar="KEY:FIELD", help="review: changes refused")
     args = ap.parse_args(argv)
     if args.command == "counts":
         result = counts(Catalog.load(args.data), args.data)
@@ -137,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text, end="")
     elif args.command == "propose":
         return cmd_propose(args.data)
+    elif args.command == "review":
+        return cmd_review(args.data, args.reviewer, args.reject)
     elif args.command == "apply":
         n_works, n_authors = apply_changes(args.data)
         print(f"applied: {n_works} work fields, {n_authors} author lists")

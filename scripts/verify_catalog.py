@@ -104,12 +104,15 @@ def cmd_propose(data_dir: Path) -> int:
     return 0
 
 
-def apply_changes(data_dir: Path) -> tuple[int, int]:
-    """Apply the accepted rows of changes.csv to works.csv and authors.csv; (work cells, author lists) changed."""
-    changes = load_changes(data_dir / "verification" / "changes.csv")
+def apply_changes(data_dir: Path, changes_file: Path = VERIFICATION_DIR / "changes.csv") -> tuple[int, int]:
+    """Apply the accepted rows of ``changes_file`` (default: the committed one) to ``data_dir``'s works.csv
+    and authors.csv; (work cells, author lists) changed."""
+    changes = load_changes(changes_file)
     n_works = n_authors = 0
     for name, applier in (("works.csv", apply_to_works), ("authors.csv", apply_to_authors)):
         path = data_dir / name
+        if not path.exists():  # a rebuild without author sources writes no authors.csv
+            continue
         with path.open(encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f)
             columns, rows = tuple(reader.fieldnames or ()), list(reader)
@@ -166,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "review":
         return cmd_review(args.data, args.reviewer, args.reject)
     elif args.command == "apply":
-        n_works, n_authors = apply_changes(args.data)
+        n_works, n_authors = apply_changes(args.data, args.data / "verification" / "changes.csv")
         print(f"applied: {n_works} work fields, {n_authors} author lists")
     else:
         keys = sorted(w.key for w in Catalog.load(args.data))

@@ -138,6 +138,64 @@ def same_value(field: str, current: str, found: str) -> bool:
     return current.strip() == found.strip()
 
 
+def same_people(ours: str, found: str) -> bool:
+    """Looser than ``same_value``: the same number of people, in order, with the same family name and
+    given-name initial ("Zora Z. Wang" ~ "Zora Zhiruo Wang", "Cote" ~ "Côté"); a cut list never agrees."""
+    if is_truncated(ours) != is_truncated(found):
+        return False
+    a, b = split_authors(ours), split_authors(found)
+
+    def key(p) -> tuple[str, str]:
+        return (fold(p.literal), "") if p.literal else (fold(p.family), fold(p.given)[:1])
+
+    return len(a) == len(b) and all(key(x) == key(y) for x, y in zip(a, b))
+
+
+def _is_name(word: str) -> bool:
+    """A word whose capitals carry meaning: an inner capital or an all-capital word (GoT, RFT, II, OctoNav)."""
+    letters = [c for c in word if c.isalpha()]
+    return any(c.isupper() for c in letters[1:])
+
+
+def title_verdict(ours: str, found: str) -> str:
+    """``ok`` (as printed); ``sentence-case`` (same words, only ordinary words' initial capitals differ:
+    a Title Case source kept in sentence case); ``name-casing`` (a name or acronym lost its capitals:
+    "Octonav", "rft", "ii"); ``words`` (the words themselves differ)."""
+    if ours == found:
+        return "ok"
+    split = lambda t: re.sub(r"[^\w²]+", " ", t).split()  # noqa: E731
+    a, b = split(ours), split(found)
+    if [w.lower() for w in a] != [w.lower() for w in b]:
+        return "words"
+    return "name-casing" if any(x != y and _is_name(y) for x, y in zip(a, b)) else "sentence-case"
+
+
+_PLACEMENT = re.compile(
+    r"[,;]?\s*(?:(?:and|is|was|it is)\s+)?(?:cited|listed|grouped|placed|named|referenced|mentioned|used)\s+"
+    r"(?:by|in|among|alongside|as|when|where|with|for|under)\b.*$|\bthe survey\b.*$", re.I)
+_STOP = set("a an the of for and in with via to on by from its their that this which as at or into over than is are "
+            "be it work paper model models method methods approach study using use uses".split())
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def vague_summary(title: str, summary: str) -> str:
+    """Why a summary says little about the work itself, or ``""``.
+
+    ``placement``: it spends its second half on where the survey cites the work and, without that
+    clause, adds fewer than 8 content words to the title. ``restates title``: no placement clause, but
+    it adds fewer than 6 content words to the title. A heuristic to find candidates for rewriting."""
+    core = _PLACEMENT.sub("", summary)
+    new_words = _content_words(core) - _content_words(title)
+    if core != summary and len(new_words) < 8:
+        return "placement"
+    if len(new_words) < 6:
+        return "restates title"
+    return ""
+
+
 def propose(facts: list[Fact], current: dict[tuple[str, str], str], previous: list[Change]) -> list[Change]:
     """The changes the facts call for, in the facts' order. A reviewer's earlier decision on the very
     same proposal is kept; a proposal the data already carries (applied) stays listed with its decision."""

@@ -70,7 +70,6 @@ def counts(catalog: Catalog, data_dir: Path = DATA) -> dict[str, object]:
         "works": len(works),
         "titles_all_lower_case": sum(1 for w in works if w.title == w.title.lower()),
         "titles_flattened_leading_name_candidates": sum(1 for w in works if _FLAT_NAME.match(w.title)),
-        "titles_equal_to_survey_lowercased_list": sum(1 for w in works if w.title_original and w.title_original[1:] == w.title_original[1:].lower()),
         "arxiv_id_missing": sum(1 for w in works if not w.arxiv_id),
         "venue_missing": sum(1 for w in works if not w.venue),
         "venue_arxiv_only": sum(1 for w in works if w.venue == "arXiv"),

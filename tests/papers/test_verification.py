@@ -139,3 +139,10 @@ def test_review_and_apply_on_a_copy(tmp_path):
     ppo = next(r for r in rows(data / "works.csv") if r["key"] == "ppo")
     assert ppo["title"] == "Proximal Policy Optimization Algorithms"
     assert next(r for r in rows(DATA / "works.csv") if r["key"] == "ppo")["title"] != ppo["title"]  # the copy only
+
+
+def test_committed_after_counts_are_current():
+    """docs/catalog_accuracy.md quotes counts_after.json: it must be what the script measures now."""
+    r = run_script("counts")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == json.loads((VERIFICATION_DIR / "counts_after.json").read_text(encoding="utf-8"))

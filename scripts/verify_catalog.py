@@ -31,7 +31,7 @@ from papers.authors import is_truncated, split_authors
 from papers.csvio import read_csv_rows
 from papers.verification import (
     CHANGE_COLUMNS, VERIFICATION_DIR, FIELDS, apply_to_authors, apply_to_works, load_changes, load_facts,
-    propose, same_people, title_verdict, write_rows,
+    propose, same_people, same_value, title_verdict, vague_summary, write_rows,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,8 +91,6 @@ def counts(catalog: Catalog, data_dir: Path = DATA) -> dict[str, object]:
 
 
 def _same_authors(ours: str, found: str) -> bool:
-    from papers.verification import same_value
-
     return bool(ours) and same_value("authors", ours, found)
 
 
@@ -200,7 +198,7 @@ def report(keys: list[str], before: tuple[list, list], after: tuple[list, list],
     return "\n".join(lines) + "\n"
 
 
-def change_counts(changes: list, before_authors: dict[str, str]) -> dict[str, int]:
+def change_counts(changes: list) -> dict[str, int]:
     """What the accepted changes did, counted the way the issue asks."""
     acc = [c for c in changes if c.decision == "accept"]
     return {
@@ -270,8 +268,6 @@ def main(argv: list[str] | None = None) -> int:
         n_works, n_authors = apply_changes(args.data, args.data / "verification" / "changes.csv")
         print(f"applied: {n_works} work fields, {n_authors} author lists")
     elif args.command == "vague":
-        from papers.verification import vague_summary
-
         cat = Catalog.load(args.data)
         found = [(w.key, vague_summary(w.title, w.summary)) for w in cat]
         found = [(k, why) for k, why in found if why]
@@ -289,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report(keys, before, after, facts))
         changes = load_changes(args.data / "verification" / "changes.csv")
         print("## Accepted changes, whole catalog\n")
-        print(json.dumps(change_counts(changes, {r["key"]: r["authors"] for r in before[1]}), indent=1))
+        print(json.dumps(change_counts(changes), indent=1))
         author_facts = [x for x in facts if x.field == "authors"]
         for label, rows in (("before", before[1]), ("after", after[1])):
             a = {r["key"]: r["authors"] for r in rows}

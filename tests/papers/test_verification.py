@@ -146,3 +146,24 @@ def test_committed_after_counts_are_current():
     r = run_script("counts")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == json.loads((VERIFICATION_DIR / "counts_after.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("ours, found, verdict", [
+    ("DigiRL: Training agents", "DigiRL: Training agents", "ok"),
+    ("Octonav: Towards generalist navigation", "OctoNav: Towards Generalist Navigation", "name-casing"),
+    ("Reinforcement learning enhanced LLMs: A survey", "Reinforcement Learning Enhanced LLMs: A Survey", "sentence-case"),
+    ("Di-girl: Training agents", "DigiRL: Training agents", "words"),
+])
+def test_title_verdicts(ours, found, verdict):
+    from papers.verification import title_verdict
+
+    assert title_verdict(ours, found) == verdict
+
+
+def test_same_people_compares_family_names_and_initials_in_order():
+    from papers.verification import same_people
+
+    assert same_people("Zora Z. Wang and Marc-Alexandre Cote", "Zora Zhiruo Wang and Marc-Alexandre Côté")
+    assert not same_people("Kunal Singh and Mukund Khanna", "Mukund Khanna and Kunal Singh")
+    assert not same_people("A B and C D and others", "A B and C D and E F")
+    assert not same_people("{Lilian Weng}", "Lilian Weng")

@@ -71,6 +71,36 @@ def test_work_done_of_an_offline_run_counts_its_episodes_and_usable_pairs():
     assert (budget["episodes"], budget["usable_pairs"], budget["pair_prompts"], budget["policy_updates"]) == (64, 5, 8, 2)
 
 
+def test_a_run_the_safety_cap_stops_is_incomplete(tmp_path, fresh_tiny_model):
+    """The trainer stops at max_wall_s (checked between steps): 1 of 3 steps done, so the record is incomplete,
+    says why, and is out of every verdict; the work it did is counted as done."""
+    import dataclasses
+
+    from reference_impls.train import Trainer, TrainConfig
+
+    model, tok = fresh_tiny_model
+    cfg = TrainConfig(model="tiny", out=str(tmp_path / "run"), steps=3, prompts_per_step=2, group_size=2,
+                      max_new_tokens_per_turn=4, max_completion_tokens=8, max_wall_s=1e-6, mini_batches=2)
+    trainer = Trainer(cfg, model=model, tokenizer=tok)
+    rows = []
+    trainer.add_callback("on_step_end", lambda t: rows.append(dict(t.last_metrics)))
+    assert trainer.run() == "completed" and trainer.step == 1
+    config = dataclasses.asdict(cfg)
+    complete, why = stages.completion(config, rows[-1]["step"])
+    assert not complete and "after 1 of 3 steps" in why
+    record = {"budget": stages.work_done(config, rows, {}), "complete": complete, "incomplete_reason": why}
+    assert record["budget"]["policy_steps_done"] == 1 and record["budget"]["policy_updates"] == 2
+    assert record["budget"]["episodes"] == 4 and not budget_status(record)["in_verdicts"]
+    assert stages.completion(config, 3) == (True, None)
+
+
+@pytest.fixture
+def fresh_tiny_model():
+    from reference_impls.models import load_policy
+
+    return load_policy("tiny", device="cpu", seed=0)
+
+
 def test_budget_status_reads_new_and_legacy_records():
     capped = {"budget": {}, "complete": False, "incomplete_reason": "stopped by the safety cap"}
     assert budget_status(capped) == {"basis": "work", "complete": False, "in_verdicts": False,

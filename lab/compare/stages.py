@@ -165,15 +165,13 @@ def _train(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr: fl
     diagnostics = diagnostic_rows(metrics, uses_reference(config))
     with open(folder / "diagnostics.jsonl", "w") as f:
         f.writelines(json.dumps(row) + "\n" for row in diagnostics)
-    complete = steps_done >= config["steps"]
+    complete, why = completion(config, steps_done)
     return {
         "cell": cell_id(impl, seed), "implementation": impl, "algo": config["algo"], "env": env, "seed": seed,
         "config": config, "steps_done": steps_done, "resumed_from_step": resumed_from,
         "stopped_by_wall_cap": not complete,
         "budget": work_done(config, metrics, pair_stats), "complete": complete,
-        "incomplete_reason": None if complete else (
-            f"stopped by the safety cap (max_wall_s {config['max_wall_s']:g}) after {steps_done} of "
-            f"{config['steps']} steps: kept out of every verdict"),
+        "incomplete_reason": why,
         "curve": [{"step": m["step"], "reward_mean": m.get("reward_mean"), "accuracy": m.get("accuracy")}
                   for m in metrics],
         "diagnostics": diagnostics,
@@ -184,6 +182,15 @@ def _train(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr: fl
         "provenance": provenance(host),
         "peak_rss_mb": round(_peak_rss_mb(), 1),  # of the training (the held-out's is added by the caller)
     }
+
+
+def completion(config: dict, steps_done: int) -> tuple[bool, str | None]:
+    """(complete, why not): a run is complete when it did every budgeted step; one the safety cap stopped is
+    not, and is kept out of every verdict."""
+    if steps_done >= config["steps"]:
+        return True, None
+    return False, (f"stopped by the safety cap (max_wall_s {config.get('max_wall_s', 0):g}) after {steps_done} of "
+                   f"{config['steps']} steps: kept out of every verdict")
 
 
 def uses_reference(config: dict) -> bool:

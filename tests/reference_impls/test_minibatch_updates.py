@@ -138,3 +138,15 @@ def test_clip_bounds_follow_each_objective():
     assert clip_bounds(PPOConfig()) == pytest.approx((0.8, 1.2))
     assert clip_bounds(PPOConfig(epsilon_high=0.28)) == pytest.approx((0.8, 1.28))
     assert clip_bounds(RLOOConfig()) == pytest.approx((0.8, 1.2))
+
+
+def test_mu_exports_to_trl_as_steps_per_generation():
+    """TRL takes mu updates per generation batch as steps_per_generation = mu over P x G / mu rows each."""
+    from reference_impls import export
+
+    cfg = {**TrainConfig(model="tiny", out="x", prompts_per_step=4, group_size=8).__dict__, "mini_batches": 4}
+    kwargs, _ = export.trl_config(cfg)
+    assert (kwargs["steps_per_generation"], kwargs["per_device_train_batch_size"]) == (4, 8)
+    assert export.verl_config(cfg, kwargs)["actor_rollout_ref"]["actor"]["ppo_mini_batch_size"] == 1
+    with pytest.raises(ConfigError, match="--mini-batches 3 does not divide the step's 32 episodes"):
+        export.trl_config({**cfg, "mini_batches": 3})

@@ -46,6 +46,8 @@ NO_TRL_EQUIVALENT = {
     "sft_steps": "the warm start is not part of TRL's run: export a run after its warm start (its checkpoint is "
                  "the model), or run python -m reference_impls.sft first",
     "prompts_per_step": "mapped: per_device_train_batch_size = prompts_per_step x group_size on one process",
+    "mini_batches": "mapped: steps_per_generation = mu and per_device_train_batch_size = P x G / mu (TRL shuffles "
+                    "the generation batch before splitting it; ours splits it in group order)",
     "max_new_tokens_per_turn": "handled by our rollout inside TRL (rollout_func), not a GRPOConfig field",
     "train_pool": "the dataset: train_pool problems of the environment",
     "overlong_buffer": "mapped: trl.rewards.get_soft_overlong_punishment as a second reward, weight "
@@ -69,10 +71,14 @@ def trl_config(cfg: dict) -> tuple[dict, list[str]]:
     algo = dataclasses.asdict(build(GRPOOptions, cfg.get("algo_config", {}), "option of --algo grpo"))
     kwargs = {TRAIN_TO_TRL[k]: cfg[k] for k in TRAIN_TO_TRL}
     kwargs.update({GRPO_TO_TRL[k]: algo[k] for k in GRPO_TO_TRL})
+    episodes, mu = cfg["prompts_per_step"] * cfg["group_size"], int(cfg.get("mini_batches", 1))
+    if episodes % mu:
+        raise ConfigError(f"--target trl: --mini-batches {mu} does not divide the step's {episodes} episodes; TRL's "
+                          "steps_per_generation needs equal minibatches")
     kwargs.update(
         scale_rewards="group" if algo["scale_rewards"] else "none",
-        per_device_train_batch_size=cfg["prompts_per_step"] * cfg["group_size"], gradient_accumulation_steps=1,
-        steps_per_generation=1, lr_scheduler_type="constant", warmup_steps=0, adam_beta1=0.9, adam_beta2=0.99,
+        per_device_train_batch_size=episodes // mu, gradient_accumulation_steps=1,
+        steps_per_generation=mu, lr_scheduler_type="constant", warmup_steps=0, adam_beta1=0.9, adam_beta2=0.99,
         output_dir=str(cfg["out"]), save_strategy="steps", logging_steps=1, report_to="none",
     )
     notes = []
@@ -146,7 +152,11 @@ def verl_config(cfg: dict, kwargs: dict) -> dict:
                           "use_kl_loss": kwargs["beta"] > 0, "kl_loss_coef": kwargs["beta"], "kl_loss_type": "low_var_kl",
                           "loss_agg_mode": {"grpo": "seq-mean-token-mean", "dapo": "token-mean",
                                             "dr_grpo": "seq-mean-token-sum-norm"}[kwargs["loss_type"]],
-                          "grad_clip": cfg["max_grad_norm"], "ppo_epochs": kwargs["num_iterations"]},
+                          "grad_clip": cfg["max_grad_norm"], "ppo_epochs": kwargs["num_iterations"],
+                          # verl counts a minibatch in prompts: mu minibatches of P / mu prompts
+                          "ppo_mini_batch_size": cfg["prompts_per_step"] // kwargs["steps_per_generation"]
+                          if cfg["prompts_per_step"] % kwargs["steps_per_generation"] == 0 else
+                          f"mu = {kwargs['steps_per_generation']} does not divide {cfg['prompts_per_step']} prompts"},
                 "rollout": {"n": cfg["group_size"], "temperature": cfg["temperature"],
                             "multi_turn": {"enable": True, "max_assistant_turns": None}}},
             "trainer": {"total_training_steps": cfg["steps"], "save_freq": cfg["checkpoint_every"]},

@@ -54,6 +54,7 @@ from . import distributed
 from .algorithm import Algorithm, Context, Metrics, RolloutBatch, step_seed
 from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, seed_everything
+from .diagnostics import episode_diagnostics
 from .envs import ENVS, EnvSpec, get_env, load_env_module
 from .models import MODEL_NAMES, load_policy
 from .options import (ConfigError, add_flags, alias_map, as_dict, build, close_matches, coerce, given_flags,
@@ -88,6 +89,12 @@ class TrainConfig:
                                    low=1, high=4096)
     group_size: int = option(4, "G: samples per problem; group-relative methods compare within a group.", low=1,
                              high=1024, aliases=("num_generations",))
+    mini_batches: int = option(1, "mu: policy updates per rollout batch. The batch's episodes are split into "
+                               "this many minibatches (in group order), one optimiser step each; an algorithm's "
+                               "num_iterations repeats them (num_iterations x mu steps). With 1 the importance "
+                               "ratio stays 1 and clipping never acts. For the shared policy-gradient update "
+                               "(GRPO family, RLOO); PPO has its own --num-mini-batches.", low=1, high=1024,
+                               aliases=("mu",))
     micro_batch_size: int = option(8, "Sequences per forward/backward; lower it if memory runs short.", low=1,
                                    high=4096)
     max_new_tokens_per_turn: int = option(48, "Model tokens per turn before the turn is cut.", low=1, high=32768)
@@ -99,7 +106,9 @@ class TrainConfig:
                              high=10_000_000)
     checkpoint_every: int = option(10, "Steps between checkpoints (a stop also writes one).", low=1,
                                    high=1_000_000, aliases=("save_steps",))
-    max_wall_s: float = option(0.0, "Time budget in seconds: stop (checkpointed, 'completed') once exceeded; "
+    # a safety cap, not a budget: the budget is steps x P x G episodes and the updates they give (docs/compare.md)
+    max_wall_s: float = option(0.0, "Safety cap in seconds: stop (checkpointed, 'completed') once exceeded, with "
+                               "fewer steps than --steps (the comparison grid marks such a cell incomplete); "
                                "0 = none.", low=0.0, high=1e9)
     keep_checkpoints: int = option(2, "Checkpoints kept (older ones are deleted).", low=1, high=1000,
                                    aliases=("save_total_limit",))
@@ -174,6 +183,14 @@ def resolve(cfg: TrainConfig, check_model: bool = True, task: EnvSpec | None = N
     if cfg.max_new_tokens_per_turn > cfg.max_completion_tokens:
         raise ConfigError(f"--max-new-tokens-per-turn: {cfg.max_new_tokens_per_turn} cannot exceed "
                           f"--max-completion-tokens ({cfg.max_completion_tokens})")
+    if cfg.mini_batches > 1 and not algo_cls.online:
+        raise ConfigError(f"--mini-batches: {cfg.mini_batches} needs an online algorithm; --algo {cfg.algo} trains "
+                          "on stored data, one optimiser step per step")
+    if cfg.mini_batches > 1 and "num_mini_batches" in spec_map(algo_cls.Config):
+        raise ConfigError(f"--mini-batches: --algo {cfg.algo} splits its batch itself; set its --num-mini-batches")
+    if cfg.mini_batches > cfg.prompts_per_step * cfg.group_size:
+        raise ConfigError(f"--mini-batches: {cfg.mini_batches} is more than the {cfg.prompts_per_step * cfg.group_size} "
+                          "episodes of a step (--prompts-per-step x --group-size)")
     algo_cls.check(algo_cfg, cfg, task)
     if cfg.rollout_engine == "vllm":
         from .vllm_engine import check_available
@@ -385,6 +402,7 @@ class Trainer:
             metrics.add("accuracy", sum(float(bool(s.info.get("correct", False))) for s in samples) / max(n, 1.0), n)
             metrics.add("turns_mean", sum(s.turns for s in samples) / max(n, 1.0), n)
             metrics.add("completion_len_mean", float(batch.lengths.sum()) / max(n, 1.0), n)
+            metrics.update(episode_diagnostics(samples, batch.lengths).reduce())
             generated, rollout_s = float(rstats["generated_tokens"]), rstats["rollout_s"]
         t_update = time.time()
         result = self.algo.update(self.ctx, batch)
@@ -392,6 +410,11 @@ class Trainer:
         if not isinstance(result, Metrics):
             result = Metrics().update(result)
         reduced = {**metrics.reduce(), **result.reduce()}
+        if "policy_updates" not in reduced:  # an update of its own: one optimiser step, unless it splits the batch
+            if self.cfg.mini_batches > 1:
+                raise ConfigError(f"--mini-batches: --algo {self.cfg.algo} has an update of its own that does not "
+                                  "split the batch; run it with --mini-batches 1")
+            reduced["policy_updates"] = 1.0
         generated = distributed.all_reduce([generated])[0]
         self.step += 1
         wall = time.time() - t0

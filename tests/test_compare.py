@@ -111,7 +111,10 @@ def test_paired_difference_verdicts():
 # -- grid files ----------------------------------------------------------------------------------------
 
 def _grid(tmp_path, **changes):
+    """tiny.yaml with ``changes``, without its learning-rate sweep unless given: these tests check the runner's
+    cells (tests/test_compare_method.py runs tiny.yaml whole, sweep included)."""
     data = yaml.safe_load((GRIDS / "tiny.yaml").read_text())
+    data.pop("lr_sweep", None)
     data.update(changes)
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -128,23 +131,6 @@ def test_shipped_grids_load_and_validate(tmp_path):
         grid = Grid.load(str(path))
         assert grid.name == path.stem and grid.cells(), path
         stages.validate(grid, GridDir(tmp_path / grid.name))
-
-
-def test_core_grid_takes_one_optimiser_step_per_rl_step(tmp_path):
-    """"Equal optimiser steps and rollouts": every core cell takes one optimiser step per RL step (PPO one
-    epoch of one minibatch, the policy-gradient family one pass; DPO one step by construction), and DPO,
-    which samples all its episodes before its first step, samples as many prompts as the online cells
-    sample over all their steps."""
-    grid = Grid.load("core")
-    for impl, seed in grid.cells():
-        config = cell_config(grid, impl, seed, str(tmp_path))
-        algo = config["algo_config"]
-        if config["algo"] == "ppo":
-            assert algo["num_iterations"] * algo["num_mini_batches"] == 1, impl
-        elif config["algo"] == "dpo":
-            assert algo["pair_prompts"] == config["steps"] * config["prompts_per_step"], impl
-        else:
-            assert algo.get("num_iterations", 1) == 1, impl
 
 
 def test_a_cell_trained_under_an_older_recipe_is_marked_stale(tmp_path):

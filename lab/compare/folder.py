@@ -6,8 +6,12 @@ Layout of a grid folder (default: the data dir's ``compare/<grid name>``)::
     base/<env>.json              the untrained model's held-out (grids with ``base: true``)
     warm/<env>/                  the environment's warm-start model + done.json (with its held-out, no RL)
     cells/<impl>-s<seed>/run/    the trainer's run folder (checkpoints: a killed cell resumes)
-    cells/<impl>-s<seed>/result.json   config, curve, held-out per problem, time, tokens, peak memory
+    cells/<impl>-s<seed>/result.json   config, budget (work done, complete?), curve, diagnostics, held-out per
+                                       problem, validation choice, provenance, time, tokens, peak memory
+    cells/<impl>-s<seed>/diagnostics.jsonl   the mechanism diagnostics, one line per step (also in result.json)
     cells/<impl>-s<seed>/error.txt     why the cell failed (it is retried on the next run)
+    sweep/<impl>/lr-<lr>/result.json   a learning-rate trial (grids with lr_sweep): scored on validation only
+    sweep/<impl>.json            the learning rate chosen on validation, with every trial's score
     passk/<env>.json             pass@k curves of the base, warm-start and best RL models
 
 An exported (shipped) folder keeps the small files only: ``cells/<impl>-s<seed>.json``, ``warm/<env>.json``,
@@ -15,8 +19,9 @@ An exported (shipped) folder keeps the small files only: ``cells/<impl>-s<seed>.
 
 Owns ``GridDir`` (the paths, a cell's result, binding a folder to one grid), ``atomic_json`` (how every
 record is written), ``read_record`` (how every record is read back: a file that is there but is not a cell's
-JSON object is a *bad record*, reported, never a crash) and ``cell_results`` (the finished cells' records of
-either kind of folder).
+JSON object is a *bad record*, reported, never a crash), ``cell_results`` (the finished cells' records of
+either kind of folder), and the readers of a record's method fields: ``budget_status`` (work or legacy wall
+time, complete or not, in the verdicts or not) and ``cell_diagnostics`` (the per-step curves).
 """
 from __future__ import annotations
 
@@ -36,6 +41,56 @@ from .grid import Grid, cell_id
 #: Compare page (which cell is it?)
 RESULT_KEYS = ("heldout",)
 CELL_KEYS = ("implementation", "seed", "heldout")
+
+
+#: the per-step mechanism diagnostics a cell record carries (reference_impls/diagnostics.py, the trainer, PPO,
+#: DPO); a name an algorithm does not compute is absent from its rows
+DIAGNOSTIC_KEYS = ("reward_mean", "accuracy", "entropy", "kl", "clip_frac", "clip_frac_low", "clip_frac_high",
+                   "ratio_mean", "ratio_max", "len_correct", "len_incorrect", "zero_advantage_groups_frac",
+                   "groups_kept_frac", "completion_len_mean", "episodes", "policy_updates", "critic_updates",
+                   "critic_warmup", "pairs", "grad_norm", "loss")
+
+LEGACY_BASIS = "legacy, budget by wall time"
+
+
+def budget_status(record: dict) -> dict:
+    """How a cell record's budget reads: ``basis`` ("work", or ``LEGACY_BASIS`` for a record written before the
+    budget was work: equal steps under a wall-clock cap that decided how many ran), ``complete`` (the cell did
+    all its budgeted steps), ``in_verdicts`` (whether a comparison may use it: only complete cells) and
+    ``why`` (a sentence when it is not complete)."""
+    if "budget" in record:
+        complete = bool(record.get("complete"))
+        return {"basis": "work", "complete": complete, "in_verdicts": complete,
+                "why": "" if complete else str(record.get("incomplete_reason") or "did not finish its budget")}
+    config = record.get("config") or {}
+    capped = bool(record.get("stopped_by_wall_cap"))
+    why = (f"stopped by the wall cap after {record.get('steps_done')} of {config.get('steps')} steps"
+           if capped else "")
+    return {"basis": LEGACY_BASIS, "complete": not capped, "in_verdicts": not capped, "why": why}
+
+
+def cell_diagnostics(record: dict) -> list[dict]:
+    """A cell's per-step diagnostics (rows of ``step``, ``phase`` and the ``DIAGNOSTIC_KEYS`` it has), for
+    curves; [] for a record written before they were kept."""
+    rows = record.get("diagnostics")
+    return [dict(r) for r in rows if isinstance(r, dict) and "step" in r] if isinstance(rows, list) else []
+
+
+def read_diagnostics_file(path: Path) -> list[dict]:
+    """The rows of a cell's ``diagnostics.jsonl`` (a torn last line is skipped); [] when there is none."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    rows = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "step" in row:
+            rows.append(row)
+    return rows
 
 
 class BadRecord(ValueError):
@@ -82,6 +137,20 @@ class GridDir:
     def cell(self, impl: str, seed: int) -> Path:
         return self.path / "cells" / cell_id(impl, seed)
 
+    def trial(self, impl: str, lr: float) -> Path:
+        """A learning-rate trial's folder (scored on validation only)."""
+        return self.path / "sweep" / impl / f"lr-{lr:g}"
+
+    def choice_path(self, impl: str) -> Path:
+        return self.path / "sweep" / f"{impl}.json"
+
+    def choice(self, impl: str) -> dict | None:
+        """The validation choice of ``impl`` (``lr``, ``trials``), or None before the sweep has chosen."""
+        try:
+            return read_record(self.choice_path(impl), ("lr", "trials"))
+        except BadRecord:
+            return None
+
     def result(self, impl: str, seed: int) -> dict | None:
         """The cell's record, or None when it has none or a bad one (``result_problem`` says which)."""
         try:
@@ -120,7 +189,9 @@ class GridDir:
             if not isinstance(old, dict):
                 raise ConfigError(f"{spec}: holds a YAML {type(old).__name__}, not a grid (a mapping); fix or delete it")
             new = grid.as_dict()
-            changed = [k for k in ("recipe", "options", "eval", "warm_seed") if old.get(k) != new.get(k)]
+            # mu, lr_sweep and validation are absent from a grid.yaml that does not use them (and from older ones)
+            changed = [k for k in ("recipe", "options", "eval", "warm_seed", "mu", "lr_sweep", "validation")
+                       if old.get(k) != new.get(k)]
             if bool(old.get("warm_on_env_options", False)) != grid.warm_on_env_options:  # older folders lack it
                 changed.append("warm_on_env_options")
             if changed:

@@ -2,13 +2,22 @@
 
 A grid file (``lab/recipes/grids/NAME.yaml``) names a recipe (the run options of every cell,
 ``lab/recipes/NAME.yaml`` with its per-environment and per-algorithm layers), the budget overrides
-(``options``: steps, prompts, group size, lengths, and ``max_wall_s``, the wall-clock cap of each cell), the
-implementations (``train --list`` ids), the seeds and the held-out evaluation.
+(``options``: steps, prompts, group size, lengths, and ``max_wall_s``, a safety cap on each cell's wall
+time), the implementations (``train --list`` ids), the seeds, the held-out (test) evaluation, and optionally
+``mu`` (policy updates per rollout batch, by variant), a ``validation`` split and an ``lr_sweep``.
 
-Budget: every cell of an environment starts from the *same* warm-start checkpoint (SFT once per
-environment, seed ``warm_seed``) and trains for the same number of optimiser steps on the same number of
-rollouts per step (P x G), under the same wall-clock cap; held-out success is measured greedily on the
-same problems for every cell (paired).
+Budget = work, never wall time: every cell of an environment starts from the *same* warm-start checkpoint (SFT
+once per environment, seed ``warm_seed``) and its policy gets the same number of rollout batches (``steps``)
+of the same number of sampled episodes (P x G); each batch gives ``mu`` minibatch updates, set per family as
+its paper runs it (``mu``). PPO's critic warm-up steps come on top (their episodes and updates counted
+apart, never taken from the policy's steps); an offline algorithm (the DPO family) builds its pairs from as
+many episodes as an online cell samples (``pair_prompts`` = steps x P). A cell stopped by ``max_wall_s``
+has done less work: its record says ``complete: false`` and it is kept out of every verdict. Held-out
+success is measured greedily on the same problems for every cell (paired), once; learning rates are chosen
+on the validation split (``stages.sweep_stage``), never on the test problems.
+
+A variant is an implementation id without its environment (``calculator-gspo`` -> ``gspo``): the key of
+``mu`` and ``lr_sweep`` (``lr_sweep`` also takes an algorithm name, e.g. ``dpo``, and ``default``).
 
 Owns ``Grid`` (loading and checking a grid file), ``GRIDS`` (the shipped grid files), the cell ids, and what
 the recipe gives a cell (``cell_config``) and an environment's warm start (``warm_settings``,
@@ -47,6 +56,13 @@ class Grid:
     # demonstrate the warm start on the cells' env_options (the levels they train and are evaluated on)
     # rather than the environment's defaults; off in the core grid, whose shipped warm starts predate it
     warm_on_env_options: bool = False
+    # variant -> mu, the policy updates per rollout batch (minibatches of one pass); absent = 1
+    mu: dict = field(default_factory=dict)
+    # the validation split: n problems of the held-out distribution, none of them a test problem; 0 = none
+    validation_n: int = 0
+    validation_seed: int = 0
+    # variant | algorithm | "default" -> the learning rates tried (the same number for every cell's algorithm)
+    lr_sweep: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, name_or_path: str) -> "Grid":
@@ -68,7 +84,8 @@ class Grid:
 
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: a grid is a mapping")
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)} - {"eval"}
+        unknown = (set(data) - {f.name for f in dataclasses.fields(cls)} - {"eval", "validation"}) | (
+            {"validation_n", "validation_seed", "eval_n", "eval_seed"} & set(data))
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         for key in ("name", "recipe", "implementations", "seeds"):
@@ -86,18 +103,56 @@ class Grid:
         except KeyError as err:
             raise ConfigError(f"{where}: field 'recipe': {err.args[0]}") from None
         ev = data.get("eval", {}) or {}
+        val = data.get("validation", {}) or {}
+        if not isinstance(val, dict) or not set(val) <= {"n", "seed"}:
+            raise ConfigError(f"{where}: field 'validation' is a mapping with n and seed")
+        validation_n = _int_field(val.get("n", 0), f"{where}: field 'validation', n", low=0)
+        mu = _variant_map(data.get("mu"), f"{where}: field 'mu'", known, algos=False)
+        for key, value in mu.items():
+            _int_field(value, f"{where}: field 'mu', {key}", low=1)
+        lr_sweep = _variant_map(data.get("lr_sweep"), f"{where}: field 'lr_sweep'", known, algos=True)
+        for key, values in lr_sweep.items():
+            if not isinstance(values, list) or not values or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1 for v in values):
+                raise ConfigError(f"{where}: field 'lr_sweep', {key}: a non-empty list of learning rates in (0, 1)")
+        if len({len(v) for v in lr_sweep.values()}) > 1:
+            raise ConfigError(f"{where}: field 'lr_sweep': every algorithm gets the same number of trials "
+                              f"({', '.join(f'{k}: {len(v)}' for k, v in lr_sweep.items())})")
+        if lr_sweep and not validation_n:
+            raise ConfigError(f"{where}: field 'lr_sweep' needs a validation split (validation: {{n, seed}}): "
+                              "learning rates are chosen on validation problems, never on the test problems")
         return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
                    warm_seed=int(data.get("warm_seed", 0)), label=str(data.get("label", "")),
                    baseline=str(data.get("baseline", "grpo")), base=bool(data.get("base", False)),
-                   warm_on_env_options=bool(data.get("warm_on_env_options", False)))
+                   warm_on_env_options=bool(data.get("warm_on_env_options", False)), mu=mu,
+                   validation_n=validation_n,
+                   validation_seed=_int_field(val.get("seed", 0), f"{where}: field 'validation', seed", low=0),
+                   lr_sweep={k: [float(v) for v in vals] for k, vals in lr_sweep.items()})
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["implementations"], d["seeds"] = list(self.implementations), list(self.seeds)
         d["eval"] = {"n": d.pop("eval_n"), "seed": d.pop("eval_seed")}
+        n, seed = d.pop("validation_n"), d.pop("validation_seed")
+        for key, value in (("mu", d["mu"]), ("lr_sweep", d["lr_sweep"]), ("validation", n and {"n": n, "seed": seed})):
+            if not value:  # absent when unused, so a grid.yaml written before these fields still binds
+                d.pop(key, None)
+            else:
+                d[key] = value
         return d
+
+    def sweep_lrs(self, impl_id: str) -> list[float]:
+        """The learning rates tried for ``impl_id`` (its variant's list, else its algorithm's, else
+        ``default``); [] when the grid has no sweep."""
+        from lab.catalog import get
+
+        impl = get(impl_id)
+        for key in (variant(impl_id), impl.algo, "default"):
+            if key in self.lr_sweep:
+                return list(self.lr_sweep[key])
+        return []
 
     def cells(self) -> list[tuple[str, int]]:
         """(implementation, seed), seed-major: every algorithm gets seed 0 before any gets seed 1, so a
@@ -110,13 +165,44 @@ class Grid:
         return list(dict.fromkeys(get(i).env for i in self.implementations))
 
 
+def _int_field(value, what: str, low: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(f"{what}: {value!r} is not an integer >= {low}")
+    return value
+
+
+def _variant_map(value, what: str, known: set[str], algos: bool) -> dict:
+    """A grid's mapping keyed by variant (and, with ``algos``, by algorithm name or ``default``), checked."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{what}: a mapping from variant (an implementation id without its environment) to a value")
+    from lab.catalog import available
+
+    names = {variant(i) for i in known}
+    if algos:
+        names |= {i.algo for i in available()} | {"default"}
+    bad = sorted(str(k) for k in value if k not in names)
+    if bad:
+        raise ConfigError(f"{what}: unknown {', '.join(bad)} (a variant such as gspo{', an algorithm or default' if algos else ''})")
+    return dict(value)
+
+
+def variant(impl_id: str) -> str:
+    """The implementation without its environment: ``calculator-gspo`` -> ``gspo`` (what ``mu`` is keyed by)."""
+    from lab.catalog import get
+
+    return impl_id.removeprefix(get(impl_id).env + "-")
+
+
 def cell_id(impl: str, seed: int) -> str:
     return f"{impl}-s{seed}"
 
 
-def cell_config(grid: Grid, impl_id: str, seed: int, warm_model: str) -> dict:
-    """The cell's TrainConfig data: the implementation's switches, the recipe's layers, the grid's budget;
-    the model is the environment's shared warm start (so no warm start of its own)."""
+def cell_config(grid: Grid, impl_id: str, seed: int, warm_model: str, lr: float | None = None) -> dict:
+    """The cell's TrainConfig data: the implementation's switches, the recipe's layers, the grid's budget
+    (``budget_options``); the model is the environment's shared warm start (so no warm start of its own).
+    ``lr``: the learning rate chosen on validation (``stages.sweep_stage``) instead of the recipe's."""
     from lab.catalog import get, preset_config
     from reference_impls.train import config_from_dict
 
@@ -128,7 +214,52 @@ def cell_config(grid: Grid, impl_id: str, seed: int, warm_model: str) -> dict:
     if env_options:
         config["env_options"] = {**config["env_options"], **env_options}
     config.update(seed=seed, model=warm_model, sft_steps=0, out="cell")
-    return dataclasses.asdict(config_from_dict(config))
+    if lr is not None:
+        config["lr"] = lr
+    cfg = config_from_dict(config)
+    budget_options(grid, impl_id, cfg)
+    return dataclasses.asdict(cfg)
+
+
+def budget_options(grid: Grid, impl_id: str, cfg) -> None:
+    """Make ``cfg`` (a TrainConfig) spend the grid's budget the same way for every algorithm: ``mu`` updates per
+    rollout batch (the shared update's ``mini_batches``; PPO: one epoch of ``mu`` minibatches); PPO's critic
+    warm-up added on top of the policy's steps; an offline algorithm's pairs built from steps x P prompts
+    (x G samples each: the episodes an online cell samples)."""
+    from reference_impls.options import build, spec_map
+    from reference_impls.train import ALGORITHMS
+
+    algo_cls = ALGORITHMS[cfg.algo]
+    fields = spec_map(algo_cls.Config)
+    mu = grid.mu.get(variant(impl_id))
+    if mu is not None:
+        if "num_mini_batches" in fields:
+            cfg.algo_config.update(num_iterations=1, num_mini_batches=mu)
+        else:
+            cfg.mini_batches = mu
+    if "critic_warmup_steps" in fields:
+        cfg.steps += int(build(algo_cls.Config, dict(cfg.algo_config), f"option of --algo {cfg.algo}").critic_warmup_steps)
+    if not algo_cls.online and "pair_prompts" in fields:
+        cfg.algo_config["pair_prompts"] = cfg.steps * cfg.prompts_per_step
+
+
+def updates_per_batch(config: dict) -> int:
+    """mu as configured: the policy updates one rollout batch gives (epochs x minibatches; 1 for an offline
+    algorithm, one step per stored batch)."""
+    from reference_impls.options import build, spec_map
+    from reference_impls.train import ALGORITHMS
+
+    algo_cls = ALGORITHMS[config["algo"]]
+    algo = build(algo_cls.Config, dict(config.get("algo_config", {})), f"option of --algo {config['algo']}")
+    passes = int(getattr(algo, "num_iterations", 1))
+    if "num_mini_batches" in spec_map(algo_cls.Config):
+        return passes * int(algo.num_mini_batches)
+    return passes * int(config.get("mini_batches", 1)) if algo_cls.online else 1
+
+
+def policy_steps(config: dict) -> int:
+    """The rollout batches a cell's policy is budgeted (its ``steps`` less PPO's critic warm-up)."""
+    return config["steps"] - int(config.get("algo_config", {}).get("critic_warmup_steps", 0) or 0)
 
 
 def warm_settings(grid: Grid, env: str) -> dict:

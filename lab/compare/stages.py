@@ -5,6 +5,15 @@ its held-out (``warm_eval_stage``), a cell (``cell_stage``: train, then evaluate
 (``passk_stage``). Each runs in its own process (``python -m lab.compare _baseeval / _warm / _warmeval /
 _cell / _passk``), one at a time: a crash or OOM costs one cell, and the peak memory is the cell's own.
 
+Grids with an ``lr_sweep`` first run each implementation's learning-rate trials (``trial_stage``: trained
+like a cell of seed ``warm_seed``, scored on the validation split only; ``python -m lab.compare.stages
+_trial``), then ``choose_lr``; the cells train with the chosen rate and are scored on the test problems once.
+
+A record's work part (``_train``): ``budget`` (``work_done``: the policy's rollout batches, episodes and
+updates, PPO's critic warm-up apart, an offline run's episodes and usable pairs), ``complete`` and
+``incomplete_reason`` (a run the safety cap stopped: out of every verdict), ``diagnostics`` (one row per step,
+also ``diagnostics.jsonl``) and ``provenance`` (commit, versions, threads, load, steal).
+
 The driver: ``validate`` (every cell's config passes the trainer's checks), ``run`` (every missing stage in
 order, resumable: finished stages are kept) and ``status`` (each cell done, stale, partial, failed or pending).
 """
@@ -22,8 +31,10 @@ from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir, read_jsonl
 from reference_impls.stats import bootstrap_interval
 
-from .folder import GridDir, atomic_json, cell_results
-from .grid import Grid, cell_config, cell_id, chosen_env_options, env_of, warm_settings
+from .folder import DIAGNOSTIC_KEYS, GridDir, atomic_json, cell_results, read_record
+from .grid import (Grid, cell_config, cell_id, chosen_env_options, env_of, policy_steps, updates_per_batch,
+                   warm_settings)
+from .provenance import Host, provenance
 from .report import duration
 
 
@@ -96,12 +107,19 @@ def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed:
                      max_new_tokens_per_turn: int, max_completion_tokens: int) -> list[int]:
     """Greedy held-out success, one 0/1 per problem (the same problems for every cell of the grid)."""
     from reference_impls.envs import get_env
-    from reference_impls.measure.evaluate import evaluate
-    from reference_impls.models import load_policy
 
     task = get_env(env)
     env_options = task.heldout_env_options(env_options)
     problems = task.problems("heldout", n=n, seed=seed, config=env_options)
+    return score_problems(model_name, task, problems, env_options, max_new_tokens_per_turn, max_completion_tokens)
+
+
+def score_problems(model_name: str, task, problems: list, env_options: dict, max_new_tokens_per_turn: int,
+                   max_completion_tokens: int) -> list[int]:
+    """Greedy success of a model on ``problems``, one 0/1 per problem."""
+    from reference_impls.measure.evaluate import evaluate
+    from reference_impls.models import load_policy
+
     model, tokenizer = load_policy(model_name)
     _, samples = evaluate(model, tokenizer, task, problems, max_new_tokens_per_turn=max_new_tokens_per_turn,
                           max_completion_tokens=max_completion_tokens, env_options=env_options, return_samples=True)
@@ -111,16 +129,19 @@ def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed:
     return correct
 
 
-def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
+def _train(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr: float | None) -> dict:
+    """Train one run of ``impl`` in ``folder/run`` (resuming a killed one) and return its record's work part:
+    config, budget, completeness, curve, diagnostics, cost and provenance (no held-out: the caller scores
+    validation or test). Also writes ``folder/diagnostics.jsonl``."""
     from lab.catalog import get
     from reference_impls.algorithms.dpo.dpo import load_pair_stats
     from reference_impls.train import main as train_main
 
-    folder = gdir.cell(impl, seed)
+    host = Host.sample()
     folder.mkdir(parents=True, exist_ok=True)
     run = RunDir(folder / "run")
     env = get(impl).env
-    config = cell_config(grid, impl, seed, str(gdir.warm(env)))
+    config = cell_config(grid, impl, seed, str(gdir.warm(env)), lr=lr)
     config["out"] = str(run.path)
     t0 = time.time()
     resumed_from = None
@@ -134,32 +155,188 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
     if rc != 0:
         raise RuntimeError(f"the trainer exited with {rc}")
     train_s = time.time() - t0
-    ckpt = run.latest_checkpoint()
-    if ckpt is None:
+    if run.latest_checkpoint() is None:
         raise RuntimeError(f"{run.path}: no checkpoint after training")
     metrics = read_jsonl(run.metrics_path)
     # an offline algorithm (the DPO family) samples its episodes before the first step: their time and
     # tokens are part of the cell's cost, though no step's metrics carry them
     pair_stats = load_pair_stats(run.pairs_path)
-    t1 = time.time()
-    heldout = evaluate_heldout(str(ckpt), env, config["env_options"], grid.eval_n, grid.eval_seed,
-                               config["max_new_tokens_per_turn"], config["max_completion_tokens"])
-    atomic_json(folder / "result.json", {
+    steps_done = metrics[-1]["step"] if metrics else 0
+    diagnostics = diagnostic_rows(metrics, uses_reference(config))
+    with open(folder / "diagnostics.jsonl", "w") as f:
+        f.writelines(json.dumps(row) + "\n" for row in diagnostics)
+    complete, why = completion(config, steps_done)
+    return {
         "cell": cell_id(impl, seed), "implementation": impl, "algo": config["algo"], "env": env, "seed": seed,
-        "config": config, "steps_done": metrics[-1]["step"] if metrics else 0, "resumed_from_step": resumed_from,
-        "stopped_by_wall_cap": bool(metrics) and metrics[-1]["step"] < config["steps"],
+        "config": config, "steps_done": steps_done, "resumed_from_step": resumed_from,
+        "stopped_by_wall_cap": not complete,
+        "budget": work_done(config, metrics, pair_stats), "complete": complete,
+        "incomplete_reason": why,
         "curve": [{"step": m["step"], "reward_mean": m.get("reward_mean"), "accuracy": m.get("accuracy")}
                   for m in metrics],
+        "diagnostics": diagnostics,
         "tokens": round(sum(m.get("tokens_per_s", 0.0) * m.get("step_s", 0.0) for m in metrics))
                   + int(pair_stats.get("generated_tokens", 0)),
         "train_s": round((metrics[-1]["wall_s"] if metrics else train_s) + pair_stats.get("build_s", 0.0), 1),
         "sampling_before_training_s": pair_stats.get("build_s"),
-        "eval_s": round(time.time() - t1, 1), "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "provenance": provenance(host),
+        "peak_rss_mb": round(_peak_rss_mb(), 1),  # of the training (the held-out's is added by the caller)
+    }
+
+
+def completion(config: dict, steps_done: int) -> tuple[bool, str | None]:
+    """(complete, why not): a run is complete when it did every budgeted step; one the safety cap stopped is
+    not, and is kept out of every verdict."""
+    if steps_done >= config["steps"]:
+        return True, None
+    return False, (f"stopped by the safety cap (max_wall_s {config.get('max_wall_s', 0):g}) after {steps_done} of "
+                   f"{config['steps']} steps: kept out of every verdict")
+
+
+def uses_reference(config: dict) -> bool:
+    """Whether the run keeps a frozen reference (so its ``kl`` is a KL to the reference, not a placeholder 0)."""
+    from reference_impls.options import build
+    from reference_impls.train import ALGORITHMS
+
+    algo_cls = ALGORITHMS[config["algo"]]
+    return bool(algo_cls.uses_reference(build(algo_cls.Config, dict(config.get("algo_config", {})), "algo_config")))
+
+
+def diagnostic_rows(metrics: list[dict], with_reference: bool) -> list[dict]:
+    """One row per step: ``step``, ``phase`` (``critic-warmup`` for PPO's critic-only steps, else ``policy``)
+    and the ``DIAGNOSTIC_KEYS`` the step's metrics have (``kl`` None when the run has no reference)."""
+    rows = []
+    for m in metrics:
+        row = {"step": m["step"], "phase": "critic-warmup" if m.get("critic_warmup") else "policy"}
+        row.update({k: m[k] for k in DIAGNOSTIC_KEYS if k in m})
+        if "kl" in row and not with_reference:
+            row["kl"] = None
+        rows.append(row)
+    return rows
+
+
+def work_done(config: dict, metrics: list[dict], pair_stats: dict) -> dict:
+    """The budget a run was given and the work it did (docs/compare.md, "Budget"): rollout batches and sampled
+    episodes of the policy, its optimiser updates, PPO's critic warm-up apart, an offline run's episodes and
+    usable pairs."""
+    warm = [m for m in metrics if m.get("critic_warmup")]
+    policy = [m for m in metrics if not m.get("critic_warmup")]
+    online = not pair_stats
+    budget = {"policy_steps": policy_steps(config), "policy_steps_done": len(policy),
+              "prompts_per_step": config["prompts_per_step"], "group_size": config["group_size"],
+              "mu": updates_per_batch(config),
+              "policy_updates": int(sum(m.get("policy_updates", 1.0) for m in policy)),
+              "episodes": int(sum(m.get("episodes", 0.0) for m in policy)) if online else int(pair_stats.get("samples", 0)),
+              "critic_warmup_steps": config["steps"] - policy_steps(config),
+              "critic_warmup_steps_done": len(warm),
+              "critic_warmup_episodes": int(sum(m.get("episodes", 0.0) for m in warm)),
+              "critic_updates": int(sum(m.get("critic_updates", 0.0) for m in metrics)),
+              "max_wall_s": config.get("max_wall_s", 0.0)}
+    if not online:
+        budget["usable_pairs"] = int(pair_stats.get("pairs", 0))
+        budget["pair_prompts"] = int(pair_stats.get("pair_prompts", 0))
+    return budget
+
+
+def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
+    """Train a cell (with the learning rate chosen on validation, when the grid sweeps it), then score it once
+    on the held-out test problems."""
+    choice = gdir.choice(impl) if grid.lr_sweep else None
+    if grid.lr_sweep and choice is None:
+        raise ConfigError(f"{cell_id(impl, seed)}: the learning-rate sweep of {impl} has not chosen yet "
+                          f"({gdir.choice_path(impl)} is missing); run the grid, which runs the sweep first")
+    folder = gdir.cell(impl, seed)
+    run = RunDir(folder / "run")
+    record = _chosen_trial(gdir, impl, seed, choice, folder)
+    if record is None:
+        record = _train(grid, gdir, impl, seed, folder, lr=None if choice is None else choice["lr"])
+    config = record["config"]
+    t1 = time.time()
+    heldout = evaluate_heldout(str(run.latest_model()), record["env"], config["env_options"], grid.eval_n,
+                               grid.eval_seed, config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    atomic_json(folder / "result.json", {
+        **record, "validation": choice,
+        "eval_s": round(time.time() - t1, 1), "peak_rss_mb": max(record["peak_rss_mb"], round(_peak_rss_mb(), 1)),
         **_heldout_record(heldout),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
     (folder / "error.txt").unlink(missing_ok=True)
     run.drop_resume_state()  # a finished cell is never resumed: keep its final weights only (pass@k samples them)
+
+
+#: what a trial's record adds to the work part ``_train`` returns
+TRIAL_KEYS = ("lr", "validation", "validation_by_problem", "eval_s", "finished")
+
+
+def _chosen_trial(gdir: GridDir, impl: str, seed: int, choice: dict | None, folder: Path) -> dict | None:
+    """The chosen trial's run as the cell of the trials' seed (the same config, so the same training): moved
+    into ``folder`` instead of trained again, with its record's work part; None when there is none to take
+    (another seed, no sweep, or already taken: the cell then trains or resumes as usual)."""
+    if choice is None or seed != choice["seed"]:
+        return None
+    trial = gdir.trial(impl, choice["lr"])
+    record = read_record(trial / "result.json", ("config",))
+    if record is None or not (trial / "run").is_dir() or (folder / "run").exists():
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    os.replace(trial / "run", folder / "run")
+    work = {k: v for k, v in record.items() if k not in TRIAL_KEYS}
+    work["config"] = {**work["config"], "out": str(folder / "run")}
+    work["trained_as"] = f"the chosen learning-rate trial ({trial.relative_to(gdir.path)}), moved here"
+    with open(folder / "diagnostics.jsonl", "w") as f:
+        f.writelines(json.dumps(row) + "\n" for row in work["diagnostics"])
+    return work
+
+
+def trial_stage(grid: Grid, gdir: GridDir, impl: str, lr: float) -> None:
+    """One learning-rate trial of ``impl``: trained as a cell of seed ``warm_seed`` with ``lr``, scored on the
+    validation problems only (never on the test problems). The chosen trial's run becomes that seed's cell."""
+    from reference_impls.envs import get_env
+    from reference_impls.measure.evaluate import validation_problems
+
+    folder = gdir.trial(impl, lr)
+    record = _train(grid, gdir, impl, grid.warm_seed, folder, lr=lr)
+    config = record["config"]
+    run = RunDir(folder / "run")
+    task = get_env(record["env"])
+    options = task.heldout_env_options(config["env_options"])
+    problems = validation_problems(task, grid.validation_n, grid.validation_seed, grid.eval_n, grid.eval_seed,
+                                   **options)
+    t1 = time.time()
+    scores = score_problems(str(run.latest_model()), task, problems, options,
+                            config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    atomic_json(folder / "result.json", {
+        **record, "lr": lr, "validation": sum(scores) / len(scores), "validation_by_problem": scores,
+        "eval_s": round(time.time() - t1, 1),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    })
+    # kept until the choice: the chosen trial is the cell of seed warm_seed (the same config), not trained twice
+    run.drop_resume_state()
+
+
+def choose_lr(grid: Grid, gdir: GridDir, impl: str) -> dict:
+    """The learning rate of ``impl``'s cells: the trial with the highest mean validation success among the
+    complete ones (ties: the first listed). Written to ``sweep/<impl>.json`` and copied into every cell record."""
+    trials = []
+    for lr in grid.sweep_lrs(impl):
+        r = read_record(gdir.trial(impl, lr) / "result.json", ("validation",))
+        if r is None:
+            raise ConfigError(f"{impl}: the trial with lr {lr:g} has not run")
+        trials.append({"lr": lr, "validation": r["validation"], "complete": bool(r.get("complete")),
+                       "validation_by_problem": r["validation_by_problem"]})
+    usable = [t for t in trials if t["complete"]]
+    if not usable:
+        raise ConfigError(f"{impl}: no learning-rate trial finished its budget (all stopped by the safety cap)")
+    best = max(usable, key=lambda t: t["validation"])  # max keeps the first of equal scores
+    choice = {"implementation": impl, "lr": best["lr"], "trials": trials, "seed": grid.warm_seed,
+              "split": {"n": grid.validation_n, "seed": grid.validation_seed},
+              "rule": "highest mean validation success among complete trials; ties: the first listed"}
+    gdir.choice_path(impl).parent.mkdir(parents=True, exist_ok=True)
+    atomic_json(gdir.choice_path(impl), choice)
+    for t in trials:  # the other trials' weights are never used again
+        if t["lr"] != best["lr"]:
+            shutil.rmtree(gdir.trial(impl, t["lr"]) / "run", ignore_errors=True)
+    return choice
 
 
 def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: int, out=sys.stdout) -> None:
@@ -237,21 +414,49 @@ def validate(grid: Grid, gdir: GridDir) -> None:
     from reference_impls.train import config_from_dict, resolve
 
     for impl, seed in grid.cells():
-        try:
-            from lab.catalog import get
+        for lr in [None, *(grid.sweep_lrs(impl) if seed == grid.seeds[0] else [])]:  # the sweep's trials too
+            try:
+                config = cell_config(grid, impl, seed, str(gdir.warm(env_of(impl))), lr=lr)
+                resolve(config_from_dict(config), check_model=False)
+            except (ConfigError, TypeError, ValueError) as err:
+                where = f"cell {cell_id(impl, seed)}" if lr is None else f"the trial of {impl} with lr {lr:g}"
+                raise ConfigError(f"grid {grid.name}, {where}: {err}") from None
 
-            config = cell_config(grid, impl, seed, str(gdir.warm(get(impl).env)))
-            resolve(config_from_dict(config), check_model=False)
-        except (ConfigError, TypeError, ValueError) as err:
-            raise ConfigError(f"grid {grid.name}, cell {cell_id(impl, seed)}: {err}") from None
 
-
-def stage_process(args: list[str], log: Path) -> int:
-    """``python -m lab.compare ARGS`` (a stage) in its own process, its output appended to ``log``; the exit code."""
+def stage_process(args: list[str], log: Path, module: str = "lab.compare") -> int:
+    """``python -m MODULE ARGS`` (a stage) in its own process, its output appended to ``log``; the exit code."""
     with open(log, "a") as f:
-        proc = subprocess.run([sys.executable, "-m", "lab.compare", *args], stdout=f, stderr=subprocess.STDOUT,
+        proc = subprocess.run([sys.executable, "-m", module, *args], stdout=f, stderr=subprocess.STDOUT,
                               env=dict(os.environ, HF_HUB_OFFLINE="1"))
     return proc.returncode
+
+
+def sweep(grid: Grid, gdir: GridDir, impls: list[str], grid_arg: str, out=sys.stdout) -> int:
+    """Each of ``impls``' missing learning-rate trials (each in its own process: ``python -m lab.compare.stages
+    _trial``), then its choice; returns the number of implementations left without a choice."""
+    failed = 0
+    for impl in impls:
+        lrs = grid.sweep_lrs(impl)
+        if not lrs or gdir.choice(impl) is not None:
+            continue
+        for lr in lrs:
+            folder = gdir.trial(impl, lr)
+            if read_record(folder / "result.json") is not None:
+                continue
+            print(f"lr trial {impl} lr {lr:g} (scored on validation) ...", file=out, flush=True)
+            folder.mkdir(parents=True, exist_ok=True)
+            if stage_process(["_trial", grid_arg, "--dir", str(gdir.path), "--impl", impl, "--lr", repr(lr)],
+                             folder / "log.txt", module="lab.compare.stages"):
+                print(f"  failed: see {folder / 'log.txt'}", file=out, flush=True)
+        try:
+            choice = choose_lr(grid, gdir, impl)
+        except ConfigError as err:
+            print(f"  {err}", file=out, flush=True)
+            failed += 1
+            continue
+        print(f"  {impl}: lr {choice['lr']:g} chosen on validation ("
+              + ", ".join(f"{t['lr']:g}: {t['validation']:.3f}" for t in choice["trials"]) + ")", file=out, flush=True)
+    return failed
 
 
 def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout, grid_arg: str | None = None,
@@ -287,6 +492,10 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
                 print(f"  failed: see {gdir.path / f'warm-eval-{name}.log'}", file=out, flush=True)
                 return failures + 1
     cells = [c for c in grid.cells() if env_of(c[0]) in envs]
+    if grid.lr_sweep:  # learning rates chosen on validation before any cell trains (and is tested)
+        impls = list(dict.fromkeys(impl for impl, _ in cells))
+        if sweep(grid, gdir, impls, grid_arg, out):
+            return failures + 1
     finished = {c: gdir.result(*c) for c in cells}
     todo = [c for c in cells if finished[c] is None]
     for (impl, seed), r in finished.items():  # kept, not re-run: the user decides whether the old result goes
@@ -321,7 +530,8 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
 def stale_fields(grid: Grid, gdir: GridDir, impl: str, seed: int, result: dict) -> list[str]:
     """The run options in which a finished cell's recorded config differs from what the grid's recipe
     gives that cell now (a recipe edited after the cell ran): such a cell is not comparable with new ones."""
-    now = cell_config(grid, impl, seed, str(gdir.warm(env_of(impl))))
+    choice = gdir.choice(impl) if grid.lr_sweep else None
+    now = cell_config(grid, impl, seed, str(gdir.warm(env_of(impl))), lr=None if choice is None else choice["lr"])
     then = result.get("config", {})
     return sorted(k for k in set(now) | set(then) if k not in ("out", "model") and now.get(k) != then.get(k))
 
@@ -348,3 +558,23 @@ def status(grid: Grid, gdir: GridDir) -> list[dict]:
         rows.append({"cell": cell_id(impl, seed), "state": state, "changed": changed,
                      "heldout": None if result is None else result["heldout"]})
     return rows
+
+
+def _main(argv=None) -> int:
+    """``python -m lab.compare.stages _trial GRID --dir DIR --impl ID --lr LR``: one learning-rate trial, the
+    stage ``sweep`` starts in its own process."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m lab.compare.stages")
+    p.add_argument("command", choices=("_trial",))
+    p.add_argument("grid")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--impl", required=True)
+    p.add_argument("--lr", type=float, required=True)
+    args = p.parse_args(argv)
+    trial_stage(Grid.load(args.grid), GridDir(args.dir), args.impl, args.lr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -13,6 +13,7 @@ run's (config.json); flags such as ``--levels 1,2,3`` or ``--env-option KEY=VALU
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections import defaultdict
@@ -44,6 +45,36 @@ def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tok
     result = {"accuracy": correct / max(len(samples), 1), "n": len(samples), "correct": correct,
               "by_family": {k: round(v[0] / v[1], 4) for k, v in sorted(by_family.items())}}
     return (result, samples) if return_samples else result
+
+
+def problem_content(problem):
+    """What a problem *is*, without its draw-specific ``uid`` and ``split`` labels (nested problems too): two
+    draws of the same question (or map, or program) have the same content."""
+    if dataclasses.is_dataclass(problem) and not isinstance(problem, type):
+        return (type(problem).__name__, *((f.name, problem_content(getattr(problem, f.name)))
+                                          for f in dataclasses.fields(problem) if f.name not in ("uid", "split")))
+    if isinstance(problem, (list, tuple)):
+        return tuple(problem_content(p) for p in problem)
+    return repr(problem)
+
+
+def validation_problems(task, n: int, seed: int, test_n: int, test_seed: int, **options) -> list:
+    """``n`` problems of the held-out distribution (the same phrasings, maps, levels as the test problems)
+    none of which is a test problem (``test_n`` problems drawn with ``test_seed``) nor a repeat of another:
+    where learning rates and other settings are chosen, so the test problems are scored once. A pure function
+    of its arguments. ValueError naming the environment when its held-out distribution has too few distinct
+    problems outside the test set."""
+    test = {problem_content(p) for p in task.problems("heldout", n=test_n, seed=test_seed, **options)}
+    chosen, seen = [], set(test)
+    for p in task.problems("heldout", n=n + test_n, seed=seed, **options):
+        key = problem_content(p)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(p)
+            if len(chosen) == n:
+                return chosen
+    raise ValueError(f"{task.name}: only {len(chosen)} of {n} validation problems drawn with seed {seed} are "
+                     f"distinct and outside the {test_n} test problems (seed {test_seed}); ask for fewer")
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

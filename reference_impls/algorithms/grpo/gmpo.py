@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import ClassVar
 
 import torch
 
@@ -41,6 +42,7 @@ class Config(grpo.Config):
     """GRPO's switches; the clip range is in log space (GMPO). ``loss_type`` and ``importance_sampling_level``
     do not apply (GMPO has its own aggregation)."""
 
+    clip_in_log_space: ClassVar[bool] = True  # for diagnostics.clip_bounds: the ratio lies in (e^-eps, e^eps)
     epsilon_low: float = option(0.4, "Clip range below 0 of the log importance ratio (ratio >= e^-eps).", low=0.0,
                                 high=10.0, aliases=("epsilon",))
     epsilon_high: float = option(0.4, "Clip range above 0 of the log importance ratio (ratio <= e^eps).", low=0.0,

@@ -99,6 +99,7 @@ from torch import nn
 from ... import distributed
 from ...algorithm import Algorithm, Context, RolloutBatch
 from ...common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
+from ...diagnostics import ratio_diagnostics
 from ...options import Options, option
 
 
@@ -392,7 +393,7 @@ class PPO(Algorithm):
         mb_size = max(1, math.ceil(B / max(1, cfg.num_mini_batches)))
         policy_params = [p for p in policy.parameters() if p.requires_grad]
         critic_params = [p for p in critic.parameters() if p.requires_grad]
-        rows, ent, grad_norm = [], [], 0.0
+        rows, ent, ratios, grad_norm = [], [], [], 0.0
         warmup = ctx.step < cfg.critic_warmup_steps
         # VAPO positive-example LM loss: the episodes that solved their problem, as an extra NLL target
         positive = torch.tensor([float(s.info.get("correct", s.reward > 0)) for s in samples], device=device)
@@ -430,6 +431,7 @@ class PPO(Algorithm):
                     loss.backward()
                     w = float(m.sum())
                     rows.append((metrics, w))
+                    ratios.append((ratio_diagnostics(logps, mb["old_logprobs"], advantages[idx, :K], m, cfg), w))
                     ent.append((float((entropy * m).sum()), w))
                 if ctx.world > 1:
                     distributed.sum_gradients(policy_params + critic_params)
@@ -442,7 +444,12 @@ class PPO(Algorithm):
             return sum(mt[key] * w for mt, w in rows) / tot if tot else 0.0
 
         n_mask = float(mask.sum().clamp(min=1.0))
+        n_ratio = max(sum(w for _, w in ratios), 1.0)
         return {
+            "ratio_mean": sum(r["ratio_sum"] for r, _ in ratios) / n_ratio,
+            "ratio_max": max((r["ratio_max"] for r, _ in ratios), default=1.0),
+            "clip_frac_low": sum(r["clip_low_sum"] for r, _ in ratios) / n_ratio,
+            "clip_frac_high": sum(r["clip_high_sum"] for r, _ in ratios) / n_ratio,
             "loss": weighted("policy_loss"),
             "value_loss": weighted("value_loss"),
             "approx_kl": weighted("approx_kl"),
@@ -456,6 +463,9 @@ class PPO(Algorithm):
             "advantages_mean": adv_raw_mean,
             "grad_norm": grad_norm,
             "critic_warmup": float(warmup),
+            # the budget's count: a warm-up step fits the critic only, so it is no policy update (docs/compare.md)
+            "policy_updates": 0.0 if warmup else float(max(1, cfg.num_iterations) * n_minibatches),
+            "critic_updates": float(max(1, cfg.num_iterations) * n_minibatches),
             "positive_lm_loss": (sum(v for v, _ in lm_rows) / max(sum(w for _, w in lm_rows), 1.0)) if lm_rows else 0.0,
             "groups_kept_frac": 1.0,
         }

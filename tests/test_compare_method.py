@@ -1,0 +1,233 @@
+"""The comparison's method (issue 41): budget = work, mu per family, diagnostics per step, a validation split
+apart from the test problems, records that reproduce; and the tiny grid end to end under it."""
+import json
+import os
+import sys
+import time
+
+import pytest
+
+from lab.compare import stages
+from lab.compare.folder import (DIAGNOSTIC_KEYS, LEGACY_BASIS, GridDir, budget_status, cell_diagnostics,
+                                cell_results, read_diagnostics_file)
+from lab.compare.grid import Grid, cell_config, policy_steps, updates_per_batch
+from lab.compare.provenance import cpu_times, steal_fraction
+from reference_impls.envs import get_env
+from reference_impls.measure.evaluate import problem_content, validation_problems
+from reference_impls.options import ConfigError
+
+from inprocess import run_main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLIPPED = {"grpo", "dr-grpo", "dapo", "gspo", "gmpo", "ppo"}
+
+
+# -- the budget ----------------------------------------------------------------------------------------
+
+def test_core_grid_budget_is_work(tmp_path):
+    """Every core cell's policy gets 8 rollout batches of 4 x 8 episodes; each batch gives the variant's mu updates
+    (at least 2 for every clipped objective); PPO's 2 critic warm-up steps come on top of its 8; DPO builds its
+    pairs from as many prompts as an online cell draws; the wall cap is a safety cap far above a cell's time."""
+    grid = Grid.load("core")
+    assert grid.options["max_wall_s"] >= 1800
+    for impl, seed in grid.cells():
+        config = cell_config(grid, impl, seed, str(tmp_path))
+        variant = impl.split("-", 1)[1]
+        assert policy_steps(config) == 8 and config["prompts_per_step"] * config["group_size"] in (32, 16), impl
+        if config["algo"] == "ppo":
+            assert config["steps"] == 10 and config["algo_config"]["critic_warmup_steps"] == 2, impl
+            assert updates_per_batch(config) == grid.mu["ppo"] == 4
+        elif config["algo"] == "dpo":
+            assert config["algo_config"]["pair_prompts"] == config["steps"] * config["prompts_per_step"], impl
+            assert updates_per_batch(config) == 1
+        else:
+            assert updates_per_batch(config) == grid.mu[variant], impl
+        if variant in CLIPPED:
+            assert updates_per_batch(config) >= 2, impl
+    assert (grid.mu["gspo"], grid.mu["gmpo"], grid.mu["dapo"]) == (4, 8, 16)  # the papers' numbers
+
+
+def _metrics(step, **kw):
+    return {"step": step, "episodes": 32.0, "policy_updates": 4.0, **kw}
+
+
+def test_work_done_counts_the_critic_warm_up_apart():
+    config = {"steps": 4, "prompts_per_step": 4, "group_size": 8, "mini_batches": 1, "max_wall_s": 0.0,
+              "algo": "ppo", "algo_config": {"critic_warmup_steps": 1, "num_iterations": 1, "num_mini_batches": 4}}
+    metrics = [_metrics(1, critic_warmup=1.0, policy_updates=0.0, critic_updates=4.0),
+               *(_metrics(s, critic_warmup=0.0, critic_updates=4.0) for s in (2, 3, 4))]
+    budget = stages.work_done(config, metrics, {})
+    assert budget["policy_steps"] == budget["policy_steps_done"] == 3 and budget["episodes"] == 96
+    assert budget["policy_updates"] == 12 and budget["mu"] == 4
+    assert (budget["critic_warmup_steps"], budget["critic_warmup_steps_done"], budget["critic_warmup_episodes"],
+            budget["critic_updates"]) == (1, 1, 32, 16)
+
+
+def test_work_done_of_an_offline_run_counts_its_episodes_and_usable_pairs():
+    config = {"steps": 2, "prompts_per_step": 4, "group_size": 8, "max_wall_s": 0.0, "algo": "dpo",
+              "algo_config": {"pair_prompts": 8}}
+    metrics = [{"step": 1, "policy_updates": 1.0, "pairs": 5.0}, {"step": 2, "policy_updates": 1.0, "pairs": 5.0}]
+    budget = stages.work_done(config, metrics, {"pair_prompts": 8, "pairs": 5, "samples": 64})
+    assert (budget["episodes"], budget["usable_pairs"], budget["pair_prompts"], budget["policy_updates"]) == (64, 5, 8, 2)
+
+
+def test_a_run_the_safety_cap_stops_is_incomplete(tmp_path, fresh_tiny_model):
+    """The trainer stops at max_wall_s (checked between steps): 1 of 3 steps done, so the record is incomplete,
+    says why, and is out of every verdict; the work it did is counted as done."""
+    import dataclasses
+
+    from reference_impls.train import Trainer, TrainConfig
+
+    model, tok = fresh_tiny_model
+    cfg = TrainConfig(model="tiny", out=str(tmp_path / "run"), steps=3, prompts_per_step=2, group_size=2,
+                      max_new_tokens_per_turn=4, max_completion_tokens=8, max_wall_s=1e-6, mini_batches=2)
+    trainer = Trainer(cfg, model=model, tokenizer=tok)
+    rows = []
+    trainer.add_callback("on_step_end", lambda t: rows.append(dict(t.last_metrics)))
+    assert trainer.run() == "completed" and trainer.step == 1
+    config = dataclasses.asdict(cfg)
+    complete, why = stages.completion(config, rows[-1]["step"])
+    assert not complete and "after 1 of 3 steps" in why
+    record = {"budget": stages.work_done(config, rows, {}), "complete": complete, "incomplete_reason": why}
+    assert record["budget"]["policy_steps_done"] == 1 and record["budget"]["policy_updates"] == 2
+    assert record["budget"]["episodes"] == 4 and not budget_status(record)["in_verdicts"]
+    assert stages.completion(config, 3) == (True, None)
+
+
+@pytest.fixture
+def fresh_tiny_model():
+    from reference_impls.models import load_policy
+
+    return load_policy("tiny", device="cpu", seed=0)
+
+
+def test_budget_status_reads_new_and_legacy_records():
+    capped = {"budget": {}, "complete": False, "incomplete_reason": "stopped by the safety cap"}
+    assert budget_status(capped) == {"basis": "work", "complete": False, "in_verdicts": False,
+                                     "why": "stopped by the safety cap"}
+    assert budget_status({"budget": {}, "complete": True})["in_verdicts"] is True
+    legacy = budget_status({"stopped_by_wall_cap": True, "steps_done": 5, "config": {"steps": 8}})
+    assert legacy["basis"] == LEGACY_BASIS and not legacy["in_verdicts"] and "5 of 8" in legacy["why"]
+    assert budget_status({"stopped_by_wall_cap": False})["in_verdicts"] is True
+
+
+def test_shipped_results_still_load_as_legacy():
+    """Records written before the method (lab/results/*) lack budget, diagnostics and provenance: they read as
+    legacy, budget by wall time, with no diagnostics; the core grid's capped PPO cells are out of verdicts."""
+    folder = os.path.join(ROOT, "lab", "results", "core")
+    records = cell_results(None, GridDir(folder))
+    assert len(records) >= 21
+    statuses = [budget_status(r) for r in records]
+    assert {s["basis"] for s in statuses} == {LEGACY_BASIS}
+    assert all(cell_diagnostics(r) == [] for r in records)
+    capped = [r["cell"] for r, s in zip(records, statuses) if not s["in_verdicts"]]
+    assert capped and all(r.get("stopped_by_wall_cap") for r in records if r["cell"] in capped)
+
+
+# -- grid fields -------------------------------------------------------------------------------------------
+
+def _grid_data(**changes):
+    import yaml
+
+    from lab.compare.grid import GRIDS
+
+    data = yaml.safe_load((GRIDS / "tiny.yaml").read_text())
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"mu": {"nosuch": 2}}, "field 'mu': unknown nosuch"),
+    ({"mu": {"grpo": 0}}, "field 'mu', grpo: 0 is not an integer >= 1"),
+    ({"lr_sweep": {"default": [1e-5], "dpo": [1e-6, 3e-6]}}, "same number of trials"),
+    ({"lr_sweep": {"default": [2.0]}}, "learning rates in (0, 1)"),
+    ({"validation": None}, "needs a validation split"),
+    ({"validation": {"n": 4, "size": 3}}, "a mapping with n and seed"),
+])
+def test_bad_method_fields_name_the_problem(changes, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Grid.from_dict(_grid_data(**changes), "g.yaml")
+
+
+def test_sweep_lrs_by_variant_then_algorithm_then_default():
+    grid = Grid.from_dict(_grid_data(lr_sweep={"default": [1e-5, 3e-5], "rloo": [1e-4, 3e-4]}), "g.yaml")
+    assert grid.sweep_lrs("calculator-rloo") == [1e-4, 3e-4] and grid.sweep_lrs("calculator-grpo") == [1e-5, 3e-5]
+    assert Grid.load("core").sweep_lrs("search-dpo") == [3e-7, 1e-6, 3e-6]
+
+
+# -- validation split ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("env", ["calculator", "search", "frozenlake"])
+def test_validation_problems_are_disjoint_from_the_test_problems(env):
+    """The core grid's environments: 50 validation problems of the held-out distribution, none equal in content
+    to one of the 100 test problems (uids aside), none repeated, and the same on every call."""
+    task = get_env(env)
+    test = {problem_content(p) for p in task.problems("heldout", n=100, seed=4242)}
+    val = validation_problems(task, 50, 5151, 100, 4242)
+    keys = [problem_content(p) for p in val]
+    assert len(val) == 50 and len(set(keys)) == 50 and not set(keys) & test
+    assert keys == [problem_content(p) for p in validation_problems(task, 50, 5151, 100, 4242)]
+
+
+def test_validation_asks_too_much_of_a_small_distribution():
+    """The calculator's level-1 held-out questions are few: more validation problems than exist outside the
+    test set is a clear error naming the environment."""
+    task = get_env("calculator")
+    with pytest.raises(ValueError, match="calculator: only .* validation problems"):
+        validation_problems(task, 2000, 1, 10, 2, levels=[1])  # 2010 draws hold ~1500 distinct questions
+
+
+# -- provenance ---------------------------------------------------------------------------------------------
+
+def test_steal_from_proc_stat_by_hand():
+    start = cpu_times("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3\n")
+    end = cpu_times("cpu  200 0 100 1600 20 0 0 80 0 0\n")
+    assert start == (40.0, 1000.0) and end == (80.0, 2000.0)
+    assert steal_fraction(start, end) == 0.04 and steal_fraction(None, end) is None
+
+
+# -- the tiny grid, end to end (CI) ------------------------------------------------------------------------
+
+def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
+    """tiny.yaml: the learning rate of each algorithm is chosen on validation problems (two trials each, never
+    scored on the test problems), then each cell trains its budget with it and is scored on the test problems
+    once; every record carries its budget, completeness, diagnostics (also diagnostics.jsonl) and provenance."""
+    from lab.compare.cli import main
+
+    grid = Grid.load("tiny")
+    gdir = GridDir(tmp_path / "tiny")
+    t0 = time.time()
+    out = run_main(main, ["run", "tiny", "--dir", str(gdir.path)], env=dict(os.environ, HF_HUB_OFFLINE="1"),
+                   prog="python -m lab.compare")
+    print(f"tiny grid: {time.time() - t0:.0f}s", file=sys.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for impl in grid.implementations:
+        choice = gdir.choice(impl)
+        assert [t["lr"] for t in choice["trials"]] == grid.sweep_lrs(impl) and choice["lr"] in grid.sweep_lrs(impl)
+        best = max(t["validation"] for t in choice["trials"])
+        assert [t for t in choice["trials"] if t["lr"] == choice["lr"]][0]["validation"] == best
+        for lr in grid.sweep_lrs(impl):
+            trial = json.loads((gdir.trial(impl, lr) / "result.json").read_text())
+            assert len(trial["validation_by_problem"]) == grid.validation_n and "heldout" not in trial
+            assert trial["config"]["lr"] == lr and trial["complete"]
+            assert not (gdir.trial(impl, lr) / "run").exists()  # unchosen: deleted; chosen: moved to its cell
+    for impl, seed in grid.cells():
+        r = gdir.result(impl, seed)
+        assert r["config"]["lr"] == gdir.choice(impl)["lr"] and r["validation"] == gdir.choice(impl)
+        # the chosen trial (seed warm_seed, the same config) is that seed's cell; the other seed trains
+        assert ("trained_as" in r) == (seed == grid.warm_seed) and r["config"]["out"] == str(gdir.cell(impl, seed) / "run")
+        assert len(r["heldout_by_problem"]) == grid.eval_n
+        mu = grid.mu[impl.split("-", 1)[1]]
+        b = r["budget"]
+        assert r["complete"] and budget_status(r)["in_verdicts"]
+        assert (b["policy_steps_done"], b["episodes"], b["policy_updates"], b["mu"]) == (2, 2 * 2 * 4, 2 * mu, mu)
+        rows = read_diagnostics_file(gdir.cell(impl, seed) / "diagnostics.jsonl")
+        assert rows == cell_diagnostics(r) and [row["step"] for row in rows] == [1, 2]
+        for row in rows:
+            assert {"clip_frac_low", "clip_frac_high", "entropy", "ratio_mean", "ratio_max", "len_correct",
+                    "len_incorrect", "zero_advantage_groups_frac", "policy_updates"} <= set(row) <= {
+                        "step", "phase", *DIAGNOSTIC_KEYS}
+            assert row["kl"] is None  # beta = 0: no reference, so no KL to show
+        p = r["provenance"]
+        assert len(p["commit"]) == 40 and p["versions"]["torch"] and "transformers" in p["versions"]
+        assert p["threads"]["torch"] >= 1 and set(p["load_1min"]) == {"start", "end"} and "steal_frac" in p

@@ -39,8 +39,10 @@ float round-off: with rewards of 2/3 a float32 mean leaves |A| ~ 6e-4 of one sig
 
 Batch-level switches (``prepare_batch``)::
 
-    dynamic_sampling: drop groups whose rewards are all equal (A = 0 carries no gradient)  (DAPO eq. 11;
-                      DAPO then over-samples to refill the batch, here the batch just shrinks)
+    dynamic_sampling: drop groups whose *unshaped* rewards (the environment's, DAPO's accuracy) are all equal
+                      (DAPO eq. 11: 0 < |{o_i : is_equivalent(a, o_i)}| < G; verl's filter_groups on the acc
+                      metric), decided before overlong shaping, so a group of all-correct answers of different
+                      lengths is dropped too; DAPO then over-samples to refill the batch, here the batch shrinks
     overlong shaping: r_i += R_len(|o_i|) with L_cache = overlong_buffer                   (DAPO eq. 13)
         R_len(y) = 0                               if |y| <= L_max - L_cache
                  = ((L_max - L_cache) - |y|) / L_cache * overlong_penalty   if L_max - L_cache < |y| <= L_max
@@ -134,11 +136,18 @@ def nonzero_variance_groups(rewards: torch.Tensor, group_size: int) -> torch.Ten
 
 def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int, cfg: Config,
                   max_completion_length: int):
-    """Rewards -> (advantages, keep mask, shaped rewards)."""
+    """Rewards -> (advantages, keep mask, shaped rewards). The advantages come from the shaped rewards; the keep
+    mask of dynamic sampling from the unshaped ones (DAPO eq. 11 filters on accuracy)."""
     shaped = rewards + overlong_reward(lengths, max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
     advantages = group_advantages(shaped, group_size, cfg.scale_rewards)
-    keep = nonzero_variance_groups(shaped, group_size) if cfg.dynamic_sampling else torch.ones_like(shaped, dtype=torch.bool)
-    return advantages, keep, shaped
+    return advantages, dynamic_sampling_keep(rewards, group_size, cfg.dynamic_sampling), shaped
+
+
+def dynamic_sampling_keep(rewards: torch.Tensor, group_size: int, enabled: bool) -> torch.Tensor:
+    """Per-sample keep mask of DAPO's dynamic sampling, decided on the unshaped ``rewards`` (all True when off)."""
+    if not enabled:
+        return torch.ones_like(rewards, dtype=torch.bool)
+    return nonzero_variance_groups(rewards, group_size)
 
 
 def aggregate_loss(per_token, mask, loss_type: str, max_completion_length=None, seq_normalizer=None,

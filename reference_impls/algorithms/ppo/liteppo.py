@@ -45,7 +45,7 @@ from functools import partial
 import torch
 
 from ...algorithm import Context, RolloutBatch
-from ..grpo.grpo import GRPO, constant_groups, grpo_loss, nonzero_variance_groups, overlong_reward
+from ..grpo.grpo import GRPO, constant_groups, dynamic_sampling_keep, grpo_loss, overlong_reward
 from ..grpo.grpo import Config as GRPOConfig
 from ...options import option
 from ...policy_gradient import policy_gradient_update
@@ -90,8 +90,7 @@ class LitePPO(GRPO):
         shaped = batch.rewards + overlong_reward(batch.lengths, ctx.train.max_completion_tokens,
                                                  cfg.overlong_buffer, cfg.overlong_penalty)
         advantages = lite_advantages(shaped, batch.group_size, cfg.advantage_std)
-        keep = (nonzero_variance_groups(shaped, batch.group_size) if cfg.dynamic_sampling
-                else torch.ones_like(shaped, dtype=torch.bool))
+        keep = dynamic_sampling_keep(batch.rewards, batch.group_size, cfg.dynamic_sampling)
         loss_fn = partial(grpo_loss, cfg=cfg, max_completion_length=ctx.train.max_completion_tokens)
         metrics = policy_gradient_update(ctx, batch, advantages, keep, loss_fn, cfg.num_iterations)
         metrics.add("advantage_abs_mean", float(advantages.abs().mean()))

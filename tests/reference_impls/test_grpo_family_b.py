@@ -383,6 +383,32 @@ def test_treepo_advantages_by_hand():
     assert treepo.tree_advantages([1.0, 0.0], [0, 0], [None, None], scale=False) == pytest.approx([0.5, -0.5])
 
 
+def test_treepo_eq5_whitens_once_over_the_batch_tokens_by_hand():
+    """Eq. 5 as the authors' code: node-centred rewards averaged (the test above), then one whitening over the
+    batch's model tokens (leaf i counted once per token), not one std per subtree."""
+    from reference_impls.algorithms.grpo import treepo
+
+    # group 0 as above (a = 0.375, -0.625, 0.125, 0.125) with 2, 1, 1, 2 model tokens; group 1: one leaf right
+    # of two (no subtrees): a = 2/3, -1/3, -1/3, each with 1 token
+    rewards, groups = [1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0], [0, 0, 0, 0, 1, 1, 1]
+    subtrees = [0, 0, 1, 1, None, None, None]
+    tokens = torch.tensor([2, 1, 1, 2, 1, 1, 1])
+    a = [0.375, -0.625, 0.125, 0.125, 2 / 3, -1 / 3, -1 / 3]
+    per_token = [v for v, n in zip(a, tokens.tolist()) for _ in range(n)]  # 9 tokens
+    mean = sum(per_token) / 9
+    std = math.sqrt(sum((v - mean) ** 2 for v in per_token) / 8 + 1e-8)
+    adv = treepo.eq5_advantages(rewards, groups, subtrees, tokens)
+    assert adv.tolist() == pytest.approx([(v - mean) / std for v in a], rel=1e-6)
+    # one global scale: the ratio of two leaves' advantages is the ratio of their centred values (after the shift)
+    assert float(adv[0] - adv[2]) / float(adv[4] - adv[5]) == pytest.approx((0.375 - 0.125) / 1.0)
+    # the per-subtree-std variant differs on the same tree
+    per_subtree = treepo.tree_advantages(rewards, groups, subtrees, scale=True)
+    assert per_subtree[0] == pytest.approx((0.25 / (math.sqrt(0.25) + 1e-4) + 0.5 / (math.sqrt(0.5) + 1e-4)) / 2)
+    assert per_subtree != pytest.approx(adv.tolist(), rel=1e-3)
+    with pytest.raises(ValueError, match="at least 2 model tokens"):
+        treepo.token_whiten(torch.tensor([1.0]), torch.tensor([1]))
+
+
 def test_arpo_branches_after_tool_results_with_exact_old_logprobs(tiny):
     from reference_impls.algorithms.grpo import arpo
 

@@ -27,3 +27,35 @@ def test_liteppo_dynamic_sampling_filters_on_the_unshaped_reward_too():
     assert grpo.dynamic_sampling_keep(rewards, 2, True).tolist() == [False, False, True, True]
     assert grpo.dynamic_sampling_keep(rewards, 2, False).tolist() == [True] * 4
     assert liteppo.dynamic_sampling_keep is grpo.dynamic_sampling_keep
+
+
+def _check(**options):
+    from types import SimpleNamespace
+
+    grpo.GRPO.check(grpo.Config(**options), SimpleNamespace(max_completion_tokens=64, group_size=4), None)
+
+
+@pytest.mark.parametrize("loss_type", ["dapo", "dr_grpo"])
+def test_sequence_ratios_with_a_summed_loss_warn_as_trl(loss_type):
+    with pytest.warns(UserWarning, match=f"--loss-type {loss_type}.*use --loss-type grpo"):
+        _check(importance_sampling_level="sequence", loss_type=loss_type)
+
+
+def test_gspo_as_published_and_token_ratios_do_not_warn():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(importance_sampling_level="sequence", loss_type="grpo")
+        _check(importance_sampling_level="token", loss_type="dapo")
+
+
+def test_rows_run_the_papers_settings():
+    from reference_impls import registry
+
+    rows = registry.by_id()
+    assert rows["calculator-gspo"].algo_options == {"importance_sampling_level": "sequence", "epsilon_low": 3e-4,
+                                                    "epsilon_high": 4e-4}
+    assert rows["search-gspo"].algo_options == rows["calculator-gspo"].algo_options  # the comparison rows follow
+    assert rows["calculator-pass-at-k"].algo_options == {"loss_type": "dapo", "epsilon_high": 0.28}
+    assert rows["calculator-treepo"].algo_options == {"loss_type": "dapo", "epsilon_high": 0.28}

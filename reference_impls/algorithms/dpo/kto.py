@@ -40,6 +40,7 @@ import torch
 from ...algorithm import Context
 from ...common import seed_everything
 from .dpo import _sample_json, sequence_logps
+from ...implementations import latex_number
 from ...options import Options, option
 from ...rollout import Sample, rollout
 from .offline import OfflineAlgorithm, epoch_indices
@@ -117,6 +118,15 @@ def load_samples(path: Path) -> list[Sample]:
 class KTO(OfflineAlgorithm):
     name = "kto"
     Config = Config
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        b = latex_number(cfg.beta)
+        return (r"\mathcal{L}=\mathbb{E}\big[\lambda_y-v(x,y)\big],\ v=\begin{cases}\lambda_D\,"
+                rf"\sigma({b}(r_\theta-z_0)) & y\ \text{{desirable}}\\ \lambda_U\,"
+                rf"\sigma({b}(z_0-r_\theta)) & y\ \text{{undesirable}}\end{{cases}},\ r_\theta=\log\tfrac{{\pi_\theta(y|x)}}"
+                rf"{{\pi_{{ref}}(y|x)}},\ \lambda_D={latex_number(cfg.desirable_weight)},\ "
+                rf"\lambda_U={latex_number(cfg.undesirable_weight)}")
     data_file_option = "samples_file"
 
     def __init__(self, ctx: Context):
@@ -220,8 +230,5 @@ IMPLEMENTATIONS = (
         survey_vs_paper="The survey's table expands KTO as 'Knowledge transfer optimization' with 'teacher "
                         "stabilization' and a 'teacher-student logit' signal; the paper's KTO is Kahneman-Tversky "
                         "Optimization, which has no teacher: it learns from a binary desirable/undesirable label per "
-                        "output against a KL reference point.",
-        equation=r"\mathcal{L}=\mathbb{E}\big[\lambda_y-v(x,y)\big],\ v=\begin{cases}\lambda_D\,"
-                 r"\sigma(\beta(r_\theta-z_0)) & y\ \text{desirable}\\ \lambda_U\,\sigma(\beta(z_0-r_\theta)) & "
-                 r"y\ \text{undesirable}\end{cases}"),
+                        "output against a KL reference point."),
 )

@@ -107,6 +107,9 @@ class ASPO(grpo.GRPO):
     name = "aspo"
 
     Config = Config
+    ADVANTAGE = (r"\hat A_i=A^{\mathrm{correct}}_i+\mathrm{clip}\Big(\delta\,\frac{p_i-\mathrm{mean}_{c(i)}p}"
+                 r"{\mathrm{mean}_{c(i)}L},\,-k\,|A^{\mathrm{correct}}_i|,\,k\,|A^{\mathrm{correct}}_i|\Big)\ "
+                 r"\text{for }o_i\text{ correct and calling the tool},\ c(i)=\text{those of }g(i),\ A^{\mathrm{correct}}_i=\frac{r_i-\mathrm{mean}_{g(i)}r}{\mathrm{std}_{g(i)}r}")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -159,7 +162,5 @@ IMPLEMENTATIONS = (
         survey_vs_paper="The survey's table marks ASPO with a KL term; the paper trains with DAPO, which has none, and "
                         "its eq. 2 only changes the advantage. Here beta defaults to 0 as for every GRPO variant "
                         "(--beta turns the k3 penalty on). The survey's 'clipped bias' is eq. 2's clip to "
-                        "+-k times the correctness advantage.",
-        equation=r"A_i=A^{\mathrm{correct}}_i+\mathrm{clip}\Big(\delta\,rac{p_i-\mathrm{mean}(\mathbf{p})}"
-                 r"{\mathrm{mean}(\mathbf{L})},\,-k\,A^{\mathrm{correct}}_i,\,k\,A^{\mathrm{correct}}_i\Big)"),
+                        "+-k times the correctness advantage."),
 )

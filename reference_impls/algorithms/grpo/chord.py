@@ -89,6 +89,17 @@ class CHORD(GRPO):
     Config = Config
 
     @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """(1 - mu_t) times GRPO's loss under ``cfg`` plus mu_t times the (phi-weighted) token-mean SFT loss."""
+        from .grpo import grpo_objective, join_equations
+
+        phi = r"\,\mathrm{sg}\big[p_t(1-p_t)\big]" if cfg.token_weighting == "phi" else ""
+        return join_equations(
+            rf"\mathcal{{L}}=(1-\mu_t)\,\mathcal{{L}}_{{\mathrm{{GRPO}}}}-\mu_t\,\frac{{1}}{{\sum m}}\sum_t m_t{phi}"
+            r"\log\pi_\theta(y^*_t\mid x,y^*_{<t})",
+            grpo_objective(cfg, lhs=r"\mathcal{L}_{\mathrm{GRPO}}"))
+
+    @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.mu_valley > cfg.mu_peak:
@@ -144,6 +155,5 @@ IMPLEMENTATIONS = (
                            "(not a sum) and phi is a detached weight; the paper's mu schedule is a plain decay "
                            "(0.9 to 0.05 over 200 steps), the warm-up is ours.",
                    paper="On-Policy RL Meets Off-Policy Experts: Harmonizing Supervised Fine-Tuning and "
-                         "Reinforcement Learning via Dynamic Weighting (arXiv 2508.11408)",
-                   equation=r"\mathcal{L}=(1-\mu_t)\,\mathcal{L}_{\mathrm{GRPO}}-\mu_t\,\frac{1}{\sum m}\sum_t m_t\,\phi_t\log\pi_\theta(y^*_t\mid x,y^*_{<t}),\quad \phi_t\in\{1,\;p_t(1-p_t)\}"),
+                         "Reinforcement Learning via Dynamic Weighting (arXiv 2508.11408)"),
 )

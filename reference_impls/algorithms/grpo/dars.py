@@ -79,6 +79,7 @@ class DARS(GRPO):
     name = "dars"
 
     Config = Config
+    SETTING = (r"|g_j|=G+\Delta n_j,\ \Delta n_j=\lceil N\,(\tau-a_j)/\tau\rceil\ \text{if }a_j<\tau")
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -131,6 +132,5 @@ IMPLEMENTATIONS = (
                            "problems contribute more positive samples and more advantage mass. Groups then differ "
                            "in size and advantages are normalised within each group.",
                    paper="Depth-Breadth Synergy in RLVR: Unlocking LLM Reasoning Gains with Adaptive Exploration "
-                         "(arXiv 2508.13755)",
-                   equation=r"A_i=\frac{r_i-\mathrm{mean}_{g(i)}r}{\mathrm{std}_{g(i)}r},\quad |g_j|=G+\Delta n_j,\ \Delta n_j=\lceil N\,(\tau-a_j)/\tau\rceil\ \text{if }a_j<\tau"),
+                         "(arXiv 2508.13755)"),
 )

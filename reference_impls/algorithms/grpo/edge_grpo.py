@@ -108,6 +108,13 @@ class EDGEGRPO(grpo.GRPO):
 
     Config = Config
 
+    @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        if not cfg.entropy_advantage:
+            return ""
+        return (r"\hat A_i=\frac{r_i-\mathrm{mean}_{g(i)}r}{\mathrm{std}_{g(i)}r}\Big/\frac{P_i}{\mathrm{mean}_{g(i)}P},"
+                r"\ P_i=\frac{1}{|o_i|}\sum_t \mathcal{H}\big(\pi_\theta(\cdot\mid q,o_{i,<t})\big)")
+
     def __init__(self, ctx: Context):
         super().__init__(ctx)
         self.corrected = 0
@@ -155,7 +162,5 @@ IMPLEMENTATIONS = (
                 "rewarded sample. Of the paper's corrections, the two that need no re-generation are used: the "
                 "response plus a reflection cue and the right answer, or the calculator's reference solution.",
         paper="EDGE-GRPO: Entropy-Driven GRPO with Guided Error Correction for Advantage Diversity (Zhang et al., "
-              "2025), arXiv 2507.21848",
-        equation=r"\hat A^{\mathrm{EDA}}_i=\frac{\hat A_i}{\hat P_i},\quad \hat P_i=\frac{P_i}{\frac1G\sum_j P_j},"
-                 r"\quad P_i=\frac{1}{|o_i|}\sum_t \mathcal{H}\big(\pi_\theta(\cdot\mid q,o_{i,<t})\big)"),
+              "2025), arXiv 2507.21848"),
 )

@@ -65,6 +65,7 @@ class GRESO(grpo.GRPO):
     name = "greso"
 
     Config = Config
+    SETTING = r"P_{\mathrm{skip}}(q)=1-\max\big(p^{z(q)},\,0.01\big),\ p\in\{p_{easy},p_{hard}\}"
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -148,6 +149,5 @@ IMPLEMENTATIONS = (
                 "every step to hold the share of zero-variance prompts near a target. The loss is GRPO's; only "
                 "the rollouts spent on useless prompts are saved.",
         paper="Act Only When It Pays: Efficient Reinforcement Learning for LLM Reasoning via Selective Rollouts "
-              "(Zheng et al., 2025), arXiv 2506.02177",
-        equation=r"P_{\mathrm{skip}}(q)=1-\max\big(p^{z(q)},\,0.01\big),\quad p\in\{p_{easy},p_{hard}\}"),
+              "(Zheng et al., 2025), arXiv 2506.02177"),
 )

@@ -103,6 +103,17 @@ class LUFFY(GRPO):
     Config = Config
 
     @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """luffy_loss under ``cfg``: GRPO's clipped surrogate on rollouts, the shaped pi_theta on demonstrations."""
+        from .grpo import LOSS_NORMALISERS, advantage_definition, clipped_surrogate, join_equations, kl_term, latex_number
+
+        body = (rf"\begin{{cases}}{clipped_surrogate(cfg)} & o_i\ \text{{on-policy}}\\ "
+                rf"\frac{{\pi_\theta(o_{{i,t}})}}{{\pi_\theta(o_{{i,t}})+{latex_number(cfg.shaping_gamma)}}}\hat A_i"
+                rf" & o_i\ \text{{a demonstration}}\end{{cases}}")
+        return join_equations(rf"\mathcal{{L}}=-{LOSS_NORMALISERS[cfg.loss_type]}m_{{i,t}}\Big[{body}{kl_term(cfg)}\Big]",
+                              advantage_definition(cfg))
+
+    @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.off_policy_per_group >= train.group_size:
@@ -144,6 +155,5 @@ IMPLEMENTATIONS = (
                    paper="Learning to Reason under Off-Policy Guidance (arXiv 2504.14945)",
                    survey_vs_paper="The survey's table says the objective is the same as GRPO's; the paper replaces "
                                    "the clipped importance ratio on off-policy tokens by the shaping function "
-                                   "f(pi)=pi/(pi+gamma), unclipped.",
-                   equation=r"\mathcal{L}=-\frac{1}{Z}\Big[\sum_{i\in\mathrm{on}}\sum_t\min(w_{i,t}A_i,\mathrm{clip}(w_{i,t})A_i)+\sum_{j\in\mathrm{off}}\sum_t\frac{\pi_\theta(\tau_{j,t})}{\pi_\theta(\tau_{j,t})+\gamma}A_j\Big]"),
+                                   "f(pi)=pi/(pi+gamma), unclipped."),
 )

@@ -56,6 +56,8 @@ class SRPO(grpo.GRPO):
     name = "srpo"
 
     Config = Config
+    SETTING = (r"\text{epoch }e+1\text{ draws from }\mathcal{D}_{e+1}=\{q\in\mathcal{D}:\neg\,\forall i\le G,\ "
+               r"r_i^{(e)}(q)=1\}")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -142,7 +144,5 @@ IMPLEMENTATIONS = (
                 "the paper starts on hard math before adding code; here stage 1 uses the calculator's "
                 "multi-call level-3 problems and stage 2 the whole pool.",
         paper="SRPO: A Cross-Domain Implementation of Large-Scale Reinforcement Learning on LLM (Zhang et al., 2025), "
-              "arXiv 2504.14286",
-        equation=r"\mathcal{D}_{e+1}=\{q\in\mathcal{D}:\neg\,\forall i\le G,\ r_i^{(e)}(q)=1\},\quad "
-                 r"\mathcal{J}=\mathcal{J}_{\mathrm{GRPO}}\ \text{on}\ \mathcal{D}_{e+1}"),
+              "arXiv 2504.14286"),
 )

@@ -69,6 +69,7 @@ class StepGRPO(grpo.GRPO):
     name = "step-grpo"
 
     Config = Config
+    SETTING = r"r_i=\mathbb{1}[\text{ans}_i=y]+\alpha\frac{k_i}{|K|}+r^{\mathrm{val}}_i"
 
     def advantages(self, ctx: Context, batch: RolloutBatch):
         key = torch.tensor([key_step_fraction(s) for s in batch.samples], dtype=torch.float32)
@@ -92,7 +93,5 @@ IMPLEMENTATIONS = (
                 "reference solution's intermediate values reached by calculator calls, and a trajectory is valid "
                 "when every call evaluates and it ends with an answer.",
         paper="R1-VL: Learning to Reason with Multimodal Large Language Models via Step-wise Group Relative Policy "
-              "Optimization (Zhang et al., 2025), arXiv 2503.12937",
-        equation=r"r_i=\mathbb{1}[\text{ans}_i=y]+\alpha\frac{k_i}{|K|}+r^{\mathrm{val}}_i,\quad "
-                 r"\hat A_i=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}"),
+              "Optimization (Zhang et al., 2025), arXiv 2503.12937"),
 )

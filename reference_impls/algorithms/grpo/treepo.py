@@ -101,6 +101,14 @@ class TreePO(GRPO):
     Config = Config
 
     @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        if cfg.tree_advantage == "global_std":
+            return (r"\hat A_i=\frac{a_i-\mathrm{mean}_{tok}a}{\mathrm{std}_{tok}a},\ a_i=\frac{1}{|N(i)|}"
+                    r"\sum_{n\in N(i)}\big(r_i-\mathrm{mean}_{j\in n}r_j\big)")
+        return (r"\hat A_i=\frac{1}{|N(i)|}\sum_{n\in N(i)}\frac{r_i-\mathrm{mean}_{j\in n}r_j}"
+                r"{\mathrm{std}_{j\in n}r_j}")
+
+    @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if train.group_size % cfg.branch_factor:
@@ -175,6 +183,5 @@ IMPLEMENTATIONS = (
                            "filters groups on accuracy and resamples) and no overlong shaping (the script: a "
                            "512-token buffer); 16 leaves per prompt in the script, the run's group size here.",
                    paper="TreePO: Bridging the Gap of Policy Optimization and Efficacy and Inference Efficiency with "
-                         "Heuristic Tree-based Modeling (arXiv 2508.17445), eqs. 1-5",
-                   equation=r"A_i=\frac{1}{|N(i)|}\sum_{n\in N(i)}\frac{r_i-\mathrm{mean}_{j\in n}r_j}{\mathrm{std}_{j\in n}r_j},\quad \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
+                         "Heuristic Tree-based Modeling (arXiv 2508.17445), eqs. 1-5"),
 )

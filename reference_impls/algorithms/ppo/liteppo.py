@@ -85,6 +85,12 @@ class LitePPO(GRPO):
 
     Config = Config
 
+    @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        scale = {"batch": r"\mathrm{std}_{\mathrm{batch}}r", "group": r"\mathrm{std}_{g(i)}r"}.get(cfg.advantage_std)
+        centred = r"r_i-\mathrm{mean}_{g(i)}r"
+        return rf"\hat A_i=\frac{{{centred}}}{{{scale}}}" if scale else rf"\hat A_i={centred}"
+
     def update(self, ctx: Context, batch: RolloutBatch):
         cfg = self.cfg
         shaped = batch.rewards + overlong_reward(batch.lengths, ctx.train.max_completion_tokens,
@@ -108,7 +114,5 @@ IMPLEMENTATIONS = (
                            "over all model tokens of the batch. A group that is nearly all right or all wrong no "
                            "longer gets its tiny spread blown up into large advantages, and long episodes weigh "
                            "by their token count. It runs on the shared policy-gradient path because it has no critic.",
-                   paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)",
-                   equation=r"A_i=\frac{r_i-\operatorname{mean}_{j\in G(i)} r_j}{\operatorname{std}_{\text{batch}}(r)},\;"
-                            r"\mathcal{L}=-\frac{1}{\sum_i|o_i|}\sum_{i,t}\min\big(w_{i,t}A_i,\operatorname{clip}(w_{i,t},1\pm\epsilon)A_i\big)"),
+                   paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)"),
 )

@@ -92,6 +92,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -99,6 +100,7 @@ from torch import nn
 from ... import distributed
 from ...algorithm import Algorithm, Context, RolloutBatch
 from ...common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
+from ...implementations import join_equations, latex_number
 from ...options import Options, option
 
 
@@ -335,6 +337,32 @@ class PPO(Algorithm):
     name = "ppo"
 
     Config = Config
+    #: LaTeX of what a variant changes around PPO (its samples, its rewards), shown before the objective
+    SETTING: ClassVar[str] = ""
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """The losses ppo_loss computes under ``cfg`` (and the rewards and GAE feeding them), as shown beside its
+        runs and on its node page."""
+        n = latex_number
+        high = n(cfg.epsilon_high or cfg.epsilon)
+        parts = [rf"\mathcal{{L}}=-\frac{{1}}{{\sum m}}\sum_t m_t\min\big(w_t\hat A_t,\mathrm{{clip}}(w_t,1-{n(cfg.epsilon)},"
+                 rf"1+{high})\hat A_t\big)+{n(cfg.vf_coef)}\,\frac{{1}}{{2\sum m}}\sum_t m_t\max\big((V_t-R_t)^2,"
+                 rf"(\mathrm{{clip}}(V_t,V^{{old}}_t\pm{n(cfg.cliprange_value)})-R_t)^2\big)"
+                 + (rf"+{n(cfg.positive_lm_coef)}\,\mathcal{{L}}_{{\mathrm{{NLL}}}}(o\ \text{{correct}})"
+                    if cfg.positive_lm_coef else "")]
+        kl = {"k1": r"\log\tfrac{\pi_{old}}{\pi_{ref}}", "k3": r"\mathbb{D}^{k3}"}[cfg.kl_estimator]
+        parts.append(r"r_t=R\,[t=T]" + (rf"-{n(cfg.beta)}\,{kl}(o_t)" if cfg.beta else ""))
+        lam = (rf"\lambda_i=1-\frac{{1}}{{{n(cfg.length_adaptive_alpha)}\,|o_i|}}" if cfg.length_adaptive_alpha
+               else rf"\lambda={n(cfg.lam)}")
+        discount = r"\lambda" if cfg.gamma == 1 else rf"{n(cfg.gamma)}\lambda"
+        parts.append(rf"\hat A_t=\sum_l({discount})^l\delta_{{t+l}},\ {lam}"
+                     + (r",\ \text{whitened over the batch}" if cfg.whiten_advantages else ""))
+        if cfg.lam_critic >= 0:
+            parts.append(rf"R_t=\mathrm{{GAE}}_{{\lambda={n(cfg.lam_critic)}}}+V_t")
+        if cfg.critic_warmup_steps:
+            parts.append(rf"\text{{the first {cfg.critic_warmup_steps} steps train }}V\text{{ only}}")
+        return join_equations(cls.SETTING, *parts)
 
     def __init__(self, ctx: Context):
         """Create the critic and add its parameters to the trainer's optimizer (own lr when ``critic_lr``)."""
@@ -483,7 +511,5 @@ IMPLEMENTATIONS = (
                    survey_vs_paper="The survey's table describes VAPO as an adaptive KL penalty plus variance control; "
                                    "the paper's techniques are value pre-training, decoupled and length-adaptive GAE, "
                                    "clip-higher, token-level loss, a positive-example LM loss and group sampling, "
-                                   "with no adaptive KL penalty among them.",
-                   equation=r"\lambda_{\text{policy}}=1-\frac{1}{\alpha l},\;\lambda_{\text{critic}}=1,\;"
-                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}(1-\epsilon_l,1+\epsilon_h)}+\mu\,\mathcal{L}_{\text{NLL}}(\text{correct})"),
+                                   "with no adaptive KL penalty among them."),
 )

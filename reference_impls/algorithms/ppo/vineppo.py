@@ -187,6 +187,21 @@ class VinePPO(Algorithm):
 
     Config = Config
 
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """vine_loss under ``cfg`` and the Monte Carlo advantages feeding it."""
+        from ...implementations import join_equations, latex_number as n
+
+        kl = (rf"+{n(cfg.beta)}\,\frac{{1}}{{B}}\sum_i\sum_t\mathrm{{clip}}\big(m_{{i,t}}\mathbb{{D}}^{{k3}}_{{i,t}},0,10\big)"
+              if cfg.beta else "")
+        return join_equations(
+            rf"\mathcal{{L}}=-\frac{{1}}{{\sum m}}\sum_{{i,t}}m_{{i,t}}\min\big(w_{{i,t}}\hat A_{{i,t}},\mathrm{{clip}}(w_{{i,t}},"
+            rf"1-{n(cfg.epsilon)},1+{n(cfg.epsilon)})\hat A_{{i,t}}\big){kl}",
+            rf"\hat A_{{i,t}}=\hat V(s_{{j+1}})-\hat V(s_j)\ \text{{on turn }}j"
+            + (r"\text{, whitened over the batch}" if cfg.whiten_advantages else ""),
+            rf"\hat V(s_j)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),\ \tau_k\sim\pi(\cdot\mid s_j),"
+            r"\ \hat V(s_n)=R")
+
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)
         t0 = time.time()
@@ -232,7 +247,5 @@ IMPLEMENTATIONS = (
                            "over tokens, averaged over sequences, beta 1e-4), never inside the advantages. It trades "
                            "extra generation for unbiased credit per tool turn. Defaults that differ from the "
                            "authors' configs: K = 4 continuations per state (the paper: 9).",
-                   paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)",
-                   equation=r"\hat V(s_j)=\tfrac1K\sum_{k=1}^K R(\tau_k),\;\tau_k\sim\pi(\cdot\mid s_j),\;"
-                            r"A_j=\hat V(s_{j+1})-\hat V(s_j),\;\hat V(s_n)=R"),
+                   paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)"),
 )

@@ -388,6 +388,16 @@ from ...implementations import Implementation  # noqa: E402
 
 IMPLEMENTATIONS = (
     Implementation("calculator-dpo", "DPO on tool-use preference pairs", "dpo", "calculator", "Offline preference optimisation on correct vs incorrect rollouts of the same prompt.",
-                   nodes=("alg-dpo-family", "alg-dpo")),
-    Implementation("calculator-ipo", "IPO on tool-use preference pairs", "dpo", "calculator", "DPO with IPO's squared loss on the preference margin.", {"loss": "ipo"}, nodes=("alg-ipo",)),
+                   nodes=("alg-dpo-family", "alg-dpo"),
+                   changes=(
+                           "DPO's loss (eq. 7) on pairs of a correct and a wrong episode of the same "
+                           "prompt, sampled from the starting model. Defaults: beta 0.1, the value "
+                           "DPO's paper uses unless noted otherwise; pairs come from the run's own "
+                           "samples, not a human-labelled set.")),
+    Implementation("calculator-ipo", "IPO on tool-use preference pairs", "dpo", "calculator", "DPO with IPO's squared loss on the preference margin.", {"loss": "ipo"}, nodes=("alg-ipo",),
+                   changes=(
+                           "IPO's squared loss (eq. 17) on the same pairs, with log-ratios divided by "
+                           "each episode's length (TRL's normalisation, agreed with the IPO authors; "
+                           "the paper's loss uses unnormalised log-ratios). Defaults: tau 0.1; the "
+                           "paper's tau values were not checked here.")),
 )

@@ -249,7 +249,9 @@ IMPLEMENTATIONS = (
                 "model token, scaled by beta, so the reward matches how the policy ranks text when it generates and "
                 "long episodes earn no bonus for length. The loss also demands that the correct episode beat the "
                 "incorrect one by a margin gamma, not just by any amount. Pairs are DPO's: a correct and an "
-                "incorrect calculator episode of the same prompt.",
+                "incorrect calculator episode of the same prompt."
+                " Defaults against the paper: beta 2.0 (the paper uses 2.0-2.5) and gamma 1.0 (the "
+                "paper tunes 0.5-1.6).",
         paper="SimPO: Simple Preference Optimization with a Reference-Free Reward (Meng, Xia, Chen; arXiv 2405.14734)",
         survey_vs_paper="The survey's table lists SimPO's KL penalty as 'Scaled'; the paper has no reference model "
                         "and no KL term at all: beta only scales the length-normalised reward."),
@@ -260,7 +262,8 @@ IMPLEMENTATIONS = (
                 "negative log-likelihood of the correct episode plus lambda times a log-sigmoid penalty on the log "
                 "odds ratio between the correct and the incorrect episode. It needs no reference model and no "
                 "separate SFT stage, because the NLL term keeps the policy on the chosen answers while the odds "
-                "ratio pushes the rejected ones down.",
+                "ratio pushes the rejected ones down."
+                " Defaults: lambda 0.1 (TRL's default; the paper's value was not checked here).",
         paper="ORPO: Monolithic Preference Optimization without Reference Model (Hong, Lee, Thorne; arXiv 2403.07691)",
         survey_vs_paper="The survey's table expands ORPO as 'Online regularized preference optimization' with a KL "
                         "penalty, 'online stabilization' and an 'online feedback reward'; the paper's ORPO is Odds "
@@ -274,6 +277,8 @@ IMPLEMENTATIONS = (
                 "conservative, and a batch of close pairs a smaller one. Before that, pairs whose margin lies far "
                 "from the running threshold are dropped by a Gaussian-weighted draw, so a few outlying pairs cannot "
                 "set the batch's beta. The running threshold and spread are moving averages kept across steps "
-                "(saved in checkpoints).",
+                "(saved in checkpoints)."
+                " Defaults: beta_0 0.1, alpha 0.6, 20% of pairs filtered, momentum 0.9; the paper's "
+                "values were not checked here (no copy of its text).",
         paper="beta-DPO: Direct Preference Optimization with Dynamic beta (Wu et al.; arXiv 2407.08639)"),
 )

@@ -192,7 +192,9 @@ IMPLEMENTATIONS = (
                 "prefix (or, when it writes none, the reference solution's next step), so the loss credits exactly "
                 "the step where the episode went wrong. The paper finds the wrong step with GPT-4 or a person and "
                 "takes the chosen step from sampled continuations whose final answer is right; we check steps "
-                "against the reference solution instead.",
+                "against the reference solution instead."
+                " Defaults against the paper: beta 0.1, DPO's default (the paper: 0.4, 0.5 for its 72B "
+                "model; --beta 0.4).",
         paper="Step-DPO: Step-wise Preference Optimization for Long-chain Reasoning of LLMs (Lai et al.; "
               "arXiv 2406.18629)"),
 )

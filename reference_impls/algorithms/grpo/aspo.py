@@ -156,7 +156,12 @@ IMPLEMENTATIONS = (
                 "clipped to k times the correctness advantage, so the bonus stays a nudge and never flips a "
                 "correct answer's sign. The paper steers Python calls in long math solutions with DAPO as the "
                 "base; here the tool is the calculator, the position is counted in the episode's model tokens "
-                "(the first <calc> tag), and the base is GRPO's defaults (DAPO's switches are options).",
+                "(the first <calc> tag), and the base is GRPO's defaults (DAPO's switches are options)."
+                " Defaults against the paper: delta -2.0 and k 0.7 as the paper (Sec. 4.5); the base "
+                "loss is GRPO's defaults (per-answer mean, clip 0.2/0.2, no dynamic sampling), where "
+                "the paper trains on DAPO (token-level loss, clip 0.2/0.28, dynamic sampling, "
+                "overlong shaping: --loss-type dapo --epsilon-high 0.28 --dynamic-sampling "
+                "--overlong-buffer N).",
         paper="Understanding Tool-Integrated Reasoning (Heng Lin and Zhongwen Xu, 2025), arXiv 2508.19201, "
               "Sec. 3.3, eq. 2",
         survey_vs_paper="The survey's table marks ASPO with a KL term; the paper trains with DAPO, which has none, and "

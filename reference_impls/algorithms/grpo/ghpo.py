@@ -135,7 +135,10 @@ IMPLEMENTATIONS = (
                    changes="A group whose rollouts all fail carries no gradient, so it is rolled out again with the "
                            "beginning of the reference solution (the calculator demonstration's first tool calls "
                            "and results) appended to the problem, showing a larger share at each stage until some "
-                           "sample succeeds. Problems the policy can solve stay plain on-policy RL.",
+                           "sample succeeds. Problems the policy can solve stay plain on-policy RL."
+                           " Defaults against the paper: 3 hint stages of a quarter of the reference "
+                           "solution each; the paper's hint schedule was not checked here (no copy of "
+                           "its text).",
                    paper="GHPO: Adaptive Guidance for Stable and Efficient LLM Reinforcement Learning "
                          "(arXiv 2507.10628)",
                    survey_vs_paper="The survey's table lists the objective as a policy gradient with a plain reward; "

@@ -107,7 +107,8 @@ IMPLEMENTATIONS = (
         changes="GRPO averages each token's clipped ratio-times-advantage arithmetically, so a single token whose "
                 "probability moved a lot can dominate the update. GMPO multiplies the clipped token ratios and takes "
                 "the |o|-th root (a mean in log space), which barely reacts to one outlier; that lets it use a much "
-                "wider clip range, e^-0.4 to e^0.4, here the default. Advantages are GRPO's.",
+                "wider clip range, e^-0.4 to e^0.4, here the default. Advantages are GRPO's."
+                " Defaults as the paper: clip e^-0.4..e^0.4, no KL term (beta 0).",
         paper="Geometric-Mean Policy Optimization (Zhao et al., 2025), arXiv 2507.20673",
         survey_vs_paper="The survey's table lists a margin-based reward; the paper trains on the same rule-based "
                         "answer-correctness reward as GRPO, normalised within the group."),

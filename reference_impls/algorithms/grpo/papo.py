@@ -133,6 +133,8 @@ IMPLEMENTATIONS = (
                            "model; here the input to perceive is the text problem's numbers, and the paper's entropy "
                            "regularisers against over-optimising the KL are left out. The paper's eq. 2 writes the "
                            "KL as k3 of pi_full/pi_mask; here it is k3 of pi_mask/pi_full, the standard k3 estimate "
-                           "of KL(pi_full || pi_mask) on samples from pi_full.",
+                           "of KL(pi_full || pi_mask) on samples from pi_full."
+                           " Defaults against the paper: gamma 0.01, no entropy regularisers (the "
+                           "paper's PAPO_G adds two, eq. 2); its gamma was not checked here.",
                    paper="Perception-Aware Policy Optimization for Multimodal Reasoning (arXiv 2507.06448), eqs. 1-2"),
 )

@@ -68,6 +68,8 @@ IMPLEMENTATIONS = (
                 "adds it only when the outcome is correct, so it ranks correct episodes by the quality of their "
                 "process and never rewards a wrong one. The paper scores code reasoning with a learned reward "
                 "model; here the process is the calculator calls and its score is the fraction of calls that "
-                "computed an intermediate value of a correct solution.",
+                "computed an intermediate value of a correct solution."
+                " Defaults against the paper: lambda 0.5; the paper's weight was not checked here (no "
+                "copy of its text).",
         paper="Posterior-GRPO: Rewarding Reasoning Processes in Code Generation (Fan et al., 2025), arXiv 2508.05170"),
 )

@@ -92,7 +92,9 @@ IMPLEMENTATIONS = (
                 "progress. ProRL keeps the KL term and periodically replaces the reference with the current policy "
                 "(clearing the optimizer's moments), so the penalty limits each stretch of training rather than "
                 "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling. The paper "
-                "resets whenever a validation score stalls or drops; here resets come every N steps.",
+                "resets whenever a validation score stalls or drops; here resets come every N steps."
+                " Defaults: KL weight 1e-4, clip 0.2/0.4 and dynamic sampling as the paper's recipe; "
+                "resets every 100 steps instead of on a validation stall.",
         paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
               "(Liu et al., 2025), arXiv 2505.24864"),
 )

@@ -142,6 +142,8 @@ IMPLEMENTATIONS = (
                            "rewards (zero advantages), their places in the batch are filled by cached samples drawn "
                            "in proportion to |A|, keeping their advantage and sampling log-probs. This keeps the "
                            "effective batch from shrinking as the policy improves; the paper's MPO stage and hybrid "
-                           "reward model are not part of this implementation.",
+                           "reward model are not part of this implementation."
+                           " Defaults against the paper: a buffer of 256 samples; the paper gives no "
+                           "size.",
                    paper="Skywork R1V2: Multimodal Hybrid Reinforcement Learning for Reasoning (arXiv 2504.16656)"),
 )

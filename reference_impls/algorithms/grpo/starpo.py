@@ -88,7 +88,9 @@ IMPLEMENTATIONS = (
                            "on: only the quarter of groups with the largest reward spread are trained on, the clip "
                            "range is asymmetric (0.2 / 0.28) and there is no KL term or critic. The paper's StarPO-S "
                            "also brings in a critic (PPO) as its third stabiliser; this row is the critic-free GRPO "
-                           "form the paper trains as well, without its entropy bonus and format penalty.",
+                           "form the paper trains as well, without its entropy bonus and format penalty."
+                           " Defaults as the paper's StarPO-S: keep the top 25% of groups by reward "
+                           "spread, clip 0.2/0.28, no KL.",
                    paper="RAGEN: Understanding Self-Evolution in LLM Agents via Multi-Turn Reinforcement Learning "
                          "(arXiv 2504.20073)"),
 )

@@ -113,6 +113,8 @@ IMPLEMENTATIONS = (
                            "the standard deviation of the whole batch instead of the group's, and averages the loss "
                            "over all model tokens of the batch. A group that is nearly all right or all wrong no "
                            "longer gets its tiny spread blown up into large advantages, and long episodes weigh "
-                           "by their token count. It runs on the shared policy-gradient path because it has no critic.",
+                           "by their token count. It runs on the shared policy-gradient path because it has no critic."
+                           " Defaults as the paper's LitePPO: token-level loss, batch-level std, clip "
+                           "0.2, no KL.",
                    paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)"),
 )

@@ -129,6 +129,8 @@ IMPLEMENTATIONS = (
                            "the update sees. The paper draws each training sample from a filtered policy (best or "
                            "worst with probability 1/2 each; or best with 1/2 and any other with the rest); we keep "
                            "the best and the worst (or the best and one random other) once each, the same "
-                           "proportions without a random draw.",
+                           "proportions without a random draw."
+                           " Defaults against the paper: N is the run's group size (the paper: 5 "
+                           "responses per query) and the PPO settings are ppo.py's, not the paper's.",
                    paper="Policy Filtration for RLHF to Mitigate Noise in Reward Models (Zhang et al. 2024, arXiv 2409.06957)"),
 )

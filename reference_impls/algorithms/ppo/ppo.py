@@ -494,7 +494,12 @@ from ...implementations import Implementation  # noqa: E402
 
 IMPLEMENTATIONS = (
     Implementation("calculator-ppo", "PPO tool agent (calculator)", "ppo", "calculator", "PPO with a value head, token-level GAE over model tokens, clipped policy and value losses.",
-                   nodes=("alg-ppo-family", "alg-ppo")),
+                   nodes=("alg-ppo-family", "alg-ppo"),
+                   changes=(
+                           "Defaults are common LLM-PPO settings scaled down (TRL / OpenRLHF style: "
+                           "KL 0.05 in the reward, k1, GAE lambda 0.95, gamma 1, clip 0.2, value "
+                           "coefficient 0.1, 2 epochs of 2 minibatches, whitened advantages); the PPO "
+                           "paper's own settings are for Atari and MuJoCo, not language.")),
     Implementation("calculator-vapo", "VAPO tool agent (calculator)", "ppo", "calculator", "PPO with VAPO's value-side fixes: value pre-training, decoupled and length-adaptive GAE, "
                    "clip-higher, an LM loss on correct episodes.",
                    {"beta": 0.0, "critic_warmup_steps": 5, "lam_critic": 1.0, "length_adaptive_alpha": 0.05,
@@ -505,7 +510,10 @@ IMPLEMENTATIONS = (
                            "Monte Carlo returns (lambda 1) while the policy's GAE lambda grows with episode length "
                            "as 1 - 1/(0.05 l). It also raises the upper clip to 0.28 and adds a small NLL loss on "
                            "the correct episodes. Token-level loss and group sampling (G episodes per problem) are "
-                           "already how PPO runs here; no KL term (beta 0).",
+                           "already how PPO runs here; no KL term (beta 0)."
+                           " Defaults as the paper: alpha 0.05, critic lambda 1, clip 0.2/0.28, NLL "
+                           "weight 0.1; differs in 5 critic-only steps instead of 50 and a critic "
+                           "that starts from the policy's weights (the paper: from a reward model).",
                    paper="VAPO: Efficient and Reliable Reinforcement Learning for Advanced Reasoning Tasks "
                          "(Yue et al. 2025, arXiv 2504.05118)",
                    survey_vs_paper="The survey's table describes VAPO as an adaptive KL penalty plus variance control; "

@@ -111,5 +111,9 @@ class RLOO(Algorithm):
 from ...implementations import Implementation  # noqa: E402
 
 IMPLEMENTATIONS = (
-    Implementation("calculator-rloo", "RLOO tool agent (calculator)", "rloo", "calculator", "REINFORCE with a leave-one-out baseline over the group.", nodes=("alg-reinforce",)),
+    Implementation("calculator-rloo", "RLOO tool agent (calculator)", "rloo", "calculator", "REINFORCE with a leave-one-out baseline over the group.", nodes=("alg-reinforce",),
+                   changes=(
+                           "Defaults against the paper: beta 0 (no KL; the paper keeps a KL penalty "
+                           "in the reward, its weight not checked here) and a sequence sum of token "
+                           "log-probs, as the paper.")),
 )

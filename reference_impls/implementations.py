@@ -53,8 +53,13 @@ def latex_number(x: float) -> str:
 
 
 def join_equations(*parts: str) -> str:
-    """Equation parts side by side, separated by a quad (empty parts left out)."""
-    return r",\quad ".join(p for p in parts if p)
+    """Equation parts one per line (KaTeX's gathered; empty parts left out), so a page shows them whole."""
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        return "".join(parts)
+    open_, close = r"\begin{gathered}", r"\end{gathered}"  # a part that is lines itself joins them
+    parts = [p[len(open_):-len(close)] if p.startswith(open_) and p.endswith(close) else p for p in parts]
+    return open_ + r",\\ ".join(parts) + close
 
 
 CALCULATOR_NODES = ("tool-use", "tool-use-react-style", "tool-use-tool-integrated-rl", "tool-use-long-horizon-tir",

@@ -346,11 +346,12 @@ class PPO(Algorithm):
         runs and on its node page."""
         n = latex_number
         high = n(cfg.epsilon_high or cfg.epsilon)
-        parts = [rf"\mathcal{{L}}=-\frac{{1}}{{\sum m}}\sum_t m_t\min\big(w_t\hat A_t,\mathrm{{clip}}(w_t,1-{n(cfg.epsilon)},"
-                 rf"1+{high})\hat A_t\big)+{n(cfg.vf_coef)}\,\frac{{1}}{{2\sum m}}\sum_t m_t\max\big((V_t-R_t)^2,"
-                 rf"(\mathrm{{clip}}(V_t,V^{{old}}_t\pm{n(cfg.cliprange_value)})-R_t)^2\big)"
-                 + (rf"+{n(cfg.positive_lm_coef)}\,\mathcal{{L}}_{{\mathrm{{NLL}}}}(o\ \text{{correct}})"
-                    if cfg.positive_lm_coef else "")]
+        nll = rf"+{n(cfg.positive_lm_coef)}\,\mathcal{{L}}_{{\mathrm{{NLL}}}}(o\ \text{{correct}})" if cfg.positive_lm_coef else ""
+        parts = [rf"\mathcal{{L}}=\mathcal{{L}}_{{\mathrm{{clip}}}}+{n(cfg.vf_coef)}\,\mathcal{{L}}_V{nll}",
+                 rf"\mathcal{{L}}_{{\mathrm{{clip}}}}=-\frac{{1}}{{\sum m}}\sum_t m_t\min\big(w_t\hat A_t,\mathrm{{clip}}(w_t,"
+                 rf"1-{n(cfg.epsilon)},1+{high})\hat A_t\big)",
+                 rf"\mathcal{{L}}_V=\frac{{1}}{{2\sum m}}\sum_t m_t\max\big((V_t-R_t)^2,(\mathrm{{clip}}(V_t,"
+                 rf"V^{{old}}_t\pm{n(cfg.cliprange_value)})-R_t)^2\big)"]
         kl = {"k1": r"\log\tfrac{\pi_{old}}{\pi_{ref}}", "k3": r"\mathbb{D}^{k3}"}[cfg.kl_estimator]
         parts.append(r"r_t=R\,[t=T]" + (rf"-{n(cfg.beta)}\,{kl}(o_t)" if cfg.beta else ""))
         lam = (rf"\lambda_i=1-\frac{{1}}{{{n(cfg.length_adaptive_alpha)}\,|o_i|}}" if cfg.length_adaptive_alpha

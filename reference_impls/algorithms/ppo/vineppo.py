@@ -26,7 +26,8 @@ of the batch are then whitened over its model tokens (the authors' PPO trainer, 
 
     A_t <- (A_t - mean A) / (std A + 1e-8)    over the model tokens of the batch (whiten_advantages)
 
-so a batch whose rewards and continuation rewards are all equal has A = 0 everywhere and no policy-gradient
+(their whitening divides by the Bessel-corrected std, ours by the population std: the same up to a factor
+sqrt((n - 1) / n) over n model tokens), so a batch whose rewards and continuation rewards are all equal has A = 0 everywhere and no policy-gradient
 signal. The KL to the reference stays out of the advantages: as in the authors' VinePPO configs
 (McGill-NLP/VinePPO ``configs/polIter_*_vineppo_*.jsonnet`` import ``trainers/refKl0.0001.jsonnet`` and
 ``trainers/klLoss.jsonnet``; the loss in ``src/treetune/trainers/ppo_trainer.py``) it is a loss term of its own,
@@ -195,8 +196,9 @@ class VinePPO(Algorithm):
         kl = (rf"+{n(cfg.beta)}\,\frac{{1}}{{B}}\sum_i\sum_t\mathrm{{clip}}\big(m_{{i,t}}\mathbb{{D}}^{{k3}}_{{i,t}},0,10\big)"
               if cfg.beta else "")
         return join_equations(
-            rf"\mathcal{{L}}=-\frac{{1}}{{\sum m}}\sum_{{i,t}}m_{{i,t}}\min\big(w_{{i,t}}\hat A_{{i,t}},\mathrm{{clip}}(w_{{i,t}},"
-            rf"1-{n(cfg.epsilon)},1+{n(cfg.epsilon)})\hat A_{{i,t}}\big){kl}",
+            rf"\mathcal{{L}}=\mathcal{{L}}_{{\mathrm{{clip}}}}{kl}",
+            rf"\mathcal{{L}}_{{\mathrm{{clip}}}}=-\frac{{1}}{{\sum m}}\sum_{{i,t}}m_{{i,t}}\min\big(w_{{i,t}}\hat A_{{i,t}},"
+            rf"\mathrm{{clip}}(w_{{i,t}},1-{n(cfg.epsilon)},1+{n(cfg.epsilon)})\hat A_{{i,t}}\big)",
             rf"\hat A_{{i,t}}=\hat V(s_{{j+1}})-\hat V(s_j)\ \text{{on turn }}j"
             + (r"\text{, whitened over the batch}" if cfg.whiten_advantages else ""),
             rf"\hat V(s_j)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),\ \tau_k\sim\pi(\cdot\mid s_j),"

@@ -34,6 +34,10 @@ Aggregation (``loss_type``)::
                                                                                           Listing 1)
     dapo     L = (1/sum_i |o_i|) sum_i sum_t m l          token-level mean              (DAPO eqs. 8, 12)
 
+What the Lab and the node pages show is ``GRPO.objective(cfg)``: the LaTeX of these same terms composed from
+the options below (``grpo_objective``), so each configuration shows only the terms it computes; a variant states
+its own advantage, reward or sampling (``ADVANTAGE`` / ``SETTING``) or overrides ``objective`` beside its loss.
+
 A group whose rewards are all equal carries no signal: its advantages are exactly 0 (computed, not left to
 float round-off: with rewards of 2/3 a float32 mean leaves |A| ~ 6e-4 of one sign after std scaling).
 

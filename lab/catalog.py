@@ -18,23 +18,6 @@ from . import recipes
 
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_impls"
 
-#: the LaTeX of each algorithm's loss, shown beside a run's curves (the equations with their notation are
-#: in each algorithm file's docstring)
-EQUATIONS: dict[str, str] = {
-    "grpo": (
-        r"\mathcal{L}=-\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|o_i|}\sum_{t}m_{i,t}\Big[\min\big(w_{i,t}\hat A_i,\;"
-        r"\mathrm{clip}(w_{i,t},1-\varepsilon_{low},1+\varepsilon_{high})\hat A_i\big)-\beta\,\mathbb{D}^{k3}_{i,t}\Big],"
-        r"\quad \hat A_i=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}"),
-    "rloo": r"\mathcal{L}=-\frac{1}{G}\sum_{i}\Big(r_i-\frac{1}{G-1}\sum_{j\ne i}r_j\Big)\sum_t m_{i,t}\log\pi_\theta(o_{i,t}\mid q,o_{i,<t})",
-    "ppo": (
-        r"\mathcal{L}=-\mathbb{E}_t\big[\min(w_t\hat A_t,\mathrm{clip}(w_t,1-\varepsilon,1+\varepsilon)\hat A_t)\big]"
-        r"+c_v\,\mathbb{E}_t\big[\max\big((V_\phi-R_t)^2,(\mathrm{clip}(V_\phi,V_{old}\pm\varepsilon_v)-R_t)^2\big)\big],"
-        r"\quad \hat A_t=\sum_l(\gamma\lambda)^l\delta_{t+l}"),
-    "dpo": (
-        r"\mathcal{L}_{DPO}=-\log\sigma\Big(\beta\Big[\log\frac{\pi_\theta(y_w|x)}{\pi_{ref}(y_w|x)}-"
-        r"\log\frac{\pi_\theta(y_l|x)}{\pi_{ref}(y_l|x)}\Big]\Big),\quad \mathcal{L}_{IPO}=\Big(h-\frac{1}{2\beta}\Big)^2"),
-}
-
 #: the run options the Lab's form shows (the others keep their defaults, or the preset's values)
 FORM_OPTIONS = ("steps", "seed", "lr", "prompts_per_step", "group_size", "micro_batch_size", "max_new_tokens_per_turn",
                 "max_completion_tokens", "temperature", "checkpoint_every", "sft_steps")
@@ -73,8 +56,16 @@ def not_implemented(node_id: str) -> str:
 
 
 def equation(impl: Implementation) -> str:
-    """The implementation's own objective when it states one (a variant), else its algorithm's."""
-    return impl.equation or EQUATIONS.get(impl.algo, "")
+    """The objective ``impl`` runs, as LaTeX: what the row itself defines (an environment's reward), then the
+    loss its algorithm class computes under the row's options (``objective(cfg)``, written beside the loss
+    code in the algorithm's module, so every row shows its own terms and values)."""
+    from reference_impls import registry
+    from reference_impls.implementations import join_equations
+    from reference_impls.options import build
+
+    cls = registry.algorithms()[impl.algo]
+    cfg = build(cls.Config, impl.algo_options, f"option of --algo {impl.algo}")
+    return join_equations(impl.equation, cls.objective(cfg))
 
 
 def source_path(impl: Implementation) -> Path:

@@ -24,11 +24,14 @@ class Implementation:
     env_options: dict = field(default_factory=dict)
     nodes: tuple[str, ...] = ()  # taxonomy nodes whose "Run this" opens this implementation
     # shown on the node page, in the project's own words: what the variant changes relative to its family's
-    # base and why; the paper it implements (arXiv id or citation); where the survey's Table 2 cell and the
-    # paper disagree, what each says; LaTeX of its objective (else the algorithm's, lab.catalog.EQUATIONS)
+    # base and why, and each default that differs from the paper with the paper's value; the paper it
+    # implements (arXiv id or citation); where the survey's Table 2 cell and the paper disagree, what each says
     changes: str = ""
     paper: str = ""
     survey_vs_paper: str = ""
+    # LaTeX of what the row itself defines beyond its algorithm (an environment's reward, a role's credit),
+    # shown before the objective. The objective is never written here: the algorithm class computes it from
+    # the row's options (``objective(cfg)``, beside its loss code), so each row shows the loss it runs
     equation: str = ""
     # the file under reference_impls/ the Lab shows beside the curves: the module that declares the row
     # (set by the registry; never written by hand)
@@ -38,6 +41,25 @@ class Implementation:
         """Its options as TrainConfig data (the trainer's defaults fill the rest)."""
         return {"algo": self.algo, "env": self.env, "algo_config": dict(self.algo_options),
                 "env_options": dict(self.env_options)}
+
+
+def latex_number(x: float) -> str:
+    """A config value as an equation shows it (0.28, 3\\cdot10^{-4})."""
+    text = f"{x:g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return (f"{mantissa}\\cdot" if mantissa != "1" else "") + f"10^{{{int(exponent)}}}"
+    return text
+
+
+def join_equations(*parts: str) -> str:
+    """Equation parts one per line (KaTeX's gathered; empty parts left out), so a page shows them whole."""
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        return "".join(parts)
+    open_, close = r"\begin{gathered}", r"\end{gathered}"  # a part that is lines itself joins them
+    parts = [p[len(open_):-len(close)] if p.startswith(open_) and p.endswith(close) else p for p in parts]
+    return open_ + r",\\ ".join(parts) + close
 
 
 CALCULATOR_NODES = ("tool-use", "tool-use-react-style", "tool-use-tool-integrated-rl", "tool-use-long-horizon-tir",

@@ -276,6 +276,5 @@ IMPLEMENTATIONS = (
                 "(not tuned, not the paper's value), REINFORCE replaced by GRPO's clipped surrogate, and "
                 "arithmetic word problems instead of MATH / HumanEval.",
         paper="Training Language Models to Self-Correct via Reinforcement Learning (Kumar et al.; arXiv 2409.12917)",
-        equation=r"R=r(y_1,y^*)+r(y_2,y^*)+\alpha\big(r(y_2,y^*)-r(y_1,y^*)\big),\quad "
-                 r"\max_\theta\ \mathbb{E}\big[R\big]-\beta\,D_{KL}(\pi_\theta\,\|\,\pi_{ref})"),
+        equation=r"R=r(y_1,y^*)+r(y_2,y^*)+\alpha\big(r(y_2,y^*)-r(y_1,y^*)\big)"),
 )

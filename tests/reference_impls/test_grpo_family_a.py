@@ -399,32 +399,77 @@ def test_edge_entropy_driven_advantage_by_hand():
     assert out.tolist() == pytest.approx([2.0, 2 / 3, -2.0, -2 / 3, 0.5, -0.5, 0.5, -0.5])
 
 
-@pytest.mark.parametrize("use_demonstration", [False, True])
-def test_edge_guided_correction(tiny, use_demonstration):
-    from reference_impls.common import collate, completion_logprobs
+def _edge_ctx(model, tok):
+    from reference_impls.rollout import RolloutConfig
+
+    return SimpleNamespace(tokenizer=tok, task=calculator.SPEC, policy=model, device=torch.device("cpu"),
+                           train=SimpleNamespace(temperature=1.0),
+                           rollout_config=RolloutConfig(max_new_tokens_per_turn=6))
+
+
+def _wrong_answer(tok, problem):
     from reference_impls.rollout import Sample, render_prompt
+
+    prompt = render_prompt(tok, calculator.SPEC.make(problem).reset())
+    wrong_ids = tok("<answer>1</answer>" + tok.eos_token, add_special_tokens=False)["input_ids"]
+    return Sample(prompt_ids=prompt, completion_ids=wrong_ids, loss_mask=[1] * len(wrong_ids),
+                  old_logprobs=[-1.0] * len(wrong_ids), reward=0.0, info={"correct": False}, group=3, turns=1,
+                  turn_spans=[(0, len(wrong_ids))])
+
+
+def test_edge_corrections_split_as_the_authors_code():
+    # half regenerate after the cue, a quarter the cue and the answer, a quarter the reference solution
+    assert [edge_grpo.gec_kind(u) for u in (0.0, 0.49, 0.5, 0.74, 0.75, 0.999)] == \
+        ["regenerate", "regenerate", "answer", "answer", "reference", "reference"]
+    assert edge_grpo.Config().gec_prob == 1.0  # every wrong response is corrected
+
+
+@pytest.mark.parametrize("kind", ["answer", "reference"])
+def test_edge_guided_correction(tiny, kind):
+    from reference_impls.common import collate, completion_logprobs
 
     model, tok = tiny
     problem = calculator.make_problem(calculator.FAMILY_BY_NAME["add_sub"], "train", 0, 0)
-    prompt = render_prompt(tok, calculator.SPEC.make(problem).reset())
-    wrong_ids = tok("<answer>1</answer>" + tok.eos_token, add_special_tokens=False)["input_ids"]
-    wrong = Sample(prompt_ids=prompt, completion_ids=wrong_ids, loss_mask=[1] * len(wrong_ids),
-                   old_logprobs=[-1.0] * len(wrong_ids), reward=0.0, info={"correct": False}, group=3, turns=1)
-    ctx = SimpleNamespace(tokenizer=tok, task=calculator.SPEC, policy=model, device=torch.device("cpu"),
-                          train=SimpleNamespace(temperature=1.0), rollout_config=SimpleNamespace(env_config=None))
-    new = edge_grpo.corrected_sample(ctx, wrong, problem, use_demonstration)
+    wrong = _wrong_answer(tok, problem)
+    new = edge_grpo.corrected_sample(_edge_ctx(model, tok), wrong, problem, kind)
     answer = calculator.format_number(problem.answer)
     text = tok.decode(new.completion_ids)
+    # scored again by the environment (not set to 1): the right answer after the cue is judged correct
     assert f"<answer>{answer}</answer>" in text and new.reward == 1.0 and new.info["correct"] and new.group == 3
+    assert new.info["guided_correction"] == kind
     assert len(new.loss_mask) == len(new.completion_ids) == len(new.old_logprobs)
-    if use_demonstration:  # the reference tool calls, with the calculator's results masked as env tokens
+    if kind == "reference":  # the reference tool calls, with the calculator's results masked as env tokens
         assert "<calc>" in text and 0 in new.loss_mask
     else:  # the wrong response, then the reflection cue and the right answer
         assert text.startswith("<answer>1</answer>") and "Wait! Something is wrong here." in text
         assert all(new.loss_mask) and text.count(tok.eos_token) == 1
+        assert new.turn_spans == [(0, len(new.completion_ids))]
     with torch.no_grad():  # old log-probs are the policy's own, not the placeholders
         logps, _ = completion_logprobs(model, collate([new], tok.pad_token_id))
     assert new.old_logprobs == pytest.approx(logps[0].tolist(), abs=1e-5)
+
+
+def test_edge_regenerated_correction_is_scored_by_the_environment(tiny):
+    """A continuation after the cue is judged by what it answers: a wrong one scores 0, a right one the env's
+    reward; the policy's own continuation (sampled) is kept token for token after the response and the cue."""
+    model, tok = tiny
+    ctx = _edge_ctx(model, tok)
+    problem = calculator.make_problem(calculator.FAMILY_BY_NAME["add_sub"], "train", 0, 0)
+    wrong = _wrong_answer(tok, problem)
+    right = tok(f"<answer>{calculator.format_number(problem.answer)}</answer>", add_special_tokens=False)["input_ids"]
+    still_wrong = tok("<answer>1</answer>", add_special_tokens=False)["input_ids"]
+    assert edge_grpo.corrected_sample(ctx, wrong, problem, "regenerate", right).reward == 1.0
+    again = edge_grpo.corrected_sample(ctx, wrong, problem, "regenerate", still_wrong)
+    assert again.reward == 0.0 and not again.info["correct"]
+    torch.manual_seed(0)
+    [new] = edge_grpo.corrections(ctx, [wrong], [None, None, None, problem], [(0, "regenerate")])
+    cue = tok(edge_grpo.REFLECTION, add_special_tokens=False)["input_ids"]
+    kept = wrong.completion_ids[:-1]  # without the EOS
+    assert new.completion_ids[:len(kept) + len(cue)] == kept + cue
+    tail = new.completion_ids[len(kept) + len(cue):]
+    assert 0 < len(tail) <= 6  # one sampled turn, at most max_new_tokens_per_turn
+    expected, _ = edge_grpo.rescore(ctx, problem, wrong, tok.decode(tail, skip_special_tokens=True))
+    assert new.reward == expected
 
 
 # --- KTAE ---------------------------------------------------------------------------------------------------

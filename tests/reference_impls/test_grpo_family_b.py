@@ -2,6 +2,7 @@
 tokens get zero gradient, the collect hooks' layouts, and two CLI training steps per implementation."""
 import json
 import math
+import random
 from types import SimpleNamespace
 
 import pytest
@@ -383,6 +384,32 @@ def test_treepo_advantages_by_hand():
     assert treepo.tree_advantages([1.0, 0.0], [0, 0], [None, None], scale=False) == pytest.approx([0.5, -0.5])
 
 
+def test_treepo_eq5_whitens_once_over_the_batch_tokens_by_hand():
+    """Eq. 5 as the authors' code: node-centred rewards averaged (the test above), then one whitening over the
+    batch's model tokens (leaf i counted once per token), not one std per subtree."""
+    from reference_impls.algorithms.grpo import treepo
+
+    # group 0 as above (a = 0.375, -0.625, 0.125, 0.125) with 2, 1, 1, 2 model tokens; group 1: one leaf right
+    # of two (no subtrees): a = 2/3, -1/3, -1/3, each with 1 token
+    rewards, groups = [1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0], [0, 0, 0, 0, 1, 1, 1]
+    subtrees = [0, 0, 1, 1, None, None, None]
+    tokens = torch.tensor([2, 1, 1, 2, 1, 1, 1])
+    a = [0.375, -0.625, 0.125, 0.125, 2 / 3, -1 / 3, -1 / 3]
+    per_token = [v for v, n in zip(a, tokens.tolist()) for _ in range(n)]  # 9 tokens
+    mean = sum(per_token) / 9
+    std = math.sqrt(sum((v - mean) ** 2 for v in per_token) / 8 + 1e-8)
+    adv = treepo.eq5_advantages(rewards, groups, subtrees, tokens)
+    assert adv.tolist() == pytest.approx([(v - mean) / std for v in a], rel=1e-6)
+    # one global scale: the ratio of two leaves' advantages is the ratio of their centred values (after the shift)
+    assert float(adv[0] - adv[2]) / float(adv[4] - adv[5]) == pytest.approx((0.375 - 0.125) / 1.0)
+    # the per-subtree-std variant differs on the same tree
+    per_subtree = treepo.tree_advantages(rewards, groups, subtrees, scale=True)
+    assert per_subtree[0] == pytest.approx((0.25 / (math.sqrt(0.25) + 1e-4) + 0.5 / (math.sqrt(0.5) + 1e-4)) / 2)
+    assert per_subtree != pytest.approx(adv.tolist(), rel=1e-3)
+    with pytest.raises(ValueError, match="at least 2 model tokens"):
+        treepo.token_whiten(torch.tensor([1.0]), torch.tensor([1]))
+
+
 def test_arpo_branches_after_tool_results_with_exact_old_logprobs(tiny):
     from reference_impls.algorithms.grpo import arpo
 
@@ -390,7 +417,8 @@ def test_arpo_branches_after_tool_results_with_exact_old_logprobs(tiny):
     torch.manual_seed(0)
     problems = list(get_env("calculator").problems("train", n=3, seed=2))
     # threshold below alpha: every tool-result boundary branches while the budget lasts
-    algo = arpo.ARPO(SimpleNamespace(config=cfg_of(arpo, branch_alpha=1.0, branch_threshold=0.0, attribution="hard")))
+    algo = arpo.ARPO(SimpleNamespace(config=cfg_of(arpo, branch_alpha=1.0, branch_rule="threshold", branch_threshold=0.0,
+                                                    attribution="hard")))
     batch, _ = algo.collect(ctx, problems)
     assert [s.group for s in batch.samples] == [g for g in range(3) for _ in range(4)]
     nodes = {s.info["node"]: s for s in batch.samples if "node" in s.info}
@@ -414,6 +442,28 @@ def test_arpo_branch_score_and_hard_attribution_by_hand():
     assert adv[1].tolist() == pytest.approx([1 / 6, 1 / 6, 0.0, 0.0, -1.0, -1.0])
     assert adv[2].tolist() == pytest.approx([1 / 6, 1 / 6, 0.5, 0.5, 0.5, 0.5])
     assert adv[3].tolist() == pytest.approx([2.0] * 6)
+
+
+def test_arpo_branches_at_random_as_the_authors_rollout():
+    """The authors branch when clip(u - w dH, 0, 1) <= p (u uniform; p = 0.5, w = 0.2 in their scripts): with
+    probability clip(p + w dH, 0, 1). Our random rule with alpha = p, beta = w decides the same on the same u'
+    (u = u' - ... is a shift of the same draw: u < alpha + beta dH  <=>  u - beta dH < alpha)."""
+    from reference_impls.algorithms.grpo import arpo
+
+    cfg = cfg_of(arpo)
+    assert (cfg.branch_rule, cfg.branch_alpha, cfg.branch_beta) == ("random", 0.5, 0.2)
+    rng = random.Random(0)
+    for _ in range(2000):
+        dH, u = rng.uniform(-3, 3), rng.random()
+        authors = min(max(u - 0.2 * dH, 0.0), 1.0) <= 0.5
+        ours = arpo.branch_decisions([0.5 + 0.2 * dH], "random", 0.5, [u])[0]
+        assert ours == authors or abs(u - (0.5 + 0.2 * dH)) < 1e-12
+    # the branching rate is clip(alpha + beta dH, 0, 1); the threshold rule is deterministic
+    draws = [rng.random() for _ in range(20000)]
+    rate = sum(arpo.branch_decisions([0.7] * len(draws), "random", 0.5, draws)) / len(draws)
+    assert rate == pytest.approx(0.7, abs=0.02)
+    assert arpo.branch_decisions([0.4, 0.6], "threshold", 0.5, [0.0, 1.0]) == [False, True]
+    assert arpo.branch_decisions([-0.5, 1.5], "random", 0.5, [0.0, 0.999]) == [False, True]
 
 
 def test_token_advantage_loss_by_hand_and_masked_gradient():

@@ -2,6 +2,7 @@
 
 Hand-computed values from each paper's equations on tiny tensors, zero gradient on masked tokens, and a
 2-step CLI run of every implementation on the tiny model."""
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -134,7 +135,7 @@ def test_vineppo_states_are_shared_by_identical_prefixes():
 
 
 def test_vineppo_loss_hand_values_and_masked_tokens_get_no_gradient():
-    cfg = vineppo.Config(epsilon=0.2)
+    cfg = vineppo.Config(epsilon=0.2, beta=0.0)
     logps = torch.log(torch.tensor([[0.5, 0.5, 0.3]])).requires_grad_(True)
     old = torch.log(torch.tensor([[0.25, 0.5, 0.3]]))
     A = torch.tensor([[1.0, -2.0, 5.0, 9.0]])  # wider than the micro-batch: sliced to T
@@ -148,32 +149,77 @@ def test_vineppo_loss_hand_values_and_masked_tokens_get_no_gradient():
     assert m["clip_frac"] == pytest.approx(0.5)
 
 
-def test_vineppo_collect_shares_the_prompt_value_and_puts_kl_in_the_reward(tmp_path, fresh_tiny):
-    """Toy task (one turn): every sample's only state is its prompt, so within a group A_i - A_j = R_i - R_j
-    and A_i = R_i - V_hat(s_0) with V_hat(s_0) a mean of K rewards in [0, 1]; the trained advantages are the
-    whitened A - beta * (log pi_old - log pi_ref)."""
-    from reference_impls.algorithms.ppo.ppo import masked_whiten
+def test_vineppo_kl_is_a_clipped_k3_loss_summed_over_tokens_and_averaged_over_sequences():
+    """The authors' klLoss (ppo_trainer.py): beta * mean_i sum_t clip(m k3, 0, 10), k3 = e^(ref-logp) - (ref-logp) - 1,
+    added to the token-mean surrogate; with A = 0 the loss is the KL term alone."""
+    cfg = vineppo.Config(beta=1e-4)
+    logps = torch.tensor([[-1.0, -2.0, -0.5], [-1.5, -0.2, -3.0]], requires_grad=True)
+    ref = torch.tensor([[-1.5, -2.0, 20.0], [-0.5, -14.0, -3.0]])  # a 20.5 log-ratio: k3 far above 10
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    A = torch.zeros(2, 3)
+    loss, m = vineppo.vine_loss(logps, logps.detach(), A, mask, cfg, ref_logps=ref)
+    k3 = lambda d: math.exp(d) - d - 1  # noqa: E731
+    seq0 = k3(-0.5) + k3(0.0) + 10.0  # the third token's k3 (about 8e8) is clipped to 10
+    seq1 = k3(1.0) + min(k3(-13.8), 10.0)  # the masked third token adds nothing
+    assert float(loss.detach()) == pytest.approx(1e-4 * (seq0 + seq1) / 2, rel=1e-6)
+    assert m["kl"] == pytest.approx((seq0 + seq1) / 5, rel=1e-6)
+    loss.backward()
+    assert logps.grad[0, 2] == 0.0 and logps.grad[1, 2] == 0.0  # clipped and masked tokens: no gradient
+    # d/dlogp of beta/B * k3 = beta/B * (1 - e^(ref - logp))
+    assert float(logps.grad[0, 0]) == pytest.approx(1e-4 / 2 * (1 - math.exp(-0.5)), rel=1e-5)
+    # beta = 0: no reference needed, the surrogate alone
+    loss0, m0 = vineppo.vine_loss(logps, logps.detach(), A, mask, vineppo.Config(beta=0.0))
+    assert float(loss0.detach()) == 0.0 and m0["kl"] == 0.0
+
+
+def _vineppo_batch(tmp_path, fresh_tiny, reward=None, beta=0.5):
+    """One collected VinePPO batch on the toy task (``reward``: every episode and continuation gets it)."""
+    from reference_impls.envs import EnvSpec, NoOptions, StepResult
     from reference_impls.train import Trainer, TrainConfig
-    from toy_env import make_task
+    from toy_env import HalfVocabEnv, make_task
+
+    class ConstantRewardEnv(HalfVocabEnv):
+        def step(self, text):
+            return StepResult(None, True, reward, {"correct": bool(reward)})
 
     model, tok = fresh_tiny()
+    task = make_task(model, tok)
+    if reward is not None:
+        task = EnvSpec("half_vocab", NoOptions, task.list_problems,
+                       lambda p, config: ConstantRewardEnv(p, tok, set()), task.demonstration)
     cfg = TrainConfig(algo="vineppo", env="half_vocab", model="tiny", out=str(tmp_path), lr=1e-2, prompts_per_step=2,
                       group_size=4, max_new_tokens_per_turn=1, max_completion_tokens=1, micro_batch_size=8,
-                      train_pool=8, algo_config={"mc_rollouts": 3, "beta": 0.5})
-    trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
-    with torch.no_grad():  # a reference that differs from the policy, so the KL term is not 0
+                      train_pool=8, algo_config={"mc_rollouts": 3, "beta": beta})
+    trainer = Trainer(cfg, task=task, model=model, tokenizer=tok)
+    with torch.no_grad():  # a reference that differs from the policy, so the KL is not 0
         for p in trainer.ctx.ref.parameters():
             p.add_(0.05 * torch.randn_like(p))
-    batch, stats = trainer.collect()
+    return trainer.collect()
+
+
+def test_vineppo_collect_shares_the_prompt_value_and_keeps_the_kl_out_of_the_advantages(tmp_path, fresh_tiny):
+    """Toy task (one turn): every sample's only state is its prompt, so within a group A_i - A_j = R_i - R_j
+    and A_i = R_i - V_hat(s_0) with V_hat(s_0) a mean of K rewards in [0, 1]; the trained advantages are the
+    whitened A, with no KL in them (the KL is a loss term)."""
+    from reference_impls.algorithms.ppo.ppo import masked_whiten
+
+    batch, stats = _vineppo_batch(tmp_path, fresh_tiny)
     assert stats["mc_states"] == 2  # one state per prompt, shared by its group
     step = batch.step_advantages[:, 0]
     values = batch.rewards - step
     assert torch.allclose(values.view(2, 4), values.view(2, 4)[:, :1].expand(2, 4))
     assert all(float(v * 3) == pytest.approx(round(float(v * 3)), abs=1e-5) for v in values)  # k/3
     mask = batch.full["loss_mask"]
-    kl = (batch.full["old_logprobs"] - batch.ref_logps) * mask
-    assert kl.abs().sum() > 0
-    assert torch.allclose(batch.advantages, masked_whiten(batch.step_advantages - 0.5 * kl, mask), atol=1e-6)
+    assert ((batch.full["old_logprobs"] - batch.ref_logps) * mask).abs().sum() > 0  # the KL is not 0 ...
+    assert torch.allclose(batch.advantages, masked_whiten(batch.step_advantages, mask), atol=1e-6)  # ... nor in A
+
+
+@pytest.mark.parametrize("reward", [0.0, 1.0])
+def test_vineppo_batch_with_equal_rewards_has_zero_advantages(tmp_path, fresh_tiny, reward):
+    """No task signal, no policy gradient: whatever the KL to the reference, the trained advantages are 0."""
+    batch, _ = _vineppo_batch(tmp_path, fresh_tiny, reward=reward)
+    assert bool((batch.rewards == reward).all())
+    assert float(batch.advantages.abs().max()) == 0.0
 
 
 @pytest.fixture(scope="module")

@@ -68,6 +68,14 @@ class AbsoluteZero(GRPO):
     name = "absolute-zero"
 
     Config = Config
+    SETTING = (r"r_{propose}=\begin{cases}0 & \bar r_{solve}\in\{0,1\}\\ 1-\bar r_{solve} & \text{otherwise}"
+               r"\end{cases},\ \bar r_{solve}=\tfrac1N\sum_{n=1}^{N} r_{solve}^{(n)}")
+
+    @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        if cfg.baseline == "role":
+            return r"\hat A_i=\frac{r_i-\mathrm{mean}_{\mathrm{role}(i)}r}{\mathrm{std}_{\mathrm{role}(i)}r}"
+        return ""
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -152,8 +160,5 @@ IMPLEMENTATIONS = (
                 "(evaluate an expression with + - * on bounded integers) instead of deduction/abduction/induction "
                 "over Python programs, a parser instead of a code executor, seeded reference examples instead of "
                 "a buffer of past proposals, and GRPO's clipped surrogate instead of REINFORCE++.",
-        paper="Absolute Zero: Reinforced Self-play Reasoning with Zero Data (Zhao et al.; arXiv 2505.03335)",
-        equation=r"r_{propose}=\begin{cases}0 & \bar r_{solve}\in\{0,1\}\\ 1-\bar r_{solve} & \text{otherwise}"
-                 r"\end{cases},\quad \bar r_{solve}=\tfrac1N\sum_{n=1}^{N} r_{solve}^{(n)},\quad "
-                 r"A=\frac{r-\mu_{role}}{\sigma_{role}}"),
+        paper="Absolute Zero: Reinforced Self-play Reasoning with Zero Data (Zhao et al.; arXiv 2505.03335)"),
 )

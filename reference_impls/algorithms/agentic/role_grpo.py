@@ -83,6 +83,8 @@ class RoleGRPO(GRPO):
     name = "role-grpo"
 
     Config = Config
+    ADVANTAGE = (r"\hat A_{i,t}=A^{\rho(k(t))}_i,\ A^{\rho}_i=\frac{r^{\rho}_i-\mathrm{mean}_{g(i)} r^{\rho}}"
+                 r"{\mathrm{std}_{g(i)} r^{\rho}}")
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -138,15 +140,12 @@ IMPLEMENTATIONS = (
                            "negotiation or persuasion. The RL-free baseline is the same pipeline untrained: "
                            "python -m reference_impls.measure.mas_pipeline on the same held-out problems.",
                    paper="ReMA: Learning to Meta-think for LLMs with Multi-Agent Reinforcement Learning (Wan et al.; "
-                         "arXiv 2503.09501) for shared-parameter role play; the advantage is GRPO's, per role",
-                   equation=r"A^{\rho}_i=\frac{r^{\rho}_i-\mathrm{mean}_j r^{\rho}_j}{\mathrm{std}_j r^{\rho}_j},\ "
-                            r"A_{i,t}=A^{\rho(k(t))}_i,\ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
+                         "arXiv 2503.09501) for shared-parameter role play; the advantage is GRPO's, per role"),
     Implementation("solver-verifier-train-verifier", "Train only the verifier (solver frozen in what it learns)",
                    "role-grpo", "solver-verifier", "The solver-verifier pipeline with only the verifier's turns trained; the same policy still "
                    "writes the solver's turns, with no loss on them.",
                    env_options={"train_roles": ("verifier",)},
                    changes="train_roles=verifier: the solver's tokens get loss mask 0, so only accept/reject "
                            "decisions (and their reasons) are reinforced, by the verifier's own reward.",
-                   equation=r"A_{i,t}=A^{\mathrm{verifier}}_i\ \text{on verifier turns},\ m_{i,t}=0\ "
-                            r"\text{on solver turns},\ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
+                   equation=r"m_{i,t}=0\ \text{on solver turns}"),
 )

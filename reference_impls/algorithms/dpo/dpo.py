@@ -60,6 +60,7 @@ import torch.nn.functional as F
 
 from ...algorithm import Context, Metrics
 from ...common import collate, completion_logprobs, seed_everything
+from ...implementations import latex_number
 from ...options import Options, option
 from ...rollout import RolloutConfig, Sample, rollout
 from .offline import OfflineAlgorithm, epoch_indices
@@ -267,6 +268,16 @@ def load_pairs(path: Path) -> list[Pair]:
 class DPO(OfflineAlgorithm):
     name = "dpo"
     Config = Config
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """dpo_loss under ``cfg`` (sigmoid: DPO; ipo: IPO on length-normalised log-ratios)."""
+        b = latex_number(cfg.beta)
+        if cfg.loss == "ipo":
+            return (rf"\mathcal{{L}}=\Big(\bar h-\frac{{1}}{{2\cdot{b}}}\Big)^2,\ \bar h=\frac{{1}}{{|y_w|}}"
+                    r"\log\frac{\pi_\theta(y_w|x)}{\pi_{ref}(y_w|x)}-\frac{1}{|y_l|}\log\frac{\pi_\theta(y_l|x)}{\pi_{ref}(y_l|x)}")
+        return (rf"\mathcal{{L}}=-\log\sigma\Big({b}\Big[\log\frac{{\pi_\theta(y_w|x)}}{{\pi_{{ref}}(y_w|x)}}-"
+                r"\log\frac{\pi_\theta(y_l|x)}{\pi_{ref}(y_l|x)}\Big]\Big)")
     data_file_option = "pairs_file"
     min_group_size = 2  # pairs need a correct and an incorrect sample of one prompt
     no_pairs_reason = ("every prompt's samples were all right or all wrong (--demonstration-chosen pairs the env's "
@@ -377,6 +388,16 @@ from ...implementations import Implementation  # noqa: E402
 
 IMPLEMENTATIONS = (
     Implementation("calculator-dpo", "DPO on tool-use preference pairs", "dpo", "calculator", "Offline preference optimisation on correct vs incorrect rollouts of the same prompt.",
-                   nodes=("alg-dpo-family", "alg-dpo")),
-    Implementation("calculator-ipo", "IPO on tool-use preference pairs", "dpo", "calculator", "DPO with IPO's squared loss on the preference margin.", {"loss": "ipo"}, nodes=("alg-ipo",)),
+                   nodes=("alg-dpo-family", "alg-dpo"),
+                   changes=(
+                           "DPO's loss (eq. 7) on pairs of a correct and a wrong episode of the same "
+                           "prompt, sampled from the starting model. Defaults: beta 0.1, the value "
+                           "DPO's paper uses unless noted otherwise; pairs come from the run's own "
+                           "samples, not a human-labelled set.")),
+    Implementation("calculator-ipo", "IPO on tool-use preference pairs", "dpo", "calculator", "DPO with IPO's squared loss on the preference margin.", {"loss": "ipo"}, nodes=("alg-ipo",),
+                   changes=(
+                           "IPO's squared loss (eq. 17) on the same pairs, with log-ratios divided by "
+                           "each episode's length (TRL's normalisation, agreed with the IPO authors; "
+                           "the paper's loss uses unnormalised log-ratios). Defaults: tau 0.1; the "
+                           "paper's tau values were not checked here.")),
 )

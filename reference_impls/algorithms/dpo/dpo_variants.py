@@ -52,6 +52,7 @@ import torch.nn.functional as F
 
 from ...algorithm import Context
 from .dpo import DPO, PairOptions, dpo_loss, sequence_logps
+from ...implementations import latex_number
 from ...options import option
 
 
@@ -88,6 +89,12 @@ class SimPOConfig(PairOptions):
 class SimPO(DPO):
     name = "simpo"
     Config = SimPOConfig
+
+    @classmethod
+    def objective(cls, cfg: SimPOConfig) -> str:
+        b = latex_number(cfg.beta)
+        return (rf"\mathcal{{L}}=-\log\sigma\Big(\tfrac{{{b}}}{{|y_w|}}\log\pi_\theta(y_w|x)"
+                rf"-\tfrac{{{b}}}{{|y_l|}}\log\pi_\theta(y_l|x)-{latex_number(cfg.gamma)}\Big)")
 
     @classmethod
     def uses_reference(cls, cfg) -> bool:
@@ -132,6 +139,12 @@ class ORPO(DPO):
     Config = ORPOConfig
 
     @classmethod
+    def objective(cls, cfg: ORPOConfig) -> str:
+        return (rf"\mathcal{{L}}=-\tfrac{{1}}{{|y_w|}}\log\pi_\theta(y_w|x)-{latex_number(cfg.beta)}\log\sigma\Big(\log"
+                r"\tfrac{\mathrm{odds}_\theta(y_w|x)}{\mathrm{odds}_\theta(y_l|x)}\Big),\ "
+                r"\mathrm{odds}_\theta(y|x)=\tfrac{P_\theta(y|x)}{1-P_\theta(y|x)},\ P_\theta(y|x)=e^{\frac{1}{|y|}\log\pi_\theta(y|x)}")
+
+    @classmethod
     def uses_reference(cls, cfg) -> bool:
         return False
 
@@ -172,6 +185,12 @@ class BetaDPOConfig(PairOptions):
 class BetaDPO(DPO):
     name = "beta-dpo"
     Config = BetaDPOConfig
+
+    @classmethod
+    def objective(cls, cfg: BetaDPOConfig) -> str:
+        return (r"\mathcal{L}=-\log\sigma\big(\beta_{\mathrm{batch}}\,h\big),\ \beta_{\mathrm{batch}}="
+                rf"{latex_number(cfg.beta)}\big(1+{latex_number(cfg.alpha)}(\mathbb{{E}}_{{i\in\mathrm{{batch}}}}[M_i]-M_0)\big),\ "
+                rf"\text{{kept: }}{latex_number(1 - cfg.filter_ratio)}\text{{ of the pairs, drawn}}\propto e^{{-(M_i-M_0)^2/2\sigma^2}}")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -230,12 +249,12 @@ IMPLEMENTATIONS = (
                 "model token, scaled by beta, so the reward matches how the policy ranks text when it generates and "
                 "long episodes earn no bonus for length. The loss also demands that the correct episode beat the "
                 "incorrect one by a margin gamma, not just by any amount. Pairs are DPO's: a correct and an "
-                "incorrect calculator episode of the same prompt.",
+                "incorrect calculator episode of the same prompt."
+                " Defaults against the paper: beta 2.0 (the paper uses 2.0-2.5) and gamma 1.0 (the "
+                "paper tunes 0.5-1.6).",
         paper="SimPO: Simple Preference Optimization with a Reference-Free Reward (Meng, Xia, Chen; arXiv 2405.14734)",
         survey_vs_paper="The survey's table lists SimPO's KL penalty as 'Scaled'; the paper has no reference model "
-                        "and no KL term at all: beta only scales the length-normalised reward.",
-        equation=r"\mathcal{L}=-\log\sigma\Big(\tfrac{\beta}{|y_w|}\log\pi_\theta(y_w|x)"
-                 r"-\tfrac{\beta}{|y_l|}\log\pi_\theta(y_l|x)-\gamma\Big)"),
+                        "and no KL term at all: beta only scales the length-normalised reward."),
     Implementation(
         "calculator-orpo", "ORPO on tool-use preference pairs", "orpo", "calculator", "SFT on the correct episode plus an odds-ratio penalty against the incorrect one; no reference model.",
         nodes=("alg-orpo",),
@@ -243,15 +262,13 @@ IMPLEMENTATIONS = (
                 "negative log-likelihood of the correct episode plus lambda times a log-sigmoid penalty on the log "
                 "odds ratio between the correct and the incorrect episode. It needs no reference model and no "
                 "separate SFT stage, because the NLL term keeps the policy on the chosen answers while the odds "
-                "ratio pushes the rejected ones down.",
+                "ratio pushes the rejected ones down."
+                " Defaults: lambda 0.1 (TRL's default; the paper's value was not checked here).",
         paper="ORPO: Monolithic Preference Optimization without Reference Model (Hong, Lee, Thorne; arXiv 2403.07691)",
         survey_vs_paper="The survey's table expands ORPO as 'Online regularized preference optimization' with a KL "
                         "penalty, 'online stabilization' and an 'online feedback reward'; the paper's ORPO is Odds "
                         "Ratio Preference Optimization, trained offline on fixed preference pairs, with no reference "
-                        "model and no KL term.",
-        equation=r"\mathcal{L}=-\tfrac{1}{|y_w|}\log\pi_\theta(y_w|x)-\lambda\log\sigma\Big(\log"
-                 r"\tfrac{\mathrm{odds}_\theta(y_w|x)}{\mathrm{odds}_\theta(y_l|x)}\Big),\ "
-                 r"\mathrm{odds}_\theta(y|x)=\tfrac{P_\theta(y|x)}{1-P_\theta(y|x)}"),
+                        "model and no KL term."),
     Implementation(
         "calculator-beta-dpo", "beta-DPO on tool-use preference pairs", "beta-dpo", "calculator", "DPO whose beta is recalibrated every batch from the pairs' reward margins, with outlier pairs filtered.",
         nodes=("alg-beta-dpo",),
@@ -260,8 +277,8 @@ IMPLEMENTATIONS = (
                 "conservative, and a batch of close pairs a smaller one. Before that, pairs whose margin lies far "
                 "from the running threshold are dropped by a Gaussian-weighted draw, so a few outlying pairs cannot "
                 "set the batch's beta. The running threshold and spread are moving averages kept across steps "
-                "(saved in checkpoints).",
-        paper="beta-DPO: Direct Preference Optimization with Dynamic beta (Wu et al.; arXiv 2407.08639)",
-        equation=r"\mathcal{L}=-\log\sigma\big(\beta_{\mathrm{batch}}\,h\big),\ \beta_{\mathrm{batch}}="
-                 r"\beta_0\big(1+\alpha(\mathbb{E}_{i\in\mathrm{batch}}[M_i]-M_0)\big)"),
+                "(saved in checkpoints)."
+                " Defaults: beta_0 0.1, alpha 0.6, 20% of pairs filtered, momentum 0.9; the paper's "
+                "values were not checked here (no copy of its text).",
+        paper="beta-DPO: Direct Preference Optimization with Dynamic beta (Wu et al.; arXiv 2407.08639)"),
 )

@@ -6,10 +6,10 @@ Data
     incorrect one *undesirable*. Unlike DPO, a prompt whose samples are all right or all wrong still gives
     data. The labelled episodes are written to ``RUN/episodes.jsonl`` (``RunDir.episodes_path``) and ``--samples-file FILE`` reuses them.
 
-Objective (Eq. (8) of arXiv 2402.01306v5, per a paper card in the code index that states it was checked
-against v5; TRL's KTOTrainer and an earlier version of this docstring number it (7), presumably an earlier
-version's numbering; the paper's own text is not readable here), with the implicit reward
-r(x, y) = log pi(y|x) - log pi_ref(y|x) summed over *model* tokens::
+Objective (Eq. (7) of the authors' first version of arXiv 2402.01306, the numbering TRL's KTOTrainer cites;
+this docstring earlier took Eq. (8) and a v5 numbering from a secondary paper card, which is not relied on
+here; the paper's own text is not readable here), with the implicit reward r(x, y) = log pi(y|x) -
+log pi_ref(y|x) summed over *model* tokens::
 
     z_0 = max(0, mean_i [log pi(y_{i+1}|x_i) - log pi_ref(y_{i+1}|x_i)])   the reference point: a KL estimate
                                                       from mismatched (prompt, completion) pairs of the batch,
@@ -19,9 +19,10 @@ r(x, y) = log pi(y|x) - log pi_ref(y|x) summed over *model* tokens::
     L = mean over the batch of (lambda_y - v(x, y))
 
 The value v is the prospect-theory utility: gains and losses are measured against the reference point
-z_0 and saturate (the sigmoid), and lambda_D / lambda_U weigh gains against losses (the paper advises
-lambda_D n_D / (lambda_U n_U) in [1, 3/2] in v5's Eq. (9), per the same card; an earlier version of this
-docstring said [1, 4/3]; n_D, n_U are the desirable and undesirable counts).
+z_0 and saturate (the sigmoid), and lambda_D / lambda_U weigh gains against losses: with n_D, n_U the
+desirable and undesirable counts, the authors' v1 advises lambda_D n_D / (lambda_U n_U) in [1, 4/3] (its
+Eq. (8); TRL's KTOTrainer warns outside [1, 1.33] on the same grounds). The earlier [1, 3/2] came from the
+same secondary card and is withdrawn.
 
 Logged: rewards/chosen and rewards/rejected (beta * r averaged over the desirable / undesirable episodes, 0
 if a batch has none), their difference rewards/margins (the progress bar's reward column), kl (z_0), and
@@ -40,6 +41,7 @@ import torch
 from ...algorithm import Context
 from ...common import seed_everything
 from .dpo import _sample_json, sequence_logps
+from ...implementations import latex_number
 from ...options import Options, option
 from ...rollout import Sample, rollout
 from .offline import OfflineAlgorithm, epoch_indices
@@ -117,6 +119,15 @@ def load_samples(path: Path) -> list[Sample]:
 class KTO(OfflineAlgorithm):
     name = "kto"
     Config = Config
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        b = latex_number(cfg.beta)
+        return (r"\mathcal{L}=\mathbb{E}\big[\lambda_y-v(x,y)\big],\ v=\begin{cases}\lambda_D\,"
+                rf"\sigma({b}(r_\theta-z_0)) & y\ \text{{desirable}}\\ \lambda_U\,"
+                rf"\sigma({b}(z_0-r_\theta)) & y\ \text{{undesirable}}\end{{cases}},\ r_\theta=\log\tfrac{{\pi_\theta(y|x)}}"
+                rf"{{\pi_{{ref}}(y|x)}},\ \lambda_D={latex_number(cfg.desirable_weight)},\ "
+                rf"\lambda_U={latex_number(cfg.undesirable_weight)}")
     data_file_option = "samples_file"
 
     def __init__(self, ctx: Context):
@@ -214,14 +225,14 @@ IMPLEMENTATIONS = (
                 "wrong still count. Each episode's implicit reward (its log-ratio to the reference model) is judged "
                 "against a reference point, a batch estimate of the policy's KL from the reference on mismatched "
                 "prompt/completion pairs, through a saturating sigmoid value function with separate weights for "
-                "gains and losses.",
+                "gains and losses."
+                " Defaults: beta 0.1 and equal weights lambda_D = lambda_U = 1; the authors' v1 "
+                "advises lambda_D n_D / (lambda_U n_U) in [1, 4/3] (eq. 8), so with more undesirable "
+                "than desirable episodes lambda_D should be raised.",
         paper="KTO: Model Alignment as Prospect Theoretic Optimization (Ethayarajh, Xu, Muennighoff, Jurafsky, Kiela; "
               "arXiv 2402.01306)",
         survey_vs_paper="The survey's table expands KTO as 'Knowledge transfer optimization' with 'teacher "
                         "stabilization' and a 'teacher-student logit' signal; the paper's KTO is Kahneman-Tversky "
                         "Optimization, which has no teacher: it learns from a binary desirable/undesirable label per "
-                        "output against a KL reference point.",
-        equation=r"\mathcal{L}=\mathbb{E}\big[\lambda_y-v(x,y)\big],\ v=\begin{cases}\lambda_D\,"
-                 r"\sigma(\beta(r_\theta-z_0)) & y\ \text{desirable}\\ \lambda_U\,\sigma(\beta(z_0-r_\theta)) & "
-                 r"y\ \text{undesirable}\end{cases}"),
+                        "output against a KL reference point."),
 )

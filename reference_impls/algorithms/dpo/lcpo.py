@@ -70,6 +70,7 @@ import torch.nn.functional as F
 from ...algorithm import Context
 from .dpo import DPO, Pair, PairOptions, build_pairs
 from .dpo_variants import log1mexp
+from ...implementations import latex_number
 from ...options import option
 from ...rollout import RolloutConfig, Sample
 
@@ -146,6 +147,13 @@ class LCPO(DPO):
     name = "lcpo"
 
     Config = Config
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        lam = "" if cfg.lam == 1 else latex_number(cfg.lam)
+        return (rf"\mathcal{{L}}=-\log\sigma\Big({lam}\big[\log\tfrac{{p_\theta(y_w|x)}}{{1-p_\theta(y_w|x)}}"
+                r"-\log\tfrac{p_\theta(y_l|x)}{1-p_\theta(y_l|x)}\big]\Big),\ "
+                r"p_\theta(y|x)=e^{\frac{1}{|y|}\log\pi_\theta(y|x)},\ y_w\text{ the shortest, }y_l\text{ the longest correct}")
     no_pairs_reason = "no kept problem had episodes of different lengths (see --split)"
 
     @classmethod
@@ -192,8 +200,5 @@ IMPLEMENTATIONS = (
                         "penalty, for length preference with limited data and training. The last part agrees (about "
                         "0.8k pairs and 50 steps in the paper); the KL penalty does not: LCPO keeps no reference "
                         "model and has no KL term, the only anchor being the pairs themselves, both sampled from "
-                        "the starting model.",
-        equation=r"\mathcal{L}=-\log\sigma\Big(\lambda\big[\log\tfrac{p_\theta(y_w|x)}{1-p_\theta(y_w|x)}"
-                 r"-\log\tfrac{p_\theta(y_l|x)}{1-p_\theta(y_l|x)}\big]\Big),\ "
-                 r"p_\theta(y|x)=e^{\frac{1}{|y|}\log\pi_\theta(y|x)}"),
+                        "the starting model."),
 )

@@ -48,6 +48,7 @@ from ...algorithm import Context
 from ...common import seed_everything
 from .dpo import DPO, Config as DPOConfig, Pair
 from ...envs import with_checked_steps
+from ...implementations import latex_number
 from ...options import ConfigError, option
 from ...rollout import RolloutConfig, Sample, _as_list, _GenerateTurns, rollout
 
@@ -95,6 +96,12 @@ def _step_sample(prompt_ids, ids, correct, tokenizer) -> Sample:
 class StepDPO(DPO):
     name = "step-dpo"
     Config = Config
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        b = latex_number(cfg.beta)
+        return (rf"\mathcal{{L}}=-\log\sigma\Big({b}\log\tfrac{{\pi_\theta(s_w|x,s_{{<k}})}}{{\pi_{{\mathrm{{ref}}}}(s_w|x,s_{{<k}})}}"
+                rf"-{b}\log\tfrac{{\pi_\theta(s_l|x,s_{{<k}})}}{{\pi_{{\mathrm{{ref}}}}(s_l|x,s_{{<k}})}}\Big)")
     min_group_size = 1  # a pair comes from one incorrect episode, not from a group
 
     @classmethod
@@ -185,10 +192,9 @@ IMPLEMENTATIONS = (
                 "prefix (or, when it writes none, the reference solution's next step), so the loss credits exactly "
                 "the step where the episode went wrong. The paper finds the wrong step with GPT-4 or a person and "
                 "takes the chosen step from sampled continuations whose final answer is right; we check steps "
-                "against the reference solution instead.",
+                "against the reference solution instead."
+                " Defaults against the paper: beta 0.1, DPO's default (the paper: 0.4, 0.5 for its 72B "
+                "model; --beta 0.4).",
         paper="Step-DPO: Step-wise Preference Optimization for Long-chain Reasoning of LLMs (Lai et al.; "
-              "arXiv 2406.18629)",
-        equation=r"\mathcal{L}=-\log\sigma\Big(\beta\log\tfrac{\pi_\theta(s_w|x,s_{<k})}"
-                 r"{\pi_{\mathrm{ref}}(s_w|x,s_{<k})}-\beta\log\tfrac{\pi_\theta(s_l|x,s_{<k})}"
-                 r"{\pi_{\mathrm{ref}}(s_l|x,s_{<k})}\Big)"),
+              "arXiv 2406.18629)"),
 )

@@ -8,8 +8,9 @@ the uncertain steps where extra exploration pays. ARPO spends part of the group'
               k model tokens (its first turn)
     branch    after each tool result t of each global sample: H_t = mean entropy of the first k model tokens
               after it, dH_t = (H_t - H_0) / log|V| (normalised by the largest possible entropy), and
-              P_t = alpha + beta * dH_t. If P_t > threshold the sample branches ``branches_per_step`` times at
-              that point (the branch shares the prefix, continues from the tool result), while the budget lasts
+              P_t = alpha + beta * dH_t. With probability clip(P_t, 0, 1) the sample branches
+              ``branches_per_step`` times at that point (the branch shares the prefix, continues from the tool
+              result), while the budget lasts (``branch_rule = threshold``: whenever P_t > branch_threshold)
     fill      budget left over (G minus global minus branches) is filled with fresh full samples
 
 Advantage attribution (``attribution``)::
@@ -26,12 +27,17 @@ Branches happen only at tool-result boundaries of the calculator (its steps).
 Checked against arXiv 2507.19849 (Sec. 3.1-3.2): token entropy is its eq. 3, the entropy change its eq. 4,
 the branching rule P_t = alpha + beta * dH_t > tau its eq. 5, the objective GRPO's (its eq. 6) with ratios
 shared on shared prefixes (eq. 7); hard and soft attribution are Sec. 3.2 (unnumbered) and the budget refill
-is step (4) of Sec. 3.1. Differences: eq. 4's Normalize sums the k entropy differences and divides by the
-vocabulary size V; we average them over the k tokens and divide by log|V| (the largest possible entropy),
-so dH is in [-1, 1] and alpha/beta/tau read on a fixed scale. The paper defaults to soft attribution (its
-Fig. 5); the option defaults to soft too, and the calculator row runs hard, the variant that changes the
-update (soft is plain GRPO on the branched samples). The paper's reward (eq. 8: format, accuracy and a
-multi-tool bonus) is the environment's own reward here.
+is step (4) of Sec. 3.1. The authors' rollout (dongguanting/ARPO,
+``ARPO/verl_arpo_entropy/verl/workers/rollout/vllm_rollout/vllm_rollout_with_tools.py``; the scripts under
+``ARPO/scripts/``) decides each branch at random: it draws u uniform, and branches when
+clip(u - entropy_weight * dH, 0, 1) <= branch_probability, i.e. with probability clip(0.5 + 0.2 dH, 0, 1)
+with their settings (branch_probability 0.5, entropy_weight 0.2): our ``branch_rule = random`` with alpha 0.5,
+beta 0.2. Their entropy is normalised by log|V| as here. Differences that remain: their H sums the entropy
+over the top log-probs of up to 20 generated tokens after each tool result, ours is the mean full-distribution
+entropy of the first k = 8 model tokens; their H_0 is a sample's entropy at its first generation round, as
+ours. The paper defaults to soft attribution (its Fig. 5); the option defaults to soft too, and the calculator
+row runs hard, the variant that changes the update (soft is plain GRPO on the branched samples). The paper's
+reward (eq. 8: format, accuracy and a multi-tool bonus) is the environment's own reward here.
 """
 from __future__ import annotations
 
@@ -57,10 +63,15 @@ class Config(GRPOConfig):
                                     high=1.0)
     entropy_tokens: int = option(8, "k: model tokens whose mean entropy measures a step's uncertainty.", low=1,
                                  high=1024)
-    branch_alpha: float = option(0.5, "alpha: base branching score.", low=0.0, high=10.0)
-    branch_beta: float = option(1.0, "beta: weight of the normalised entropy rise dH in the score.", low=0.0,
-                                high=100.0)
-    branch_threshold: float = option(0.5, "Branch when alpha + beta * dH exceeds this.", low=0.0, high=10.0)
+    branch_alpha: float = option(0.5, "alpha: base branching score (the authors' branch_probability 0.5).", low=0.0,
+                                 high=10.0)
+    branch_beta: float = option(0.2, "beta: weight of the normalised entropy rise dH in the score (the authors' "
+                                "entropy_weight 0.2).", low=0.0, high=100.0)
+    branch_rule: str = option("random", "random: branch with probability clip(alpha + beta * dH, 0, 1), as the "
+                              "authors' rollout code; threshold: branch when alpha + beta * dH exceeds "
+                              "branch_threshold.", choices=("random", "threshold"))
+    branch_threshold: float = option(0.5, "With branch_rule threshold: branch when alpha + beta * dH exceeds this.",
+                                     low=0.0, high=10.0)
     branches_per_step: int = option(1, "Branches started at each selected tool-result boundary.", low=1, high=64)
     attribution: str = option("soft", "Advantage of shared tokens: soft (each sample's own, GRPO) or hard (mean "
                               "over the samples sharing the token).", choices=("soft", "hard"))
@@ -75,6 +86,16 @@ def branch_score(entropy: list[float], runs: list[tuple[int, int]], k: int, voca
 
     h0 = head(*runs[0])
     return [alpha + beta * (head(s, e) - h0) / math.log(vocab) for s, e in runs[1:]]
+
+
+def branch_decisions(scores: list[float], rule: str, threshold: float, uniforms: list[float]) -> list[bool]:
+    """Whether each boundary branches: with probability clip(score, 0, 1) (``random``: u < score for a uniform
+    draw u per boundary) or when score > threshold (``threshold``)."""
+    if rule == "random":
+        return [u < min(max(score, 0.0), 1.0) for score, u in zip(scores, uniforms)]
+    if rule == "threshold":
+        return [score > threshold for score in scores]
+    raise ValueError(f"branch_rule must be random or threshold, not {rule!r}")
 
 
 def hard_token_advantages(samples: list, advantages: list[float], width: int) -> torch.Tensor:
@@ -101,6 +122,22 @@ class ARPO(GRPO):
     name = "arpo"
 
     Config = Config
+    SETTING = (r"\text{branch after tool result }t\text{ w.p. }\mathrm{clip}\big(\alpha+\beta\,\tfrac{H_t-H_0}{\log|V|},"
+               r"0,1\big)")
+
+    @classmethod
+    def setting_latex(cls, cfg: Config) -> str:
+        if cfg.branch_rule == "threshold":
+            return r"\text{branch after tool result }t\text{ if }\alpha+\beta\,\tfrac{H_t-H_0}{\log|V|}>\tau"
+        return cls.SETTING
+
+    @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        if cfg.attribution == "hard":
+            return (r"\hat A_{i,t}=\begin{cases}\mathrm{mean}_{j\in S_t}\hat A_j & t\ \text{shared by}\ S_t\\"
+                    r" \hat A_i & \text{otherwise}\end{cases},\ \hat A_i=\frac{r_i-\mathrm{mean}_{g(i)}r}"
+                    r"{\mathrm{std}_{g(i)}r}")
+        return ""
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -126,8 +163,9 @@ class ARPO(GRPO):
             if not cuts:
                 continue
             scores = branch_score(entropy[node].tolist(), runs, c.entropy_tokens, vocab, c.branch_alpha, c.branch_beta)
-            for cut, score in zip(cuts, scores):
-                for _ in range(c.branches_per_step if score > c.branch_threshold else 0):
+            chosen = branch_decisions(scores, c.branch_rule, c.branch_threshold, torch.rand(len(scores)).tolist())
+            for cut, go in zip(cuts, chosen):
+                for _ in range(c.branches_per_step if go else 0):
                     if budget[s.group] <= 0:
                         break
                     env, child = branch(ctx.tokenizer, ctx.task, problems[s.group], s, cut,
@@ -180,9 +218,12 @@ IMPLEMENTATIONS = (
                            "tokens are more uncertain (higher entropy) than the episode's first turn, the episode "
                            "branches from there, and any budget left is filled with fresh episodes. Tokens shared by "
                            "a parent and its branches get the mean of their advantages, tokens after the branch "
-                           "point their own. The calculator's tool turns are the steps. The paper normalises the "
-                           "entropy change by the vocabulary size and defaults to soft attribution; here it is "
-                           "divided by log|V| (the largest entropy) and this row runs hard attribution.",
-                   paper="Agentic Reinforced Policy Optimization (arXiv 2507.19849), Sec. 3.1-3.2, eqs. 3-7",
-                   equation=r"P_t=\alpha+\beta\,\frac{H_t-H_0}{\log|V|}>\tau\Rightarrow\text{branch};\quad \hat A_{i,t}=\begin{cases}\mathrm{mean}_{j\in S_t}A_j & t\ \text{shared by}\ S_t\\ A_i & \text{otherwise}\end{cases}"),
+                           "point their own. The calculator's tool turns are the steps. As in the authors' code, "
+                           "the entropy change is divided by log|V| and each boundary branches at random with "
+                           "probability 0.5 + 0.2 dH (clipped to [0, 1]). Differences: the entropy is the mean "
+                           "over the first 8 model tokens after a tool result (the authors' code: top log-probs "
+                           "of up to 20 tokens); this row runs hard attribution (the paper's default is soft); "
+                           "the group's budget is the run's group size with half global samples (the authors' "
+                           "scripts: 16 with 8 initial).",
+                   paper="Agentic Reinforced Policy Optimization (arXiv 2507.19849), Sec. 3.1-3.2, eqs. 3-7"),
 )

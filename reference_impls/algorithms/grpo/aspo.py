@@ -107,6 +107,9 @@ class ASPO(grpo.GRPO):
     name = "aspo"
 
     Config = Config
+    ADVANTAGE = (r"\hat A_i=A^{\mathrm{correct}}_i+\mathrm{clip}\Big(\delta\,\frac{p_i-\mathrm{mean}_{c(i)}p}"
+                 r"{\mathrm{mean}_{c(i)}L},\,-k\,|A^{\mathrm{correct}}_i|,\,k\,|A^{\mathrm{correct}}_i|\Big)\ "
+                 r"\text{for }o_i\text{ correct and calling the tool},\ c(i)=\text{those of }g(i),\ A^{\mathrm{correct}}_i=\frac{r_i-\mathrm{mean}_{g(i)}r}{\mathrm{std}_{g(i)}r}")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -153,13 +156,16 @@ IMPLEMENTATIONS = (
                 "clipped to k times the correctness advantage, so the bonus stays a nudge and never flips a "
                 "correct answer's sign. The paper steers Python calls in long math solutions with DAPO as the "
                 "base; here the tool is the calculator, the position is counted in the episode's model tokens "
-                "(the first <calc> tag), and the base is GRPO's defaults (DAPO's switches are options).",
+                "(the first <calc> tag), and the base is GRPO's defaults (DAPO's switches are options)."
+                " Defaults against the paper: delta -2.0 and k 0.7 as the paper (Sec. 4.5); the base "
+                "loss is GRPO's defaults (per-answer mean, clip 0.2/0.2, no dynamic sampling), where "
+                "the paper trains on DAPO (token-level loss, clip 0.2/0.28, dynamic sampling, "
+                "overlong shaping: --loss-type dapo --epsilon-high 0.28 --dynamic-sampling "
+                "--overlong-buffer N).",
         paper="Understanding Tool-Integrated Reasoning (Heng Lin and Zhongwen Xu, 2025), arXiv 2508.19201, "
               "Sec. 3.3, eq. 2",
         survey_vs_paper="The survey's table marks ASPO with a KL term; the paper trains with DAPO, which has none, and "
                         "its eq. 2 only changes the advantage. Here beta defaults to 0 as for every GRPO variant "
                         "(--beta turns the k3 penalty on). The survey's 'clipped bias' is eq. 2's clip to "
-                        "+-k times the correctness advantage.",
-        equation=r"A_i=A^{\mathrm{correct}}_i+\mathrm{clip}\Big(\delta\,rac{p_i-\mathrm{mean}(\mathbf{p})}"
-                 r"{\mathrm{mean}(\mathbf{L})},\,-k\,A^{\mathrm{correct}}_i,\,k\,A^{\mathrm{correct}}_i\Big)"),
+                        "+-k times the correctness advantage."),
 )

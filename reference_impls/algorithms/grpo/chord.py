@@ -20,13 +20,18 @@ Two controls ("dual control"):
                from imitation to exploration; phi_t = 1.
     CHORD-phi  token weights phi_t = p_t (1 - p_t), p_t = pi_theta(y*_t) (the paper's eq. 5; L_SFT-phi is its
                eq. 6, Sec. 3.3), largest for uncertain tokens, ~0 for tokens the policy already predicts
-               (p ~ 1) or that are far from it (p ~ 0). Used as a weight: no gradient flows through phi
-               (stop-gradient, our choice: eq. 6 writes no sg, unlike its IS variant, eq. 4).
+               (p ~ 1) or that are far from it (p ~ 0). Used as a weight: no gradient flows through phi.
 
-Equation numbers checked against arXiv 2508.11408 (Sec. 3.2-3.3). Two differences from eq. 6: it sums the
-token terms of a transcript, we average them over its model tokens (so mu weighs the two losses on the same
-per-token scale), and phi is detached as said above. The paper decays mu from 0.9 to 0.05 over 200 steps
-(Sec. 4.3); the warm-up-then-cosine shape here is ours, with its endpoints as options.
+Equation numbers checked against arXiv 2508.11408 (Sec. 3.2-3.3). The authors' code
+(modelscope/Trinity-RFT, ``trinity/algorithm/policy_loss_fn/chord_policy_loss.py``) is what this follows
+where it is more specific than eq. 6: phi is detached there too (a stop-gradient weight), the SFT term is a
+token-level mean over the expert tokens (``use_token_level_loss_in_sft``; eq. 6 writes a sum), and mu follows
+the same warm-up-then-cosine schedule (their ``mu_schedule_function``; their warm-up starts at 0 on step 0,
+ours at mu_peak / warmup). Their example config (``examples/mix_chord/mix_chord.yaml``) gives the paper's two
+settings: CHORD-mu = no warm-up, mu 0.9 -> 0.05 over 200 steps, no phi; CHORD-phi = a constant mu of 0.1
+with phi. Our defaults are neither (mu 0.5 -> 0.05 over 50 steps, no phi: a CHORD-mu shape shortened for
+runs of tens of steps); set ``--mu-peak 0.9 --mu-decay-steps 200`` for CHORD-mu, or ``--mu-peak 0.1
+--mu-valley 0.1 --mu-decay-steps 0 --token-weighting phi`` for CHORD-phi.
 """
 from __future__ import annotations
 
@@ -89,6 +94,17 @@ class CHORD(GRPO):
     Config = Config
 
     @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """(1 - mu_t) times GRPO's loss under ``cfg`` plus mu_t times the (phi-weighted) token-mean SFT loss."""
+        from .grpo import grpo_objective, join_equations
+
+        phi = r"\,\mathrm{sg}\big[p_t(1-p_t)\big]" if cfg.token_weighting == "phi" else ""
+        return join_equations(
+            rf"\mathcal{{L}}=(1-\mu_t)\,\mathcal{{L}}_{{\mathrm{{GRPO}}}}-\mu_t\,\frac{{1}}{{\sum m}}\sum_t m_t{phi}"
+            r"\log\pi_\theta(y^*_t\mid x,y^*_{<t})",
+            grpo_objective(cfg, lhs=r"\mathcal{L}_{\mathrm{GRPO}}"))
+
+    @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.mu_valley > cfg.mu_peak:
@@ -140,10 +156,11 @@ IMPLEMENTATIONS = (
                            "demonstrations of the step's problems), mixed as (1-mu) RL + mu SFT. mu warms up and then "
                            "decays on a cosine, so early steps imitate and later steps explore; the phi switch "
                            "weights each expert token by p(1-p) so tokens the policy already knows, or finds very "
-                           "unlikely, barely move it. Unlike the paper's eq. 6 the SFT term is a per-token mean "
-                           "(not a sum) and phi is a detached weight; the paper's mu schedule is a plain decay "
-                           "(0.9 to 0.05 over 200 steps), the warm-up is ours.",
+                           "unlikely, barely move it. As the authors' code: phi is a detached weight, the SFT "
+                           "term is a per-token mean (eq. 6 writes a sum) and mu warms up then decays on a cosine. "
+                           "Defaults that differ from the paper: mu 0.5 -> 0.05 over 50 steps without phi; the "
+                           "paper's CHORD-mu decays 0.9 -> 0.05 over 200 steps, its CHORD-phi keeps mu at 0.1 "
+                           "with phi; 4 expert transcripts per step, from the environment's own demonstrations.",
                    paper="On-Policy RL Meets Off-Policy Experts: Harmonizing Supervised Fine-Tuning and "
-                         "Reinforcement Learning via Dynamic Weighting (arXiv 2508.11408)",
-                   equation=r"\mathcal{L}=(1-\mu_t)\,\mathcal{L}_{\mathrm{GRPO}}-\mu_t\,\frac{1}{\sum m}\sum_t m_t\,\phi_t\log\pi_\theta(y^*_t\mid x,y^*_{<t}),\quad \phi_t\in\{1,\;p_t(1-p_t)\}"),
+                         "Reinforcement Learning via Dynamic Weighting (arXiv 2508.11408)"),
 )

@@ -79,6 +79,7 @@ class DARS(GRPO):
     name = "dars"
 
     Config = Config
+    SETTING = (r"|g_j|=G+\Delta n_j,\ \Delta n_j=\lceil N\,(\tau-a_j)/\tau\rceil\ \text{if }a_j<\tau")
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -129,8 +130,11 @@ IMPLEMENTATIONS = (
                    changes="After the usual G rollouts, every problem whose mean reward is below a threshold gets "
                            "extra rollouts (the same number for all, or more the lower its accuracy), so hard "
                            "problems contribute more positive samples and more advantage mass. Groups then differ "
-                           "in size and advantages are normalised within each group.",
+                           "in size and advantages are normalised within each group."
+                           " Defaults against the paper: up to 4 extra rollouts for a problem below "
+                           "accuracy 0.5, scaled by hardness; the paper derives its per-problem "
+                           "counts from its cumulative-advantage formula, and its values were not "
+                           "checked here (no copy of its text).",
                    paper="Depth-Breadth Synergy in RLVR: Unlocking LLM Reasoning Gains with Adaptive Exploration "
-                         "(arXiv 2508.13755)",
-                   equation=r"A_i=\frac{r_i-\mathrm{mean}_{g(i)}r}{\mathrm{std}_{g(i)}r},\quad |g_j|=G+\Delta n_j,\ \Delta n_j=\lceil N\,(\tau-a_j)/\tau\rceil\ \text{if }a_j<\tau"),
+                         "(arXiv 2508.13755)"),
 )

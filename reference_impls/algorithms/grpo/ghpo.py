@@ -94,6 +94,8 @@ class GHPO(GRPO):
     name = "ghpo"
 
     Config = Config
+    SETTING = (r"q_k=q\oplus h(\omega_k)\ \text{while}\ \max_i r_i=0,\ \omega_k=k\,\Delta\omega,\ "
+               r"\text{the loss on the groups of }q_k")
 
     def collect(self, ctx: Context, problems: list):
         from ...rollout import rollout
@@ -136,10 +138,12 @@ IMPLEMENTATIONS = (
                    changes="A group whose rollouts all fail carries no gradient, so it is rolled out again with the "
                            "beginning of the reference solution (the calculator demonstration's first tool calls "
                            "and results) appended to the problem, showing a larger share at each stage until some "
-                           "sample succeeds. Problems the policy can solve stay plain on-policy RL.",
+                           "sample succeeds. Problems the policy can solve stay plain on-policy RL."
+                           " Defaults against the paper: 3 hint stages of a quarter of the reference "
+                           "solution each; the paper's hint schedule was not checked here (no copy of "
+                           "its text).",
                    paper="GHPO: Adaptive Guidance for Stable and Efficient LLM Reinforcement Learning "
                          "(arXiv 2507.10628)",
                    survey_vs_paper="The survey's table lists the objective as a policy gradient with a plain reward; "
-                                   "the paper optimises GRPO's clipped group-relative objective on the refined prompts.",
-                   equation=r"q_k=q\oplus h(\omega_k)\ \text{while}\ \max_i r_i=0,\quad \omega_k=k\,\Delta\omega;\ \ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(q_k)"),
+                                   "the paper optimises GRPO's clipped group-relative objective on the refined prompts."),
 )

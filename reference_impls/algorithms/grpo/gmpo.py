@@ -83,6 +83,18 @@ class GMPO(grpo.GRPO):
 
     Config = Config
 
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """gmpo_loss under ``cfg``: the sign-aware clipped geometric mean of token ratios, per-sequence k3 if beta."""
+        kl = (rf"+{grpo.latex_number(cfg.beta)}\,\frac{{1}}{{|o_i|}}\sum_t m_{{i,t}}\mathbb{{D}}^{{k3}}_{{i,t}}"
+              if cfg.beta else "")
+        low, high = grpo.latex_number(cfg.epsilon_low), grpo.latex_number(cfg.epsilon_high)
+        return grpo.join_equations(
+            rf"\mathcal{{L}}=\frac{{1}}{{B}}\sum_{{i=1}}^{{B}}\Big[-\mathrm{{sgn}}(\hat A_i)\prod_t\big|\min\big("
+            rf"\rho_{{i,t}}\hat A_i,\,\mathrm{{clip}}(\rho_{{i,t}},e^{{-{low}}},e^{{{high}}})\hat A_i\big)\big|^{{1/|o_i|}}"
+            rf"{kl}\Big]",
+            grpo.advantage_definition(cfg))
+
     def loss_fn(self, ctx: Context, batch=None):
         return partial(gmpo_loss, cfg=self.cfg, max_completion_length=ctx.train.max_completion_tokens)
 
@@ -97,11 +109,9 @@ IMPLEMENTATIONS = (
         changes="GRPO averages each token's clipped ratio-times-advantage arithmetically, so a single token whose "
                 "probability moved a lot can dominate the update. GMPO multiplies the clipped token ratios and takes "
                 "the |o|-th root (a mean in log space), which barely reacts to one outlier; that lets it use a much "
-                "wider clip range, e^-0.4 to e^0.4, here the default. Advantages are GRPO's.",
+                "wider clip range, e^-0.4 to e^0.4, here the default. Advantages are GRPO's."
+                " Defaults as the paper: clip e^-0.4..e^0.4, no KL term (beta 0).",
         paper="Geometric-Mean Policy Optimization (Zhao et al., 2025), arXiv 2507.20673",
         survey_vs_paper="The survey's table lists a margin-based reward; the paper trains on the same rule-based "
-                        "answer-correctness reward as GRPO, normalised within the group.",
-        equation=r"\mathcal{J}=\mathbb{E}\Big[\tfrac{1}{G}\sum_i \Big(\prod_t \big|\min(\rho_{i,t}\hat A_i,"
-                 r"\,\mathrm{clip}(\rho_{i,t},e^{-\epsilon},e^{\epsilon})\hat A_i)\big|\Big)^{1/|o_i|}"
-                 r"\mathrm{sgn}(\hat A_i)\Big]"),
+                        "answer-correctness reward as GRPO, normalised within the group."),
 )

@@ -34,13 +34,19 @@ Aggregation (``loss_type``)::
                                                                                           Listing 1)
     dapo     L = (1/sum_i |o_i|) sum_i sum_t m l          token-level mean              (DAPO eqs. 8, 12)
 
+What the Lab and the node pages show is ``GRPO.objective(cfg)``: the LaTeX of these same terms composed from
+the options below (``grpo_objective``), so each configuration shows only the terms it computes; a variant states
+its own advantage, reward or sampling (``ADVANTAGE`` / ``SETTING``) or overrides ``objective`` beside its loss.
+
 A group whose rewards are all equal carries no signal: its advantages are exactly 0 (computed, not left to
 float round-off: with rewards of 2/3 a float32 mean leaves |A| ~ 6e-4 of one sign after std scaling).
 
 Batch-level switches (``prepare_batch``)::
 
-    dynamic_sampling: drop groups whose rewards are all equal (A = 0 carries no gradient)  (DAPO eq. 11;
-                      DAPO then over-samples to refill the batch, here the batch just shrinks)
+    dynamic_sampling: drop groups whose *unshaped* rewards (the environment's, DAPO's accuracy) are all equal
+                      (DAPO eq. 11: 0 < |{o_i : is_equivalent(a, o_i)}| < G; verl's filter_groups on the acc
+                      metric), decided before overlong shaping, so a group of all-correct answers of different
+                      lengths is dropped too; DAPO then over-samples to refill the batch, here the batch shrinks
     overlong shaping: r_i += R_len(|o_i|) with L_cache = overlong_buffer                   (DAPO eq. 13)
         R_len(y) = 0                               if |y| <= L_max - L_cache
                  = ((L_max - L_cache) - |y|) / L_cache * overlong_penalty   if L_max - L_cache < |y| <= L_max
@@ -58,17 +64,22 @@ its own); DAPO (2503.14476, v1 of 17 March 2025) eq. 8 (objective), eq. 9 (ratio
       Sec. 2.3, and Dr.GRPO's eq. 3 drop the term), so the KL term of eq. 3 is there only when beta is set;
     - DAPO's dynamic sampling over-samples until the batch is full (eq. 11, Algorithm 1); here the batch shrinks;
       the soft overlong punishment of eq. 13 has unit depth, ``overlong_penalty`` scales it (1 = the paper);
-    - GSPO's paper uses clip ranges of order 1e-4 for its sequence ratio (3e-4 left, 4e-4 right, Sec. 5.1);
-      ``epsilon_low`` / ``epsilon_high`` keep their token-level defaults (0.2) unless set.
+    - GSPO's paper uses clip ranges of order 1e-4 for its sequence ratio (3e-4 left, 4e-4 right, Sec. 5.1): its
+      row sets them; ``epsilon_low`` / ``epsilon_high`` keep their token-level defaults (0.2) otherwise. A
+      sequence-level ratio under ``dr_grpo`` or ``dapo`` aggregation counts each sequence once per token (TRL
+      warns alike): ``check`` warns.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import partial
+from typing import ClassVar
 
 import torch
 
 from ...algorithm import Algorithm, Context, RolloutBatch
+from ...implementations import join_equations, latex_number
 from ...options import ConfigError, Options, option
 from ...policy_gradient import policy_gradient_update
 
@@ -134,11 +145,18 @@ def nonzero_variance_groups(rewards: torch.Tensor, group_size: int) -> torch.Ten
 
 def prepare_batch(rewards: torch.Tensor, lengths: torch.Tensor, group_size: int, cfg: Config,
                   max_completion_length: int):
-    """Rewards -> (advantages, keep mask, shaped rewards)."""
+    """Rewards -> (advantages, keep mask, shaped rewards). The advantages come from the shaped rewards; the keep
+    mask of dynamic sampling from the unshaped ones (DAPO eq. 11 filters on accuracy)."""
     shaped = rewards + overlong_reward(lengths, max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
     advantages = group_advantages(shaped, group_size, cfg.scale_rewards)
-    keep = nonzero_variance_groups(shaped, group_size) if cfg.dynamic_sampling else torch.ones_like(shaped, dtype=torch.bool)
-    return advantages, keep, shaped
+    return advantages, dynamic_sampling_keep(rewards, group_size, cfg.dynamic_sampling), shaped
+
+
+def dynamic_sampling_keep(rewards: torch.Tensor, group_size: int, enabled: bool) -> torch.Tensor:
+    """Per-sample keep mask of DAPO's dynamic sampling, decided on the unshaped ``rewards`` (all True when off)."""
+    if not enabled:
+        return torch.ones_like(rewards, dtype=torch.bool)
+    return nonzero_variance_groups(rewards, group_size)
 
 
 def aggregate_loss(per_token, mask, loss_type: str, max_completion_length=None, seq_normalizer=None,
@@ -191,6 +209,74 @@ def grpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, m
     return loss, metrics
 
 
+#: loss types that sum token contributions across the batch: with a sequence-level ratio each sequence then
+#: weighs by its length instead of once (TRL warns alike)
+SUMMED_LOSS_TYPES = ("dr_grpo", "dapo")
+SEQUENCE_RATIO_WARNING = ("--importance-sampling-level sequence with --loss-type {loss_type}: the loss sums token "
+                          "contributions, so each sequence's ratio counts once per token and long sequences weigh "
+                          "more; GSPO's objective (eq. 5) averages per sequence: use --loss-type grpo")
+
+
+# -- the objective as shown (the Lab, the node pages): LaTeX composed from the options grpo_loss and
+# prepare_batch read, so each configuration shows the terms it computes and no others --
+
+#: loss_type -> the normaliser and sums as aggregate_loss computes them, i over the B samples of the batch
+LOSS_NORMALISERS = {
+    "grpo": r"\frac{1}{B}\sum_{i=1}^{B}\frac{1}{|o_i|}\sum_{t}",
+    "dr_grpo": r"\frac{1}{B\,L_{\max}}\sum_{i=1}^{B}\sum_{t}",
+    "dapo": r"\frac{1}{\sum_{i=1}^{B}|o_i|}\sum_{i=1}^{B}\sum_{t}",
+}
+
+
+def clipped_surrogate(cfg: Config, advantage: str = r"\hat A_i") -> str:
+    """The min of the ratio and its clipped value times the advantage, at the configured ratio level."""
+    if cfg.importance_sampling_level == "sequence":
+        ratio = "s_i"
+    else:
+        ratio = "w_{i,t}"
+    low, high = latex_number(cfg.epsilon_low), latex_number(cfg.epsilon_high)
+    return (rf"\min\big({ratio}{advantage},\;\mathrm{{clip}}({ratio},1-{low},1+{high}){advantage}\big)")
+
+
+def ratio_definition(cfg: Config) -> str:
+    if cfg.importance_sampling_level == "sequence":
+        return r"s_i=\Big(\frac{\pi_\theta(o_i\mid q)}{\pi_{old}(o_i\mid q)}\Big)^{1/|o_i|}"
+    return r"w_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\pi_{old}(o_{i,t}\mid q,o_{i,<t})}"
+
+
+def kl_term(cfg) -> str:
+    """The k3 KL penalty of the token loss, or "" when beta = 0 (grpo_loss skips it)."""
+    return rf"-{latex_number(cfg.beta)}\,\mathbb{{D}}^{{k3}}_{{i,t}}" if cfg.beta else ""
+
+
+def advantage_definition(cfg: Config) -> str:
+    if cfg.scale_rewards:
+        return r"\hat A_i=\frac{r_i-\mathrm{mean}_{g(i)}r}{\mathrm{std}_{g(i)}r}"
+    return r"\hat A_i=r_i-\mathrm{mean}_{g(i)}r"
+
+
+def batch_definitions(cfg: Config) -> str:
+    """prepare_batch's switches: overlong shaping of the reward, dynamic sampling on the unshaped one."""
+    parts = []
+    if cfg.overlong_buffer:
+        parts.append(rf"r_i=\mathrm{{acc}}_i+R_{{len}}(|o_i|;\,L_{{cache}}={cfg.overlong_buffer},"
+                     rf"\,{latex_number(cfg.overlong_penalty)})")
+    if cfg.dynamic_sampling:
+        parts.append(r"\text{only groups with }\mathrm{std}_g(\mathrm{acc})>0")
+    return join_equations(*parts)
+
+
+TOKEN_ADVANTAGE = r"\hat A_{i,t}"  # an advantage definition that starts so is per token
+
+
+def grpo_objective(cfg: Config, advantage: str = "", lhs: str = r"\mathcal{L}", symbol: str = r"\hat A_i") -> str:
+    """LaTeX of the loss grpo_loss computes under ``cfg``, with the advantage ``advantage`` defines (default:
+    the group-normalised one of ``cfg.scale_rewards``; ``symbol`` names it) and prepare_batch's reward switches."""
+    body = clipped_surrogate(cfg, symbol) + kl_term(cfg)
+    loss = rf"{lhs}=-{LOSS_NORMALISERS[cfg.loss_type]}m_{{i,t}}\Big[{body}\Big]"
+    return join_equations(loss, ratio_definition(cfg), advantage or advantage_definition(cfg), batch_definitions(cfg))
+
+
 class GRPO(Algorithm):
     """GRPO and its one-line variants (Dr.GRPO, DAPO, GSPO) on the shared policy-gradient update."""
 
@@ -198,6 +284,27 @@ class GRPO(Algorithm):
 
     Config = Config
     min_group_size = 2
+    # The objective as shown, written beside the code that computes it: a variant that only changes the
+    # advantage, the reward or the sampling states that part here; one with a loss of its own overrides objective
+    #: LaTeX of the advantage a variant computes (its ``advantages`` hook), "" for GRPO's group-normalised one
+    ADVANTAGE: ClassVar[str] = ""
+    #: LaTeX of what a variant changes around the loss (its reward, its sampling), shown before the objective
+    SETTING: ClassVar[str] = ""
+
+    @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        return cls.ADVANTAGE
+
+    @classmethod
+    def setting_latex(cls, cfg: Config) -> str:
+        return cls.SETTING
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """The loss this class computes under ``cfg``, as shown beside its runs and on its node page."""
+        advantage = cls.advantage_latex(cfg)
+        symbol = TOKEN_ADVANTAGE if advantage.startswith(TOKEN_ADVANTAGE) else r"\hat A_i"
+        return join_equations(cls.setting_latex(cfg), grpo_objective(cfg, advantage, symbol=symbol))
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -205,6 +312,8 @@ class GRPO(Algorithm):
         if cfg.overlong_buffer and cfg.overlong_buffer >= train.max_completion_tokens:
             raise ConfigError(f"--overlong-buffer: {cfg.overlong_buffer} must be smaller than "
                               f"--max-completion-tokens ({train.max_completion_tokens})")
+        if cfg.importance_sampling_level == "sequence" and cfg.loss_type in SUMMED_LOSS_TYPES:
+            warnings.warn(SEQUENCE_RATIO_WARNING.format(loss_type=cfg.loss_type), UserWarning, stacklevel=2)
 
     # ---- hooks for variants (subclasses override one; each default is GRPO itself) --------------------
     def advantages(self, ctx: Context, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -239,25 +348,45 @@ from ...implementations import Implementation, CALCULATOR_NODES  # noqa: E402
 
 IMPLEMENTATIONS = (
     Implementation("calculator-grpo", "GRPO tool agent (calculator)", "grpo", "calculator", "A policy that calls a calculator tool over several turns, trained with group-relative advantages.",
-                   nodes=("rl-algorithms", "alg-grpo-family", "alg-grpo", *CALCULATOR_NODES)),
+                   nodes=("rl-algorithms", "alg-grpo-family", "alg-grpo", *CALCULATOR_NODES),
+                   changes="GRPO as published (eq. 3): group-normalised outcome advantages, a clipped token "
+                           "ratio (0.2), per-answer mean then batch mean. Defaults that differ from the paper: "
+                           "beta = 0 (the paper trains with a k3 KL of weight 0.04, Sec. 4.2; --beta 0.04 turns it "
+                           "on) and one optimisation pass per rollout batch (the paper: one update per "
+                           "exploration stage too, so the ratio is 1 and the clip inactive, as here).",
+                   paper="DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models "
+                         "(arXiv 2402.03300)"),
     Implementation("calculator-dapo", "DAPO tool agent (calculator)", "grpo", "calculator", "GRPO with DAPO's switches: clip-higher, dynamic sampling, token-level loss, overlong shaping.",
                    {"loss_type": "dapo", "epsilon_high": 0.28, "dynamic_sampling": True, "overlong_buffer": 32},
                    nodes=("alg-dapo",),
                    changes="Four switches on GRPO, as in the paper (eqs. 8-13): the clip range above 1 is raised to "
-                           "0.28, groups whose samples all got the same reward are dropped, token losses are "
-                           "averaged over the whole batch's tokens, and answers that run into the last 32 tokens "
-                           "before the length limit lose reward linearly. Where the paper keeps sampling until the "
-                           "batch is full again after dropping groups, this run trains on the smaller batch.",
+                           "0.28, groups whose samples all got the same accuracy (the unshaped reward) are dropped, "
+                           "token losses are averaged over the whole batch's tokens, and answers that run into the "
+                           "last 32 tokens before the length limit lose reward linearly; no KL term. Differences "
+                           "from the paper: after dropping groups the paper keeps sampling until the batch is full "
+                           "again, this run trains on the smaller batch; the overlong buffer is 32 tokens of a "
+                           "short budget (the paper: 4096 of 20480); the paper makes 16 gradient updates per "
+                           "rollout step (Sec. 4.1), this row one pass (num_iterations 1), so the clip acts only "
+                           "when num_iterations is raised.",
                    paper="DAPO: An Open-Source LLM Reinforcement Learning System at Scale (arXiv 2503.14476)"),
     Implementation("calculator-dr-grpo", "Dr.GRPO tool agent (calculator)", "grpo", "calculator", "GRPO without length and std normalisation bias: constant normaliser, no std scaling.",
-                   {"loss_type": "dr_grpo", "scale_rewards": False}, nodes=("alg-dr-grpo",)),
-    Implementation("calculator-gspo", "GSPO tool agent (calculator)", "grpo", "calculator", "GRPO with a sequence-level importance ratio (GSPO).", {"importance_sampling_level": "sequence"},
+                   {"loss_type": "dr_grpo", "scale_rewards": False}, nodes=("alg-dr-grpo",),
+                   changes="Two of GRPO's normalisations are removed (Sec. 3.1-3.2, Listing 1): the advantage is "
+                           "the reward minus the group mean, not divided by the group's std (which favours "
+                           "questions that are too easy or too hard), and the token losses are summed and divided "
+                           "by a constant (batch size times the completion budget) instead of each answer's own "
+                           "length (which lets long wrong answers off lightly). No KL term, as the paper.",
+                   paper="Understanding R1-Zero-Like Training: A Critical Perspective (arXiv 2503.20783)"),
+    Implementation("calculator-gspo", "GSPO tool agent (calculator)", "grpo", "calculator", "GRPO with a sequence-level importance ratio (GSPO).",
+                   {"importance_sampling_level": "sequence", "epsilon_low": 3e-4, "epsilon_high": 4e-4},
                    nodes=("alg-gspo",),
                    changes="One importance ratio per answer, the geometric mean of its token ratios (eq. 7), is "
                            "clipped and multiplies the answer's advantage (eq. 5), so all tokens of an answer are "
-                           "weighted alike. The paper clips this ratio to a range of order 1e-4 (3e-4 below, 4e-4 "
-                           "above); the row keeps the token-level 0.2, so with one optimisation pass per batch (the "
-                           "default) the sequence ratio, computed against the sampling log-probs, is practically "
-                           "never clipped.",
+                           "weighted alike, averaged per sequence as GRPO (a token-level or constant-normaliser loss "
+                           "with sequence ratios is warned about, as TRL does). The clip range is the paper's, "
+                           "3e-4 below and 4e-4 above (Sec. 5.1). Differences from the paper: no KL term (as the "
+                           "paper); the paper splits each rollout batch into 4 minibatches with an update each, "
+                           "this row makes one pass (num_iterations 1), so its ratio is 1 at every update and the "
+                           "clip never acts unless num_iterations is raised.",
                    paper="Group Sequence Policy Optimization (arXiv 2507.18071)"),
 )

@@ -130,6 +130,8 @@ class KTAE(grpo.GRPO):
     name = "ktae"
 
     Config = Config
+    ADVANTAGE = (r"\hat A_{i,t}=\frac{r_i-\mathrm{mean}_{g(i)}r}{\mathrm{std}_{g(i)}r}+\tau\Big(2\sigma\big(\tfrac{(\alpha F"
+                 r"+\beta\,\mathrm{IG})\,x}{\alpha+\beta}\big)-1\Big)(o_{i,t})")
 
     def advantages(self, ctx: Context, batch: RolloutBatch):
         full = batch.full
@@ -151,9 +153,9 @@ IMPLEMENTATIONS = (
                 "measuring how strongly that token's presence goes with correct rather than wrong rollouts of the same "
                 "prompt: a Fisher exact test and the information gain on a 2x2 presence table set its strength, and a "
                 "frequency contrast between correct and wrong rollouts its sign. No extra model is trained; groups "
-                "that are all right or all wrong keep GRPO's advantages.",
+                "that are all right or all wrong keep GRPO's advantages."
+                " Defaults against the paper: alpha = beta = tau = 1; the paper's values were not "
+                "checked here (no copy of its text).",
         paper="KTAE: A Model-Free Algorithm to Key-Tokens Advantage Estimation in Mathematical Reasoning (Sun et al., "
-              "2025), arXiv 2505.16826",
-        equation=r"\hat A_{i,t}=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}+\tau\Big(2\sigma\big(\tfrac{(\alpha F"
-                 r"+\beta\,\mathrm{IG})\,x}{\alpha+\beta}\big)-1\Big)(o_{i,t})"),
+              "2025), arXiv 2505.16826"),
 )

@@ -22,8 +22,14 @@ Z = the number of tokens of the whole mixed group, the token-level mean (``dapo`
 Equation numbers checked against arXiv 2504.14945 (Sec. 2-3): GRPO's advantage and objective are its eqs. 2-3,
 the mixed-group advantage eq. 4, Mixed-Policy GRPO eq. 5 (pi_phi = 1, no clip on off-policy tokens), the
 policy-shaping objective eq. 6 with f(x) = x / (x + gamma), gamma = 0.1, and its gradient eqs. 7-8. The
-paper's experiments (Sec. 4) also drop GRPO's std normalisation (Dr.GRPO), set beta = 0 and add an entropy
-bonus of 0.01; the row keeps eq. 4's std (``--no-scale-rewards`` drops it) and has no entropy bonus.
+authors' released training script (ElliottYan/LUFFY ``exp_scripts/train.sh``, loss in
+``luffy/verl/verl/mix_src/mix_core_alg.py``) differs from those equations in three ways this row does not
+copy: ``loss_remove_clip=True`` (no clip on the on-policy ratio either), ``loss_remove_token_mean=True`` (the
+token losses are summed and divided by the padded length, a constant as Dr.GRPO's, not by the token count Z)
+and ``grpo_use_std=False`` (no std in the advantage), with an entropy bonus of 0.001 and no KL. The row keeps
+eqs. 4-6 as written (std, clipped on-policy ratio, token-level mean, no entropy bonus); ``--loss-type dr_grpo
+--no-scale-rewards`` gives the script's normaliser and advantage (with one pass per batch the on-policy ratio
+is 1, so its clip does not act).
 """
 from __future__ import annotations
 
@@ -103,6 +109,17 @@ class LUFFY(GRPO):
     Config = Config
 
     @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """luffy_loss under ``cfg``: GRPO's clipped surrogate on rollouts, the shaped pi_theta on demonstrations."""
+        from .grpo import LOSS_NORMALISERS, advantage_definition, clipped_surrogate, join_equations, kl_term, latex_number
+
+        body = (rf"\begin{{cases}}{clipped_surrogate(cfg)} & o_i\ \text{{on-policy}}\\ "
+                rf"\frac{{\pi_\theta(o_{{i,t}})}}{{\pi_\theta(o_{{i,t}})+{latex_number(cfg.shaping_gamma)}}}\hat A_i"
+                rf" & o_i\ \text{{a demonstration}}\end{{cases}}")
+        return join_equations(rf"\mathcal{{L}}=-{LOSS_NORMALISERS[cfg.loss_type]}m_{{i,t}}\Big[{body}{kl_term(cfg)}\Big]",
+                              advantage_definition(cfg))
+
+    @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.off_policy_per_group >= train.group_size:
@@ -140,10 +157,13 @@ IMPLEMENTATIONS = (
                            "calculator's correct transcript, scored by the environment), so advantages compare the "
                            "policy with an expert. Demonstration tokens are weighted by f(pi)=pi/(pi+gamma) of the "
                            "policy's own probability instead of a clipped ratio, which amplifies the gradient on "
-                           "expert tokens the policy finds unlikely; on-policy tokens keep GRPO's clipped ratio.",
+                           "expert tokens the policy finds unlikely; on-policy tokens keep GRPO's clipped ratio. "
+                           "The row follows the paper's eqs. 4-6 (std-normalised advantage, token-level mean). "
+                           "The authors' released script differs: no clip on on-policy ratios, token sums over a "
+                           "constant length, no std, entropy bonus 0.001; one demonstration per group of the "
+                           "run's size (the script: 1 of 8).",
                    paper="Learning to Reason under Off-Policy Guidance (arXiv 2504.14945)",
                    survey_vs_paper="The survey's table says the objective is the same as GRPO's; the paper replaces "
                                    "the clipped importance ratio on off-policy tokens by the shaping function "
-                                   "f(pi)=pi/(pi+gamma), unclipped.",
-                   equation=r"\mathcal{L}=-\frac{1}{Z}\Big[\sum_{i\in\mathrm{on}}\sum_t\min(w_{i,t}A_i,\mathrm{clip}(w_{i,t})A_i)+\sum_{j\in\mathrm{off}}\sum_t\frac{\pi_\theta(\tau_{j,t})}{\pi_\theta(\tau_{j,t})+\gamma}A_j\Big]"),
+                                   "f(pi)=pi/(pi+gamma), unclipped."),
 )

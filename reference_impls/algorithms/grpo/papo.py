@@ -73,6 +73,17 @@ class PAPO(GRPO):
 
     Config = Config
 
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """GRPO's loss under ``cfg`` minus gamma times the token-mean k3 of the masked-input policy's ratio."""
+        from .grpo import grpo_objective, join_equations, latex_number
+
+        return join_equations(
+            rf"\mathcal{{L}}=\mathcal{{L}}_{{\mathrm{{GRPO}}}}-{latex_number(cfg.perception_gamma)}\,\frac{{1}}{{\sum m}}"
+            r"\sum_{i,t}m_{i,t}\,\mathrm{k3}\Big(\frac{\pi_\theta(o_{i,t}\mid q_{\mathrm{mask}},o_{i,<t})}"
+            r"{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}\Big)",
+            grpo_objective(cfg, lhs=r"\mathcal{L}_{\mathrm{GRPO}}"))
+
     def collect(self, ctx: Context, problems: list):
         batch, stats = super().collect(ctx, problems)
         masked_prompts = []
@@ -122,7 +133,8 @@ IMPLEMENTATIONS = (
                            "model; here the input to perceive is the text problem's numbers, and the paper's entropy "
                            "regularisers against over-optimising the KL are left out. The paper's eq. 2 writes the "
                            "KL as k3 of pi_full/pi_mask; here it is k3 of pi_mask/pi_full, the standard k3 estimate "
-                           "of KL(pi_full || pi_mask) on samples from pi_full.",
-                   paper="Perception-Aware Policy Optimization for Multimodal Reasoning (arXiv 2507.06448), eqs. 1-2",
-                   equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}-\gamma\,\frac{1}{\sum m}\sum_{i,t}m_{i,t}\,\mathrm{k3}\Big(\frac{\pi_\theta(o_{i,t}\mid q_{\mathrm{mask}},o_{i,<t})}{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}\Big)"),
+                           "of KL(pi_full || pi_mask) on samples from pi_full."
+                           " Defaults against the paper: gamma 0.01, no entropy regularisers (the "
+                           "paper's PAPO_G adds two, eq. 2); its gamma was not checked here.",
+                   paper="Perception-Aware Policy Optimization for Multimodal Reasoning (arXiv 2507.06448), eqs. 1-2"),
 )

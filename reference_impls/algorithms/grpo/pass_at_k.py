@@ -67,6 +67,9 @@ class PassAtK(grpo.GRPO):
     name = "pass-at-k"
 
     Config = Config
+    ADVANTAGE = (r"\hat A_{i}=\begin{cases}\frac{1-\bar R}{\sigma}&o_i\ \text{correct}\\"
+                 r"\frac{1-\bar R-\binom{N_{neg}-1}{k-1}/\binom{N-1}{k-1}}{\sigma}&\text{otherwise}\end{cases},\ "
+                 r"\bar R=1-\tfrac{\binom{N_{neg}}{k}}{\binom{N}{k}},\ \sigma=\sqrt{\bar R(1-\bar R)}")
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -86,15 +89,15 @@ IMPLEMENTATIONS = (
     Implementation(
         "calculator-pass-at-k", "Pass@k Training tool agent (calculator)", "pass-at-k", "calculator",
         "GRPO whose advantages are those of the pass@k reward of the group, computed analytically over all k-subsets.",
+        {"loss_type": "dapo", "epsilon_high": 0.28},
         nodes=("alg-pass-at-k-training",),
         changes="Instead of rewarding each sample alone (pass@1), a k-subset of the group is rewarded if any sample "
                 "in it is correct, and each sample's advantage is the expectation of that set reward over every "
                 "k-subset containing it, in closed form. Correct samples keep a positive advantage, while a wrong "
                 "sample is penalised only as often as it sits in an all-wrong subset, so the policy is punished "
-                "less for exploring. k = 1 recovers GRPO on binary rewards.",
+                "less for exploring. k = 1 recovers GRPO on binary rewards. As the paper (Sec. 2.1), the row "
+                "trains with DAPO's clip-higher (0.2 below, 0.28 above) and token-level loss. k defaults to 2 of "
+                "the run's group size; the paper's k and group sizes were not checked here.",
         paper="Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models "
-              "(Chen et al., 2025), arXiv 2508.10751",
-        equation=r"\bar R=1-\tfrac{\binom{N_{neg}}{k}}{\binom{N}{k}},\ \hat A_{pos}=\tfrac{1-\bar R}{\sigma},\ "
-                 r"\hat A_{neg}=\tfrac{1-\bar R-\binom{N_{neg}-1}{k-1}/\binom{N-1}{k-1}}{\sigma},\ "
-                 r"\sigma=\sqrt{\bar R(1-\bar R)}"),
+              "(Chen et al., 2025), arXiv 2508.10751"),
 )

@@ -48,6 +48,7 @@ class PosteriorGRPO(grpo.GRPO):
     name = "posterior-grpo"
 
     Config = Config
+    SETTING = r"r_i=r^{\mathrm{out}}_i+\lambda\,\mathbb{1}[o_i\ \text{correct}]\,r^{\mathrm{proc}}_i"
 
     def advantages(self, ctx: Context, batch: RolloutBatch):
         process = torch.tensor([tool_step_accuracy(s) for s in batch.samples], dtype=torch.float32)
@@ -67,8 +68,8 @@ IMPLEMENTATIONS = (
                 "adds it only when the outcome is correct, so it ranks correct episodes by the quality of their "
                 "process and never rewards a wrong one. The paper scores code reasoning with a learned reward "
                 "model; here the process is the calculator calls and its score is the fraction of calls that "
-                "computed an intermediate value of a correct solution.",
-        paper="Posterior-GRPO: Rewarding Reasoning Processes in Code Generation (Fan et al., 2025), arXiv 2508.05170",
-        equation=r"r'_i=r_i+\lambda\,\mathbb{1}[o_i\ \text{correct}]\,r^{\mathrm{proc}}_i,\quad "
-                 r"\hat A_i=\frac{r'_i-\mathrm{mean}(r')}{\mathrm{std}(r')}"),
+                "computed an intermediate value of a correct solution."
+                " Defaults against the paper: lambda 0.5; the paper's weight was not checked here (no "
+                "copy of its text).",
+        paper="Posterior-GRPO: Rewarding Reasoning Processes in Code Generation (Fan et al., 2025), arXiv 2508.05170"),
 )

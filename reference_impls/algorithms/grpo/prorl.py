@@ -53,6 +53,7 @@ class ProRL(grpo.GRPO):
     name = "prorl"
 
     Config = Config
+    SETTING = r"\pi_{\mathrm{ref}}\leftarrow\pi_\theta\ \text{(and the optimizer's moments reset) every}\ N\ \text{steps}"
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -91,10 +92,9 @@ IMPLEMENTATIONS = (
                 "progress. ProRL keeps the KL term and periodically replaces the reference with the current policy "
                 "(clearing the optimizer's moments), so the penalty limits each stretch of training rather than "
                 "all of it. Its other stabilisers are DAPO's clip-higher (0.2/0.4) and dynamic sampling. The paper "
-                "resets whenever a validation score stalls or drops; here resets come every N steps.",
+                "resets whenever a validation score stalls or drops; here resets come every N steps."
+                " Defaults: KL weight 1e-4, clip 0.2/0.4 and dynamic sampling as the paper's recipe; "
+                "resets every 100 steps instead of on a validation stall.",
         paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
-              "(Liu et al., 2025), arXiv 2505.24864",
-        equation=r"\mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(\theta)"
-                 r"+\beta\,D_{\mathrm{KL}}(\pi_\theta\|\pi_{\mathrm{ref}}),"
-                 r"\quad \pi_{\mathrm{ref}}\leftarrow\pi_\theta\ \text{every}\ N\ \text{steps}"),
+              "(Liu et al., 2025), arXiv 2505.24864"),
 )

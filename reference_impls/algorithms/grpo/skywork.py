@@ -89,6 +89,8 @@ class SkyworkSSB(GRPO):
     name = "skywork-ssb"
 
     Config = Config
+    SETTING = (r"\mathcal{B}\leftarrow\mathcal{B}\cup\{o_i:\hat A_i\neq0\},\ o\sim\mathcal{B}\ \text{w.p.}\propto|\hat A_o|"
+               r"\ \text{replaces constant groups}")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -140,7 +142,8 @@ IMPLEMENTATIONS = (
                            "rewards (zero advantages), their places in the batch are filled by cached samples drawn "
                            "in proportion to |A|, keeping their advantage and sampling log-probs. This keeps the "
                            "effective batch from shrinking as the policy improves; the paper's MPO stage and hybrid "
-                           "reward model are not part of this implementation.",
-                   paper="Skywork R1V2: Multimodal Hybrid Reinforcement Learning for Reasoning (arXiv 2504.16656)",
-                   equation=r"\mathcal{B}\leftarrow\mathcal{B}\cup\{o_i:A_i\neq0\},\ \ o\sim\mathcal{B}\ \text{w.p.}\propto|A_o|\ \text{replaces constant groups};\ \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}"),
+                           "reward model are not part of this implementation."
+                           " Defaults against the paper: a buffer of 256 samples; the paper gives no "
+                           "size.",
+                   paper="Skywork R1V2: Multimodal Hybrid Reinforcement Learning for Reasoning (arXiv 2504.16656)"),
 )

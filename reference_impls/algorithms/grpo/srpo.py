@@ -56,6 +56,8 @@ class SRPO(grpo.GRPO):
     name = "srpo"
 
     Config = Config
+    SETTING = (r"\text{epoch }e+1\text{ draws from }\mathcal{D}_{e+1}=\{q\in\mathcal{D}:\neg\,\forall i\le G,\ "
+               r"r_i^{(e)}(q)=1\}")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
@@ -140,9 +142,9 @@ IMPLEMENTATIONS = (
                 "solved (their advantages are all zero) and drops them from the next epoch, while keeping prompts "
                 "that every sample failed, since those can still become informative. Training runs in two stages: "
                 "the paper starts on hard math before adding code; here stage 1 uses the calculator's "
-                "multi-call level-3 problems and stage 2 the whole pool.",
+                "multi-call level-3 problems and stage 2 the whole pool."
+                " Defaults against the paper: stage 1 lasts 20 steps; the paper's stage lengths were "
+                "not checked here (no copy of its text).",
         paper="SRPO: A Cross-Domain Implementation of Large-Scale Reinforcement Learning on LLM (Zhang et al., 2025), "
-              "arXiv 2504.14286",
-        equation=r"\mathcal{D}_{e+1}=\{q\in\mathcal{D}:\neg\,\forall i\le G,\ r_i^{(e)}(q)=1\},\quad "
-                 r"\mathcal{J}=\mathcal{J}_{\mathrm{GRPO}}\ \text{on}\ \mathcal{D}_{e+1}"),
+              "arXiv 2504.14286"),
 )

@@ -70,6 +70,7 @@ class StarPO(GRPO):
     name = "starpo"
 
     Config = Config
+    SETTING = r"\text{groups kept: the top }p\text{ by }\mathrm{std}_g(r)"
 
     def advantages(self, ctx: Context, batch: RolloutBatch):
         advantages, keep = super().advantages(ctx, batch)
@@ -87,8 +88,9 @@ IMPLEMENTATIONS = (
                            "on: only the quarter of groups with the largest reward spread are trained on, the clip "
                            "range is asymmetric (0.2 / 0.28) and there is no KL term or critic. The paper's StarPO-S "
                            "also brings in a critic (PPO) as its third stabiliser; this row is the critic-free GRPO "
-                           "form the paper trains as well, without its entropy bonus and format penalty.",
+                           "form the paper trains as well, without its entropy bonus and format penalty."
+                           " Defaults as the paper's StarPO-S: keep the top 25% of groups by reward "
+                           "spread, clip 0.2/0.28, no KL.",
                    paper="RAGEN: Understanding Self-Evolution in LLM Agents via Multi-Turn Reinforcement Learning "
-                         "(arXiv 2504.20073)",
-                   equation=r"J=\mathbb{E}_{\tau:\,\mathrm{std}(R_{g(\tau)})\in\text{top }p}\Big[\frac{1}{|\tau|}\sum_t m_t\min\big(w_tA(\tau),\mathrm{clip}(w_t,1-\epsilon_l,1+\epsilon_h)A(\tau)\big)\Big]"),
+                         "(arXiv 2504.20073)"),
 )

@@ -69,6 +69,7 @@ class StepGRPO(grpo.GRPO):
     name = "step-grpo"
 
     Config = Config
+    SETTING = r"r_i=\mathbb{1}[\text{ans}_i=y]+\alpha\frac{k_i}{|K|}+r^{\mathrm{val}}_i"
 
     def advantages(self, ctx: Context, batch: RolloutBatch):
         key = torch.tensor([key_step_fraction(s) for s in batch.samples], dtype=torch.float32)
@@ -90,9 +91,9 @@ IMPLEMENTATIONS = (
                 "solution's key steps the response contains, and a validity reward for a complete, well-formed "
                 "trajectory. The paper checks key steps in multimodal chains of thought; here key steps are the "
                 "reference solution's intermediate values reached by calculator calls, and a trajectory is valid "
-                "when every call evaluates and it ends with an answer.",
+                "when every call evaluates and it ends with an answer."
+                " Defaults against the paper: alpha 0.1 for the key-step share and the validity reward "
+                "on; the paper's values were not checked here (no copy of its text).",
         paper="R1-VL: Learning to Reason with Multimodal Large Language Models via Step-wise Group Relative Policy "
-              "Optimization (Zhang et al., 2025), arXiv 2503.12937",
-        equation=r"r_i=\mathbb{1}[\text{ans}_i=y]+\alpha\frac{k_i}{|K|}+r^{\mathrm{val}}_i,\quad "
-                 r"\hat A_i=\frac{r_i-\mathrm{mean}(r)}{\mathrm{std}(r)}"),
+              "Optimization (Zhang et al., 2025), arXiv 2503.12937"),
 )

@@ -11,23 +11,26 @@ multi-turn episode (a model turn and the tool's answer), so branches start right
               tool result) and the branches run to the end; a root that answered in one turn (no boundary)
               gets b - 1 fresh samples instead. The group has G leaves.
 
-Advantages are computed per tree node and averaged over the nodes a leaf belongs to (the paper's
-tree-based/segment-level advantage estimation, in its simple average form)::
+Advantages (the paper's eq. 5, as the authors' ``compute_tree_reinforce_plus_plus_baseline_outcome_advantage`` in
+``verl/trainer/ppo/core_algos.py`` of multimodal-art-projection/TreePO computes it, with
+``adv_weight_strategy="average"`` as ``recipe/treepo/run_treepo_train.sh`` sets it): a leaf's reward minus the
+mean reward of each tree node it belongs to, averaged over those nodes, then whitened once over the batch's
+model tokens (REINFORCE++'s global normalisation; every token of a leaf carries the leaf's value)::
 
-    A_i = (1 / |N(i)|) sum_{n in N(i)} (r_i - mean_{j in n} r_j) / (std_{j in n} r_j + 1e-4)
+    a_i = (1 / |N(i)|) sum_{n in N(i)} (r_i - mean_{j in n} r_j)
+    A_i = (a_i - mean_tok a) / sqrt(var_tok a + 1e-8)      mean and (Bessel) variance over the batch's model tokens
 
-N(i) = the root (all G leaves) and, when i shares a prefix with siblings, that subtree (0 in a constant
-node). The shared prefix is trained once per leaf that contains it, so its tokens receive the summed credit
-of the subtree. The paper's segments are fixed token windows with heuristic (probability-guided) branching
-and early stopping; here they are tool turns with a fixed branch factor.
+N(i) = the root (all G leaves) and, when i shares a prefix with siblings, that subtree (a node of one leaf
+is left out, as in the authors' code). ``tree_advantage = subtree_std`` is the earlier variant kept as an
+option: each node normalised by its own std (``(r_i - mean_n) / (std_n + 1e-4)``, 0 in a constant node), then
+averaged, with no global step. The shared prefix is trained once per leaf that contains it, so its tokens
+receive the summed credit of the subtree. The paper's segments are fixed token windows with heuristic
+(probability-guided) branching and early stopping; here they are tool turns with a fixed branch factor.
 
 Checked against arXiv 2508.17445 (Sec. 2.2-2.3): the objective is its eq. 1 (GRPO with DAPO's clip-higher,
 dynamic sampling and token-level loss, all GRPO switches here), ratio and flat advantage eq. 2, segments eq. 3,
-nested sub-groups eq. 4, and the tree advantage eq. 5. Our advantage differs from eq. 5: the paper subtracts
-each sub-group's mean reward without dividing by that sub-group's std, mean-pools these over the sub-groups
-and then divides by one std of the sub-group advantages ("global variance normalization" after
-REINFORCE++); we normalise each node by its own std before averaging (above). Both use the sub-groups'
-mean rewards as baselines; they scale a leaf's advantage differently when sub-groups differ in spread.
+nested sub-groups eq. 4, and the tree advantage eq. 5. The authors' whitening also subtracts the batch's token
+mean, so a constant group inside a varied batch gets a small non-zero advantage there, and here.
 """
 from __future__ import annotations
 
@@ -48,11 +51,16 @@ class Config(GRPOConfig):
 
     branch_factor: int = option(2, "Leaves per level-1 subtree: each root branches into this many samples.", low=2,
                                 high=64)
+    tree_advantage: str = option("global_std", "global_std: subtract each tree node's mean reward, average over "
+                                 "the leaf's nodes, whiten once over the batch's tokens (eq. 5, the authors' "
+                                 "code); subtree_std: normalise each node by its own std, then average.",
+                                 choices=("global_std", "subtree_std"))
 
 
 def tree_advantages(rewards: list[float], groups: list[int], subtrees: list[int | None],
                     scale: bool = True) -> list[float]:
-    """Average over a leaf's tree nodes (its group, and its subtree when not None) of the node-normalised reward."""
+    """Average over a leaf's tree nodes (its group, and its subtree when not None) of the node-centred reward,
+    divided by the node's std when ``scale`` (the subtree_std variant; unscaled it is eq. 5's a_i)."""
     per_node: dict[tuple, list[int]] = {}
     for i, (g, sub) in enumerate(zip(groups, subtrees)):
         per_node.setdefault(("group", g), []).append(i)
@@ -66,12 +74,39 @@ def tree_advantages(rewards: list[float], groups: list[int], subtrees: list[int 
     return [t / c for t, c in zip(total, count)]
 
 
+def token_whiten(values: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """(N,) per-leaf values whitened over the batch's model tokens, leaf i counted ``tokens[i]`` times: mean and
+    Bessel variance over the tokens, (v - mean) / sqrt(var + 1e-8) (eq. 5's global normalisation)."""
+    tokens = tokens.to(torch.float64)
+    v = values.to(torch.float64)
+    n = tokens.sum()
+    if n < 2:
+        raise ValueError(f"TreePO's global normalisation needs at least 2 model tokens in the batch, got {int(n)}")
+    mean = (v * tokens).sum() / n
+    var = ((v - mean) ** 2 * tokens).sum() / (n - 1)
+    return ((v - mean) / torch.sqrt(var + 1e-8)).to(values.dtype)
+
+
+def eq5_advantages(rewards: list[float], groups: list[int], subtrees: list[int | None],
+                   tokens: torch.Tensor) -> torch.Tensor:
+    """TreePO eq. 5: node-centred rewards averaged over a leaf's nodes, whitened once over the batch's tokens."""
+    return token_whiten(torch.tensor(tree_advantages(rewards, groups, subtrees, scale=False)), tokens)
+
+
 class TreePO(GRPO):
     """GRPO on tree-sampled groups (shared prefixes, branches after tool results) with tree advantages."""
 
     name = "treepo"
 
     Config = Config
+
+    @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        if cfg.tree_advantage == "global_std":
+            return (r"\hat A_i=\frac{a_i-\mathrm{mean}_{tok}a}{\mathrm{std}_{tok}a},\ a_i=\frac{1}{|N(i)|}"
+                    r"\sum_{n\in N(i)}\big(r_i-\mathrm{mean}_{j\in n}r_j\big)")
+        return (r"\hat A_i=\frac{1}{|N(i)|}\sum_{n\in N(i)}\frac{r_i-\mathrm{mean}_{j\in n}r_j}"
+                r"{\mathrm{std}_{j\in n}r_j}")
 
     @classmethod
     def check(cls, cfg: Config, train, env_spec) -> None:
@@ -120,9 +155,13 @@ class TreePO(GRPO):
 
     def advantages(self, ctx: Context, batch: RolloutBatch):
         subtrees = [s.info.get("subtree") for s in batch.samples]
-        adv = tree_advantages(batch.rewards.tolist(), [s.group for s in batch.samples], subtrees,
-                              self.cfg.scale_rewards)
-        advantages = torch.tensor(adv, dtype=torch.float32)
+        rewards, groups = batch.rewards.tolist(), [s.group for s in batch.samples]
+        if self.cfg.tree_advantage == "global_std":
+            tokens = batch.full["loss_mask"].sum(dim=1).cpu()
+            advantages = eq5_advantages(rewards, groups, subtrees, tokens).float()
+        else:
+            advantages = torch.tensor(tree_advantages(rewards, groups, subtrees, self.cfg.scale_rewards),
+                                      dtype=torch.float32)
         return advantages, torch.ones_like(advantages, dtype=torch.bool)
 
 
@@ -131,15 +170,18 @@ from ...implementations import Implementation  # noqa: E402
 
 IMPLEMENTATIONS = (
     Implementation("calculator-treepo", "TreePO tool agent (calculator)", "treepo", "calculator", "Tree-sampled groups: samples share their first tool turn and branch after it; tree advantages.",
-                   nodes=("alg-treepo",),
+                   {"loss_type": "dapo", "epsilon_high": 0.28}, nodes=("alg-treepo",),
                    changes="A group is sampled as a tree: a few root episodes run to the end, then each branches "
                            "after its first tool result into siblings that share that prefix, so the shared turn is "
-                           "generated and prefilled once. Each leaf's advantage averages its reward normalised "
-                           "within the whole group and within its subtree. The paper branches at fixed token "
-                           "windows with heuristic choices; here segments are tool turns and the branch factor is "
-                           "fixed. The paper's eq. 5 subtracts sub-group means, averages and divides by one global "
-                           "std; here each sub-group is normalised by its own std before averaging.",
+                           "generated and prefilled once. Each leaf's advantage is its reward minus the mean reward "
+                           "of the whole group and of its subtree, averaged, then whitened once over the batch's "
+                           "tokens (eq. 5, as the authors' code; normalising each subtree by its own std is an "
+                           "option). As the authors' training script: clip 0.2 below / 0.28 above, token-level "
+                           "loss, no KL. Differences from the paper: segments are tool turns, not token windows "
+                           "with probability-guided branching and early stopping; the branch factor is fixed (2; "
+                           "the script's trees grow from 2 to 8 first branches); no dynamic sampling (the script "
+                           "filters groups on accuracy and resamples) and no overlong shaping (the script: a "
+                           "512-token buffer); 16 leaves per prompt in the script, the run's group size here.",
                    paper="TreePO: Bridging the Gap of Policy Optimization and Efficacy and Inference Efficiency with "
-                         "Heuristic Tree-based Modeling (arXiv 2508.17445), eqs. 1-5",
-                   equation=r"A_i=\frac{1}{|N(i)|}\sum_{n\in N(i)}\frac{r_i-\mathrm{mean}_{j\in n}r_j}{\mathrm{std}_{j\in n}r_j},\quad \mathcal{L}=\mathcal{L}_{\mathrm{GRPO}}(A)"),
+                         "Heuristic Tree-based Modeling (arXiv 2508.17445), eqs. 1-5"),
 )

@@ -45,7 +45,7 @@ from functools import partial
 import torch
 
 from ...algorithm import Context, RolloutBatch
-from ..grpo.grpo import GRPO, constant_groups, grpo_loss, nonzero_variance_groups, overlong_reward
+from ..grpo.grpo import GRPO, constant_groups, dynamic_sampling_keep, grpo_loss, overlong_reward
 from ..grpo.grpo import Config as GRPOConfig
 from ...options import option
 from ...policy_gradient import policy_gradient_update
@@ -85,13 +85,18 @@ class LitePPO(GRPO):
 
     Config = Config
 
+    @classmethod
+    def advantage_latex(cls, cfg: Config) -> str:
+        scale = {"batch": r"\mathrm{std}_{\mathrm{batch}}r", "group": r"\mathrm{std}_{g(i)}r"}.get(cfg.advantage_std)
+        centred = r"r_i-\mathrm{mean}_{g(i)}r"
+        return rf"\hat A_i=\frac{{{centred}}}{{{scale}}}" if scale else rf"\hat A_i={centred}"
+
     def update(self, ctx: Context, batch: RolloutBatch):
         cfg = self.cfg
         shaped = batch.rewards + overlong_reward(batch.lengths, ctx.train.max_completion_tokens,
                                                  cfg.overlong_buffer, cfg.overlong_penalty)
         advantages = lite_advantages(shaped, batch.group_size, cfg.advantage_std)
-        keep = (nonzero_variance_groups(shaped, batch.group_size) if cfg.dynamic_sampling
-                else torch.ones_like(shaped, dtype=torch.bool))
+        keep = dynamic_sampling_keep(batch.rewards, batch.group_size, cfg.dynamic_sampling)
         loss_fn = partial(grpo_loss, cfg=cfg, max_completion_length=ctx.train.max_completion_tokens)
         metrics = policy_gradient_update(ctx, batch, advantages, keep, loss_fn, cfg.num_iterations)
         metrics.add("advantage_abs_mean", float(advantages.abs().mean()))
@@ -108,8 +113,8 @@ IMPLEMENTATIONS = (
                            "the standard deviation of the whole batch instead of the group's, and averages the loss "
                            "over all model tokens of the batch. A group that is nearly all right or all wrong no "
                            "longer gets its tiny spread blown up into large advantages, and long episodes weigh "
-                           "by their token count. It runs on the shared policy-gradient path because it has no critic.",
-                   paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)",
-                   equation=r"A_i=\frac{r_i-\operatorname{mean}_{j\in G(i)} r_j}{\operatorname{std}_{\text{batch}}(r)},\;"
-                            r"\mathcal{L}=-\frac{1}{\sum_i|o_i|}\sum_{i,t}\min\big(w_{i,t}A_i,\operatorname{clip}(w_{i,t},1\pm\epsilon)A_i\big)"),
+                           "by their token count. It runs on the shared policy-gradient path because it has no critic."
+                           " Defaults as the paper's LitePPO: token-level loss, batch-level std, clip "
+                           "0.2, no KL.",
+                   paper="Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning (Liu et al. 2025, arXiv 2508.08221)"),
 )

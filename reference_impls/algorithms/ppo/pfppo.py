@@ -97,6 +97,14 @@ class PFPPO(PPO):
     name = "pf-ppo"
 
     Config = Config
+    SETTING = r"\text{trained on }\{o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}\}\text{ of each group}"
+
+    @classmethod
+    def setting_latex(cls, cfg: Config) -> str:
+        kept = {"best_worst": r"o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}",
+                "best_random": r"o_{\arg\max_i r_i},\,o_{j\sim U(\text{others})}",
+                "best_of_n": r"o_{\arg\max_i r_i}"}[cfg.policy_filter]
+        return rf"\text{{trained on }}\{{{kept}\}}\text{{ of each group}}"
     min_group_size = 2
 
     def update(self, ctx: Context, batch: RolloutBatch) -> dict:
@@ -121,8 +129,8 @@ IMPLEMENTATIONS = (
                            "the update sees. The paper draws each training sample from a filtered policy (best or "
                            "worst with probability 1/2 each; or best with 1/2 and any other with the rest); we keep "
                            "the best and the worst (or the best and one random other) once each, the same "
-                           "proportions without a random draw.",
-                   paper="Policy Filtration for RLHF to Mitigate Noise in Reward Models (Zhang et al. 2024, arXiv 2409.06957)",
-                   equation=r"\mathcal{D}_{\text{PF}}=\{o_{\arg\max_i r_i},\,o_{\arg\min_i r_i}\},\;"
-                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}(\mathcal{D}_{\text{PF}})+c_v\mathcal{L}_V(\mathcal{D}_{\text{PF}})"),
+                           "proportions without a random draw."
+                           " Defaults against the paper: N is the run's group size (the paper: 5 "
+                           "responses per query) and the PPO settings are ppo.py's, not the paper's.",
+                   paper="Policy Filtration for RLHF to Mitigate Noise in Reward Models (Zhang et al. 2024, arXiv 2409.06957)"),
 )

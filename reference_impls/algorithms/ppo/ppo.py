@@ -92,6 +92,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -100,6 +101,7 @@ from ... import distributed
 from ...algorithm import Algorithm, Context, RolloutBatch
 from ...common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
 from ...diagnostics import ratio_diagnostics
+from ...implementations import join_equations, latex_number
 from ...options import Options, option
 
 
@@ -336,6 +338,33 @@ class PPO(Algorithm):
     name = "ppo"
 
     Config = Config
+    #: LaTeX of what a variant changes around PPO (its samples, its rewards), shown before the objective
+    SETTING: ClassVar[str] = ""
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """The losses ppo_loss computes under ``cfg`` (and the rewards and GAE feeding them), as shown beside its
+        runs and on its node page."""
+        n = latex_number
+        high = n(cfg.epsilon_high or cfg.epsilon)
+        nll = rf"+{n(cfg.positive_lm_coef)}\,\mathcal{{L}}_{{\mathrm{{NLL}}}}(o\ \text{{correct}})" if cfg.positive_lm_coef else ""
+        parts = [rf"\mathcal{{L}}=\mathcal{{L}}_{{\mathrm{{clip}}}}+{n(cfg.vf_coef)}\,\mathcal{{L}}_V{nll}",
+                 rf"\mathcal{{L}}_{{\mathrm{{clip}}}}=-\frac{{1}}{{\sum m}}\sum_t m_t\min\big(w_t\hat A_t,\mathrm{{clip}}(w_t,"
+                 rf"1-{n(cfg.epsilon)},1+{high})\hat A_t\big)",
+                 rf"\mathcal{{L}}_V=\frac{{1}}{{2\sum m}}\sum_t m_t\max\big((V_t-R_t)^2,(\mathrm{{clip}}(V_t,"
+                 rf"V^{{old}}_t\pm{n(cfg.cliprange_value)})-R_t)^2\big)"]
+        kl = {"k1": r"\log\tfrac{\pi_{old}}{\pi_{ref}}", "k3": r"\mathbb{D}^{k3}"}[cfg.kl_estimator]
+        parts.append(r"r_t=R\,[t=T]" + (rf"-{n(cfg.beta)}\,{kl}(o_t)" if cfg.beta else ""))
+        lam = (rf"\lambda_i=1-\frac{{1}}{{{n(cfg.length_adaptive_alpha)}\,|o_i|}}" if cfg.length_adaptive_alpha
+               else rf"\lambda={n(cfg.lam)}")
+        discount = r"\lambda" if cfg.gamma == 1 else rf"{n(cfg.gamma)}\lambda"
+        parts.append(rf"\hat A_t=\sum_l({discount})^l\delta_{{t+l}},\ {lam}"
+                     + (r",\ \text{whitened over the batch}" if cfg.whiten_advantages else ""))
+        if cfg.lam_critic >= 0:
+            parts.append(rf"R_t=\mathrm{{GAE}}_{{\lambda={n(cfg.lam_critic)}}}+V_t")
+        if cfg.critic_warmup_steps:
+            parts.append(rf"\text{{the first {cfg.critic_warmup_steps} steps train }}V\text{{ only}}")
+        return join_equations(cls.SETTING, *parts)
 
     def __init__(self, ctx: Context):
         """Create the critic and add its parameters to the trainer's optimizer (own lr when ``critic_lr``)."""
@@ -476,7 +505,12 @@ from ...implementations import Implementation  # noqa: E402
 
 IMPLEMENTATIONS = (
     Implementation("calculator-ppo", "PPO tool agent (calculator)", "ppo", "calculator", "PPO with a value head, token-level GAE over model tokens, clipped policy and value losses.",
-                   nodes=("alg-ppo-family", "alg-ppo")),
+                   nodes=("alg-ppo-family", "alg-ppo"),
+                   changes=(
+                           "Defaults are common LLM-PPO settings scaled down (TRL / OpenRLHF style: "
+                           "KL 0.05 in the reward, k1, GAE lambda 0.95, gamma 1, clip 0.2, value "
+                           "coefficient 0.1, 2 epochs of 2 minibatches, whitened advantages); the PPO "
+                           "paper's own settings are for Atari and MuJoCo, not language.")),
     Implementation("calculator-vapo", "VAPO tool agent (calculator)", "ppo", "calculator", "PPO with VAPO's value-side fixes: value pre-training, decoupled and length-adaptive GAE, "
                    "clip-higher, an LM loss on correct episodes.",
                    {"beta": 0.0, "critic_warmup_steps": 5, "lam_critic": 1.0, "length_adaptive_alpha": 0.05,
@@ -487,13 +521,14 @@ IMPLEMENTATIONS = (
                            "Monte Carlo returns (lambda 1) while the policy's GAE lambda grows with episode length "
                            "as 1 - 1/(0.05 l). It also raises the upper clip to 0.28 and adds a small NLL loss on "
                            "the correct episodes. Token-level loss and group sampling (G episodes per problem) are "
-                           "already how PPO runs here; no KL term (beta 0).",
+                           "already how PPO runs here; no KL term (beta 0)."
+                           " Defaults as the paper: alpha 0.05, critic lambda 1, clip 0.2/0.28, NLL "
+                           "weight 0.1; differs in 5 critic-only steps instead of 50 and a critic "
+                           "that starts from the policy's weights (the paper: from a reward model).",
                    paper="VAPO: Efficient and Reliable Reinforcement Learning for Advanced Reasoning Tasks "
                          "(Yue et al. 2025, arXiv 2504.05118)",
                    survey_vs_paper="The survey's table describes VAPO as an adaptive KL penalty plus variance control; "
                                    "the paper's techniques are value pre-training, decoupled and length-adaptive GAE, "
                                    "clip-higher, token-level loss, a positive-example LM loss and group sampling, "
-                                   "with no adaptive KL penalty among them.",
-                   equation=r"\lambda_{\text{policy}}=1-\frac{1}{\alpha l},\;\lambda_{\text{critic}}=1,\;"
-                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}(1-\epsilon_l,1+\epsilon_h)}+\mu\,\mathcal{L}_{\text{NLL}}(\text{correct})"),
+                                   "with no adaptive KL penalty among them."),
 )

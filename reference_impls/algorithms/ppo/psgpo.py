@@ -64,6 +64,7 @@ class PSGPO(PPO):
     name = "psgpo"
 
     Config = Config
+    SETTING = r"r_t\mathrel{+}=c\,v_j\,[t=\text{end}(j)],\ v_j\in\{+1,-1,0\}\ \text{(checked steps)}"
 
     @classmethod
     def check(cls, cfg, train, env_spec) -> None:
@@ -103,8 +104,9 @@ IMPLEMENTATIONS = (
                            "fails or goes off the path, placed on the call's last token, so GAE gets signal inside "
                            "the episode. The paper scores lines of code with a learned process reward model; here the "
                            "steps are calculator tool turns and the verdict is checked exactly, and the paper's "
-                           "critic initialisation from that model is left out.",
-                   paper="Process Supervision-Guided Policy Optimization for Code Generation (Dai et al. 2024, arXiv 2410.17621)",
-                   equation=r"r_t=R\,[t=T]+c\sum_j v_j\,[t=\text{end}(j)]-\beta\,\mathrm{KL}_t,\;v_j\in\{+1,-1,0\},\;"
-                            r"\mathcal{L}=\mathcal{L}^{\text{PPO}}_{\text{clip}}+c_v\mathcal{L}_V"),
+                           "critic initialisation from that model is left out."
+                           " Defaults against the paper: step rewards of +-0.2 from an exact check, "
+                           "where the paper's dense rewards are a learned PRM's scores; the PPO "
+                           "settings are ppo.py's.",
+                   paper="Process Supervision-Guided Policy Optimization for Code Generation (Dai et al. 2024, arXiv 2410.17621)"),
 )

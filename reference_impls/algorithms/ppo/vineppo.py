@@ -21,17 +21,23 @@ numbers not verified, paper text not available here)::
                = V_hat(s_{j+1}) - V_hat(s_j)      j < n - 1
                = R - V_hat(s_{n-1})               j = n - 1 (the last turn)
 
-Every model token of turn j carries A(s_j, a_j); environment tokens are not actions (mask 0). As in the
-paper's PPO setup (its released configs: KL in the reward, whitened advantages, 2 epochs), the per-token
-reward holds the KL penalty to the reference, and since the value is constant inside a step the one-step
-advantage of token t of turn j is::
+Every model token of turn j carries A(s_j, a_j); environment tokens are not actions (mask 0). The advantages
+of the batch are then whitened over its model tokens (the authors' PPO trainer, ``whiten_advantages: true``)::
 
-    A_t = A(s_j, a_j) - beta * (log pi_old(a_t) - log pi_ref(a_t))         (beta = 0: no reference model)
     A_t <- (A_t - mean A) / (std A + 1e-8)    over the model tokens of the batch (whiten_advantages)
 
-The loss is PPO's clipped surrogate, token-level mean over the batch's model tokens::
+(their whitening divides by the Bessel-corrected std, ours by the population std: the same up to a factor
+sqrt((n - 1) / n) over n model tokens), so a batch whose rewards and continuation rewards are all equal has A = 0 everywhere and no policy-gradient
+signal. The KL to the reference stays out of the advantages: as in the authors' VinePPO configs
+(McGill-NLP/VinePPO ``configs/polIter_*_vineppo_*.jsonnet`` import ``trainers/refKl0.0001.jsonnet`` and
+``trainers/klLoss.jsonnet``; the loss in ``src/treetune/trainers/ppo_trainer.py``) it is a loss term of its own,
+the k3 estimate per token clipped to [0, 10], summed over a sequence's tokens and averaged over sequences::
 
     L = (1/sum m) sum_{i,t} m_{i,t} * -min(w A, clip(w, 1 - eps, 1 + eps) A)
+        + beta * (1/B) sum_i sum_t clip(m_{i,t} * k3_{i,t}, 0, 10)
+    k3_{i,t} = exp(ref - logp) - (ref - logp) - 1,   ref = log pi_ref, logp = log pi_theta     (beta = 1e-4)
+
+(``beta`` = 0 skips the reference model.)
 
 Continuations: the environment of a sampled episode is rebuilt (reset, then stepped with the episode's
 own model turns, so a deterministic env returns to the same state), the prefix tokens become the prompt
@@ -64,8 +70,9 @@ class Config(Options):
     mc_rollouts: int = option(4, "K: continuations sampled from each intermediate state to estimate its value "
                               "(the paper uses 9).", low=1, high=256)
     epsilon: float = option(0.2, "Clip range of the importance ratio.", low=0.0, high=10.0)
-    beta: float = option(0.05, "KL-in-reward coefficient (k1, per token); 0 skips the reference model.",
-                         low=0.0, high=10.0)
+    beta: float = option(1e-4, "Weight of the KL loss term (k3 per token, clipped to [0, 10], summed over a "
+                         "sequence, averaged over sequences; the authors' klLoss with refKl 1e-4); 0 skips the "
+                         "reference model.", low=0.0, high=10.0)
     whiten_advantages: bool = option(True, "Whiten advantages over the model tokens of the batch.")
     num_iterations: int = option(2, "Optimisation passes over each rollout batch (the paper: 2 PPO epochs).", low=1,
                                  high=16)
@@ -88,21 +95,30 @@ def token_advantages(sample: Sample, values: list[float], width: int) -> torch.T
     return adv * torch.tensor(sample.loss_mask + [0] * (width - len(sample.loss_mask)), dtype=torch.float32)
 
 
+#: the most one token's k3 estimate adds to the KL loss (the authors' kl_penalty_loss_clip_max)
+KL_CLIP_MAX = 10.0
+
+
 def vine_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, seq_normalizer=None,
               token_normalizer=None):
-    """Clipped surrogate with per-token advantages (B, >= T), token-level mean; returns (loss, metrics)
-    (the KL is in the advantages already; ``kl`` reports k1 of pi_old to pi_ref)."""
+    """Clipped surrogate with per-token advantages (B, >= T), token-level mean, plus beta times the clipped k3
+    KL summed over each sequence and averaged over sequences (module docstring); returns (loss, metrics)."""
     A = advantages[:, :mask.shape[1]]
     log_ratio = (logps - old_logps) * mask
     ratio = torch.exp(log_ratio)
     clipped = torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon)
     per_token = -torch.min(ratio * A, clipped * A)
     loss = (per_token * mask).sum() / (token_normalizer or mask.sum().clamp(min=1.0))
+    kl = None
+    if cfg.beta != 0.0:
+        delta = (ref_logps - logps) * mask
+        kl = torch.clamp((torch.exp(delta) - delta - 1) * mask, 0.0, KL_CLIP_MAX)
+        loss = loss + cfg.beta * kl.sum() / (seq_normalizer or logps.shape[0])
     with torch.no_grad():
         n = mask.sum().clamp(min=1.0)
         is_clipped = ((ratio < 1 - cfg.epsilon) & (A < 0)) | ((ratio > 1 + cfg.epsilon) & (A > 0))
-        kl = float(((old_logps - ref_logps) * mask).sum() / n) if ref_logps is not None else 0.0
-        metrics = {"clip_frac": float((is_clipped.float() * mask).sum() / n), "kl": kl}
+        metrics = {"clip_frac": float((is_clipped.float() * mask).sum() / n),
+                   "kl": float(kl.sum() / n) if kl is not None else 0.0}
     return loss, metrics
 
 
@@ -172,6 +188,22 @@ class VinePPO(Algorithm):
 
     Config = Config
 
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """vine_loss under ``cfg`` and the Monte Carlo advantages feeding it."""
+        from ...implementations import join_equations, latex_number as n
+
+        kl = (rf"+{n(cfg.beta)}\,\frac{{1}}{{B}}\sum_i\sum_t\mathrm{{clip}}\big(m_{{i,t}}\mathbb{{D}}^{{k3}}_{{i,t}},0,10\big)"
+              if cfg.beta else "")
+        return join_equations(
+            rf"\mathcal{{L}}=\mathcal{{L}}_{{\mathrm{{clip}}}}{kl}",
+            rf"\mathcal{{L}}_{{\mathrm{{clip}}}}=-\frac{{1}}{{\sum m}}\sum_{{i,t}}m_{{i,t}}\min\big(w_{{i,t}}\hat A_{{i,t}},"
+            rf"\mathrm{{clip}}(w_{{i,t}},1-{n(cfg.epsilon)},1+{n(cfg.epsilon)})\hat A_{{i,t}}\big)",
+            rf"\hat A_{{i,t}}=\hat V(s_{{j+1}})-\hat V(s_j)\ \text{{on turn }}j"
+            + (r"\text{, whitened over the batch}" if cfg.whiten_advantages else ""),
+            rf"\hat V(s_j)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),\ \tau_k\sim\pi(\cdot\mid s_j),"
+            r"\ \hat V(s_n)=R")
+
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)
         t0 = time.time()
@@ -179,8 +211,6 @@ class VinePPO(Algorithm):
         mask = batch.full["loss_mask"].cpu()
         adv = torch.stack([token_advantages(s, v, mask.shape[1]) for s, v in zip(batch.samples, values)])
         batch.step_advantages = adv
-        if self.cfg.beta and batch.ref_logps is not None:  # KL in the reward of each token
-            adv = adv - self.cfg.beta * (batch.full["old_logprobs"].cpu() - batch.ref_logps.cpu()) * mask
         if self.cfg.whiten_advantages:
             adv = masked_whiten(adv, mask)
         batch.advantages = adv  # the per-token advantages update() trains on
@@ -197,7 +227,7 @@ class VinePPO(Algorithm):
         mask = batch.full["loss_mask"].cpu()
         n = float(mask.sum().clamp(min=1.0))
         step = batch.step_advantages
-        metrics.add("advantages_mean", float((step * mask).sum()) / n)  # before KL and whitening
+        metrics.add("advantages_mean", float((step * mask).sum()) / n)  # before whitening
         metrics.add("advantages_abs_mean", float((step.abs() * mask).sum()) / n)
         metrics.add("mc_value_mean", sum(batch.state_values) / max(len(batch.state_values), 1))
         return metrics
@@ -214,9 +244,10 @@ IMPLEMENTATIONS = (
                            "minus this one's. The paper cuts reasoning text into steps; here the intermediate states "
                            "are the turn boundaries of the calculator episode (the prompt, then after each tool "
                            "result), reached again by replaying the episode's own turns in a fresh environment. The "
-                           "rest is the paper's PPO setup: KL to the reference in the per-token reward, whitened "
-                           "advantages, clipped ratio. It trades extra generation for unbiased credit per tool turn.",
-                   paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)",
-                   equation=r"\hat V(s_j)=\tfrac1K\sum_{k=1}^K R(\tau_k),\;\tau_k\sim\pi(\cdot\mid s_j),\;"
-                            r"A_j=\hat V(s_{j+1})-\hat V(s_j),\;\hat V(s_n)=R"),
+                           "rest is the authors' PPO setup: whitened advantages, clipped ratio (0.2), 2 passes per "
+                           "batch, and the KL to the reference as its own loss term (k3 clipped to [0, 10], summed "
+                           "over tokens, averaged over sequences, beta 1e-4), never inside the advantages. It trades "
+                           "extra generation for unbiased credit per tool turn. Defaults that differ from the "
+                           "authors' configs: K = 4 continuations per state (the paper: 9).",
+                   paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)"),
 )

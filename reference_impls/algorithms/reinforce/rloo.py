@@ -83,6 +83,19 @@ class RLOO(Algorithm):
     name = "rloo"
 
     Config = Config
+
+    @classmethod
+    def objective(cls, cfg: Config) -> str:
+        """rloo_loss under ``cfg`` and the leave-one-out advantage (KL in the reward when beta)."""
+        from ...implementations import join_equations, latex_number as n
+
+        length = r"\frac{1}{|o_i|}" if cfg.normalize_by_length else ""
+        reward = (rf",\ r_i=R_i-{n(cfg.beta)}\sum_t m_{{i,t}}\log\tfrac{{\pi_{{old}}}}{{\pi_{{ref}}}}(o_{{i,t}})"
+                  if cfg.beta else "")
+        return join_equations(
+            rf"\mathcal{{L}}=-\frac{{1}}{{B}}\sum_{{i=1}}^{{B}}{length}\sum_t m_{{i,t}}\min\big(w_{{i,t}}\hat A_i,"
+            rf"\mathrm{{clip}}(w_{{i,t}},1-{n(cfg.epsilon)},1+{n(cfg.epsilon)})\hat A_i\big)",
+            r"\hat A_i=r_i-\frac{1}{G-1}\sum_{j\ne i}r_j" + reward)
     min_group_size = 2
 
     def update(self, ctx: Context, batch: RolloutBatch):
@@ -98,5 +111,9 @@ class RLOO(Algorithm):
 from ...implementations import Implementation  # noqa: E402
 
 IMPLEMENTATIONS = (
-    Implementation("calculator-rloo", "RLOO tool agent (calculator)", "rloo", "calculator", "REINFORCE with a leave-one-out baseline over the group.", nodes=("alg-reinforce",)),
+    Implementation("calculator-rloo", "RLOO tool agent (calculator)", "rloo", "calculator", "REINFORCE with a leave-one-out baseline over the group.", nodes=("alg-reinforce",),
+                   changes=(
+                           "Defaults against the paper: beta 0 (no KL; the paper keeps a KL penalty "
+                           "in the reward, its weight not checked here) and a sequence sum of token "
+                           "log-probs, as the paper.")),
 )

@@ -336,3 +336,8 @@ def equations(lines: Sequence[str]) -> None:
     st.html("<style>.katex-display{overflow-x:auto;overflow-y:hidden;padding:2px 0}</style>")
     for line in lines:
         st.latex(line)
+
+
+def redirect(link: Link) -> None:
+    """Open ``link`` instead of the current page, keeping the URL's query parameters (a path alias)."""
+    st.switch_page(link.script, query_params={**params_dict(st.query_params), **dict(link.query)})

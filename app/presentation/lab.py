@@ -10,6 +10,7 @@ import html
 
 from app import routes
 from app.presentation.common import md_escape
+from app.presentation.docs import link_doc_paths
 
 
 def run_link(impl) -> routes.Link:
@@ -58,7 +59,7 @@ def run_caption(run, status: dict) -> str:
     layer = status.get("sandbox_layer")
     preset = f" · preset {md_escape(run.preset)}" if run.preset else ""
     return (f"{md_escape(run.name)} · {md_escape(run.model)}{preset} · status **{md_escape(run.shown_status)}**"
-            + (f" · code sandbox: {md_escape(layer)} (docs/security.md)" if layer else "")
+            + (f" · code sandbox: {md_escape(layer)} ({link_doc_paths('docs/security.md')})" if layer else "")
             + (f" · {md_escape(run.error)}" if run.error else ""))
 
 

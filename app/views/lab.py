@@ -3,10 +3,12 @@ import streamlit as st
 
 from app import ui
 from app.presentation.common import first_param
+from app.presentation.docs import link_doc_paths
 from app.presentation.lab import equation_lines, run_caption, transcript_html
 from app.presentation.runs import curve_frame
 from app.state import run_manager
 from lab import catalog as lab
+from lab.recipes import note as preset_note
 from lab.runs import read_jsonl, run_stage
 
 CURVES = ("reward_mean", "accuracy", "kl", "clip_frac", "entropy", "tokens_per_s")
@@ -38,7 +40,7 @@ impl = by_id[impl_id]
 wanted_preset = first_param(p, "preset", "") or (opened_run and opened_run.preset) or lab.default_preset(impl)
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(wanted_preset) if wanted_preset in lab.PRESETS else 0)
-st.caption(lab.PRESETS[preset]["note"])
+st.caption(link_doc_paths(preset_note(preset, impl.env)))
 st.markdown(impl.summary)
 
 defaults = lab.preset_config(impl, preset)

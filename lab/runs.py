@@ -611,7 +611,12 @@ def run_stage(run: Run, metrics: list[dict] | None = None, status: dict | None =
     if fresh and status.get("phase") == "warm-start" and step < steps:
         if step == 0:
             return Stage("warm-start", f"warm start (SFT on demonstrations): step 1/{steps} running", 0.0)
-        per_step = float(warm[-1].get("wall_s", 0.0)) / step
+        # from the second step on, the rate between steps: the first step's time includes building the
+        # demonstrations
+        first = warm[0]
+        timed = step - int(first["step"])
+        per_step = ((float(warm[-1].get("wall_s", 0.0)) - float(first.get("wall_s", 0.0))) / timed if timed > 0
+                    else float(warm[-1].get("wall_s", 0.0)) / step)
         eta_warm = per_step * (steps - step) if per_step > 0 else None
         left = f" · about {_minutes(eta_warm)} left in the warm start" if eta_warm else ""
         return Stage("warm-start", f"warm start (SFT on demonstrations): step {step}/{steps} done · loss "

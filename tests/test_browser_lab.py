@@ -55,3 +55,48 @@ def test_run_this_launch_watch_stop(lab_app):
             assert first != page.get_by_text(re.compile(r"step \d+/20")).first.inner_text()
         finally:
             browser.close()
+
+
+def _launch_with_warm_start(page, base_url: str, sft_steps: int) -> str:
+    """Open calculator-dapo's quick preset (tiny model), set a warm start of ``sft_steps`` SFT steps, launch;
+    returns the run id from the URL."""
+    page.goto(base_url + "/lab?impl=calculator-dapo&preset=quick")
+    page.get_by_text(re.compile("tiny model is randomly initialised")).first.wait_for()
+    page.get_by_text("Hyperparameters").first.click()
+    field = page.get_by_role("spinbutton", name="sft_steps")
+    field.fill(str(sft_steps))
+    field.press("Enter")
+    page.wait_for_function(f"() => [...document.querySelectorAll('input')].some(i => i.value === '{sft_steps}')")
+    page.get_by_test_id("stBaseButton-primary").filter(has_text="Launch").click()
+    page.wait_for_function("() => window.location.search.includes('run=')")
+    return re.search(r"run=([\w.-]+)", page.url).group(1)
+
+
+def test_stage_during_the_warm_start_stop_and_the_run_named_on_runs(lab_app):
+    """issue 45: the Lab says the run is in its warm start (step k/n) while it is, Streamlit's own header
+    "Running... Stop" never shows beside the page's Stop, Stop reads "stopping" or "stopped" at once and reaches
+    "stopped", and the Runs page names the run by its implementation (calculator-dapo, not "grpo")."""
+    from playwright.sync_api import sync_playwright
+
+    base_url, _ = lab_app
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.set_default_timeout(120_000)
+            run_id = _launch_with_warm_start(page, base_url, 2000)
+            stage = page.get_by_text(re.compile(r"warm start \(SFT on demonstrations\): step [1-9]\d*/2000"))
+            stage.first.wait_for()
+            page.get_by_text(re.compile(r"calculator-dapo · tiny · preset quick · status running")).first.wait_for()
+            header_stop = page.locator('[data-testid="stStatusWidget"]')
+            for _ in range(10):  # five auto-refreshes of the live view
+                assert not header_stop.is_visible(), "Streamlit's header Running/Stop is shown"
+                page.wait_for_timeout(500)
+            page.get_by_test_id("stBaseButton-secondary").filter(has_text="Stop").click()
+            page.get_by_text(re.compile(r"status (stopping|stopped)")).first.wait_for(timeout=2_000)
+            page.get_by_text(re.compile(r"status stopped")).first.wait_for(timeout=30_000)
+            page.goto(base_url + "/runs")
+            page.get_by_text(f"calculator-dapo · {run_id} · stopped").first.wait_for()
+            assert page.get_by_text(re.compile(r"^grpo ")).count() == 0
+        finally:
+            browser.close()

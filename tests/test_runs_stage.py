@@ -89,9 +89,11 @@ def test_stage_loading_converting_warm_start_rl_and_ended(tmp_path, monkeypatch)
     stage = run_stage(run)
     assert stage.kind == "warm-start" and "step 1/3 done" in stage.text and "loss 2.500" in stage.text
     assert stage.eta_s == pytest.approx(20.0) and stage.fraction == pytest.approx(1 / 3)
+    with open(files.warm_start_path, "a") as f:  # 10 s for step 1 (with the demonstrations), 4 s a step after
+        f.write(json.dumps({"step": 2, "steps": 3, "loss": 2.0, "wall_s": 14.0}) + "\n")
+    assert run_stage(run).eta_s == pytest.approx(4.0)
     with open(files.warm_start_path, "a") as f:
-        for step in (2, 3):
-            f.write(json.dumps({"step": step, "steps": 3, "loss": 2.0, "wall_s": 10.0 * step}) + "\n")
+        f.write(json.dumps({"step": 3, "steps": 3, "loss": 2.0, "wall_s": 18.0}) + "\n")
     files.write_status("running", 0, 8, phase="warm-start", sft_step=3, sft_steps=3)
     stage = run_stage(run)
     assert stage.kind == "rl" and stage.text.startswith("warm start done · RL step 0/8 · step 1 running")

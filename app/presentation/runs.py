@@ -111,7 +111,8 @@ def metric_chart(curves: pd.DataFrame, metric: str, color: str | None = None, he
     first, last = float(steps.min()), float(steps.max())
     x_domain = (first - 0.5, last + 0.5) if first == last else (first, last)
     encoding = {
-        "x": alt.X("step:Q", title="step", scale=alt.Scale(domain=list(x_domain), nice=False),
+        # padding (pixels): the first and last points are drawn whole, not cut by the plot's edge
+        "x": alt.X("step:Q", title="step", scale=alt.Scale(domain=list(x_domain), nice=False, padding=8),
                    axis=alt.Axis(format="d", tickMinStep=1)),
         "y": alt.Y("value:Q", title=metric, scale=alt.Scale(domain=list(axis_domain(curves["value"])), nice=False,
                                                            zero=False),

@@ -488,6 +488,9 @@ class RunManager:
         if row["resume"]:
             argv = ["--resume", str(files.path), "--steps", str(config["steps"])]
         else:
+            # a run resumed without a checkpoint (stopped or failed before its first one) starts again: the
+            # previous attempt's files go, or the trainer would refuse a folder holding another run's files
+            clear_attempt(files)
             if not files.config_path.exists():  # registered before config.json was written by submit
                 files.write_config(config)
             argv = ["--config", str(files.config_path), "--out", str(files.path)]
@@ -530,6 +533,21 @@ class RunManager:
 #: seconds a stop before the first RL step is left to the trainer before the worker kills it (RunManager._wait_trainer)
 STOP_GRACE_S = 3.0
 STOPPED_BEFORE_RL = "stopped before the first RL step (model load or warm start): nothing to checkpoint"
+
+
+def clear_attempt(files: RunDir) -> list[str]:
+    """Remove what an earlier attempt of a run wrote in its folder (the run layout's entries only, never another
+    file), keeping config.json and log.txt (the worker appends each attempt's log); returns the removed names."""
+    removed = []
+    for entry in sorted(files.path.iterdir()) if files.path.is_dir() else ():
+        if entry.name in ("config.json", "log.txt") or not RunDir.owns(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+        removed.append(entry.name)
+    return removed
 
 
 def before_rl(files: RunDir, started: float) -> bool:
@@ -627,7 +645,7 @@ def run_stage(run: Run, metrics: list[dict] | None = None, status: dict | None =
     if converted_model_missing(run.model):
         return Stage("converting", "converting the model: SmolLM2's GGUF file into a PyTorch model (first "
                      "SmolLM2 run only)", 0.0)
-    return Stage("loading", f"loading the model ({run.model})", 0.0)
+    return Stage("loading", f"starting: loading the model ({run.model}) and preparing the run", 0.0)
 
 
 def metrics_csv(runs: list[Run]) -> str:

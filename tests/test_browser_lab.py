@@ -98,6 +98,12 @@ def test_stage_during_the_warm_start_stop_and_the_run_named_on_runs(lab_app):
         page.get_by_test_id("stBaseButton-secondary").filter(has_text="Stop").click()
         page.get_by_text(re.compile(r"status (stopping|stopped)")).first.wait_for(timeout=2_000)
         page.get_by_text(re.compile(r"status stopped")).first.wait_for(timeout=30_000)
+        # Resume: the page goes back to refreshing itself (the stage shows the new warm start), and stops again
+        page.get_by_test_id("stBaseButton-secondary").filter(has_text="Resume").click()
+        page.get_by_text(re.compile(r"status running")).first.wait_for(timeout=30_000)
+        stage.first.wait_for()
+        page.get_by_test_id("stBaseButton-secondary").filter(has_text="Stop").click()
+        page.get_by_text(re.compile(r"status stopped")).first.wait_for(timeout=30_000)
         page.goto(base_url + "/runs")
         page.get_by_text(f"calculator-dapo · {run_id} · stopped").first.wait_for()
         assert page.get_by_text(re.compile(r"^grpo ")).count() == 0

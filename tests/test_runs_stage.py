@@ -161,3 +161,45 @@ def test_a_trainer_deaf_to_the_stop_before_rl_is_killed_after_the_grace(tmp_path
     finally:
         if manager.get(run.id).status in ("running", "queued"):
             manager.delete(run.id)
+
+
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_path, monkeypatch):
+    """Resume of a run with no checkpoint starts it again in the same folder (the earlier attempt's files are
+    cleared; the trainer would refuse them), and finishes."""
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path / "data"))
+    manager = RunManager(tmp_path / "runs")
+    run = manager.submit({**QUICK, "sft_steps": 5000, "sft_examples": 16})
+    try:
+        for _ in range(600):
+            if manager.get(run.id).files.warm_start():
+                break
+            time.sleep(0.2)
+        manager.stop(run.id)
+        assert manager.wait(run.id, timeout=60).status == "stopped"
+        with manager._db(write=True) as db:  # the same run, now with a short warm start
+            config = {**json.loads(db.execute("SELECT config FROM runs WHERE id=?", (run.id,)).fetchone()[0]),
+                      "sft_steps": 1}
+            db.execute("UPDATE runs SET config=? WHERE id=?", (json.dumps(config), run.id))
+        RunDir(run.run_dir).write_config(config)
+        manager.resume(run.id)
+        done = manager.wait(run.id, timeout=180)
+        assert done.status == "finished", (done.error, done.log_path.read_text()[-2000:])
+        assert [w["steps"] for w in done.files.warm_start()] == [1]
+        assert done.log_path.read_text().count("$ python -m reference_impls.train") == 2
+    finally:
+        if manager.get(run.id).status in ("running", "queued"):
+            manager.delete(run.id)
+
+
+def test_clear_attempt_removes_only_the_run_layout(tmp_path):
+    from lab.runs import clear_attempt
+
+    files = RunDir(tmp_path)
+    files.write_config({"algo": "grpo", "env": "calculator"})
+    files.write_status("stopped", 0, 8)
+    (tmp_path / "log.txt").write_text("log")
+    (tmp_path / "warm_start.jsonl").write_text("{}\n")
+    (tmp_path / "tb").mkdir()
+    (tmp_path / "mine.csv").write_text("keep")
+    assert clear_attempt(files) == ["status.json", "tb", "warm_start.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "log.txt", "mine.csv"]

@@ -123,8 +123,8 @@ def live_run(run_id: str, was_live: bool) -> None:
     manager = run_manager()
     manager.refresh()
     run = manager.get(run_id)
-    if was_live and run.status not in ("running", "queued"):
-        st.rerun()  # the run ended: draw the page once more, without the refresh
+    if was_live != (run.status in ("running", "queued")):
+        st.rerun()  # the run ended (or was resumed): draw the page again, without (with) the refresh
     metrics = read_jsonl(run.metrics_path)
     status = run.files.read_status()
     warm = run.files.warm_start()

@@ -14,7 +14,25 @@ if not runs:
     ui.page_link(routes.lab(), "Open the Lab", icon=":material/science:")
     st.stop()
 
-st.dataframe(runs_frame(runs), hide_index=True, width="stretch")
+# widths that fit the table in the content column at 1440 px; the id last (the legend and the links below
+# carry it too), errors under the table (they can be long)
+RUN_COLUMNS = {
+    "implementation": st.column_config.TextColumn("implementation", width=140),
+    "preset": st.column_config.TextColumn("preset", width=60),
+    "status": st.column_config.TextColumn("status", width=70),
+    "started": st.column_config.TextColumn("started", width=120),
+    "duration": st.column_config.TextColumn("duration", width=80),
+    "steps": st.column_config.TextColumn("steps", help="RL steps done / planned", width=60),
+    "model": st.column_config.TextColumn("model", width=90),
+    "reward_mean": st.column_config.TextColumn("reward", help="mean reward of the last step", width=60),
+    "accuracy": st.column_config.TextColumn("accuracy", help="accuracy of the last step", width=65),
+    "id": st.column_config.TextColumn("id", width=170),
+}
+table = runs_frame(runs)
+st.dataframe(table, hide_index=True, width="stretch", column_order=list(RUN_COLUMNS), column_config=RUN_COLUMNS)
+for run_id, error in zip(table["id"], table["error"]):
+    if error:
+        st.caption(f"{ui.md(run_id)}: {ui.md(error)}")
 st.caption(f"TensorBoard: `tensorboard --logdir {manager.root}`")
 
 labels = {r.id: run_label(r) for r in runs}

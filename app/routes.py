@@ -38,6 +38,8 @@ PAGES: dict[str, Page] = {p.path: p for p in (
     Page("lab", "views/lab.py", "Lab", ":material/science:", "Lab", param="impl"),
     Page("runs", "views/runs.py", "Runs", ":material/monitoring:", "Lab"),
     Page("compare", "views/compare.py", "Compare", ":material/leaderboard:", "Lab", param="grid"),
+    # the project's docs/*.md, reached from the paths the pages cite
+    Page("docs", "views/docs.py", "Documentation", ":material/description:", "Explore", param="path", hidden=True),
 )}
 
 
@@ -84,6 +86,11 @@ def node(node_id: str) -> Link:
 def search(**query: str | list[str]) -> Link:
     """A search; the parameters are those of ``app.presentation.search.SearchState`` plus ``like``."""
     return Link("search", query)
+
+
+def doc(name: str) -> Link:
+    """A document of docs/ (``security.md``), shown by the app."""
+    return Link("docs", {PAGES["docs"].param: name})
 
 
 def lab(**query: str) -> Link:

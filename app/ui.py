@@ -314,3 +314,30 @@ def annotations_editor(catalog, work_key: str) -> None:
     message = st.session_state.pop(msg_key, None)
     if message:
         (st.error if message[0] == "error" else st.success)(message[1])
+
+
+# -- charts ------------------------------------------------------------------------------------
+def metric_chart(curves, metric: str, color: str | None = None, height: int = 160) -> None:
+    """A run metric's curve(s) (``app.presentation.runs.metric_chart``: fitted axes, numbers as numbers)."""
+    from app.presentation.runs import metric_chart as build
+
+    st.altair_chart(build(curves, metric, color=color, height=height), width="stretch")
+
+
+def hide_rerun_indicator() -> None:
+    """Hide Streamlit's header "Running... Stop" while this page is shown. A page that refreshes itself (the
+    Lab's live run) would otherwise show it on every refresh that takes over half a second, next to the
+    page's own Stop, and that button halts the page, not the run."""
+    st.html("<style>[data-testid='stStatusWidget']{display:none}</style>")
+
+
+def equations(lines: Sequence[str]) -> None:
+    """LaTeX formulas one per line; a formula wider than its column scrolls instead of being cut off."""
+    st.html("<style>.katex-display{overflow-x:auto;overflow-y:hidden;padding:2px 0}</style>")
+    for line in lines:
+        st.latex(line)
+
+
+def redirect(link: Link) -> None:
+    """Open ``link`` instead of the current page, keeping the URL's query parameters (a path alias)."""
+    st.switch_page(link.script, query_params={**params_dict(st.query_params), **dict(link.query)})

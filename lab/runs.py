@@ -16,7 +16,13 @@ Run ids match ``RUN_ID_PATTERN`` and always resolve inside the runs folder, so n
 delete outside it. Processes are handled through psutil (liveness by pid and creation time, signals,
 process groups), which works on Linux, macOS and Windows.
 
-Statuses: queued -> running -> finished | failed | stopped; stopped and failed runs can be resumed.
+Statuses: queued -> running -> finished | failed | stopped; stopped and failed runs can be resumed. A stop
+request is recorded at once (``stop_requested``, shown as "stopping" by ``Run.shown_status``) and the final
+state when the trainer has exited.
+
+A run is named by the implementation it runs (``calculator-dapo``: ``Run.name``), recorded at submit: the
+Lab passes the one it launched; otherwise it is the registry's implementation whose switches the config
+matches most specifically (``implementation_for``).
 At most ``max_running`` runs train at once (default 1: one CPU run); others wait queued. Scheduling
 takes SQLite's write lock (BEGIN IMMEDIATE), so two sessions pressing Run at once both register and
 exactly one starts. A run whose processes vanished (kill -9, reboot) is marked failed on the next look.
@@ -69,9 +75,13 @@ CREATE TABLE IF NOT EXISTS runs (
     run_dir TEXT NOT NULL,
     resume INTEGER NOT NULL DEFAULT 0,
     stop_requested INTEGER NOT NULL DEFAULT 0,
-    error TEXT
+    error TEXT,
+    impl_id TEXT,
+    preset TEXT
 );
 """
+#: columns added after the first release of the registry: (name, SQL type), added to an older file on open
+ADDED_COLUMNS = (("impl_id", "TEXT"), ("preset", "TEXT"))
 
 
 @dataclass
@@ -91,6 +101,20 @@ class Run:
     final_metrics: dict = field(default_factory=dict)
     error: str | None = None
     resume: bool = False
+    impl_id: str | None = None
+    stop_requested: bool = False
+    preset: str | None = None  # the Lab preset it was launched with (None: from the command line)
+
+    @property
+    def name(self) -> str:
+        """What the run runs, as the Lab and the Runs page name it: its implementation's id
+        (``calculator-dapo``), or ``ENV-ALGO`` for a run recorded without one."""
+        return self.impl_id or f"{self.env}-{self.implementation}"
+
+    @property
+    def shown_status(self) -> str:
+        """The status, with "stopping" for a running run whose stop was requested and has not ended yet."""
+        return "stopping" if self.status == "running" and self.stop_requested else self.status
 
     @property
     def files(self) -> RunDir:
@@ -115,8 +139,45 @@ def _row_to_run(row: sqlite3.Row) -> Run:
         config=json.loads(row["config"]), status=row["status"], run_dir=Path(row["run_dir"]),
         created=row["created"], started=row["started"], finished=row["finished"], pid=row["pid"],
         worker_pid=row["worker_pid"], final_metrics=json.loads(row["final_metrics"] or "{}"),
-        error=row["error"], resume=bool(row["resume"]),
+        error=row["error"], resume=bool(row["resume"]), impl_id=row["impl_id"],
+        stop_requested=bool(row["stop_requested"]), preset=row["preset"],
     )
+
+
+def implementation_for(config: dict) -> str | None:
+    """The id of the registered implementation a run config runs: among those with the config's algorithm and
+    environment whose switches (algorithm and environment options) all hold in it, the one with the most
+    switches (``calculator-dapo`` over ``calculator-grpo`` for GRPO with DAPO's loss); None when none matches."""
+    from reference_impls import registry
+    from reference_impls.envs import get_env
+    from reference_impls.options import specs
+
+    algorithm, env = registry.algorithms().get(config.get("algo")), config.get("env")
+    if algorithm is None:
+        return None
+    # an option the config leaves out has its default (a CLI run may give only --loss-type)
+    algo_config = {s.name: s.default for s in specs(algorithm.Config)}
+    algo_config.update({k: v for k, v in config.items() if k in algo_config})
+    algo_config.update(config.get("algo_config") or {})
+    try:
+        env_options = {s.name: s.default for s in get_env(env).option_specs()}
+    except (KeyError, ValueError):
+        env_options = {}
+    env_options.update(config.get("env_options") or {})
+
+    def same(a, b) -> bool:
+        return list(a) == list(b) if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) else a == b
+
+    best, best_size = None, -1
+    for impl in registry.implementations():
+        if (impl.algo, impl.env) != (config.get("algo"), env):
+            continue
+        switches = [(algo_config, impl.algo_options), (env_options, impl.env_options)]
+        if all(k in have and same(have[k], v) for have, wanted in switches for k, v in wanted.items()):
+            size = len(impl.algo_options) + len(impl.env_options)
+            if size > best_size:
+                best, best_size = impl.id, size
+    return best
 
 
 # -- process identity (a pid alone can be reused by another process) --------------------------------
@@ -216,6 +277,10 @@ class RunManager:
         self.python = python or sys.executable
         with self._db() as db:
             db.executescript(SCHEMA)
+            have = {r["name"] for r in db.execute("PRAGMA table_info(runs)")}
+            for name, kind in ADDED_COLUMNS:
+                if name not in have:
+                    db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
 
     @contextmanager
     def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
@@ -257,11 +322,13 @@ class RunManager:
             raise ValueError(f"invalid run id {run_id!r}: it would leave the runs folder")
         return path
 
-    def submit(self, config: dict, run_id: str | None = None) -> Run:
+    def submit(self, config: dict, run_id: str | None = None, impl_id: str | None = None,
+               preset: str | None = None) -> Run:
         """Validate ``config`` (TrainConfig data: run options, algorithm options flat or under
         ``algo_config``, ``env_options``) with the trainer's typed configs, write ``RUN/config.json``,
         register the run (queued) and start it if a slot is free. Raises ConfigError before anything is
-        written when an option is invalid."""
+        written when an option is invalid. ``impl_id`` names the implementation launched (the Lab's choice);
+        without it, the one the config matches (``implementation_for``); ``preset``, the Lab preset used."""
         from reference_impls.train import config_from_dict, resolve
 
         for required in ("algo", "env", "model", "steps"):
@@ -274,11 +341,18 @@ class RunManager:
         cfg = config_from_dict({**config, "out": str(run_dir)})
         resolve(cfg)  # ConfigError names the option, the value and what is allowed
         resolved = dataclasses.asdict(cfg)
+        if impl_id is not None:
+            from reference_impls import registry
+
+            if impl_id not in registry.by_id():
+                raise ValueError(f"unknown implementation {impl_id!r} (python -m reference_impls.train --list)")
+        impl_id = impl_id or implementation_for(resolved)
         with self._db(write=True) as db:
             db.execute(
-                "INSERT INTO runs (id, implementation, env, model, config, status, created, run_dir) "
-                "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
-                (run_id, cfg.algo, cfg.env, cfg.model, json.dumps(resolved), time.time(), str(run_dir)),
+                "INSERT INTO runs (id, implementation, env, model, config, status, created, run_dir, impl_id, preset) "
+                "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                (run_id, cfg.algo, cfg.env, cfg.model, json.dumps(resolved), time.time(), str(run_dir), impl_id,
+                 preset),
             )
         RunDir(run_dir).write_config(resolved)
         self.schedule()
@@ -388,6 +462,23 @@ class RunManager:
         rows = files.metrics(last=1)
         return TRAINER_STATE_TO_STATUS.get(state, state), rows[-1] if rows else {}
 
+    def _wait_trainer(self, proc: subprocess.Popen, run_id: str, files: RunDir, started: float) -> int:
+        """Wait for the trainer; its exit code. The trainer acts on a stop after its
+        current step; before its first RL step (model load or conversion, warm start) there is nothing to
+        checkpoint, so a stop still pending ``STOP_GRACE_S`` seconds later kills it instead of waiting up to a
+        minute for the load or an SFT step to end."""
+        stop_seen = None
+        while True:
+            try:
+                return proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+            if stop_seen is None and self._row(run_id)["stop_requested"]:
+                stop_seen = time.time()
+            if stop_seen is not None and time.time() - stop_seen > STOP_GRACE_S and before_rl(files, started):
+                kill_tree(proc.pid, None)
+                return proc.wait()
+
     def run_worker(self, run_id: str) -> int:
         """Body of ``runs worker RUN_ID``: train in a child process, record the outcome, schedule next."""
         row = self._row(run_id)
@@ -397,6 +488,9 @@ class RunManager:
         if row["resume"]:
             argv = ["--resume", str(files.path), "--steps", str(config["steps"])]
         else:
+            # a run resumed without a checkpoint (stopped or failed before its first one) starts again: the
+            # previous attempt's files go, or the trainer would refuse a folder holding another run's files
+            clear_attempt(files)
             if not files.config_path.exists():  # registered before config.json was written by submit
                 files.write_config(config)
             argv = ["--config", str(files.config_path), "--out", str(files.path)]
@@ -414,10 +508,17 @@ class RunManager:
                 proc.send_signal(signal.SIGTERM)
             # a stop arriving while we wait goes straight to the trainer (it holds the pid)
             signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
-            rc = proc.wait()
+            rc = self._wait_trainer(proc, run_id, files, float(row["started"] or 0.0))
+        # a stop that ended the trainer before it began RL (killed below, or by the signal itself before the
+        # trainer's handler existed) is a stop, not a failure
+        cut_short = rc != 0 and self._row(run_id)["stop_requested"] and before_rl(files, float(row["started"] or 0.0))
+        if cut_short:
+            files.write_status("stopped", 0, int(config["steps"]), note=STOPPED_BEFORE_RL)
         status, metrics = self._outcome(files.path)
         error = None
-        if rc != 0 or status not in ("finished", "stopped"):
+        if cut_short:
+            status = "stopped"
+        elif rc != 0 or status not in ("finished", "stopped"):
             status = "failed"
             error = f"killed by signal {-rc}" if rc < 0 else f"trainer exited with code {rc}; see log.txt"
         with self._db(write=True) as db:
@@ -427,6 +528,33 @@ class RunManager:
             )
         self.schedule()
         return 0
+
+
+#: seconds a stop before the first RL step is left to the trainer before the worker kills it (RunManager._wait_trainer)
+STOP_GRACE_S = 3.0
+STOPPED_BEFORE_RL = "stopped before the first RL step (model load or warm start): nothing to checkpoint"
+
+
+def clear_attempt(files: RunDir) -> list[str]:
+    """Remove what an earlier attempt of a run wrote in its folder (the run layout's entries only, never another
+    file), keeping config.json and log.txt (the worker appends each attempt's log); returns the removed names."""
+    removed = []
+    for entry in sorted(files.path.iterdir()) if files.path.is_dir() else ():
+        if entry.name in ("config.json", "log.txt") or not RunDir.owns(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+        removed.append(entry.name)
+    return removed
+
+
+def before_rl(files: RunDir, started: float) -> bool:
+    """Whether the trainer of a run (re)started at ``started`` has not begun RL: it has written no status since
+    (loading the model) or is in its warm start."""
+    status = files.read_status()
+    return float(status.get("updated", 0.0)) < started or status.get("phase") == "warm-start"
 
 
 # -- reading a run's files (for the Lab and Runs pages; tolerant of a line being written) -----------
@@ -454,6 +582,72 @@ def warm_start_progress(run: Run) -> dict | None:
             "done": int(last["step"]) >= int(last["steps"])}
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Where a run is, for the Lab's progress bar: ``kind`` is one of queued, converting, loading, warm-start,
+    rl, ended; ``text`` says it with its counts; ``fraction`` is how far the stage is (0-1); ``eta_s`` is
+    the time left, from the step times measured so far (None before one step of the stage has ended)."""
+
+    kind: str
+    text: str
+    fraction: float
+    eta_s: float | None = None
+
+
+def converted_model_missing(model: str) -> bool:
+    """Whether loading ``model`` starts by converting it (SmolLM2's first load: reference_impls.models)."""
+    from reference_impls import models
+
+    return model == "smollm2-135m-instruct" and not (models.models_dir() / model / "config.json").exists()
+
+
+def run_stage(run: Run, metrics: list[dict] | None = None, status: dict | None = None,
+              warm: list[dict] | None = None) -> Stage:
+    """The stage of ``run`` from its files: the trainer's status.json (written from the warm start on), the
+    warm start's and the RL steps' lines. A running run whose trainer has written nothing since the run
+    (re)started is loading its model, or converting it on SmolLM2's first use."""
+    metrics = read_jsonl(run.metrics_path) if metrics is None else metrics
+    status = run.files.read_status() if status is None else status
+    warm = run.files.warm_start() if warm is None else warm
+    done, total, eta = progress(run, metrics)
+    rl_text = f"RL step {done}/{total}"
+    if run.status == "queued":
+        return Stage("queued", "queued: starts when the running run ends", 0.0)
+    if run.status != "running":
+        return Stage("ended", f"{rl_text} · {run.status}", done / total if total else 0.0)
+    fresh = float(status.get("updated", 0.0)) >= float(run.started or 0.0)
+    if metrics and fresh:
+        left = f" · about {_minutes(eta)} left (measured step times)" if eta is not None else ""
+        running = f" · step {done + 1} running" if done < total else ""
+        return Stage("rl", rl_text + running + left, done / total if total else 0.0, eta)
+    steps = int(status.get("sft_steps") or (warm[-1]["steps"] if warm else 0)) or 1
+    step = int(warm[-1]["step"]) if warm else 0
+    if fresh and status.get("phase") == "warm-start" and step < steps:
+        if step == 0:
+            return Stage("warm-start", f"warm start (SFT on demonstrations): step 1/{steps} running", 0.0)
+        # from the second step on, the rate between steps: the first step's time includes building the
+        # demonstrations
+        first = warm[0]
+        timed = step - int(first["step"])
+        per_step = ((float(warm[-1].get("wall_s", 0.0)) - float(first.get("wall_s", 0.0))) / timed if timed > 0
+                    else float(warm[-1].get("wall_s", 0.0)) / step)
+        eta_warm = per_step * (steps - step) if per_step > 0 else None
+        left = f" · about {_minutes(eta_warm)} left in the warm start" if eta_warm else ""
+        return Stage("warm-start", f"warm start (SFT on demonstrations): step {step}/{steps} done · loss "
+                     f"{float(warm[-1]['loss']):.3f}" + left, step / steps, eta_warm)
+    if fresh:  # the trainer is in RL before its first step's line (or between the warm start and RL)
+        return Stage("rl", ("warm start done · " if warm else "") + f"{rl_text} · step {done + 1} running (time "
+                     "left known after it)", 0.0)
+    if converted_model_missing(run.model):
+        return Stage("converting", "converting the model: SmolLM2's GGUF file into a PyTorch model (first "
+                     "SmolLM2 run only)", 0.0)
+    return Stage("loading", f"starting: loading the model ({run.model}) and preparing the run", 0.0)
+
+
 def metrics_csv(runs: list[Run]) -> str:
     """All metrics of ``runs`` as one CSV (a run column first)."""
     import csv
@@ -470,7 +664,7 @@ def metrics_csv(runs: list[Run]) -> str:
 
 def _format_run(run: Run) -> str:
     metrics = ", ".join(f"{k}={v:.3g}" for k, v in run.final_metrics.items() if isinstance(v, float) and k in ("reward_mean", "accuracy", "loss"))
-    return f"{run.id:<26} {run.status:<9} {run.implementation:<6} {run.env:<11} {run.model:<22} {metrics}"
+    return f"{run.id:<26} {run.shown_status:<9} {run.name:<28} {run.model:<22} {metrics}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -489,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
             return manager.run_worker(args.run_id)
         if args.command == "list":
             runs = manager.refresh()
-            print(f"{'id':<26} {'status':<9} {'algo':<6} {'env':<11} {'model':<22} final metrics")
+            print(f"{'id':<26} {'status':<9} {'implementation':<28} {'model':<22} final metrics")
             for run in runs:
                 print(_format_run(run))
             return 0

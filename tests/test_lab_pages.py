@@ -70,11 +70,22 @@ def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
     assert runs[0].config["sft_steps"] == 2
     assert at.get("latex"), "the loss equation is shown beside the curves"
     runs_page = open_page("runs")
-    assert run_id in runs_page.dataframe[0].value["id"].tolist()
+    table = runs_page.dataframe[0].value
+    assert run_id in table["id"].tolist()
+    assert table[["implementation", "preset", "steps"]].values.tolist() == [["calculator-grpo", "quick", "3 / 3"]]
     # export for a cluster: a zip of the TRL folder for this finished GRPO run
     next(s for s in runs_page.selectbox if s.label == "Run to export").set_value(run_id).run()
     assert not runs_page.exception
     assert [b for b in runs_page.get("download_button") if "TRL export" in b.proto.label]
+
+
+def test_runs_page_without_runs_links_to_the_lab():
+    from app.state import run_manager
+
+    run_manager.clear()  # the cached manager of an earlier test reads that test's data folder
+    at = open_page("runs")
+    assert not at.exception and any("No runs yet" in e.value for e in at.info)
+    assert [e for e in at.get("page_link") if e.proto.label == "Open the Lab"]
 
 
 def test_node_without_implementation_says_why(monkeypatch):

@@ -429,39 +429,90 @@ def test_import_form_is_checked_and_written_as_the_importers_csv(catalog):
 
 
 def test_runs_table_and_curves_of_chosen_runs(tmp_path):
-    from app.presentation.runs import metric_frame, runs_frame
+    from app.presentation.runs import MISSING, comparison, runs_frame
 
-    def run(run_id, rows):
+    def run(run_id, rows, **extra):
         path = tmp_path / f"{run_id}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        return SimpleNamespace(id=run_id, status="done", implementation="grpo", env="calculator", model="tiny",
-                               config={"steps": 2}, final_metrics={"reward_mean": 0.5}, error=None, metrics_path=path)
+        fields = dict(id=run_id, status="finished", shown_status="finished", name="calculator-dapo", preset="quick",
+                      model="tiny", config={"steps": 8}, final_metrics={}, error=None, metrics_path=path,
+                      started=1000.0, finished=1225.0)
+        return SimpleNamespace(**{**fields, **extra})
 
-    runs = [run("r1", [{"step": 1, "reward_mean": 0.1}, {"step": 2, "reward_mean": 0.2}]),
-            run("r2", [{"step": 1, "kl": 0}])]
-    table = runs_frame(runs)
-    assert list(table["id"]) == ["r1", "r2"] and table["error"].tolist() == ["", ""] and table["accuracy"].isna().all()
-    curves = metric_frame(runs, ["r1", "r2"], "reward_mean")
-    assert list(curves.columns) == ["r1"] and curves["r1"].tolist() == [0.1, 0.2]
-    assert metric_frame(runs, ["r2"], "reward_mean").empty
+    runs = [run("r1", [{"step": 1, "reward_mean": 0.1}, {"step": 2, "reward_mean": 0.25}]),
+            run("r2", [{"step": 1, "kl": 0}], name="memory-ppo", preset=None, status="running",
+                shown_status="stopping", finished=None),
+            run("r3", [], status="queued", shown_status="queued", started=None, finished=None)]
+    table = runs_frame(runs, now=1100.0)
+    assert list(table["id"]) == ["r1", "r2", "r3"]
+    assert list(table["implementation"]) == ["calculator-dapo", "memory-ppo", "calculator-dapo"]
+    assert list(table["preset"]) == ["quick", MISSING, "quick"]
+    assert list(table["status"]) == ["finished", "stopping", "queued"]
+    assert list(table["duration"]) == ["3 min 45 s", "1 min 40 s", MISSING]  # a running run: to now
+    assert list(table["steps"]) == ["2 / 8", "1 / 8", "0 / 8"]
+    assert list(table["reward_mean"]) == ["0.250", MISSING, MISSING] and table["error"].tolist() == ["", "", ""]
+    assert table.loc[2, "started"] == MISSING and table.loc[0, "started"].startswith("19")
+    assert "None" not in table.to_csv()
+    curves, missing = comparison(runs, ["r1", "r2", "r3"], "reward_mean")
+    assert list(curves["run"].unique()) == ["calculator-dapo · r1"] and curves["value"].tolist() == [0.1, 0.25]
+    assert missing == ["memory-ppo · r2: does not log reward_mean", "calculator-dapo · r3: no RL step yet (queued)"]
+    empty, missing = comparison(runs, ["r3"], "kl")
+    assert empty.empty and len(missing) == 1
 
 
-def test_transcript_marks_environment_tokens_and_escapes_every_text():
-    from app.presentation.lab import transcript_html
+def test_metric_charts_fit_their_axes_to_the_values():
+    """issue 45: a one-point loss of 1.45 is not drawn on a 0-1 axis, a constant 0 reads 0, numbers are not
+    printed with six decimals, steps are whole numbers."""
+    import pandas as pd
 
-    out = transcript_html([{"role": "model", "text": "<calc>2+3</calc>"}, {"role": "env", "text": "5 & <b>"},
-                           {"role": "system", "text": "hidden"}])
-    assert out.startswith("<pre style='white-space:pre-wrap'><span>&lt;calc&gt;")
-    assert "background:#fde68a" in out and "5 &amp; &lt;b&gt;" in out and "hidden" not in out
+    from app.presentation.runs import VALUE_FORMAT, axis_domain, curve_frame, metric_chart
+
+    lo, hi = axis_domain([1.45])
+    assert lo < 1.45 < hi and hi - lo < 1
+    assert axis_domain([0.0, 0.0]) == (-1.0, 1.0)
+    assert axis_domain([1.0, 3.0]) == (0.9, 3.1)
+    assert axis_domain([]) == (0.0, 1.0)
+    spec = metric_chart(curve_frame([{"step": 1, "loss": 1.45}], "loss"), "loss").to_dict()
+    enc = spec["encoding"]
+    assert enc["y"]["axis"]["format"] == VALUE_FORMAT and enc["x"]["axis"]["format"] == "d"
+    assert enc["y"]["scale"]["domain"] == list(axis_domain([1.45])) and enc["y"]["scale"]["zero"] is False
+    assert enc["x"]["scale"]["domain"] == [0.5, 1.5] and spec["mark"]["point"] is True
+    curves = pd.DataFrame({"step": [1, 2, 1], "value": [0.1, 0.2, 0.3], "run": ["a", "a", "b"]})
+    legend = metric_chart(curves, "reward_mean", color="run").to_dict()["encoding"]["color"]
+    assert legend["field"] == "run" and legend["legend"]["orient"] == "bottom"
+    assert curve_frame([{"step": 1, "kl": 0.0}, {"step": 2}], "kl").values.tolist() == [[1, 0.0]]
 
 
-def test_run_caption_shows_the_sandbox_layer_of_a_code_run():
-    """issue 47: the code sandbox's layer recorded in a run's status.json is shown under the run's title."""
+def test_transcript_shows_task_observations_and_model_text_apart_and_escapes_every_text():
+    from app.presentation.lab import SEGMENT_STYLES, transcript_html
+
+    out = transcript_html([{"role": "prompt", "text": "Add 2 & 3"}, {"role": "model", "text": "<calc>2+3</calc>"},
+                           {"role": "env", "text": "<result>5</result>"}, {"role": "system", "text": "hidden"},
+                           {"role": "model", "text": 7}])
+    for role in ("prompt", "env", "model"):
+        assert SEGMENT_STYLES[role][1] in out and f">{SEGMENT_STYLES[role][0]}</small>" in out
+    assert out.index("Add 2 &amp; 3") < out.index("&lt;calc&gt;2+3&lt;/calc&gt;") < out.index("&lt;result&gt;5")
+    assert "<calc>" not in out and "hidden" not in out and ">7</pre>" in out
+
+
+def test_run_caption_names_the_implementation_and_shows_the_sandbox_layer():
+    """issue 47: the code sandbox's layer recorded in a run's status.json is shown under the run's title;
+    issue 45: the run is named by its implementation, and a pending stop reads "stopping"."""
     from types import SimpleNamespace
 
     from app.presentation.lab import run_caption
 
-    run = SimpleNamespace(implementation="code-grpo", env="code", model="tiny", status="running", error="")
+    run = SimpleNamespace(name="code-grpo", model="tiny", preset="quick", shown_status="running", error="")
     assert "code sandbox: bwrap" in run_caption(run, {"state": "running", "sandbox_layer": "bwrap"})
     plain = run_caption(run, {"state": "running"})
-    assert "sandbox" not in plain and plain.startswith("code-grpo on code · tiny · status **running**")
+    assert "sandbox" not in plain and plain == "code-grpo · tiny · preset quick · status **running**"
+    stopping = SimpleNamespace(name="calculator-dapo", model="tiny", preset=None, shown_status="stopping", error="")
+    assert run_caption(stopping, {}) == "calculator-dapo · tiny · status **stopping**"
+
+
+def test_equation_lines_split_only_at_top_level_quads():
+    from app.presentation.lab import equation_lines
+
+    assert equation_lines(r"a=1,\quad b=2") == ["a=1", "b=2"]
+    assert equation_lines(r"\left( x \quad y \right),\quad {p \quad q}") == [r"\left( x \quad y \right)", r"{p \quad q}"]
+    assert equation_lines(r"x \qquad y") == [r"x \qquad y"]

@@ -10,6 +10,7 @@ import html
 
 from app import routes
 from app.presentation.common import md_escape
+from app.presentation.docs import link_doc_paths
 
 
 def run_link(impl) -> routes.Link:
@@ -27,23 +28,58 @@ def lab_link(node_id: str) -> routes.Link | None:
     return run_link(impls[0]) if impls else None
 
 
+#: how each role of a transcript's segments is shown: (label, CSS of its block); the model's text stays plain
+SEGMENT_STYLES = {
+    "prompt": ("task", "background:#e0f2fe;border-left:3px solid #0284c7"),
+    "env": ("environment", "background:#fef3c7;border-left:3px solid #d97706"),
+    "model": ("model", "border-left:3px solid #9ca3af"),
+}
+
+
 def transcript_html(segments: list[dict]) -> str:
-    """A sampled episode's segments as one ``<pre>`` block: the model's text plain, the environment's
-    (masked from the loss) on yellow; every text HTML-escaped, segments of any other role left out."""
+    """A sampled episode's segments as one ``<div>``: the task (the prompt the environment posed), the
+    environment's observations (tool results, masked from the loss) and the model's text, each in a block
+    labelled with its role and styled apart; every text HTML-escaped, segments of any other role left out."""
     parts = []
     for seg in segments:
+        role = seg.get("role")
+        if role not in SEGMENT_STYLES:
+            continue
+        label, style = SEGMENT_STYLES[role]
         text = html.escape(str(seg.get("text", "")))
-        if seg.get("role") == "model":
-            parts.append(f"<span>{text}</span>")
-        elif seg.get("role") == "env":
-            parts.append(f"<span style='background:#fde68a' title='environment tokens: masked from the loss'>{text}</span>")
-    return "<pre style='white-space:pre-wrap'>" + "".join(parts) + "</pre>"
+        parts.append(f"<div style='{style};padding:2px 6px;margin:2px 0'><small style='opacity:.7'>{label}</small>"
+                     f"<pre style='white-space:pre-wrap;margin:0;background:none'>{text}</pre></div>")
+    return "<div>" + "".join(parts) + "</div>"
 
 
 def run_caption(run, status: dict) -> str:
-    """The line under a run's title: implementation, environment, model, status, the code sandbox's layer when
-    the run's environment executes model code (``sandbox_layer`` in status.json), and the error if any."""
+    """The line under a run's title: its implementation (``Run.name``), model, preset, status ("stopping" once
+    a stop is asked for), the code sandbox's layer when the run's environment executes model code
+    (``sandbox_layer`` in status.json), and the error if any."""
     layer = status.get("sandbox_layer")
-    return (f"{md_escape(run.implementation)} on {md_escape(run.env)} · {md_escape(run.model)} · status "
-            f"**{md_escape(run.status)}**" + (f" · code sandbox: {md_escape(layer)} (docs/security.md)" if layer else "")
+    preset = f" · preset {md_escape(run.preset)}" if run.preset else ""
+    return (f"{md_escape(run.name)} · {md_escape(run.model)}{preset} · status **{md_escape(run.shown_status)}**"
+            + (f" · code sandbox: {md_escape(layer)} ({link_doc_paths('docs/security.md')})" if layer else "")
             + (f" · {md_escape(run.error)}" if run.error else ""))
+
+
+def equation_lines(latex: str) -> list[str]:
+    """A loss's LaTeX split at its top-level ``\\quad`` separators (outside braces and ``\\left``/``\\right``),
+    one formula per line, so a long objective wraps instead of running out of its column."""
+    lines, depth, start, i = [], 0, 0, 0
+    while i < len(latex):
+        if latex[i] == "\\":
+            word = latex[i + 1:i + 6]
+            if word.startswith("left") and not word.startswith("leftarrow"):
+                depth += 1
+            elif word.startswith("right") and not word.startswith("rightarrow"):
+                depth -= 1
+            elif word.startswith("quad") and not word.startswith("quadr") and depth == 0:
+                lines.append(latex[start:i])
+                start = i + 5
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(latex[i], 0)
+        i += 1
+    lines.append(latex[start:])
+    return [line.strip().rstrip(",").rstrip("\\ ").strip() for line in lines if line.strip().strip(",")]

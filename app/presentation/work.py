@@ -32,7 +32,10 @@ def work_page(catalog: Catalog, key: str) -> WorkPage:
     tax = catalog.taxonomy
     facts = [
         ("Name", w.name),
-        ("Title as printed in the survey", w.title_original if w.title_original and w.title_original != w.title else ""),
+        # the survey's reference list as stored in the catalog; a variant that differs only in letter case says
+        # nothing (the imported list lost the case of names like DeepSeekMath), so it is not shown
+        ("Title in the survey's reference list",
+         w.title_original if w.title_original and w.title_original.casefold() != w.title.casefold() else ""),
         ("Year", str(w.year) if w.year else ""),
         ("Venue", w.venue),
         ("Kind", w.kind),

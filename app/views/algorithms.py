@@ -48,26 +48,25 @@ def _add_selected() -> None:
     st.session_state["algo_compare"] = list(dict.fromkeys(current + picked))
 
 
+# pixel widths that add up to the content width at 1440 px (about 980 px with the row checkboxes), so no column
+# is cut off on the right: long cells are truncated (hover shows them) and the paper is the "open" link
+SHOWN_COLUMNS = {
+    "family": st.column_config.TextColumn("Family", width=85),
+    "method": st.column_config.TextColumn("Method", width=85),
+    "year": st.column_config.NumberColumn("Year", format="%d", width=50),
+    "objective_type": st.column_config.TextColumn("Objective", width=140),
+    "clip": st.column_config.TextColumn("Clip", width=40),
+    "kl_penalty": st.column_config.TextColumn("KL", width=65),
+    "key_mechanism": st.column_config.TextColumn("Key mechanism", width=200),
+    "signal": st.column_config.TextColumn("Signal", width=100),
+    "works_using": st.column_config.NumberColumn("Used by", help="Works in the catalog that use it", width=60),
+    "open": st.column_config.LinkColumn("Paper", display_text="open", width=50, help="The paper's page"),
+    "lab": st.column_config.LinkColumn("Lab", display_text="run", width=40,
+                                       help="Open its reference implementation in the Lab (empty: none yet)"),
+}
 st.dataframe(
-    shown.drop(columns=["node", "work_key", "survey_ref", "source"]), key=table_key, hide_index=True, width="stretch",
-    on_select=_add_selected, selection_mode="multi-row", height=min(36 * (len(shown) + 1) + 3, 560),
-    column_config={
-        "family": st.column_config.TextColumn("Family", width="small"),
-        "method": st.column_config.TextColumn("Method", width="small"),
-        "year": st.column_config.NumberColumn("Year", format="%d", width=60),
-        "objective_type": st.column_config.TextColumn("Objective", width="medium"),
-        "clip": st.column_config.TextColumn("Clip", width=50),
-        "kl_penalty": st.column_config.TextColumn("KL", width=70),
-        "key_mechanism": st.column_config.TextColumn("Key mechanism", width="large"),
-        "signal": st.column_config.TextColumn("Signal", width="medium"),
-        "works_using": st.column_config.NumberColumn("Used by", help="Works in the catalog that use it", width=70),
-        "work": st.column_config.TextColumn("Paper", width="small"),
-        "open": st.column_config.LinkColumn("", display_text="open", width=50),
-        "runnable": st.column_config.CheckboxColumn("Runnable", help="Has a reference implementation in the Lab",
-                                                    width=70),
-        "lab": st.column_config.LinkColumn("Lab", display_text="run", width=50,
-                                           help="Open its reference implementation in the Lab"),
-    },
+    shown, key=table_key, hide_index=True, width="stretch", on_select=_add_selected, selection_mode="multi-row",
+    height=min(36 * (len(shown) + 1) + 3, 560), column_order=list(SHOWN_COLUMNS), column_config=SHOWN_COLUMNS,
 )
 
 st.header("Side by side", divider="gray")

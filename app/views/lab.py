@@ -1,34 +1,46 @@
 """Lab: pick an implementation, set its hyperparameters, launch a run, watch it learn, read its code."""
-import pandas as pd
 import streamlit as st
 
 from app import ui
 from app.presentation.common import first_param
-from app.presentation.lab import transcript_html, run_caption
+from app.presentation.docs import link_doc_paths
+from app.presentation.lab import equation_lines, run_caption, transcript_html
+from app.presentation.runs import curve_frame
 from app.state import run_manager
 from lab import catalog as lab
-from lab.runs import progress, read_jsonl, warm_start_progress
+from lab.recipes import note as preset_note
+from lab.runs import read_jsonl, run_stage
 
 CURVES = ("reward_mean", "accuracy", "kl", "clip_frac", "entropy", "tokens_per_s")
 p = ui.params()
 impls = lab.available()
 by_id = {i.id: i for i in impls}
 
+
+def linked_run(run_id: str):
+    """The run a ``/lab?run=ID`` link shows (None: no such run), so the form opens on its implementation and preset."""
+    try:
+        return run_manager().get(run_id) if run_id else None
+    except (KeyError, ValueError):
+        return None
+
+
 st.title("Lab")
 st.caption("Train a reference implementation on this machine's CPU. Runs are separate processes: "
            "closing the page does not stop them, and a crashing run cannot take the app down.")
 
-wanted = first_param(p, "impl", impls[0].id)
+opened_run = linked_run(first_param(p, "run", ""))
+wanted = first_param(p, "impl", "") or (opened_run and opened_run.impl_id) or impls[0].id
 if wanted not in by_id:
     st.warning(f"No runnable implementation '{ui.md(wanted[:200])}'.")
     wanted = impls[0].id
 impl_id = st.selectbox("Implementation", list(by_id), index=list(by_id).index(wanted),
                        format_func=lambda i: by_id[i].title)
 impl = by_id[impl_id]
-wanted_preset = first_param(p, "preset", lab.default_preset(impl))
+wanted_preset = first_param(p, "preset", "") or (opened_run and opened_run.preset) or lab.default_preset(impl)
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(wanted_preset) if wanted_preset in lab.PRESETS else 0)
-st.caption(lab.PRESETS[preset]["note"])
+st.caption(link_doc_paths(preset_note(preset, impl.env)))
 st.markdown(impl.summary)
 
 defaults = lab.preset_config(impl, preset)
@@ -87,7 +99,7 @@ if st.button("Launch", type="primary", icon=":material/play_arrow:"):
     st.session_state["lab_errors"], st.session_state["lab_errors_for"] = problems, (impl_id, preset)
     if problems:
         st.rerun()
-    run = run_manager().submit(config)
+    run = run_manager().submit(config, impl_id=impl_id, preset=preset)
     ui.set_params({"impl": impl_id, "preset": preset, "run": run.id})
     st.rerun()
 if errors:
@@ -97,60 +109,56 @@ if errors:
 run_id = first_param(p, "run", "")
 
 
-@st.fragment(run_every=2.0)
-def live_run(run_id: str) -> None:
+def stop_run(run_id: str) -> None:
+    run_manager().stop(run_id)  # recorded at once: the fragment's rerun after the click shows "stopping"
+
+
+def resume_run(run_id: str) -> None:
+    run_manager().resume(run_id)
+
+
+def live_run(run_id: str, was_live: bool) -> None:
+    """The run's status, stage, buttons, curves, transcripts and log: the part that changes while it runs
+    (a fragment refreshed every 2 s while the run is queued or running, so the rest of the page stays put)."""
     manager = run_manager()
     manager.refresh()
-    try:
-        run = manager.get(run_id)
-    except (KeyError, ValueError):  # unknown, or not a valid run id at all
-        st.warning(f"No run '{ui.md(run_id[:200])}'.")
-        return
+    run = manager.get(run_id)
+    if was_live != (run.status in ("running", "queued")):
+        st.rerun()  # the run ended (or was resumed): draw the page again, without (with) the refresh
     metrics = read_jsonl(run.metrics_path)
-    done, total, eta = progress(run, metrics)
-    shown_impl = impl if (impl.algo, impl.env) == (run.implementation, run.env) else next(
-        (i for i in impls if (i.algo, i.env) == (run.implementation, run.env)), impl)
-    st.subheader(f"Run {ui.md(run.id)}")
-    st.caption(run_caption(run, run.files.read_status()))
-    eta_text = f" · about {eta / 60:.1f} min left" if eta and run.status == "running" else ""
-    warm = warm_start_progress(run)
-    if warm and not metrics:
-        st.progress(warm["step"] / warm["steps"], text=f"warm start (SFT on demonstrations): step {warm['step']}/"
-                    f"{warm['steps']} · loss {warm['losses'][-1]:.3f}" + (" · RL starting ..." if warm["done"] else ""))
-    else:
-        st.progress(done / total if total else 0.0, text=f"RL step {done}/{total}{eta_text}")
+    status = run.files.read_status()
+    warm = run.files.warm_start()
+    stage = run_stage(run, metrics, status, warm)
+    st.caption(run_caption(run, status))
+    st.progress(min(max(stage.fraction, 0.0), 1.0), text=stage.text)
+    if run.shown_status == "stopping":
+        st.caption("Stop asked for: during RL the trainer ends after its current step and writes a checkpoint; "
+                   "before the first RL step (model load, warm start) it is ended within seconds.")
     b1, b2, _ = st.columns([1, 1, 4])
-    if run.status in ("running", "queued") and b1.button("Stop", icon=":material/stop:", key=f"stop-{run.id}"):
-        manager.stop(run.id)
-    if run.status in ("stopped", "failed") and b2.button("Resume", icon=":material/replay:", key=f"resume-{run.id}"):
-        manager.resume(run.id)
-    curves, code = st.columns([3, 2])
-    with curves:
-        if warm:
-            st.markdown("**warm start: SFT loss**")
-            st.line_chart(pd.DataFrame({"sft_loss": warm["losses"]}, index=range(1, len(warm["losses"]) + 1)),
-                          height=120)
-        if metrics:
-            frame = pd.DataFrame(metrics).set_index("step")
-            shown = [c for c in CURVES if c in frame.columns]
-            for name in shown:
+    if run.status in ("running", "queued"):
+        b1.button("Stop", icon=":material/stop:", key=f"stop-{run.id}", on_click=stop_run, args=(run.id,),
+                  disabled=run.stop_requested)
+    if run.status in ("stopped", "failed"):
+        b2.button("Resume", icon=":material/replay:", key=f"resume-{run.id}", on_click=resume_run, args=(run.id,))
+    if warm:
+        st.markdown("**warm start: SFT loss**")
+        ui.metric_chart(curve_frame(warm, "loss"), "sft_loss", height=120)
+    shown = [name for name in CURVES if any(name in m for m in metrics)]
+    for row in range(0, len(shown), 2):
+        for column, name in zip(st.columns(2), shown[row:row + 2]):
+            with column:
                 st.markdown(f"**{name}**")
-                st.line_chart(frame[[name]], height=160)
-        else:
-            st.info("Waiting for the first step ...")
-    with code:
-        st.markdown("**Loss**")
-        st.latex(lab.equation(shown_impl))
-        with st.expander(f"Source: reference_impls/{shown_impl.source}", expanded=False):
-            st.code(lab.source_path(shown_impl).read_text(), language="python", line_numbers=True)
+                ui.metric_chart(curve_frame(metrics, name), name)
     st.subheader("Transcripts")
     samples = read_jsonl(run.samples_path, last=4)
     if not samples:
-        st.caption("None yet.")
+        st.caption("None yet: the first come with the first RL step.")
+    else:
+        st.caption("Blue: the task the environment poses. Yellow: the environment's observations (tool results; "
+                   "masked from the loss). Grey edge: the model's text (trained on).")
     for s in reversed(samples):
         st.markdown(f"step {ui.md(s.get('step'))} · reward **{ui.md(s.get('reward'))}** · turns {ui.md(s.get('turns'))}")
-        st.markdown(transcript_html(s.get("segments", [])), unsafe_allow_html=True)
-    st.caption("Yellow: tool/environment tokens (loss mask 0). Plain: tokens the model wrote (trained on).")
+        st.html(transcript_html(s.get("segments", [])))
     with st.expander("Log"):
         try:
             st.code(run.log_path.read_text()[-4000:] or "(empty)")
@@ -159,4 +167,18 @@ def live_run(run_id: str) -> None:
 
 
 if run_id:
-    live_run(run_id)
+    try:
+        shown_run = run_manager().get(run_id)
+    except (KeyError, ValueError):  # unknown, or not a valid run id at all
+        st.warning(f"No run '{ui.md(run_id[:200])}'.")
+    else:
+        ui.hide_rerun_indicator()
+        shown_impl = by_id.get(shown_run.impl_id) or next(
+            (i for i in impls if (i.algo, i.env) == (shown_run.implementation, shown_run.env)), impl)
+        st.subheader(f"Run {ui.md(shown_run.id)}: {ui.md(shown_run.name)}")
+        st.markdown("**Loss**")
+        ui.equations(equation_lines(lab.equation(shown_impl)))
+        with st.expander(f"Source: reference_impls/{shown_impl.source}", expanded=False):
+            st.code(lab.source_path(shown_impl).read_text(), language="python", line_numbers=True)
+        live = shown_run.status in ("running", "queued")
+        st.fragment(live_run, run_every=2.0 if live else None)(run_id, live)

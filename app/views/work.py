@@ -3,6 +3,7 @@ import streamlit as st
 
 from app import routes, state, ui
 from app.presentation.common import first_param, lookup_work, works_frame
+from app.presentation.docs import link_doc_paths
 from app.presentation.search import results_frame
 from app.presentation.work import facts_markdown, work_page
 from papers.companion import companion_row
@@ -75,9 +76,10 @@ with left:
         st.caption(f":material/warning: Inferred axes not shown: {md(inferred_error)}")
     if w.key in inferred:
         st.subheader("Inferred axis (a model's guess, not the survey's)")
-        st.caption("The survey places this method on one axis only. The placement model's closest node on the "
-                   "other axis, with its share of that axis's score; it is not used by the heat map, the filters "
-                   "or the exports. How often it is right: docs/axis_inference.md.")
+        st.caption(link_doc_paths(
+            "The survey places this method on one axis only. The placement model's closest node on the other axis, "
+            "with its share of that axis's score; it is not used by the heat map, the filters or the exports. How "
+            "often it is right: docs/axis_inference.md."))
         for axis, ranked in inferred[w.key].items():
             first, rest = ranked[0], ranked[1:]
             ui.node_link(first.node, f"{axis.capitalize()}: {cat.taxonomy[first.node].name} · {first.confidence:.0%}",

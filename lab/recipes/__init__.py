@@ -3,7 +3,8 @@
 A file holds ``label`` and ``note`` (what the Lab shows), ``options`` (run options: any TrainConfig
 field, algorithm options flat, ``env_options`` as a mapping), and optional adjustments by environment
 (``env: {NAME: {...}}``) and by algorithm (``algo: {NAME: {...}}``), applied in that order. ``default_for``
-lists the environments where a recipe is what "Run this" opens (``default_for``).
+lists the environments where a recipe is what "Run this" opens (``default_for``); ``notes: {ENV: text}`` replaces
+the note on an environment where it would not hold (``note``).
 """
 from __future__ import annotations
 
@@ -47,6 +48,13 @@ def default_for(env: str) -> str:
         if env in (load(name).get("default_for") or ()):
             return name
     return "quick"
+
+
+def note(name: str, env: str) -> str:
+    """What the Lab says about recipe ``name`` on environment ``env``: its note for that environment if it has
+    one (``notes``), else its general note."""
+    data = load(name)
+    return (data.get("notes") or {}).get(env) or data.get("note", "")
 
 
 PRESETS: dict[str, dict] = {n: {"label": load(n).get("label", n), "note": load(n).get("note", "")} for n in names()}

@@ -4,11 +4,20 @@
 ``load_results`` reads one folder into ``GridResults`` (cells, references, pass@k, with the board, the
 progression and the curves computed by ``board``). The app imports this module only, so the statistics and
 the pass@k sentence it shows are re-exported here.
+
+``GridResults.summary()`` is what the explorer reads: every statistic of a grid computed once for what its
+records hold (``summary_key``: a hash of the records and of the statistics' source), kept in this process
+and as a JSON file under ``data_dir()/compare-summaries/`` (plain JSON, never a pickle), so a node page or
+the Compare page never recomputes a bootstrap the records and the code have not changed since.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+import logging
+import os
+import threading
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
@@ -19,7 +28,10 @@ from .board import leaderboard, passk_comparison, progression
 from .folder import BadRecord, GridDir, bad_records, cell_results, read_record
 from .report import passk_reading
 
-__all__ = ["RESULTS", "GridResults", "available_results", "load_results", "passk_comparison", "passk_reading"]
+__all__ = ["RESULTS", "GridResults", "GridSummary", "available_results", "load_results", "passk_comparison",
+           "passk_reading", "summary_key"]
+
+_log = logging.getLogger(__name__)
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"  # shipped results, one folder per grid
 
@@ -37,6 +49,10 @@ class GridResults:
     warm: dict[str, dict] = field(default_factory=dict)  # env -> the warm start's record (held-out without RL)
     base: dict[str, dict] = field(default_factory=dict)  # env -> the untrained model's held-out record
     bad: list[str] = field(default_factory=list)  # cell records that could not be used (file: why)
+
+    def summary(self) -> "GridSummary":
+        """Every statistic the explorer shows, computed once per content (``grid_summary``)."""
+        return grid_summary(self)
 
     def board(self) -> dict[str, list[dict]]:
         return leaderboard(self.cells, self.spec.get("baseline", "grpo"))
@@ -85,6 +101,99 @@ class GridResults:
                 f"# or this cell alone from its config, once the warm start exists:\n"
                 f"python -m reference_impls.train --config {cell['cell']}.json "
                 f"--model DATA_DIR/compare/{name}/warm/{env} --out runs/{cell['cell']}")
+
+
+@dataclass(frozen=True)
+class GridSummary:
+    """What a grid's records imply, as the explorer shows it: the leaderboard, the stages, the curves, and per
+    environment with a pass@k record its paired comparison and reading. Plain data (JSON round-trips it)."""
+
+    key: str
+    board: dict[str, list[dict]]
+    progression: dict[str, list[dict]]
+    curves: list[dict]
+    passk_rows: dict[str, list[dict]]
+    passk_readings: dict[str, str | None]
+
+    @classmethod
+    def compute(cls, grid: GridResults, key: str) -> "GridSummary":
+        rows = {env: passk_comparison(record) for env, record in sorted(grid.passk.items())}
+        return cls(key, grid.board(), grid.progression(), grid.curves(), rows,
+                   {env: passk_reading(r) for env, r in rows.items()})
+
+
+def _statistics_source() -> bytes:
+    """The source of what computes a summary: a change to the statistics makes every stored summary stale."""
+    from reference_impls import stats
+
+    from . import board, report
+
+    return b"".join(Path(m.__file__).read_bytes() for m in (board, report, stats)) + Path(__file__).read_bytes()
+
+
+def summary_key(grid: GridResults) -> str:
+    """A hash of everything a summary is computed from: the grid's records (spec, cells, references, pass@k) and
+    the source of the statistics that read them."""
+    records = json.dumps([grid.spec, grid.cells, grid.passk, grid.warm, grid.base], sort_keys=True, default=str)
+    return hashlib.sha256(records.encode() + _statistics_source()).hexdigest()[:32]
+
+
+def summary_dir() -> Path:
+    return data_dir() / "compare-summaries"
+
+
+_summaries: dict[str, GridSummary] = {}  # this process's summaries by key
+_summary_locks: dict[str, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def _read_summary(path: Path, key: str) -> GridSummary | None:
+    """A stored summary, or None when it is missing, unreadable or not this key's (then it is recomputed)."""
+    try:
+        stored = json.loads(path.read_text())
+        summary = GridSummary(**stored)
+    except (OSError, ValueError, TypeError) as err:
+        if path.exists():
+            _log.warning("recomputing the comparison summary %s: %s", path, err)
+        return None
+    return summary if summary.key == key else None
+
+
+def _write_summary(path: Path, summary: GridSummary) -> None:
+    """Store a summary (through a temporary file: a reader never sees half); a failure only costs a recompute."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(asdict(summary)))
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError) as err:
+        _log.warning("could not store the comparison summary %s: %s", path, err)
+
+
+def grid_summary(grid: GridResults) -> GridSummary:
+    """The grid's summary: from this process, else from its JSON file, else computed and stored. Two threads
+    asking for the same one (a page and the background warm-up) compute it once: the second waits."""
+    key = summary_key(grid)
+    found = _summaries.get(key)
+    if found is not None:
+        return found
+    with _locks_lock:
+        lock = _summary_locks.setdefault(key, threading.Lock())
+    with lock:
+        found = _summaries.get(key)
+        if found is None:
+            path = summary_dir() / f"{key}.json"
+            found = _read_summary(path, key)
+            if found is None:
+                found = GridSummary.compute(grid, key)
+                _write_summary(path, found)
+            _summaries[key] = found
+    return found
+
+
+def summaries_ready(grids) -> bool:
+    """Whether every grid's summary is already in this process (a page then needs no progress message)."""
+    return all(summary_key(g) in _summaries for g in grids)
 
 
 def _records(folder: Path, bad: list[str] | None = None) -> dict[str, dict]:

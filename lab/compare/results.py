@@ -49,6 +49,9 @@ class GridResults:
     warm: dict[str, dict] = field(default_factory=dict)  # env -> the warm start's record (held-out without RL)
     base: dict[str, dict] = field(default_factory=dict)  # env -> the untrained model's held-out record
     bad: list[str] = field(default_factory=list)  # cell records that could not be used (file: why)
+    # env -> what a policy scores that never reads the map (benchmarks/frozenlake_open_loop.py --out
+    # <results>/map-blind/<env>.json): {"best": {turn: held-out success}, "maps": n, ...}
+    map_blind: dict[str, dict] = field(default_factory=dict)
 
     def summary(self) -> "GridSummary":
         """Every statistic the explorer shows, computed once per content (``grid_summary``)."""
@@ -238,7 +241,8 @@ def load_results(folder: Path, shipped: bool) -> GridResults | None:
             warm[p.stem if p.is_file() else p.name] = loaded
     label = spec.get("label") or spec.get("name", folder.name)
     return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,
-                       cell_results(None, GridDir(folder)), passk, shipped, warm, base, bad)
+                       cell_results(None, GridDir(folder)), passk, shipped, warm, base, bad,
+                       {env: r for env, r in _records(folder / "map-blind", bad).items() if r.get("best")})
 
 
 def available_results() -> list[GridResults]:

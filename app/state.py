@@ -1,10 +1,13 @@
 """Cached resources shared by every page: loaded once per server process, not per rerun.
 
-Nothing here runs at import. The search index (which imports sentence-transformers, ~10 s) is
-loaded in a background thread as soon as the first page is served (``warm_search_in_background``,
-called by the entry script; ``ATLAS_WARM_SEARCH=0`` turns it off), so a search typed after the
-first render does not wait for it; a search that comes earlier waits for that same load (the
-cache computes one value once and holds other callers on its lock).
+Nothing here runs at import. Once the first page of a server process has been served, one background thread
+(``warm_in_background``, called by the entry script) scores the comparison grids (``GridResults.summary``:
+computed once per results and stored as JSON in the data folder, so a node page or Compare never waits on a
+bootstrap) and, when the search embeddings are on disk, loads the search index and its model (the model
+import takes ~10 s). ``ATLAS_WARM_SEARCH=0`` leaves the search out of it. Until the full index is ready the
+Search page answers from a keyword-only index (``keyword_index``, about 1 s) and starts the full load itself
+(``start_search_load``); a search that needs the full index waits for that same load (the cache computes
+one value once and holds other callers on its lock).
 """
 from __future__ import annotations
 
@@ -36,7 +39,12 @@ def catalog() -> Catalog:
 
 def user_works_changed() -> None:
     """After an import, edit or delete: every cached view derived from the catalog is rebuilt."""
+    global _search_thread
     st.cache_resource.clear()
+    with _warm_lock:
+        _search_ready.clear()
+        if _search_thread is not None and not _search_thread.is_alive():
+            _search_thread = None  # the next visit of Search loads the index of the new catalog
 
 
 @st.cache_resource(show_spinner=False)
@@ -109,24 +117,53 @@ def search_index():
     return index
 
 
+@st.cache_resource(show_spinner=False)
+def keyword_index():
+    """A keyword-only (BM25) index of the catalog: built in about a second without the embedding model, it
+    answers searches while the full index loads."""
+    import dataclasses
+
+    from papers.search.index import SearchIndex, build_corpus
+
+    cat = catalog()
+    return SearchIndex(dataclasses.replace(build_corpus(cat), dense_texts=None), catalog=cat)
+
+
 _warm_lock = threading.Lock()
 _warm_thread: threading.Thread | None = None
+_search_thread: threading.Thread | None = None
+_search_ready = threading.Event()  # set once the full index and its model are loaded in this process
 
 
-def warm_search_in_background() -> bool:
-    """Start loading the search index in a daemon thread, once per server process; True if started.
+def search_ready() -> bool:
+    """Whether the full search index (with the embedding model) is loaded: then a search never waits."""
+    return _search_ready.is_set()
 
-    Streamlit runs no app code before the first browser session, so the first page served starts
-    it; the page itself does not wait. Off with ``ATLAS_WARM_SEARCH=0`` (the benchmark's "before").
-    """
+
+def warm_in_background() -> bool:
+    """Once per server process, after the first page was served: score the comparison grids, then (when the
+    embeddings are on disk and ``ATLAS_WARM_SEARCH`` is not 0) load the search index, in one daemon thread so
+    the two do not compete for the CPU. True if it started."""
     global _warm_thread
-    if os.environ.get("ATLAS_WARM_SEARCH", "1") == "0" or not search_available() or not _embeddings_cached():
-        return False
     with _warm_lock:
         if _warm_thread is not None:
             return False
-        _warm_thread = threading.Thread(target=_warm_search, name="atlas-warm-search", daemon=True)
+        _warm_thread = threading.Thread(target=_warm, name="atlas-warm", daemon=True)
         _warm_thread.start()
+    return True
+
+
+def start_search_load() -> bool:
+    """Load (on a fresh data folder: build) the full search index in a daemon thread unless it is loaded or
+    loading; the Search page calls it and answers from ``keyword_index`` meanwhile. True if it started."""
+    global _search_thread
+    if not search_available() or _search_ready.is_set():
+        return False
+    with _warm_lock:
+        if _search_thread is not None:
+            return False
+        _search_thread = threading.Thread(target=_load_search, name="atlas-search-load", daemon=True)
+        _search_thread.start()
     return True
 
 
@@ -134,7 +171,7 @@ def _embeddings_cached() -> bool:
     """True when the search embeddings are on disk: then the background load is the model only.
     Without them (a fresh data directory) it would embed the whole catalog, minutes of CPU that
     the pages being used would compete with (seen: the Lab page stalled past 2 minutes on 2 cores),
-    so the first search builds them, as before."""
+    so only a visit of Search starts that build (``start_search_load``)."""
     try:
         from papers.search.embed import EmbeddingCache, MiniLMEmbedder
 
@@ -143,12 +180,25 @@ def _embeddings_cached() -> bool:
         return False
 
 
-def _warm_search() -> None:
+def _warm() -> None:
+    try:
+        from lab.compare.results import available_results
+
+        for grid in available_results():
+            grid.summary()
+    except Exception as e:  # noqa: BLE001  a page computes (and reports) it again when shown
+        _log.warning("background scoring of the comparison grids failed: %s", e)
+    if os.environ.get("ATLAS_WARM_SEARCH", "1") != "0" and search_available() and _embeddings_cached():
+        start_search_load()
+
+
+def _load_search() -> None:
     try:
         index = search_index()
         # the index loads from its cache without the model: load the model too (the costly part,
         # torch + sentence-transformers) and run one query, which also prepares the fast query path
         index.embedder.encode_query("agentic reinforcement learning")
+        _search_ready.set()
     except Exception as e:  # noqa: BLE001  the Search page loads (and reports) it again when used
         _log.warning("background load of the search index failed: %s", e)
 
@@ -183,7 +233,8 @@ def placer():
 
 
 def comparison_results():
-    """The comparison grids' results (shipped and the user's own; re-read every minute as cells finish)."""
+    """The comparison grids' results (shipped and the user's own; re-read every minute as cells finish). Their
+    statistics come from ``grid.summary()`` (computed once per results, see lab.compare.results)."""
     from atlas_data import data_dir
 
     return _comparison_results(str(data_dir()))

@@ -148,11 +148,16 @@ def test_bibtex_download_reparses(monkeypatch):
     monkeypatch.setattr(mfs.MemoryMediaFileStorage, "load_and_get_id", spy)
     at = open_page("search", q="web search agents", kind="method")
     total = int(texts(at).split("**")[1].split()[0])
-    entries, failed = parse_bibtex(stored["atlas-search.bib"].decode())
-    assert not failed and len(entries) == total > 0
-    first = [q for _, q in links(at) if q.startswith("key=")][0].removeprefix("key=")
-    assert first in {e["key"] for e in entries}
-    csv_text = stored["atlas-search.csv"].decode()
+    assert total > 10
+    shown = [q.removeprefix("key=") for _, q in links(at) if q.startswith("key=")]
+    # by default the top ten, in rank order, and the file name says so
+    entries, failed = parse_bibtex(stored["atlas-search-top10.bib"].decode())
+    assert not failed and [e["key"] for e in entries] == shown
+    # "all matches" exports every match, named by their number
+    at.segmented_control(key="s_export").set_value(1).run()
+    entries, failed = parse_bibtex(stored[f"atlas-search-all{total}.bib"].decode())
+    assert not failed and len(entries) == total and shown[0] in {e["key"] for e in entries}
+    csv_text = stored[f"atlas-search-all{total}.csv"].decode()
     assert csv_text.startswith("key,") and len(csv_text.strip().splitlines()) == total + 1
 
 

@@ -101,7 +101,7 @@ def test_leaderboard_curves_and_passk(data):
     # the interval chart carries the warm start as a reference line, and the page reads each row in the board's words
     [chart] = [c for c in at.get("vega_lite_chart") if "held-out success" in c.proto.spec]
     assert '"warm start 25%"' in chart.proto.spec
-    assert any(m.value.startswith("**Against the baseline:** calculator-ppo: ") for m in at.markdown)
+    assert any(m.value.startswith("**Against the baseline:**\n- calculator-ppo: ") for m in at.markdown)
 
 
 def test_passk_paired_table_and_reading_under_the_curves(data):
@@ -197,7 +197,7 @@ def test_compare_tables_charts_and_notes_for_each_grid_kind():
     rules = [layer for layer in chart["layer"] if layer.get("data")]
     assert [layer["data"]["values"][0]["x"] for layer in rules] == [25.0, 25.0, 50.0, 50.0]
     notes = env_notes(grid, summary, "frozenlake")
-    assert any(n.startswith("**Against the baseline:** frozenlake-ppo: ") and rows[1]["verdict"] in n.replace("\\", "")
+    assert any(n.startswith("**Against the baseline:**\n- frozenlake-ppo: ") and rows[1]["verdict"] in n.replace("\\", "")
                for n in notes)
     assert any(n.startswith("**One seed:** frozenlake-ppo") for n in notes)
     assert any("`<move>down right</move>`" in n and "50%" in n for n in notes)

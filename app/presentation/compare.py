@@ -125,10 +125,14 @@ def interval_chart(rows: list[dict], refs: list[Reference] | tuple = ()) -> dict
         layers.append({"data": line, "mark": {"type": "rule", "strokeDash": [6, 4], "strokeWidth": 2,
                                               "color": ref.color},
                        "encoding": {"x": x, "tooltip": [{"field": "reference"}]}})
-        layers.append({"data": line, "mark": {"type": "text", "align": "left", "dx": 4, "dy": 2 + 13 * i,
-                                              "baseline": "top", "color": ref.color, "fontSize": 11},
+        # labelled above the plot (in its top padding), so a label never covers a row's interval
+        layers.append({"data": line, "mark": {"type": "text", "align": "left", "dx": 3, "dy": -3 - 13 * i,
+                                              "baseline": "bottom", "color": ref.color, "fontSize": 11},
                        "encoding": {"x": x, "y": {"value": 0}, "text": {"field": "reference"}}})
-    return {"data": {"values": data}, "height": {"step": 26}, "layer": layers}
+    chart = {"data": {"values": data}, "height": {"step": 26}, "layer": layers}
+    if refs:
+        chart["padding"] = {"top": 6 + 13 * len(refs), "left": 5, "right": 5, "bottom": 5}
+    return chart
 
 
 def grid_intro(grid) -> str:
@@ -163,12 +167,12 @@ def env_notes(grid, summary, env: str) -> list[str]:
     notes = []
     stages = [r for r in summary.progression.get(env, []) if r["verdict"]]
     if stages:
-        notes.append("**Against the stage it starts from:** " + "; ".join(
-            f"{md_escape(r['stage'])}: {md_escape(r['verdict'])}" for r in stages) + ".")
+        notes.append("**Against the stage it starts from:**\n" + "\n".join(
+            f"- {md_escape(r['stage'])}: {md_escape(r['verdict'])}" for r in stages))
     if compared_rows(rows):
-        notes.append("**Against the baseline:** " + "; ".join(
-            f"{md_escape(r['implementation'])}: {md_escape(r['verdict'])}" for r in rows
-            if r["verdict"] and r["verdict"] != "baseline") + ".")
+        notes.append("**Against the baseline:**\n" + "\n".join(
+            f"- {md_escape(r['implementation'])}: {md_escape(r['verdict'])}" for r in rows
+            if r["verdict"] and r["verdict"] != "baseline"))
     one_seed = [r["implementation"] for r in rows if r["seeds"] == 1]
     if one_seed and len(one_seed) < len(rows):
         notes.append(f"**One seed:** {md_escape(', '.join(one_seed))}: an interval over the problems only; another "

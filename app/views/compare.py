@@ -41,9 +41,9 @@ for env, rows in summary.board.items():
     if reference:
         st.caption(reference)
     if chosen.base.get(env):  # a base / SFT / SFT + RL grid: what each stage adds, paired on the problems
-        st.table(progression_frame(summary.progression[env]).set_index("stage"))
+        st.table(progression_frame(summary.progression[env]).set_index("stage").style.format(precision=1))
     st.vega_lite_chart(interval_chart(rows, references(chosen, env)), width="stretch")
-    st.table(leaderboard_frame(rows).set_index("implementation"))
+    st.table(leaderboard_frame(rows).set_index("implementation").style.format(precision=1))
     for note in env_notes(chosen, summary, env):
         st.markdown(note)
     env_curves = curves[curves["env"] == env] if not curves.empty else curves
@@ -58,7 +58,7 @@ for env, rows in summary.board.items():
         st.line_chart(passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
         paired = summary.passk_rows.get(env)
         if paired:
-            st.table(passk_comparison_frame(paired).set_index("model"))
+            st.table(passk_comparison_frame(paired).set_index("model").style.format(precision=1))
             st.markdown(ui.md(summary.passk_readings[env]))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]

@@ -5,9 +5,9 @@ Nothing here runs at import. Once the first page of a server process has been se
 computed once per results and stored as JSON in the data folder, so a node page or Compare never waits on a
 bootstrap) and, when the search embeddings are on disk, loads the search index and its model (the model
 import takes ~10 s). ``ATLAS_WARM_SEARCH=0`` leaves the search out of it. Until the full index is ready the
-Search page answers from a keyword-only index (``keyword_index``, about 1 s) and starts the full load itself
-(``start_search_load``); a search that needs the full index waits for that same load (the cache computes
-one value once and holds other callers on its lock).
+Search page answers from a keyword-only index (``keyword_index``, about 1 s) and asks for the full load (``want_search_index``), which starts once that
+page's script is done, so the two do not compete; a search that needs the full index waits for that same load
+(the cache computes one value once and holds other callers on its lock).
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ def user_works_changed() -> None:
     st.cache_resource.clear()
     with _warm_lock:
         _search_ready.clear()
+        _search_wanted.clear()
         if _search_thread is not None and not _search_thread.is_alive():
             _search_thread = None  # the next visit of Search loads the index of the new catalog
 
@@ -133,18 +134,30 @@ _warm_lock = threading.Lock()
 _warm_thread: threading.Thread | None = None
 _search_thread: threading.Thread | None = None
 _search_ready = threading.Event()  # set once the full index and its model are loaded in this process
+_search_wanted = threading.Event()  # a page answered without the full index: load it after that page
 
 
-def search_ready() -> bool:
-    """Whether the full search index (with the embedding model) is loaded: then a search never waits."""
-    return _search_ready.is_set()
+def search_ready(wait_s: float = 0.0) -> bool:
+    """Whether the full search index (with the embedding model) is loaded: then a search never waits. With
+    ``wait_s``, wait up to that long for it (tests)."""
+    return _search_ready.wait(wait_s) if wait_s else _search_ready.is_set()
+
+
+def want_search_index() -> None:
+    """A page needs the full search index and did not wait for it: it is loaded (on a fresh data folder:
+    built) in the background once that page's script is done (``warm_in_background``)."""
+    if not _search_ready.is_set():
+        _search_wanted.set()
 
 
 def warm_in_background() -> bool:
-    """Once per server process, after the first page was served: score the comparison grids, then (when the
+    """Called after every page's script. Once per server process: score the comparison grids, then (when the
     embeddings are on disk and ``ATLAS_WARM_SEARCH`` is not 0) load the search index, in one daemon thread so
-    the two do not compete for the CPU. True if it started."""
+    the two do not compete for the CPU. And whenever a page asked for the full search index
+    (``want_search_index``): load it. True if the warm-up started now."""
     global _warm_thread
+    if _search_wanted.is_set():
+        start_search_load()
     with _warm_lock:
         if _warm_thread is not None:
             return False
@@ -155,7 +168,7 @@ def warm_in_background() -> bool:
 
 def start_search_load() -> bool:
     """Load (on a fresh data folder: build) the full search index in a daemon thread unless it is loaded or
-    loading; the Search page calls it and answers from ``keyword_index`` meanwhile. True if it started."""
+    loading. True if it started."""
     global _search_thread
     if not search_available() or _search_ready.is_set():
         return False
@@ -171,7 +184,7 @@ def _embeddings_cached() -> bool:
     """True when the search embeddings are on disk: then the background load is the model only.
     Without them (a fresh data directory) it would embed the whole catalog, minutes of CPU that
     the pages being used would compete with (seen: the Lab page stalled past 2 minutes on 2 cores),
-    so only a visit of Search starts that build (``start_search_load``)."""
+    so only a page that needs the index starts that build (``want_search_index``)."""
     try:
         from papers.search.embed import EmbeddingCache, MiniLMEmbedder
 

@@ -100,6 +100,11 @@ def test_work_page_shows_facts_summary_keywords_and_similar():
     assert "retrieved token masking" in body  # keywords
     assert "Search from the external Internet" in [label for label, _ in links(at)]
     assert any("Table 4" in e.label for e in at.expander)
+    from app import state
+
+    # the page never waits for the search index: it asks for it, and shows similar works once it is loaded
+    assert state.search_ready(wait_s=600)
+    at.run()
     similar, sharing = at.dataframe[-2].value, at.dataframe[-1].value  # the two tabs of "Similar works"
     for frame in (similar, sharing):
         assert len(frame) > 0 and "work?key=search-r1" not in set(frame["open"])

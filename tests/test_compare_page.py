@@ -217,3 +217,23 @@ def test_compare_tables_charts_and_notes_for_each_grid_kind():
     intro = grid_intro(base_grid)
     assert "stage it starts from" in intro and "one seed" in intro and "and seeds" not in intro
     assert not any(n.startswith("**Against the baseline") for n in env_notes(base_grid, s, "calculator"))
+
+
+def test_shipped_grids_carry_their_current_summary(tmp_path, monkeypatch):
+    """Each shipped grid's summary.json matches its records and the statistics' source (else the explorer
+    recomputes it on a fresh data folder): rewrite them with `python -m lab.compare.results`. A fresh data
+    folder reads them without computing."""
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(results, "_summaries", {})
+    monkeypatch.setattr(results.GridSummary, "compute", classmethod(lambda cls, g, key: pytest.fail(
+        f"{g.folder / results.SHIPPED_SUMMARY} is stale or missing: run `python -m lab.compare.results`")))
+    shipped = [g for g in results.available_results() if g.shipped]
+    assert {g.spec["name"] for g in shipped} >= {"core", "envs-code-web", "envs-planning"}
+    for grid in shipped:
+        summary = grid.summary()
+        assert summary.key == results.summary_key(grid)
+        assert set(summary.board) == {c["env"] for c in grid.cells}
+    # and what it holds is what the statistics compute (the smallest shipped grid, recomputed here)
+    monkeypatch.undo()
+    small = min(shipped, key=lambda g: len(g.cells))
+    assert results.GridSummary.compute(small, "k").board == small.summary().board

@@ -120,8 +120,8 @@ elif likes is not None:  # similar works need the embeddings: wait for the full 
     with st.spinner("Loading the search index (once per server: the embedding model, and on a fresh data folder "
                     "the embeddings of every work) ...", show_time=True):
         index = state.search_index()
-else:  # answer from the keyword index now; the full index loads in the background, then the page reruns
-    state.start_search_load()
+else:  # answer from the keyword index now; the full index loads after this script, then the page reruns
+    state.want_search_index()
     with st.spinner("Indexing the catalog's words ..."):
         index = state.keyword_index()
     keyword_only = True

@@ -8,7 +8,11 @@ the pass@k sentence it shows are re-exported here.
 ``GridResults.summary()`` is what the explorer reads: every statistic of a grid computed once for what its
 records hold (``summary_key``: a hash of the records and of the statistics' source), kept in this process
 and as a JSON file under ``data_dir()/compare-summaries/`` (plain JSON, never a pickle), so a node page or
-the Compare page never recomputes a bootstrap the records and the code have not changed since.
+the Compare page never recomputes a bootstrap the records and the code have not changed since. A shipped
+grid also carries its summary (``lab/results/<grid>/summary.json``), so a fresh data folder starts with
+them; it is used only while its key matches, and rewritten with
+
+    python -m lab.compare.results          # after a change to the shipped results or to the statistics
 """
 from __future__ import annotations
 
@@ -125,13 +129,17 @@ class GridSummary:
                    {env: passk_reading(r) for env, r in rows.items()})
 
 
+SUMMARY_VERSION = 1  # the shape of GridSummary: a new field or meaning makes every stored summary stale
+SHIPPED_SUMMARY = "summary.json"  # beside a shipped grid's records
+
+
 def _statistics_source() -> bytes:
     """The source of what computes a summary: a change to the statistics makes every stored summary stale."""
     from reference_impls import stats
 
     from . import board, report
 
-    return b"".join(Path(m.__file__).read_bytes() for m in (board, report, stats)) + Path(__file__).read_bytes()
+    return b"".join(Path(m.__file__).read_bytes() for m in (board, report, stats)) + f"v{SUMMARY_VERSION}".encode()
 
 
 def summary_key(grid: GridResults) -> str:
@@ -187,6 +195,8 @@ def grid_summary(grid: GridResults) -> GridSummary:
         if found is None:
             path = summary_dir() / f"{key}.json"
             found = _read_summary(path, key)
+            if found is None and grid.shipped:
+                found = _read_summary(grid.folder / SHIPPED_SUMMARY, key)
             if found is None:
                 found = GridSummary.compute(grid, key)
                 _write_summary(path, found)
@@ -255,3 +265,19 @@ def available_results() -> list[GridResults]:
                 if r is not None:
                     found.append(r)
     return found
+
+
+def write_shipped_summaries() -> list[Path]:
+    """Compute every shipped grid's summary and write it beside its records (``SHIPPED_SUMMARY``)."""
+    written = []
+    for grid in available_results():
+        if grid.shipped:
+            path = grid.folder / SHIPPED_SUMMARY
+            path.write_text(json.dumps(asdict(grid_summary(grid)), indent=1) + "\n")
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in write_shipped_summaries():
+        print(f"wrote {written_path}")

@@ -1,13 +1,14 @@
 """Cached resources shared by every page: loaded once per server process, not per rerun.
 
 Nothing here runs at import. Once the first page of a server process has been served, one background thread
-(``warm_in_background``, called by the entry script) scores the comparison grids (``GridResults.summary``:
-computed once per results and stored as JSON in the data folder, so a node page or Compare never waits on a
-bootstrap) and, when the search embeddings are on disk, loads the search index and its model (the model
-import takes ~10 s). ``ATLAS_WARM_SEARCH=0`` leaves the search out of it. Until the full index is ready the
-Search page answers from a keyword-only index (``keyword_index``, about 1 s) and asks for the full load (``want_search_index``), which starts once that
-page's script is done, so the two do not compete; a search that needs the full index waits for that same load
-(the cache computes one value once and holds other callers on its lock).
+(``warm_in_background``, called by the entry script after every page) imports the reference implementations
+(torch), scores the comparison grids (``GridResults.summary``: read from the shipped or stored summary, or
+computed once per results), and, when the search embeddings are on disk, loads the search index and its
+model (the model import takes ~10 s); ``ATLAS_WARM_SEARCH=0`` leaves the search out of it. Until the full
+index is loaded, Search answers from a keyword-only index (``keyword_index``, about 1 s) and asks for the full
+load (``want_search_index``), which starts once that page's script is done, so the two do not compete; a
+search that needs the full index waits for that same load (the cache computes one value once and holds
+other callers on its lock).
 """
 from __future__ import annotations
 
@@ -151,7 +152,8 @@ def want_search_index() -> None:
 
 
 def warm_in_background() -> bool:
-    """Called after every page's script. Once per server process: score the comparison grids, then (when the
+    """Called after every page's script. Once per server process: import the reference implementations, score
+    the comparison grids, then (when the
     embeddings are on disk and ``ATLAS_WARM_SEARCH`` is not 0) load the search index, in one daemon thread so
     the two do not compete for the CPU. And whenever a page asked for the full search index
     (``want_search_index``): load it. True if the warm-up started now."""
@@ -194,6 +196,13 @@ def _embeddings_cached() -> bool:
 
 
 def _warm() -> None:
+    try:  # the reference implementations' registry imports torch and transformers: seconds a node page,
+        # the Lab or a grid's first scoring would otherwise wait for
+        from lab.catalog import available
+
+        available()
+    except Exception as e:  # noqa: BLE001  the page that needs it imports (and reports) it again
+        _log.warning("background import of the reference implementations failed: %s", e)
     try:
         from lab.compare.results import available_results
 

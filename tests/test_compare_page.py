@@ -6,7 +6,7 @@ import yaml
 
 from test_app_pages import open_page, texts
 
-from app.presentation.compare import interval_chart, leaderboard_frame, passk_frame
+from app.presentation.compare import curves_chart, interval_chart, leaderboard_frame, passk_chart
 from lab.compare import results
 from lab.compare.board import leaderboard
 from reference_impls.stats import pass_at_k_curve
@@ -68,7 +68,7 @@ def test_leaderboard_curves_and_passk(data):
     assert list(frame["held-out %"]) == [75.0, 25.0] and list(frame["vs baseline (pts)"]) == ["+50.0", "baseline"]
     # the variant is the implementation; the trainer column names the trainer, not a second "algorithm"
     assert list(frame["trainer"]) == ["ppo", "grpo"] and "algorithm" not in frame.columns
-    assert passk_frame(passk).loc[4, "RL"] == 0.38
+    assert {"k": 4, "model": "RL", "pass@k": 0.38} in passk_chart(passk)["data"]["values"]
     # the interval chart labels each row with its seed count (a one-seed bar leaves out seed-to-seed variation)
     one_seed = leaderboard(cells + [_cell("calculator-dapo", "grpo", 0, [1, 1, 0, 0])])["calculator"]
     chart = interval_chart(one_seed)
@@ -78,6 +78,9 @@ def test_leaderboard_curves_and_passk(data):
     curves = grids[0].curves()
     assert {"env": "calculator", "implementation": "calculator-ppo", "step": 3, "reward_mean": pytest.approx(0.45),
             "seeds": 2} in curves
+    drawn = curves_chart(curves, "calculator")["data"]["values"]
+    assert {"step": 3, "implementation": "calculator-ppo", "reward": pytest.approx(0.45)} in drawn
+    assert curves_chart(curves, "frozenlake") is None
     # a DPO cell's per-step number is its preference margin: never drawn as a reward curve
     dpo = results.GridResults("g", data, {}, [_cell("calculator-dpo", "dpo", 0, [1, 0, 0, 0])], {}, False)
     assert dpo.curves() == []
@@ -116,7 +119,7 @@ def test_passk_paired_table_and_reading_under_the_curves(data):
     at = open_page("compare", grid="demo")
     table = [d.value for d in at.table if "against" in d.value.columns][0]
     assert list(table["k"]) == [1, 64, 1, 64] and list(table["verdict"])[2:] == ["better", "worse"]
-    assert list(table["after %"])[2:] == [25.0, 50.0]
+    assert list(table["after %"])[2:] == ["25.0", "50.0"]
     assert any("Sharpened and narrowed" in m.value for m in at.markdown)
 
 

@@ -198,14 +198,6 @@ def env_notes(grid, summary, env: str) -> list[str]:
     return notes
 
 
-def passk_frame(passk: dict) -> pd.DataFrame:
-    """pass@k curves of one environment: index k, one column per model."""
-    curves = {label: {int(k): v for k, v in c["pass_at_k"].items()} for label, c in passk.get("curves", {}).items()}
-    frame = pd.DataFrame(curves).sort_index()
-    frame.index.name = "k"
-    return frame
-
-
 def passk_comparison_frame(rows: list[dict]) -> pd.DataFrame:
     """``lab.compare.results.passk_comparison`` rows (``summary.passk_rows[env]``) as a table in %: each model
     against the one it starts from, at k = 1 and the largest k, paired over the same problems."""
@@ -215,3 +207,42 @@ def passk_comparison_frame(rows: list[dict]) -> pd.DataFrame:
         "95% low": round(100 * r["difference"]["low"], 1), "95% high": round(100 * r["difference"]["high"], 1),
         "verdict": r["verdict"],
     } for r in rows])
+
+
+def as_text(frame: pd.DataFrame, index: str) -> pd.DataFrame:
+    """A table for ``st.table``: indexed by the column ``index``, numbers with one decimal (whole numbers as
+    they are), so a static table shows 37.3 rather than 37.3000 without a pandas Styler (slow to send)."""
+    def shown(value):
+        return f"{value:.1f}" if isinstance(value, float) else value
+
+    return frame.set_index(index).map(shown)
+
+
+def line_chart(rows: list[dict], x: str, y: str, series: str, x_title: str, y_title: str) -> dict:
+    """Vega-Lite: one line per ``series`` value through the (``x``, ``y``) points of ``rows``, legend below."""
+    return {
+        "data": {"values": rows}, "height": 240,
+        "mark": {"type": "line", "point": {"size": 20}},
+        "encoding": {
+            "x": {"field": x, "type": "quantitative", "title": x_title,  # steps and k are whole numbers
+                  "axis": {"tickMinStep": 1, "format": "d"}},
+            "y": {"field": y, "type": "quantitative", "title": y_title},
+            "color": {"field": series, "type": "nominal", "title": None, "legend": {"orient": "bottom",
+                                                                                   "labelLimit": 320}},
+            "tooltip": [{"field": series}, {"field": x}, {"field": y, "format": ".3f"}],
+        },
+    }
+
+
+def curves_chart(curves: list[dict], env: str) -> dict | None:
+    """The mean training reward per step of each implementation of ``env`` (``summary.curves``), or None."""
+    rows = [{"step": c["step"], "implementation": c["implementation"], "reward": c["reward_mean"]}
+            for c in curves if c["env"] == env]
+    return line_chart(rows, "step", "reward", "implementation", "step", "reward") if rows else None
+
+
+def passk_chart(passk: dict) -> dict:
+    """The pass@k curves of one environment's record: one line per model."""
+    rows = [{"k": int(k), "model": label, "pass@k": v} for label, c in passk.get("curves", {}).items()
+            for k, v in c["pass_at_k"].items()]
+    return line_chart(sorted(rows, key=lambda r: (r["model"], r["k"])), "k", "pass@k", "model", "k", "pass@k")

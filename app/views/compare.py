@@ -1,13 +1,12 @@
 """Compare: algorithms under one model, one warm start, one budget and several seeds (lab/compare/)."""
 import json
 
-import pandas as pd
 import streamlit as st
 
 from app import routes, state, ui
 from app.presentation.common import first_param
-from app.presentation.compare import (env_notes, grid_intro, interval_chart, leaderboard_frame, passk_comparison_frame,
-                                      passk_frame, progression_frame, references)
+from app.presentation.compare import (as_text, curves_chart, env_notes, grid_intro, interval_chart, leaderboard_frame,
+                                      passk_chart, passk_comparison_frame, progression_frame, references)
 
 st.title("Compare algorithms")
 
@@ -34,31 +33,29 @@ if not chosen.cells:
 
 with st.spinner("Scoring this grid (bootstrap intervals; once for these results) ...", show_time=True):
     summary = chosen.summary()
-curves = pd.DataFrame(summary.curves)
 for env, rows in summary.board.items():
     st.header(f"{env}", divider="gray")
     reference = chosen.reference_line(env)
     if reference:
         st.caption(reference)
     if chosen.base.get(env):  # a base / SFT / SFT + RL grid: what each stage adds, paired on the problems
-        st.table(progression_frame(summary.progression[env]).set_index("stage").style.format(precision=1))
+        st.table(as_text(progression_frame(summary.progression[env]), "stage"))
     st.vega_lite_chart(interval_chart(rows, references(chosen, env)), width="stretch")
-    st.table(leaderboard_frame(rows).set_index("implementation").style.format(precision=1))
+    st.table(as_text(leaderboard_frame(rows), "implementation"))
     for note in env_notes(chosen, summary, env):
         st.markdown(note)
-    env_curves = curves[curves["env"] == env] if not curves.empty else curves
-    if not env_curves.empty:
+    curves = curves_chart(summary.curves, env)
+    if curves:
         st.caption("Mean training reward per step (over seeds); DPO rows are not drawn: their per-step number "
                    "is the preference margin, not the environment's reward")
-        st.line_chart(env_curves.pivot_table(index="step", columns="implementation", values="reward_mean"),
-                      height=260, x_label="step", y_label="reward")
+        st.vega_lite_chart(curves, width="stretch")
     if env in chosen.passk:
         st.caption("pass@k on held-out problems (unbiased estimator; temperature 1): where RL raises pass@1 "
                    "but not pass@k at large k, it sharpened rather than added abilities")
-        st.line_chart(passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
+        st.vega_lite_chart(passk_chart(chosen.passk[env]), width="stretch")
         paired = summary.passk_rows.get(env)
         if paired:
-            st.table(passk_comparison_frame(paired).set_index("model").style.format(precision=1))
+            st.table(as_text(passk_comparison_frame(paired), "model"))
             st.markdown(ui.md(summary.passk_readings[env]))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]

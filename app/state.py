@@ -12,6 +12,7 @@ other callers on its lock).
 """
 from __future__ import annotations
 
+import atexit
 import gc
 import logging
 import os
@@ -136,6 +137,25 @@ _warm_thread: threading.Thread | None = None
 _search_thread: threading.Thread | None = None
 _search_ready = threading.Event()  # set once the full index and its model are loaded in this process
 _search_wanted = threading.Event()  # a page answered without the full index: load it after that page
+_stopping = threading.Event()  # the process is exiting: the background work starts nothing new
+
+
+def _finish_background_work(timeout_s: float = 60.0) -> None:
+    """At exit, let the background threads end their current step before the interpreter goes away: a daemon
+    thread still inside torch when it does aborts the process ("terminate called without an active
+    exception", exit status 134), which a test run or a stopped server would report as a crash."""
+    _stopping.set()
+    for thread in (_warm_thread, _search_thread):
+        if thread is not None:
+            thread.join(timeout_s)
+
+
+def _start(target, name: str) -> threading.Thread:
+    if not _stopping.is_set() and not any(t is not None for t in (_warm_thread, _search_thread)):
+        atexit.register(_finish_background_work)  # once, with the first background thread
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def search_ready(wait_s: float = 0.0) -> bool:
@@ -163,8 +183,7 @@ def warm_in_background() -> bool:
     with _warm_lock:
         if _warm_thread is not None:
             return False
-        _warm_thread = threading.Thread(target=_warm, name="atlas-warm", daemon=True)
-        _warm_thread.start()
+        _warm_thread = _start(_warm, "atlas-warm")
     return True
 
 
@@ -172,13 +191,12 @@ def start_search_load() -> bool:
     """Load (on a fresh data folder: build) the full search index in a daemon thread unless it is loaded or
     loading. True if it started."""
     global _search_thread
-    if not search_available() or _search_ready.is_set():
+    if not search_available() or _search_ready.is_set() or _stopping.is_set():
         return False
     with _warm_lock:
         if _search_thread is not None:
             return False
-        _search_thread = threading.Thread(target=_load_search, name="atlas-search-load", daemon=True)
-        _search_thread.start()
+        _search_thread = _start(_load_search, "atlas-search-load")
     return True
 
 
@@ -196,6 +214,8 @@ def _embeddings_cached() -> bool:
 
 
 def _warm() -> None:
+    if _stopping.is_set():
+        return
     try:  # the reference implementations' registry imports torch and transformers: seconds a node page,
         # the Lab or a grid's first scoring would otherwise wait for
         from lab.catalog import available
@@ -207,6 +227,8 @@ def _warm() -> None:
         from lab.compare.results import available_results
 
         for grid in available_results():
+            if _stopping.is_set():
+                return
             grid.summary()
     except Exception as e:  # noqa: BLE001  a page computes (and reports) it again when shown
         _log.warning("background scoring of the comparison grids failed: %s", e)

@@ -67,7 +67,9 @@ WAIT_JS = """([checks, idle]) => {
 }"""
 
 
-# every page by its URL and what "complete" means there: each of its sections on screen (selector, text)
+# every page by its URL and what "complete" means there: each of its sections on screen (selector, text), or at
+# least n of them (selector, text, n)
+TABLES = '[data-testid="stTable"], [data-testid="stDataFrame"]'
 BENCH_QUERY = "memory agents that learn what to store"
 COMPLETE = {
     "Overview": ("/", [("h1", "Agentic RL Atlas"), ('[data-testid="stMetricValue"]', "573"),
@@ -76,27 +78,31 @@ COMPLETE = {
     "Node page (GRPO)": ("/taxonomy?node=alg-grpo", [
         ("h1", "GRPO"), ("p", "Reference implementation"), ('[data-testid="stCaptionContainer"]',
                                                           "In the comparison grid"),
-        ("h3", "Works ("), ("h3", "In the survey's tables"), ("h3", "Related nodes")]),
+        ("h3", "Works ("), ("h3", "In the survey's tables"), ("h3", "Related nodes"), (TABLES, "", 2)]),
     "Search, no query": ("/search", [("h1", "Search"), ('[data-testid="stCaptionContainer"]', "Browsing all")]),
     "Search, a query": (f"/search?q={BENCH_QUERY.replace(' ', '+')}", [("h1", "Search"), ("p", f"for “{BENCH_QUERY}”"),
                                                                       ("p", "1. ")]),
     "Work (Search-R1)": ("/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts"), ("h3", "Similar works"),
                                                  ('[data-testid="stTabs"] p', "Similar in content")]),
-    "Algorithms": ("/algorithms", [("h1", "RL algorithms"), ("h2", "Side by side")]),
+    "Algorithms": ("/algorithms", [("h1", "RL algorithms"), ("h2", "Side by side"), (TABLES, "", 2)]),
     "Import": ("/imports", [("h1", "Import your works"), ("h3", "Your works")]),
     "Lab": ("/lab", [("h1", "Lab"), ("button", "Launch")]),
     "Runs": ("/runs", [("h1", "Runs"), ('[data-testid="stAlert"]', "No runs yet")]),
+    # charts and tables are drawn a moment after their element arrives: all 9 charts (an interval chart, the
+    # training curves and pass@k per environment) and all 6 tables, whichever kind of table the page uses
     "Compare": ("/compare", [("h1", "Compare algorithms"), ("h2", "calculator"), ("h2", "frozenlake"),
-                             ("h2", "search"), ('[data-testid="stExpander"] summary', "Reproduce a cell")]),
+                             ("h2", "search"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
+                             ('[data-testid="stVegaLiteChart"] svg.marks', "", 9), (TABLES, "", 6)]),
 }
 TITLE_OF = {name: checks[0] for name, (_, checks) in COMPLETE.items()}
 RUNNING = '[data-testid="stStatusWidgetRunningIcon"]'
 
 COMPLETE_JS = """([checks, running]) => {
   if (document.querySelector(running)) return false;
-  for (const [sel, text] of checks) {
+  for (const [sel, text, n] of checks) {
     const els = Array.from(document.querySelectorAll(sel));
-    if (!els.some(e => (e.textContent || '').includes(text) && !e.closest('[data-stale="true"]'))) return false;
+    const found = els.filter(e => (e.textContent || '').includes(text) && !e.closest('[data-stale="true"]'));
+    if (found.length < (n || 1)) return false;
   }
   return performance.now();
 }"""

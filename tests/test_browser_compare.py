@@ -91,6 +91,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
             _open_complete(page, app_server.url + "/compare?grid=core", COMPLETE["Compare"][1])
             charts = page.locator('[data-testid="stVegaLiteChart"]').filter(
                 has=page.locator("svg text", has_text="held-out success (%)"))
+            charts.nth(2).wait_for()  # Vega draws each chart a moment after its element arrives
             assert charts.count() == 3  # calculator, frozenlake, search
             labels = [charts.nth(i).locator("svg text", has_text=re.compile(r"^warm start \d+%$")).count()
                       for i in range(3)]

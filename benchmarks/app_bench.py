@@ -132,7 +132,7 @@ def wait_full_search(page, base: str) -> float:
     t0 = time.perf_counter()
     page.goto(base + COMPLETE["Search, a query"][0], wait_until="commit")
     page.wait_for_function("""([checks, running, note]) => {
-      if (document.querySelector(running) || document.body.innerText.includes(note)) return false;
+      if (document.querySelector(running) || (document.body && document.body.innerText || '').includes(note)) return false;
       return checks.every(([sel, text]) => Array.from(document.querySelectorAll(sel)).some(
         e => (e.textContent || '').includes(text) && !e.closest('[data-stale="true"]')));
     }""", arg=[COMPLETE["Search, a query"][1], RUNNING, KEYWORD_ONLY], polling=250, timeout=900_000)

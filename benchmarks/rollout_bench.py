@@ -85,9 +85,9 @@ def run(args) -> dict:
     problems = task.problems("train", n=args.prompts, seed=args.seed)
     cfg = RolloutConfig(group_size=args.group_size, max_new_tokens_per_turn=args.max_new_tokens_per_turn,
                         max_completion_tokens=args.max_completion_tokens, temperature=args.temperature,
-                        env_options=dict(args.env_option or []))
+                        env_config=task.config_of(dict(args.env_option or [])))
     if args.env.startswith("memory"):  # load the frozen Answer Agent before anything is timed
-        env = task.make(problems[0], **cfg.env_options)
+        env = task.make(problems[0], cfg.env_config)
         env.reset()
         env.step("NOOP")
     rounds = []
@@ -134,7 +134,7 @@ def run(args) -> dict:
     return {
         "model": args.model, "env": args.env, "prompts": args.prompts, "group_size": args.group_size,
         "max_new_tokens_per_turn": args.max_new_tokens_per_turn, "max_completion_tokens": args.max_completion_tokens,
-        "temperature": args.temperature, "env_options": cfg.env_options, "seed": args.seed, "rounds": args.rounds,
+        "temperature": args.temperature, "env_options": dict(args.env_option or []), "seed": args.seed, "rounds": args.rounds,
         "baseline_tokens_per_s": round(base_tps, 2),
         "engine_tokens_per_s": round(eng_tps, 2),
         "speedup": round(eng_tps / base_tps, 2),

@@ -80,8 +80,15 @@ def load_works(path: Path, taxonomy: Taxonomy, origin: str = "survey") -> dict[s
     return works
 
 
+SUMMARY_CHECKS = ("paper", "none")
+"""How a summary was checked: ``paper`` = read against the work's own abstract or page (``checked_source``
+names it), ``none`` = written from the title and the survey's citing sentences, never compared with the
+paper. The confidence mark follows from it: ``high`` exactly when ``checked`` is ``paper``."""
+
+
 def load_summaries(path: Path, works: dict[str, Work]) -> dict[str, dict]:
-    """Read summaries.csv (key, summary, keywords, confidence) and check every work has one."""
+    """Read summaries.csv (key, summary, keywords, confidence, checked, checked_source) and check every
+    work has one; ``confidence`` must say how the summary was checked (``SUMMARY_CHECKS``)."""
     _, rows = read_csv_rows(path)
     out: dict[str, dict] = {}
     seen_text: dict[str, str] = {}
@@ -99,6 +106,14 @@ def load_summaries(path: Path, works: dict[str, Work]) -> dict[str, dict]:
         conf = row.get("confidence", "").strip()
         if conf not in ("high", "low"):
             raise DataError(path, f"confidence must be 'high' or 'low', not '{conf}'", row=line, field="confidence")
+        checked, source = row.get("checked", "none").strip(), row.get("checked_source", "").strip()
+        if checked not in SUMMARY_CHECKS:
+            raise DataError(path, f"checked must be 'paper' or 'none', not '{checked}'", row=line, field="checked")
+        if checked == "paper" and not source:
+            raise DataError(path, "a summary checked against the paper names where (checked_source)", row=line, field="checked_source")
+        if (conf == "high") != (checked == "paper"):
+            raise DataError(path, f"confidence '{conf}' but checked '{checked}': high means checked against the paper",
+                            row=line, field="confidence")
         keywords = tuple(iter_split(row.get("keywords", "")))
         if len(keywords) > 8:
             raise DataError(path, f"{len(keywords)} keywords (at most 8)", row=line, field="keywords")
@@ -110,7 +125,9 @@ def load_summaries(path: Path, works: dict[str, Work]) -> dict[str, dict]:
     return out
 
 
-AUTHOR_CHECKS = ("agrees", "first-author", "differs", "single-source", "unknown")
+AUTHOR_CHECKS = ("verified", "agrees", "first-author", "differs", "single-source", "unknown")
+"""``verified``: read name by name from a source independent of the survey (papers.verification);
+the others: the survey's list compared with a second reference list (scripts/import_authors.py)."""
 
 
 def load_authors(path: Path, works: dict[str, Work]) -> dict[str, dict]:

@@ -53,7 +53,8 @@ def bibtex_entry_type(work: Work) -> str:
 
 
 def to_bibtex(works: Iterable[Work]) -> str:
-    """One entry per work, cite key = work key. Titles are double-braced to keep their casing.
+    """One entry per work, cite key = work key. In titles only the words a style's re-casing would
+    break are braced (``bibtex_title``), so a style can still sentence-case the rest.
 
     Fields: author (``Family, Given and ...``), title, year, venue, eprint/archiveprefix/primaryclass
     (arXiv works), doi (where known, see ``citeformats.doi_of``), url, code, abstract (a user's own
@@ -65,7 +66,7 @@ def to_bibtex(works: Iterable[Work]) -> str:
         fields = []
         if w.authors.strip():
             fields.append(Field("author", _escape_keep_braces(bibtex_author(w.authors))))
-        fields.append(Field("title", "{" + latex_escape(w.title) + "}"))
+        fields.append(Field("title", bibtex_title(w.title)))
         if w.year is not None:
             fields.append(Field("year", str(w.year)))
         if etype == "inproceedings":
@@ -92,6 +93,49 @@ def to_bibtex(works: Iterable[Work]) -> str:
             fields.append(Field("keywords", latex_escape(", ".join(w.keywords))))
         lib.add(Entry(etype, w.key, fields))
     return bibtexparser.write_string(lib)
+
+
+_WORD = re.compile(r"^([\"'(\[]*)(.*?)([\"')\]:;,.?!]*)$")
+_SENTENCE_START = re.compile(r"[:.?!]$")
+
+
+def _needs_protection(core: str, proper_noun: bool) -> bool:
+    """A word whose casing a BibTeX style must not touch: an inner capital or a capital next to a digit
+    in any hyphen part (DigiRL, LLMs, UI-TARS-2, R1, 3D), a non-ASCII letter (τ²-bench, π0, β-DPO),
+    or a capitalised word that is a proper noun (``proper_noun``: decided by the caller)."""
+    if any(ch.isalpha() and not ch.isascii() for ch in core):
+        return True
+    for part in re.split(r"[-/]", core):
+        if any(ch.isupper() for ch in part[1:]) or (part[:1].isupper() and any(ch.isdigit() for ch in part)):
+            return True
+    return proper_noun and core[:1].isupper()
+
+
+def bibtex_title(title: str) -> str:
+    """The BibTeX ``title`` value: LaTeX-escaped, with braces around each word that styles would break.
+
+    Acronyms and mixed-case names are always protected. In a sentence-case title (most words after the
+    first are lower case) every other capitalised word that does not start the title or follow a colon
+    is a proper noun and is protected too; in a Title Case title only known names are (``titlecase``'s
+    brands: Python, Android, ...), because every word there is capitalised.
+    """
+    from papers.titlecase import BRANDS
+
+    words = title.split()
+    inner = [w for i, w in enumerate(words) if i and not _SENTENCE_START.search(words[i - 1])]
+    lower = sum(1 for w in inner if w[:1].islower())
+    sentence_case = bool(inner) and lower * 2 >= len(inner)
+    brands = {b.lower() for b in BRANDS}
+    out = []
+    for i, word in enumerate(words):
+        lead, core, trail = _WORD.match(word).groups()
+        starts = i == 0 or bool(_SENTENCE_START.search(words[i - 1]))
+        proper = (sentence_case and not starts) or core.lower() in brands
+        text = latex_escape(core)
+        if core and _needs_protection(core, proper):
+            text = "{" + text + "}"
+        out.append(latex_escape(lead) + text + latex_escape(trail))
+    return " ".join(out)
 
 
 def _escape_keep_braces(text: str) -> str:

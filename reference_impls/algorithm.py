@@ -53,7 +53,7 @@ class Context:
     train: Any  # the run's TrainConfig
     config: Any  # the algorithm's Config
     task: Any  # the environment's EnvSpec
-    env_options: dict  # validated options of the environment
+    env_config: Any  # the environment's typed config (resolved once by the trainer)
     pool: list  # the train problems steps draw from
     rollout_config: Any  # rollout.RolloutConfig
     out: Path  # the run directory

@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
@@ -48,7 +49,8 @@ class RolloutConfig:
     max_completion_tokens: int = 160  # model + env tokens in the whole episode
     temperature: float = 1.0
     greedy: bool = False  # evaluation: argmax decoding
-    env_options: dict = field(default_factory=dict)  # passed to the env factory (e.g. max_turns)
+    # the environment's typed config (EnvSpec.config_of; None = its defaults), built once per run, never per episode
+    env_config: Any = None
     # "cached": prefill each distinct prompt once and keep every row's key/value cache across turns
     # (reference_impls/engine.py); "generate": model.generate on the whole conversation every turn (the
     # reference the engine is tested against); "vllm": vLLM generates each turn (vllm_engine.py, CUDA only)
@@ -124,9 +126,10 @@ def rollout(model, tokenizer, task, problems, config: RolloutConfig) -> tuple[li
     t0 = time.time()
     G = 1 if config.greedy else config.group_size
     envs, samples = [], []
+    env_config = task.config_of(config.env_config)
     for g, problem in enumerate(problems):
         for _ in range(G):
-            env = task.make(problem, **config.env_options)
+            env = task.make(problem, env_config)
             ids = render_prompt(tokenizer, env.reset())
             envs.append(env)
             samples.append(Sample(prompt_ids=ids, group=g,

@@ -45,21 +45,22 @@ from .options import ConfigError, add_flags, given_flags, key_values
 from .rollout import Sample, render_prompt
 
 
-def demonstrated_options(task, env_options: dict | None) -> dict:
-    """The env options a demonstration of ``task`` is played under (``demonstration_sample``)."""
-    return dict(env_options or {}) if task.demonstration_takes_config else {}
+def demonstrated_config(task, env_config=None):
+    """The env config a demonstration of ``task`` is played under (``demonstration_sample``): the run's
+    (typed, or a mapping) for an env whose demonstration follows its options, else the env's defaults."""
+    return task.config_of(env_config if task.demonstration_takes_config else None)
 
 
-def demonstration_sample(tokenizer, task, problem, env_options: dict | None = None) -> Sample:
+def demonstration_sample(tokenizer, task, problem, env_config=None) -> Sample:
     """``problem``'s demonstration as a Sample. An env whose demonstration follows its options
     (``EnvSpec.demonstration_takes_config``: moves per tag, planner hints, results per search) is demonstrated
-    in an episode built with ``env_options``, the run's, so that SFT shows the format its rollouts are played
+    in an episode built with ``env_config``, the run's, so that SFT shows the format its rollouts are played
     in. Any other env's transcript is written for its defaults, so its prompt is too: zoom's with
     ``max_zooms=0`` would forbid the zooms its demonstration makes."""
-    env_options = demonstrated_options(task, env_options)
-    env = task.make(problem, **env_options)
+    env_config = demonstrated_config(task, env_config)
+    env = task.make(problem, env_config)
     sample = Sample(prompt_ids=render_prompt(tokenizer, env.reset()))
-    segments = task.demonstrate(problem, env_options)
+    segments = task.demonstrate(problem, env_config)
     segments[-1] = (segments[-1][0], segments[-1][1] + tokenizer.eos_token)  # the model ends its turn
     for role, text in segments:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -81,7 +82,7 @@ def demonstrations(tokenizer, env: str, n: int, seed: int = 0, options: dict | N
     so SFT shows the format its rollouts are played in, while its problems stay the demonstrated ones."""
     task = get_env(env)
     problems = task.problems("train", n=n, seed=seed + 7919, **{**task.demonstration_options, **(options or {})})
-    episode = options if episode_options is None else episode_options
+    episode = task.config_of(options if episode_options is None else episode_options)  # typed once
     return [demonstration_sample(tokenizer, task, pr, episode) for pr in problems]
 
 

@@ -186,22 +186,25 @@ def resolve(cfg: TrainConfig, check_model: bool = True, task: EnvSpec | None = N
 
 def config_from_dict(data: dict) -> TrainConfig:
     """A TrainConfig from saved or hand-written data (config.json, a --config file, the Lab's form).
-    Unknown keys are errors; TRL's names are accepted; the pre-contract layout (calculator/memory
-    ``levels``/``families`` at the top level) is moved into ``env_options``."""
+    Unknown keys are errors; TRL's names are accepted. A top-level key that is no run option is the
+    algorithm's (a flat --config file) unless it names an option of the run's environment and none of its
+    algorithm: then it moves into ``env_options`` (the layout saved before environments owned their options,
+    where an empty value meant the environment's default)."""
     data = dict(data)
     env_options = dict(data.pop("env_options", {}) or {})
     algo_config = dict(data.pop("algo_config", {}) or {})
     aliases = alias_map(TrainConfig)
     fields = spec_map(TrainConfig)
-    env_name = data.get("env", TrainConfig.env)
+    env_name, algo_name = data.get("env", TrainConfig.env), data.get("algo", TrainConfig.algo)
+    env_fields = spec_map(ENVS[env_name].config) if env_name in ENVS else {}
+    algo_fields = spec_map(ALGORITHMS[algo_name].Config) if algo_name in ALGORITHMS else {}
     kwargs = {}
     for key, value in data.items():
         name = aliases.get(key, key)
         if name in fields:
             kwargs[name] = value
-        elif key in ("levels", "families"):  # saved by runs before environments owned their options
-            env_fields = spec_map(ENVS[env_name].config) if env_name in ENVS else {}
-            if value and key in env_fields:
+        elif key in env_fields and key not in algo_fields:
+            if value not in ("", [], (), None):
                 env_options.setdefault(key, value)
         else:
             algo_config[key] = value  # an algorithm option at the top level (a flat --config file)
@@ -243,7 +246,7 @@ class Trainer:
         self.rank, self.world = distributed.setup()
         self.algo_cls, self.algo_cfg = resolved.algo_cls, resolved.algo_cfg
         self.task = task or resolved.task
-        self.env_options = dict(cfg.env_options)
+        self.env_config = resolved.env_cfg  # typed once here; every episode of the run is built from it
         self.run_dir = RunDir(cfg.out)
         self.out = self.run_dir.path
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
@@ -270,11 +273,11 @@ class Trainer:
         optimizer = adamw(self.policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         rollout_cfg = RolloutConfig(group_size=cfg.group_size, max_new_tokens_per_turn=cfg.max_new_tokens_per_turn,
                                     max_completion_tokens=cfg.max_completion_tokens, temperature=cfg.temperature,
-                                    env_options=dict(self.env_options), engine=cfg.rollout_engine)
-        pool = self.task.problems("train", n=cfg.train_pool, seed=cfg.seed, **self.env_options)
+                                    env_config=self.env_config, engine=cfg.rollout_engine)
+        pool = self.task.problems("train", n=cfg.train_pool, seed=cfg.seed, config=self.env_config)
         self.ctx = Context(policy=self.policy, model=model_for_forward, ref=ref, optimizer=optimizer,
                            tokenizer=self.tokenizer, device=self.device, train=cfg, config=self.algo_cfg,
-                           task=self.task, env_options=self.env_options, pool=list(pool),
+                           task=self.task, env_config=self.env_config, pool=list(pool),
                            rollout_config=rollout_cfg, out=self.out, rank=self.rank, world=self.world)
         self.algo = self.algo_cls(self.ctx)
         self.wall_offset = 0.0
@@ -308,7 +311,7 @@ class Trainer:
         # the run's env options shape the demonstrated episodes (moves per tag, hints); another env's would not fit
         same_env = not cfg.sft_env or cfg.sft_env == cfg.env
         samples = demonstrations(self.tokenizer, cfg.sft_env or cfg.env, cfg.sft_examples, cfg.seed,
-                                 episode_options=cfg.env_options if same_env else None)
+                                 episode_options=self.env_config if same_env else None)
         path = self.run_dir.warm_start_path
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True)

@@ -45,8 +45,9 @@ def prompt_dataset(env: str, split: str, n: int, seed: int, env_options: dict, p
     from datasets import Dataset
 
     task = get_env(env)
-    problems = list(task.problems(split, n=n, seed=seed, **env_options) if problems is None else problems)
-    prompts = [task.make(p, **env_options).reset() for p in problems]
+    env_config = task.config_of(env_options)
+    problems = list(task.problems(split, n=n, seed=seed, config=env_config) if problems is None else problems)
+    prompts = [task.make(p, env_config).reset() for p in problems]
     data = Dataset.from_dict({"prompt": prompts, "problem_index": list(range(len(problems)))})
     return data, problems, {_key(m): p for m, p in zip(prompts, problems)}
 
@@ -58,7 +59,7 @@ class AtlasRollout:
                  max_completion_tokens: int, temperature: float = 1.0, engine: str = "cached"):
         self.task = get_env(env)
         self.problems_by_prompt = problems_by_prompt
-        self.env_options = dict(env_options)
+        self.env_config = self.task.config_of(env_options)
         self.max_new_tokens_per_turn = max_new_tokens_per_turn
         self.max_completion_tokens = max_completion_tokens
         self.temperature = temperature
@@ -89,7 +90,7 @@ class AtlasRollout:
         for batch in batches:
             config = RolloutConfig(group_size=batch[0][1], max_new_tokens_per_turn=self.max_new_tokens_per_turn,
                                    max_completion_tokens=self.max_completion_tokens, temperature=self.temperature,
-                                   env_options=self.env_options, engine=self.engine)
+                                   env_config=self.env_config, engine=self.engine)
             samples, _ = rollout(model, tokenizer, self.task, [self.problems_by_prompt[k] for k, _ in batch], config)
             for s in samples:
                 out["prompt_ids"].append(s.prompt_ids)
@@ -117,7 +118,8 @@ def environment_class(env: str, problems: list, env_options: dict) -> type:
     ``reset(problem_index=..., **row)`` starts the dataset row's problem; the tool method is named after
     the environment's tool and takes one string argument."""
     task = get_env(env)
-    probe = task.make(problems[0], **env_options)
+    env_config = task.config_of(env_options)
+    probe = task.make(problems[0], env_config)
     spec = probe.tool
 
     class AtlasEnvironment:
@@ -128,7 +130,7 @@ def environment_class(env: str, problems: list, env_options: dict) -> type:
             self.finished = False
 
         def reset(self, problem_index: int = 0, **row) -> None:
-            self.env = task.make(problems[int(problem_index)], **env_options)
+            self.env = task.make(problems[int(problem_index)], env_config)
             self.env.reset()
             self.reward, self.correct, self.finished = 0.0, False, False
             return None

@@ -10,6 +10,8 @@ Deterministic: running it again reproduces every output byte for byte (tested). 
                                     overlap check can run without the survey text (never stored)
   papers/data/authors.csv           every work's authors, their source and a second-source check
                                     (scripts/import_authors.py; only when --author-sources exists)
+and then applies the accepted rows of papers/data/verification/changes.csv (scripts/verify_catalog.py):
+facts checked against sources independent of the survey replace the survey's values.
 Hand-written content (node descriptions, work summaries) lives in separate files it never touches.
 The product reads only these outputs at run time, never the seed folder.
 """
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from papers.titlecase import restore_title_case  # noqa: E402
 from papers.overlap import shingle_hashes  # noqa: E402
 import import_authors  # noqa: E402  (this folder: the script's own directory is on sys.path)
+import verify_catalog  # noqa: E402
 
 DEFAULT_SEED = ROOT.parent / "shared" / "seed-data"
 NODE_FIELDS = ("id", "name", "parent", "dimension", "survey_section")
@@ -120,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         print("authors: " + " ".join(f"{k}={v}" for k, v in stats.items()))
     else:
         print(f"authors: skipped (no sources at {args.author_sources})")
+    # reviewed corrections from independent sources (papers/data/verification/changes.csv) win over the survey
+    n_fields, n_lists = verify_catalog.apply_changes(args.out / "papers" / "data")
+    print(f"verified corrections applied: {n_fields} work fields, {n_lists} author lists")
     return 0
 
 

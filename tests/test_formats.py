@@ -80,7 +80,8 @@ def test_bibtex_every_work_keeps_key_title_year_and_authors(catalog):
     assert [e.key for e in lib.entries] == [w.key for w in works]
     with_authors = 0
     for e, w in zip(lib.entries, works):
-        assert e["title"].strip("{}") == w.title or "\\" in e["title"], w.key  # LaTeX-escaped titles aside
+        # braces protect single words only; LaTeX-escaped titles aside
+        assert re.sub(r"[{}]", "", e["title"]) == w.title or "\\" in e["title"], w.key
         assert e.fields_dict.get("year") is None or e["year"] == str(w.year)
         if not w.authors:
             assert "author" not in e.fields_dict, w.key
@@ -244,3 +245,117 @@ def test_the_shipped_catalog_has_no_abstracts():
     assert not [k for k, w in cat.works.items() if w.abstract]
     text = to_format(list(cat.works.values()), "bibtex")
     assert "abstract =" not in text.lower()
+
+
+# -- every entry citable: author, year, a locator; titles in the authors' casing ------------------
+def bibtex_gaps(text: str) -> dict[str, list[str]]:
+    """Per entry key, what a citation needs and the BibTeX entry lacks."""
+    lib = bibtexparser.parse_string(text)
+    assert not lib.failed_blocks
+    gaps = {}
+    for e in lib.entries:
+        f = e.fields_dict
+        missing = [name for name, ok in (("author", "author" in f), ("year", "year" in f),
+                                         ("locator", any(k in f for k in ("eprint", "doi", "url"))))
+                   if not ok]
+        if missing:
+            gaps[e.key] = missing
+    return gaps
+
+
+def csl_gaps(text: str) -> dict[str, list[str]]:
+    gaps = {}
+    for item in json.loads(text):
+        missing = [name for name, ok in (("author", bool(item.get("author"))), ("year", "issued" in item),
+                                         ("locator", any(k in item for k in ("URL", "DOI")) or item.get("archive") == "arXiv"))
+                   if not ok]
+        if missing:
+            gaps[item["id"]] = missing
+    return gaps
+
+
+def ris_gaps(text: str) -> dict[str, list[str]]:
+    gaps = {}
+    for rec in read_ris(text):
+        missing = [name for name, ok in (("author", "AU" in rec), ("year", "PY" in rec),
+                                         ("locator", any(t in rec for t in ("UR", "DO", "AN"))))
+                   if not ok]
+        if missing:
+            gaps[rec["ID"][0]] = missing
+    return gaps
+
+
+GAP_CHECKS = {"bibtex": bibtex_gaps, "cslj": csl_gaps, "ris": ris_gaps}
+
+
+@pytest.mark.parametrize("fmt", sorted(GAP_CHECKS))
+def test_every_exported_entry_has_author_year_and_locator(fmt, catalog):
+    assert GAP_CHECKS[fmt](to_format(list(catalog), fmt)) == {}
+
+
+@pytest.mark.parametrize("fmt", sorted(GAP_CHECKS))
+def test_the_gap_checks_can_fail(fmt):
+    bare = Work(key="bare", title="A work with nothing else")
+    assert GAP_CHECKS[fmt](to_format([bare], fmt)) == {"bare": ["author", "year", "locator"]}
+
+
+def _own_lower_case_titles() -> set[str]:
+    """Works whose own title is lower case, as recorded with a source in the verification facts."""
+    from papers.verification import VERIFICATION_DIR, load_facts
+
+    return {f.key for f in load_facts(VERIFICATION_DIR / "facts.csv") if f.field == "title" and f.value == f.value.lower()}
+
+
+def test_no_title_is_lower_cased_unless_the_paper_writes_it_so(catalog):
+    own = _own_lower_case_titles()
+    flattened = [w.key for w in catalog if w.title == w.title.lower() and w.key not in own]
+    assert flattened == []
+    entries, _ = parse_bibtex(to_format(list(catalog), "bibtex"))
+    for e, w in zip(entries, catalog):
+        assert e["title"] != e["title"].lower() or w.key in own, w.key
+
+
+def _sentence_case(bibtex_title: str) -> str:
+    """What a sentence-casing BibTeX style does: lower-case every letter outside braces but the first."""
+    out, depth = [], 0
+    for i, ch in enumerate(bibtex_title):
+        depth += ch == "{"
+        depth -= ch == "}"
+        out.append(ch if depth or i == 0 or ch in "{}" else ch.lower())
+    return re.sub(r"[{}]", "", "".join(out))
+
+
+@pytest.mark.parametrize("key, kept", [
+    ("digirl", "DigiRL"), ("ui-tars-2", "UI-TARS-2"), ("tau2-bench", "τ²-Bench"), ("spatialvlm", "SpatialVLM"),
+    ("vista", "(VisTA)"), ("cognitive-behaviors-that-enable-self-improving", "STaRs"), ("pfrl", "ChainerRL"),
+    ("windowsagentarena", "OS"), ("search-r1", "LLMs"), ("dqn", "Atari"),
+])
+def test_bibtex_protects_names_a_style_would_break(key, kept, catalog):
+    lib = bibtexparser.parse_string(to_format([catalog.get(key)], "bibtex"))
+    raw = lib.entries[0]["title"]
+    assert kept in _sentence_case(raw).split() or kept in _sentence_case(raw), raw
+    assert not (raw.startswith("{") and raw.endswith("}") and " " in raw and raw.count("{") == 1), raw
+
+
+def test_bibtex_lets_styles_recase_ordinary_words(catalog):
+    """Only single words are braced: a style can still sentence-case the rest of a title."""
+    lib = bibtexparser.parse_string(to_format(list(catalog), "bibtex"))
+    for e in lib.entries:
+        groups = re.findall(r"(?<!\\)\{([^{}]*)\}", e["title"])
+        assert all(" " not in g for g in groups), (e.key, e["title"])
+    digirl = next(e for e in lib.entries if e.key == "digirl")
+    assert "device-control agents" in _sentence_case(digirl["title"])
+
+
+ORGANISATIONS = {"ByteDance Doubao", "Essential AI", "Gemini Robotics Team", "Gemini Team", "Kimi Team", "MiroMind Team",
+                 "OpenAI Team", "Qwen Team", "Significant Gravitas", "SimpleVLA-RL Team", "The mathlib Community", "Zhipu AI"}
+
+
+def test_only_organisations_are_exported_as_one_unsplit_name(catalog):
+    """A braced author is an organisation to BibTeX; a person ({Lilian Weng}) must be split into names."""
+    braced = {p.literal for w in catalog for p in split_authors(w.authors) if p.literal and " " in p.literal}
+    assert braced <= ORGANISATIONS, braced - ORGANISATIONS
+    lib = parse_names_bibtex(to_format([catalog.get("llm-powered-autonomous-agents"), catalog.get("qwq-32b")], "bibtex"))
+    weng, qwen = lib.entries[0]["author"][0], lib.entries[1]["author"][0]
+    assert (weng.first, weng.last) == (["Lilian"], ["Weng"])
+    assert qwen.last == ["{Qwen Team}"]

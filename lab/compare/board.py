@@ -1,53 +1,34 @@
 """Statistics over a grid's records: pure functions from result dicts to rows (no files, no models).
 
-``leaderboard``: per environment, each implementation against the baseline algorithm; ``progression``:
-untrained -> SFT -> SFT + RL, each stage paired with the one it starts from; ``passk_comparison``: each model
-of a pass@k record against the one before it. Verdicts are worded here (``ONE_SEED`` flags a one-seed side).
+``grid_tests``: every comparison a grid draws (per environment, each implementation against the baseline
+algorithm's implementation and against the warm start; the warm start against the untrained model), tested
+with ``reference_impls.stats.compare`` (seed s paired with seed s; the references are one fixed row) and
+corrected with Holm over the grid's whole family of tests; the verdicts are worded by
+``stats.verdict_sentence`` only. ``leaderboard``: per environment, each implementation's held-out success with
+its interval, its comparisons and results per problem family; ``progression``: untrained -> SFT -> SFT + RL,
+each stage paired with the one it starts from; ``passk_comparison``: each model of a pass@k record against the
+one before it.
 """
 from __future__ import annotations
 
-from reference_impls.stats import bootstrap_interval, paired_difference
+from reference_impls.stats import (ALPHA, ONE_SEED, Comparison, compare, config_interval, detectable_after_holm,
+                                   holm, relation, verdict_sentence)
+
+__all__ = ["ONE_SEED", "WARM", "UNTRAINED", "grid_tests", "leaderboard", "progression", "passk_comparison",
+           "family_results"]
+
+WARM = "SFT (warm start)"  # the label of the warm start as a stage and as what a cell is compared with
+UNTRAINED = "untrained"
 
 
-def leaderboard(cells: list[dict], baseline: str = "grpo") -> dict[str, list[dict]]:
-    """Per environment, one row per implementation: held-out success over seeds and problems with its
-    95% interval, the paired difference to the baseline algorithm's implementation, a verdict, and cost."""
-    by_env: dict[str, dict[str, list[dict]]] = {}
+def _by_env_impl(cells: list[dict]) -> dict[str, dict[str, dict[int, list[int]]]]:
+    """env -> implementation -> seed -> held-out 0/1s (cells without per-problem results are left out: a
+    record of an older format has its mean only, which nothing can be paired on)."""
+    out: dict[str, dict[str, dict[int, list[int]]]] = {}
     for c in cells:
-        by_env.setdefault(c["env"], {}).setdefault(c["implementation"], []).append(c)
-    board = {}
-    for env, impls in by_env.items():
-        base = next((rs for impl, rs in impls.items() if _is_plain(impl, baseline)), None)
-        rows = []
-        for impl, rs in impls.items():
-            matrix = [r["heldout_by_problem"] for r in sorted(rs, key=lambda r: r["seed"])]
-            iv = bootstrap_interval(matrix)
-            row = {"implementation": impl, "algo": rs[0]["algo"], "env": env, "seeds": len(rs),
-                   "heldout": iv.mean, "low": iv.low, "high": iv.high,
-                   "train_s": sum(r["train_s"] for r in rs) / len(rs), "tokens": sum(r["tokens"] for r in rs) / len(rs),
-                   "peak_rss_mb": max(r["peak_rss_mb"] for r in rs), "vs_baseline": None, "verdict": ""}
-            if base is not None and rs is not base:
-                paired = paired_difference(matrix, [r["heldout_by_problem"] for r in base])
-                row["vs_baseline"] = paired.difference.as_dict()
-                row["verdict"] = _verdict_text(paired, base[0]["implementation"], one_seed=min(len(rs), len(base)) < 2)
-            elif rs is base:
-                row["verdict"] = "baseline"
-            rows.append(row)
-        board[env] = sorted(rows, key=lambda r: -r["heldout"])
-    return board
-
-
-ONE_SEED = "one seed: the interval leaves out seed-to-seed variation"
-
-
-def _verdict_text(paired, against: str, one_seed: bool = False) -> str:
-    """A paired comparison in words, e.g. "better than calculator-grpo (p < 0.01)" (rather than a rounded
-    "p = 0.00"). ``one_seed``: a side was trained with a single seed, so the bootstrap could resample only the
-    problems; the verdict says so, because one algorithm's seeds can differ by more than the interval's width
-    (the core grid's search-grpo: 0.14 and 0.53)."""
-    relation = {"better": "better than", "worse": "worse than"}.get(paired.verdict, "no significant difference from")
-    p = "p < 0.01" if paired.p_value < 0.005 else f"p = {paired.p_value:.2f}"
-    return f"{relation} {against} ({p}{'; ' + ONE_SEED if one_seed else ''})"
+        if "heldout_by_problem" in c:
+            out.setdefault(c["env"], {}).setdefault(c["implementation"], {})[c["seed"]] = c["heldout_by_problem"]
+    return out
 
 
 def _is_plain(impl_id: str, algo: str) -> bool:
@@ -58,47 +39,174 @@ def _is_plain(impl_id: str, algo: str) -> bool:
     return impl is not None and impl.algo == algo and not impl.algo_options
 
 
-def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict]) -> dict[str, list[dict]]:
+def _baseline_of(impls, baseline: str) -> str | None:
+    return next((impl for impl in impls if _is_plain(impl, baseline)), None)
+
+
+def _row(record: dict) -> list[int] | None:
+    return record.get("heldout_by_problem") if record else None
+
+
+def grid_tests(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict] | None = None,
+               base: dict[str, dict] | None = None) -> dict[tuple[str, str, str], dict]:
+    """Every comparison of the grid, keyed (env, subject, against): the statistics of ``compare`` (``as_dict``),
+    ``p_holm`` (Holm over all the grid's tests with several seeds; None for a single run a side, which gives no
+    verdict), ``tests`` (the family's size), ``relation``, ``detectable`` (80% power at Holm's strictest level)
+    and ``verdict`` (the sentence). Subjects: implementation ids and ``WARM``; against: the baseline's
+    implementation, ``WARM`` or ``UNTRAINED``."""
+    warm, base = warm or {}, base or {}
+    found: dict[tuple[str, str, str], Comparison] = {}
+    for env, impls in _by_env_impl(cells).items():
+        reference = _baseline_of(impls, baseline)
+        warm_row = _row(warm.get(env, {}))
+        for impl, seeds in impls.items():
+            if reference is not None and impl != reference:
+                common = sorted(set(seeds) & set(impls[reference]))
+                if common:
+                    found[(env, impl, reference)] = compare([seeds[s] for s in common],
+                                                            [impls[reference][s] for s in common])
+            if warm_row is not None and len(warm_row) == len(next(iter(seeds.values()))):
+                found[(env, impl, WARM)] = compare([seeds[s] for s in sorted(seeds)], [warm_row])
+    for env in warm:
+        warm_row, base_row = _row(warm[env]), _row(base.get(env, {}))
+        if warm_row is not None and base_row is not None and len(warm_row) == len(base_row):
+            found[(env, WARM, UNTRAINED)] = compare([warm_row], [base_row])
+    family = [key for key, c in found.items() if not c.one_run]
+    adjusted = dict(zip(family, holm([found[k].p_value for k in family])))
+    out = {}
+    for key, c in found.items():
+        p_holm = adjusted.get(key)
+        out[key] = {"env": key[0], "subject": key[1], "against": key[2], **c.as_dict(), "p_holm": p_holm,
+                    "tests": len(family), "alpha": ALPHA, "relation": relation(c, p_holm),
+                    "detectable": None if c.one_run else detectable_after_holm(c, len(family)),
+                    "verdict": verdict_sentence(c, key[2], p_holm, len(family))}
+    return out
+
+
+def _difference(test: dict | None) -> dict | None:
+    """A test's difference in the shape the page reads (mean, low, high)."""
+    return None if test is None else {"mean": test["difference"], "low": test["low"], "high": test["high"]}
+
+
+def family_results(matrix: list[list[int]], families: list[str] | None,
+                   against: list[list[int]] | None = None) -> dict[str, dict]:
+    """Held-out success per problem family (mean over seeds and the family's problems, with its interval over
+    seeds x problems) and, with ``against`` (rows paired as in ``compare``), the paired difference with its
+    interval. Descriptive: no family-level verdict is drawn (they are not in the Holm family, and a family has
+    about 11 problems)."""
+    if not families or len(families) != len(matrix[0]):
+        return {}
+    out = {}
+    for name in dict.fromkeys(families):
+        cols = [j for j, f in enumerate(families) if f == name]
+        rows = [[r[j] for j in cols] for r in matrix]
+        entry = {"problems": len(cols), **_interval(rows)}
+        if against is not None and len(cols) > 1:
+            c = compare(rows, [[r[j] for j in cols] for r in against])
+            entry["vs"] = {"mean": c.difference, "low": c.low, "high": c.high}
+        out[name] = entry
+    return out
+
+
+def _interval(rows, families=None) -> dict:
+    iv = config_interval(rows, families=families) if len(rows[0]) > 1 else None
+    mean = sum(map(sum, rows)) / (len(rows) * len(rows[0]))
+    return {"heldout": mean, "low": iv.low if iv else mean, "high": iv.high if iv else mean}
+
+
+def _families_for(families: dict[str, list[str]] | None, env: str, width: int) -> list[str] | None:
+    """The env's problem families when they fit its ``width`` problems and every family has at least two (a
+    variance within families needs them; a tiny grid's 4 problems in 4 families are read pooled)."""
+    labels = (families or {}).get(env)
+    if not labels or len(labels) != width:
+        return None
+    return labels if min(labels.count(name) for name in set(labels)) >= 2 else None
+
+
+def leaderboard(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict] | None = None,
+                base: dict[str, dict] | None = None, families: dict[str, list[str]] | None = None,
+                tests: dict | None = None) -> dict[str, list[dict]]:
+    """Per environment, one row per implementation: held-out success over seeds and problems with its 95%
+    interval (``config_interval``; within families where ``families`` names them), the comparison with the
+    baseline algorithm's implementation (``vs_baseline``, ``verdict``) and with the warm start (``vs_warm``,
+    ``verdict_warm``), each test's statistics (``tests``), results per problem family, and cost. ``tests``:
+    ``grid_tests`` of the same records, when the caller has it already."""
+    tests = grid_tests(cells, baseline, warm, base) if tests is None else tests
+    matrices = _by_env_impl(cells)
+    by_env: dict[str, dict[str, list[dict]]] = {}
+    for c in cells:
+        if "heldout_by_problem" in c:  # see _by_env_impl
+            by_env.setdefault(c["env"], {}).setdefault(c["implementation"], []).append(c)
+    board = {}
+    for env, impls in by_env.items():
+        reference = _baseline_of(impls, baseline)
+        warm_row = _row((warm or {}).get(env, {}))
+        rows = []
+        for impl, rs in impls.items():
+            seeds = matrices[env][impl]
+            matrix = [seeds[s] for s in sorted(seeds)]
+            labels = _families_for(families, env, len(matrix[0]))
+            vs_base, vs_warm = tests.get((env, impl, reference)), tests.get((env, impl, WARM))
+            row = {"implementation": impl, "algo": rs[0]["algo"], "env": env, "seeds": len(rs),
+                   **_interval(matrix, labels),
+                   "train_s": sum(r.get("train_s", 0.0) for r in rs) / len(rs),
+                   "tokens": sum(r.get("tokens", 0) for r in rs) / len(rs),
+                   "peak_rss_mb": max(r.get("peak_rss_mb", 0.0) for r in rs),
+                   "vs_baseline": _difference(vs_base), "verdict": "",
+                   "vs_warm": _difference(vs_warm), "verdict_warm": vs_warm["verdict"] if vs_warm else "",
+                   "tests": {k: t for k, t in (("baseline", vs_base), ("warm", vs_warm)) if t is not None},
+                   "by_family": {}}
+            if vs_base is not None:
+                row["verdict"] = vs_base["verdict"]
+            elif impl == reference:
+                row["verdict"] = "baseline"
+            if labels:
+                row["by_family"] = family_results(matrix, labels, [warm_row] if warm_row else None)
+                ref_seeds = matrices[env][reference] if reference is not None and impl != reference else {}
+                common = sorted(set(seeds) & set(ref_seeds))
+                if common:
+                    paired = family_results([seeds[s] for s in common], labels, [ref_seeds[s] for s in common])
+                    for name, entry in paired.items():
+                        row["by_family"][name]["vs_baseline"] = entry.get("vs")
+            rows.append(row)
+        board[env] = sorted(rows, key=lambda r: -r["heldout"])
+    return board
+
+
+def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict], baseline: str = "grpo",
+                families: dict[str, list[str]] | None = None, tests: dict | None = None) -> dict[str, list[dict]]:
     """Per environment, what each stage of training adds on the same held-out problems: the untrained
     model, the warm start (SFT only) and each implementation's RL cells. Each stage is compared, paired on
-    the problems, with the stage it starts from (SFT with the untrained model, RL with the warm start), so
-    "did RL help beyond SFT?" gets an interval and a verdict. ``base`` / ``warm``: env -> held-out record."""
+    the problems, with the stage it starts from (SFT with the untrained model, RL with the warm start), with the
+    same tests (and the same Holm family) as ``leaderboard``. ``base`` / ``warm``: env -> held-out record."""
+    tests = grid_tests(cells, baseline, warm, base) if tests is None else tests
+    matrices = _by_env_impl(cells)
     envs = list(dict.fromkeys([c["env"] for c in cells] + [e for e in (*base, *warm)]))
     out = {}
     for env in envs:
-        # (label, implementation or None, held-out matrix: one row per seed, the stage it starts from)
-        stages = []
-        if "heldout" in base.get(env, {}):
-            stages.append(("untrained", None, [base[env]["heldout_by_problem"]], None))
-        if "heldout" in warm.get(env, {}):
-            stages.append(("SFT (warm start)", None, [warm[env]["heldout_by_problem"]], "untrained"))
-        by_impl: dict[str, list[dict]] = {}
-        for c in cells:
-            if c["env"] == env:
-                by_impl.setdefault(c["implementation"], []).append(c)
-        for impl, rs in by_impl.items():
-            stages.append((f"SFT + RL ({impl})", impl,
-                           [r["heldout_by_problem"] for r in sorted(rs, key=lambda r: r["seed"])], "SFT (warm start)"))
+        stages: list[tuple[str, str | None, list[list[int]], dict | None]] = []
+        if _row(base.get(env, {})) is not None:
+            stages.append((UNTRAINED, None, [base[env]["heldout_by_problem"]], None))
+        if _row(warm.get(env, {})) is not None:
+            stages.append((WARM, None, [warm[env]["heldout_by_problem"]], tests.get((env, WARM, UNTRAINED))))
+        for impl, seeds in matrices.get(env, {}).items():
+            stages.append((f"SFT + RL ({impl})", impl, [seeds[s] for s in sorted(seeds)], tests.get((env, impl, WARM))))
         rows = []
-        for label, impl, matrix, start in stages:
-            iv = bootstrap_interval(matrix)
-            row = {"stage": label, "implementation": impl, "seeds": len(matrix), "heldout": iv.mean,
-                   "low": iv.low, "high": iv.high, "vs": None, "vs_stage": None, "verdict": ""}
-            before = next((m for lab, _, m, _ in stages if lab == start), None)
-            if before is not None:
-                paired = paired_difference(matrix, before)
-                # an RL stage is one run per seed; the untrained model and the warm start are single references
-                row.update(vs=paired.difference.as_dict(), vs_stage=start,
-                           verdict=_verdict_text(paired, start, one_seed=impl is not None and len(matrix) < 2))
-            rows.append(row)
+        for label, impl, matrix, test in stages:
+            labels = _families_for(families, env, len(matrix[0]))
+            rows.append({"stage": label, "implementation": impl, "seeds": len(matrix), **_interval(matrix, labels),
+                         "vs": _difference(test), "vs_stage": test["against"] if test else None,
+                         "verdict": test["verdict"] if test else "", "test": test})
         out[env] = rows
     return out
 
 
 def passk_comparison(passk: dict) -> list[dict]:
     """Each model of a pass@k record against the one before it (warm start vs base, RL vs warm start) at k = 1
-    and k = samples: per-problem pass@k, paired over the same problems (bootstrap), so "did RL sharpen or
-    add?" gets intervals. Empty for records without per-problem counts."""
+    and k = samples: per-problem pass@k paired over the same problems (a paired t over problems: the models are
+    fixed checkpoints), Holm over the record's tests. ``verdict`` is "better" / "worse" only where the
+    Holm-adjusted p is below 0.05, else "no difference detected"; ``p_raw`` and ``p_holm`` are both kept. Empty
+    for records without per-problem counts."""
     from reference_impls.stats import pass_at_k
 
     n, curves = passk.get("samples"), passk.get("curves", {})
@@ -108,10 +216,16 @@ def passk_comparison(passk: dict) -> list[dict]:
     rows = []
     for before, after in zip(labels, labels[1:]):
         for k in sorted({1, n}):
-            a = [[pass_at_k(n, c, k) for c in curves[after]["correct_counts"]]]
-            b = [[pass_at_k(n, c, k) for c in curves[before]["correct_counts"]]]
-            paired = paired_difference(a, b)
-            rows.append({"model": after, "against": before, "k": k, "value": float(sum(a[0]) / len(a[0])),
-                         "before": float(sum(b[0]) / len(b[0])), "difference": paired.difference.as_dict(),
-                         "p": paired.p_value, "verdict": paired.verdict})
+            a = [pass_at_k(n, c, k) for c in curves[after]["correct_counts"]]
+            b = [pass_at_k(n, c, k) for c in curves[before]["correct_counts"]]
+            c = compare([a], [b])
+            rows.append({"model": after, "against": before, "k": k, "value": float(sum(a) / len(a)),
+                         "before": float(sum(b) / len(b)), "difference": {"mean": c.difference, "low": c.low,
+                                                                          "high": c.high},
+                         "p_raw": c.p_value, "test": c.test, "se": c.se, "df": c.as_dict()["df"]})
+    for row, p_holm in zip(rows, holm([r["p_raw"] for r in rows])):
+        rejected = p_holm < ALPHA and row["difference"]["mean"] != 0
+        row.update(p_holm=p_holm, tests=len(rows), correction="Holm",
+                   verdict=("better" if row["difference"]["mean"] > 0 else "worse") if rejected
+                   else "no difference detected")
     return rows

@@ -2,7 +2,7 @@
 
     python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV]   # resumable: finished stages are kept
     python -m lab.compare status GRID [--dir DIR]
-    python -m lab.compare report GRID [--dir DIR] [--json]
+    python -m lab.compare report GRID [--dir DIR] [--json | --comparisons | --markdown]
     python -m lab.compare passk  GRID --env ENV [--dir DIR] [--samples 64] [--problems 50]
     python -m lab.compare export GRID [--dir DIR] --to FOLDER      # the small result files, to ship
 
@@ -21,13 +21,55 @@ from pathlib import Path
 
 from reference_impls.options import ConfigError
 
-from .board import leaderboard, passk_comparison, progression
-from .folder import GridDir, bad_records, cell_results
-from .grid import Grid
+from .board import passk_comparison
+from .folder import GridDir, bad_records
+from .grid import Grid, cell_id
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
 from .stages import (base_eval_stage, cell_stage, passk_stage, run, stage_process, status, warm_eval_stage,
                      warm_stage)
+
+
+#: what ``report --json`` prints of each cell (beside its held-out per family); a record lacking one prints null
+CELL_FIELDS = ("cell", "implementation", "algo", "env", "seed", "heldout", "heldout_interval", "train_s", "eval_s",
+               "tokens", "peak_rss_mb", "steps_done", "stopped_by_wall_cap")
+
+
+def _report(grid: Grid, gdir: GridDir, args) -> int:
+    """``report``: the grid's finished cells from a grid folder (cells/<id>/result.json) or an exported one
+    (cells/<id>.json), with the references beside them."""
+    for problem in bad_records(gdir):
+        print(f"warning: bad record left out: {problem}", file=sys.stderr)
+    loaded = load_results(gdir.path, shipped=False)
+    if loaded is None:  # a folder without its grid.yaml: nothing was run there
+        print(f"error: {gdir.path}: no grid.yaml (not a grid folder, or the grid has not run)", file=sys.stderr)
+        return 2
+    wanted = {cell_id(impl, seed) for impl, seed in grid.cells()}
+    loaded.cells = [c for c in loaded.cells if c.get("cell") in wanted]
+    if args.json:
+        families = loaded.families()
+        for r in loaded.cells:
+            labels = families.get(r["env"])
+            by_family = {}
+            for name, value in zip(labels or (), r.get("heldout_by_problem", ())):
+                by_family.setdefault(name, []).append(value)
+            print(json.dumps({**{k: r.get(k) for k in CELL_FIELDS},
+                              "heldout_by_family": {n: sum(v) / len(v) for n, v in by_family.items()}}))
+    elif args.comparisons:
+        for test in loaded.tests().values():
+            print(json.dumps(test))
+    elif args.markdown:
+        print(progression_markdown(loaded.progression(), loaded.cells, loaded.warm))
+    else:
+        print(report_text(loaded.board()))
+        stages = progression_text(loaded.progression())
+        if stages:
+            print(stages)
+        for env, record in loaded.passk.items():
+            reading = passk_reading(passk_comparison(record))
+            if reading:
+                print(f"pass@k, {env}: {reading}")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -42,6 +84,8 @@ def main(argv=None) -> int:
             s.add_argument("--env", default=None, help="only this environment's warm start and cells")
         if name == "report":
             s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
+            s.add_argument("--comparisons", action="store_true",
+                           help="one JSON record per comparison (statistics, Holm-adjusted p, verdict)")
             s.add_argument("--markdown", action="store_true",
                            help="the untrained / SFT / SFT + RL table as Markdown (grids with base: true)")
         if name in ("passk", "_passk", "_warm", "_warmeval", "_baseeval"):
@@ -88,28 +132,7 @@ def main(argv=None) -> int:
         counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "bad", "partial", "failed", "pending")}
         print(" ".join(f"{k} {v}" for k, v in counts.items()))
     elif args.command == "report":
-        cells = cell_results(grid, gdir)
-        for problem in bad_records(gdir):
-            print(f"warning: bad record left out: {problem}", file=sys.stderr)
-        if args.json:
-            for r in cells:
-                print(json.dumps({k: r[k] for k in ("cell", "implementation", "algo", "env", "seed", "heldout",
-                                                    "heldout_interval", "train_s", "eval_s", "tokens", "peak_rss_mb",
-                                                    "steps_done")}))
-        else:
-            loaded = load_results(gdir.path, shipped=False)  # the references (base, warm) beside the cells
-            base, warm = (loaded.base, loaded.warm) if loaded else ({}, {})
-            if args.markdown:
-                print(progression_markdown(progression(cells, base, warm), cells, warm))
-            else:
-                print(report_text(leaderboard(cells, grid.baseline)))
-                stages = progression_text(progression(cells, base, warm))
-                if stages:
-                    print(stages)
-                for env, record in (loaded.passk if loaded else {}).items():
-                    reading = passk_reading(passk_comparison(record))
-                    if reading:
-                        print(f"pass@k, {env}: {reading}")
+        return _report(grid, gdir, args)
     elif args.command == "passk":
         return stage_process(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
                        str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")

@@ -23,7 +23,9 @@ def duration(seconds: float) -> str:
 
 def passk_reading(rows: list[dict]) -> str | None:
     """A plain sentence on the last pair of ``passk_comparison`` (the RL model against the warm start): did RL
-    raise pass@1, and did it narrow (pass@k at the largest k fell), keep or widen what the model can sample?"""
+    raise pass@1, and did it narrow (pass@k at the largest k fell), keep or widen what the model can sample?
+    "rose" / "fell" only where the Holm-adjusted test rejects; otherwise "no difference detected" with what the
+    interval could not rule out. The models are single checkpoints: the sentence says so."""
     if not rows:
         return None
     last = [r for r in rows if r["model"] == rows[-1]["model"]]
@@ -36,22 +38,31 @@ def passk_reading(rows: list[dict]) -> str | None:
         return (f"pass@{r['k']} {100 * r['before']:.0f}% -> {100 * r['value']:.0f}% ({100 * d['mean']:+.0f} pts "
                 f"[{100 * d['low']:+.0f}, {100 * d['high']:+.0f}])")
 
+    def undetected(r):
+        d = r["difference"]
+        bound = 100 * max(-d["low"], d["high"])
+        return f"no difference detected at pass@{r['k']} (could not rule out +-{bound:.0f} pts)"
+
     head = f"{one['model']} against the {one['against']}: {shown(one)}; {shown(top)}. "
+    tail = (f" (Paired over the same problems, {one['test']}; Holm over the record's {one['tests']} tests; one "
+            f"checkpoint each: an observation about these runs, not the algorithm.)")
     n = top["k"]
     verdicts = (one["verdict"], top["verdict"])
     if verdicts == ("better", "worse"):
-        return head + (f"Sharpened and narrowed: more of the probability on answers it could already sample, "
-                       f"fewer problems solved in {n} tries.")
-    if top["verdict"] == "better":
-        return head + f"Added: it solves problems the {one['against']} did not solve in {n} tries."
-    if verdicts[0] == "better":
-        return head + f"Sharpened: pass@1 rose, and what it can solve in {n} tries did not change significantly."
-    if top["verdict"] == "worse":
-        return head + f"Narrowed: fewer problems solved in {n} tries" + (
-            ", and pass@1 fell too." if verdicts[0] == "worse" else ", with no significant change at pass@1.")
-    if verdicts[0] == "worse":
-        return head + f"pass@1 fell; what it can solve in {n} tries did not change significantly."
-    return head + f"No significant change at pass@1 or pass@{n}: neither sharpened nor widened, at this sample size."
+        text = (f"Sharpened and narrowed: more of the probability on answers it could already sample, "
+                f"fewer problems solved in {n} tries.")
+    elif top["verdict"] == "better":
+        text = f"Added: it solves problems the {one['against']} did not solve in {n} tries."
+    elif verdicts[0] == "better":
+        text = f"Sharpened: pass@1 rose; {undetected(top)}."
+    elif top["verdict"] == "worse":
+        text = f"Narrowed: fewer problems solved in {n} tries" + (
+            ", and pass@1 fell too." if verdicts[0] == "worse" else f"; {undetected(one)}.")
+    elif verdicts[0] == "worse":
+        text = f"pass@1 fell; {undetected(top)}."
+    else:
+        text = f"Neither sharpened nor widened at this sample size: {undetected(one)}; {undetected(top)}."
+    return head + text + tail
 
 
 def progression_text(prog: dict[str, list[dict]]) -> str:
@@ -97,16 +108,37 @@ def progression_markdown(prog: dict[str, list[dict]], cells: list[dict], warm: d
 
 
 def report_text(board: dict[str, list[dict]]) -> str:
+    """The leaderboard as text: per environment a table (held-out with its 95% interval over seeds x problems,
+    cost), then each comparison's verdict sentence (``stats.verdict_sentence``) and the results per problem
+    family."""
     lines = []
     for env, rows in board.items():
         lines.append(f"## {env}")
         lines.append(f"{'implementation':<24} {'seeds':>5} {'held-out':>9} {'95% interval':>16} {'time':>8} "
-                     f"{'tokens':>9} {'peak MB':>8}  verdict")
+                     f"{'tokens':>9} {'peak MB':>8}")
         for r in rows:
             interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
             lines.append(f"{r['implementation']:<24} {r['seeds']:>5} {r['heldout']:>9.3f} "
                          f"{interval:>16} {duration(r['train_s']):>8} "
-                         f"{r['tokens']:>9.0f} {r['peak_rss_mb']:>8.0f}  {r['verdict']}")
+                         f"{r['tokens']:>9.0f} {r['peak_rss_mb']:>8.0f}")
+        lines.append("")
+        for r in rows:
+            for test in r.get("tests", {}).values():
+                lines.append(f"- {r['implementation']}: {test['verdict']}")
+        families = [name for r in rows for name in r.get("by_family", {})]
+        if families:
+            names = list(dict.fromkeys(families))
+            lines.append("")
+            lines.append("Per problem family, held-out % (problems in the family; descriptive: no verdict is drawn "
+                         "per family)")
+            lines.append(f"{'implementation':<24} " + " ".join(
+                f"{name[:11]:>11}" for name in names))
+            sizes = {n: e["problems"] for r in rows for n, e in r.get("by_family", {}).items()}
+            lines.append(f"{'(problems)':<24} " + " ".join(f"{sizes[n]:>11}" for n in names))
+            for r in rows:
+                fam = r.get("by_family", {})
+                lines.append(f"{r['implementation']:<24} " + " ".join(
+                    f"{100 * fam[n]['heldout']:>11.0f}" if n in fam else f"{'-':>11}" for n in names))
         lines.append("")
     return "\n".join(lines)
 

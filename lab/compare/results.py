@@ -22,18 +22,20 @@ import logging
 import os
 import threading
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
 from atlas_data import data_dir
+from reference_impls.stats import config_interval
 
-from .board import leaderboard, passk_comparison, progression
+from .board import grid_tests, leaderboard, passk_comparison, progression
 from .folder import BadRecord, GridDir, bad_records, cell_results, read_record
 from .report import passk_reading
 
-__all__ = ["RESULTS", "GridResults", "GridSummary", "available_results", "load_results", "passk_comparison",
-           "passk_reading", "summary_key"]
+__all__ = ["RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families", "load_results",
+           "passk_comparison", "passk_reading", "summary_key"]
 
 _log = logging.getLogger(__name__)
 
@@ -61,8 +63,28 @@ class GridResults:
         """Every statistic the explorer shows, computed once per content (``grid_summary``)."""
         return grid_summary(self)
 
+    def families(self) -> dict[str, list[str]]:
+        """env -> the family of each held-out problem (``heldout_families``), for the environments whose
+        generator names them; the records store the 0/1s in the generator's order."""
+        ev = self.spec.get("eval", {})
+        out = {}
+        for c in self.cells:
+            if c["env"] not in out and isinstance(c.get("config", {}).get("env_options"), dict):
+                labels = heldout_families(c["env"], json.dumps(c["config"]["env_options"], sort_keys=True),
+                                          int(ev.get("n", 100)), int(ev.get("seed", 4242)))
+                if labels is not None and len(labels) == len(c.get("heldout_by_problem", ())):
+                    out[c["env"]] = list(labels)
+        return out
+
+    def tests(self) -> dict[tuple[str, str, str], dict]:
+        """Every comparison of the grid with its Holm-adjusted verdict (``board.grid_tests``)."""
+        return grid_tests(self.cells, self.spec.get("baseline", "grpo"), self.warm, self.base)
+
     def board(self) -> dict[str, list[dict]]:
-        return leaderboard(self.cells, self.spec.get("baseline", "grpo"))
+        """Per environment, each implementation's row: interval, verdicts against the baseline and the warm
+        start (Holm over the grid's tests), results per problem family (``board.leaderboard``)."""
+        return leaderboard(self.cells, self.spec.get("baseline", "grpo"), self.warm, self.base, self.families(),
+                           self.tests())
 
     def budget(self) -> str:
         """The budget in words: the same for every cell of the grid."""
@@ -74,18 +96,26 @@ class GridResults:
 
     def reference_line(self, env: str) -> str:
         """The references' held-out success in words (the untrained model where measured, then the warm
-        start alone, no RL), or "" when neither was measured."""
+        start alone, no RL), or "" when neither was measured. The interval is the leaderboard's for one run
+        (``stats.config_interval``: exact over the problems) where the record keeps its 0/1s, else the one it
+        stores."""
         parts = []
         for label, record in (("Untrained model", self.base.get(env, {})),
                               ("Warm start alone (no RL)", self.warm.get(env, {}))):
             if "heldout" in record:
-                low, high = record["heldout_interval"]
+                row = record.get("heldout_by_problem")
+                if row and len(row) > 1:
+                    interval = config_interval([row])
+                    low, high = interval.low, interval.high
+                else:
+                    low, high = record["heldout_interval"]
                 parts.append(f"{label}: {100 * record['heldout']:.1f}% (95% interval {100 * low:.1f}-{100 * high:.1f}%)")
         return ("Same held-out problems. " + "; ".join(parts)) if parts else ""
 
     def progression(self) -> dict[str, list[dict]]:
-        """Untrained -> SFT -> SFT + RL per environment (see ``progression``)."""
-        return progression(self.cells, self.base, self.warm)
+        """Untrained -> SFT -> SFT + RL per environment (see ``progression``; the same tests as ``board``)."""
+        return progression(self.cells, self.base, self.warm, self.spec.get("baseline", "grpo"), self.families(),
+                           self.tests())
 
     def curves(self) -> list[dict]:
         """Mean reward per step over seeds, one row per (implementation, step). DPO cells are left out:
@@ -139,7 +169,9 @@ def _statistics_source() -> bytes:
 
     from . import board, report
 
-    return b"".join(Path(m.__file__).read_bytes() for m in (board, report, stats)) + f"v{SUMMARY_VERSION}".encode()
+    # this module too: it chooses what the board is given (problem families, the grid's tests)
+    return (b"".join(Path(m.__file__).read_bytes() for m in (board, report, stats)) + Path(__file__).read_bytes()
+            + f"v{SUMMARY_VERSION}".encode())
 
 
 def summary_key(grid: GridResults) -> str:
@@ -204,9 +236,26 @@ def grid_summary(grid: GridResults) -> GridSummary:
     return found
 
 
-def summaries_ready(grids) -> bool:
-    """Whether every grid's summary is already in this process (a page then needs no progress message)."""
-    return all(summary_key(g) in _summaries for g in grids)
+
+
+@lru_cache(maxsize=64)
+def heldout_families(env: str, env_options_json: str, n: int, seed: int) -> tuple[str, ...] | None:
+    """The family of each of the grid's held-out problems, in order (the calculator's computations, search's
+    question templates, FrozenLake's levels), rebuilt from the environment's generator: the records keep one
+    0/1 per problem in the order ``task.problems("heldout", n, seed, ...)`` returns them, and that order is
+    deterministic in its arguments. None when the environment is unknown, its problems carry no ``family``,
+    or the generator refuses the options or cannot run here (a record of an older environment version, a
+    missing data file)."""
+    from reference_impls.envs import get_env
+
+    try:
+        task = get_env(env)
+        options = task.heldout_env_options(json.loads(env_options_json))
+        problems = task.problems("heldout", n=n, seed=seed, **options)
+    except (KeyError, ValueError, TypeError, OSError, ImportError):  # families are an extra; the board reads pooled
+        return None
+    labels = tuple(getattr(p, "family", None) for p in problems)
+    return None if any(not isinstance(x, str) for x in labels) else labels
 
 
 def _records(folder: Path, bad: list[str] | None = None) -> dict[str, dict]:

@@ -101,7 +101,7 @@ def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed:
 
     task = get_env(env)
     env_options = task.heldout_env_options(env_options)
-    problems = task.problems("heldout", n=n, seed=seed, **env_options)
+    problems = task.problems("heldout", n=n, seed=seed, config=env_options)
     model, tokenizer = load_policy(model_name)
     _, samples = evaluate(model, tokenizer, task, problems, max_new_tokens_per_turn=max_new_tokens_per_turn,
                           max_completion_tokens=max_completion_tokens, env_options=env_options, return_samples=True)
@@ -191,10 +191,10 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: i
               f"RL ({best['implementation']}, seed {best['seed']})": str(best_run.latest_model())}
     task = get_env(env)
     env_options = task.heldout_env_options(config["env_options"])
-    problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, **env_options)
+    problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, config=env_options)
     rcfg = RolloutConfig(group_size=samples, max_new_tokens_per_turn=config["max_new_tokens_per_turn"],
                          max_completion_tokens=config["max_completion_tokens"], temperature=1.0,
-                         env_options=env_options)
+                         env_config=task.config_of(env_options))
     settings = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "models": models,
                 "max_new_tokens_per_turn": rcfg.max_new_tokens_per_turn,
                 "max_completion_tokens": rcfg.max_completion_tokens, "env_options": env_options}

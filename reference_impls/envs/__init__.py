@@ -13,8 +13,9 @@ An environment instance is one episode. The rollout loop (``reference_impls/roll
 A task declares an :class:`EnvSpec`: its options (a config dataclass whose fields are declared with
 ``reference_impls.options.option``: help, choices, range), how to list the problems of a split, how to
 build an episode for one problem, how to write a demonstration for the SFT warm start. The trainer,
-SFT, evaluation and the Lab call ``spec.problems(split, n, seed, **options)`` and
-``spec.make(problem, **options)`` and never branch on an environment's name: the options a problem
+SFT, evaluation and the Lab call ``spec.problems(split, n, seed, config)`` and
+``spec.make(problem, config)`` with the run's typed config (``spec.config_of(...)``: built and validated once, in
+``train.resolve``, then carried as ``Context.env_config`` and ``RolloutConfig.env_config``) and never branch on an environment's name: the options a problem
 list depends on (levels, families ...) are the environment's own fields. A user's environment plugs in
 without editing the package: ``python -m reference_impls.train --env-module my_env.py`` imports the
 file, whose ``ENV_SPECS`` (or ``register_env(EnvSpec(...))`` call) adds it (:func:`load_env_module`). The
@@ -23,6 +24,7 @@ built-in environments are declared the same way: one module each, ending with ``
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import pkgutil
@@ -34,7 +36,7 @@ from pathlib import Path
 from collections.abc import MutableMapping
 from typing import Any, Callable, Protocol, Sequence
 
-from ..options import ConfigError, build, specs
+from ..options import ConfigError, as_dict, build, specs
 
 
 @dataclass(frozen=True)
@@ -202,22 +204,33 @@ class EnvSpec:
         """The env's config from a mapping of option values (validated; raises ConfigError)."""
         return build(self.config, dict(values or {}), f"option of --env {self.name}")
 
-    def problems(self, split: str = "train", n: int = 100, seed: int = 0, **options) -> Sequence[Any]:
-        return self.list_problems(split, n, seed, self.options(options))
+    def config_of(self, config=None, **options):
+        """The env's typed config: ``config`` as it is when it already is one (no re-validation: the trainer
+        resolves it once and every episode reuses it), else built from a mapping of option values (None = the
+        defaults); keyword ``options`` override fields of either (validated)."""
+        if isinstance(config, self.config) and not options:
+            return config
+        values = as_dict(config) if dataclasses.is_dataclass(config) else dict(config or {})
+        return self.options({**values, **options})
+
+    def problems(self, split: str = "train", n: int = 100, seed: int = 0, config=None, **options) -> Sequence[Any]:
+        """``n`` problems of ``split`` under the typed ``config`` (or a mapping, or keyword options)."""
+        return self.list_problems(split, n, seed, self.config_of(config, **options))
 
     def heldout_env_options(self, run_options: dict | None = None, given: dict | None = None) -> dict:
         """The options of a held-out evaluation: a run's options, then the env's ``heldout_options``, then the
         options the user gave the evaluation command (the last wins)."""
         return {**(run_options or {}), **self.heldout_options, **(given or {})}
 
-    def make(self, problem, **options) -> Env:
-        return self.build(problem, self.options(options))
+    def make(self, problem, config=None, **options) -> Env:
+        """One episode of ``problem`` under the typed ``config`` (or a mapping, or keyword options)."""
+        return self.build(problem, self.config_of(config, **options))
 
-    def demonstrate(self, problem, options: dict | None = None) -> list[tuple[str, str]]:
-        """A correct transcript of ``problem`` as an episode built with ``options`` plays it (the run's env
-        options: a demonstration written for other options would teach a format the run's env rejects)."""
+    def demonstrate(self, problem, config=None) -> list[tuple[str, str]]:
+        """A correct transcript of ``problem`` as an episode built with ``config`` plays it (the run's env
+        config: a demonstration written for other options would teach a format the run's env rejects)."""
         if self.demonstration_takes_config:
-            return self.demonstration(problem, config=self.options(options))
+            return self.demonstration(problem, config=self.config_of(config))
         return self.demonstration(problem)
 
     def option_specs(self):

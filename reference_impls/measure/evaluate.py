@@ -28,7 +28,7 @@ from . import cli
 def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tokens_per_turn: int = 48,
              max_completion_tokens: int = 160, env_options=None, return_samples: bool = False):
     cfg = RolloutConfig(group_size=1, greedy=True, max_new_tokens_per_turn=max_new_tokens_per_turn,
-                        max_completion_tokens=max_completion_tokens, env_options=dict(env_options or {}))
+                        max_completion_tokens=max_completion_tokens, env_config=task.config_of(env_options))
     samples = []
     for start in range(0, len(problems), batch_size):
         chunk, _ = rollout(model, tokenizer, task, problems[start:start + batch_size], cfg)
@@ -84,7 +84,7 @@ def check(args):
 
 def run(args, checked) -> dict:
     task, env_options, name = checked
-    problems = task.problems("heldout", n=args.n, seed=args.seed, **env_options)
+    problems = task.problems("heldout", n=args.n, seed=args.seed, config=env_options)
     model, tokenizer = load_policy(name)
     t0 = time.time()
     result = evaluate(model, tokenizer, task, problems, args.batch_size, args.max_new_tokens_per_turn,

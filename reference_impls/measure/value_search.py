@@ -38,7 +38,7 @@ The comparison (``compare``), on held-out puzzles, every method given the same b
 Each evaluation of a distinct state counts once (values are memoised per state, in both searches). A
 search succeeds when it returns a plan within the budget, and the plan is then replayed in the env and
 must solve it. Success rates come with 95% bootstrap intervals over puzzles (``stats.bootstrap_interval``)
-and paired differences (``stats.paired_difference``).
+and paired differences (``stats.compare``: one search run a side, an exact McNemar test, Holm over the five).
 
 Usage::
 
@@ -67,7 +67,8 @@ from ..envs import frozenlake, get_env, plansearch, sokoban
 from ..envs.gridgames import DIRECTIONS
 from ..models import load_policy
 from ..rollout import RolloutConfig, rollout
-from ..stats import bootstrap_interval, paired_difference
+from ..stats import bootstrap_interval, holm, verdict_sentence
+from ..stats import compare as paired_test
 from . import cli
 
 EPS = 1e-4
@@ -213,11 +214,12 @@ def policy_states(model, tokenizer, env: str, problems, gamma: float, episodes: 
     from ..rollout import Sample, render_prompt, run_episodes
 
     spec = get_env(env)
+    env_config = spec.config_of(env_options)
     envs, samples, adapters = [], [], []
     for g, p in enumerate(problems):
         sp = search_problem(env, p)
         for _ in range(episodes):
-            rec = _StateRecorder(spec.make(p, **dict(env_options or {})), sp.state_of)
+            rec = _StateRecorder(spec.make(p, env_config), sp.state_of)
             ids = render_prompt(tokenizer, rec.reset())
             envs.append(rec)
             adapters.append((g, sp))
@@ -285,7 +287,7 @@ def fit_value_head(features: torch.Tensor, targets: torch.Tensor, epochs: int = 
 def _dataset(env: str, split: str, n: int, seed: int, gamma: float, env_options: dict, target: str = "solver",
              policy=None, episodes: int = 4, lengths: tuple[int, int] = (16, 192)):
     spec = get_env(env)
-    problems = spec.problems(split, n=n, seed=seed, **env_options)
+    problems = spec.problems(split, n=n, seed=seed, config=env_options)
     if target == "policy":
         return policy_states(*policy, env, problems, gamma, episodes, *lengths, env_options=env_options)
     rng = random.Random(f"value/{env}/{split}/{seed}")
@@ -403,7 +405,7 @@ def plan_solves(spec, problem, plan: list[str]) -> bool:
     return bool(result is not None and result.done and result.info.get("correct"))
 
 
-def policy_successes(model, tokenizer, spec, problems, budget: int, env_options: dict, max_new_tokens_per_turn: int,
+def policy_successes(model, tokenizer, spec, problems, budget: int, env_config, max_new_tokens_per_turn: int,
                      max_completion_tokens: int, episodes: int, chunk: int = 8) -> list[tuple[bool, int]]:
     """Per problem ``(solved within budget, generation calls used)``. Episodes are sampled in rounds of
     ``episodes`` per problem and read in order; each model turn is one call; the first episode that solves the
@@ -413,7 +415,7 @@ def policy_successes(model, tokenizer, spec, problems, budget: int, env_options:
     batched rollout (chunk x episodes rows: the rollout engine's batching, many times faster on a CPU than one
     problem at a time; the rule per problem is the same)."""
     cfg = RolloutConfig(group_size=episodes, max_new_tokens_per_turn=max_new_tokens_per_turn,
-                        max_completion_tokens=max_completion_tokens, env_options=env_options)
+                        max_completion_tokens=max_completion_tokens, env_config=env_config)
     used = [0] * len(problems)
     solved = [False] * len(problems)
     pending = list(range(len(problems)))
@@ -483,7 +485,7 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
         raise ValueError(f"{value_dir}: the value head reads hidden size {meta['hidden']}, model {name!r} has "
                          f"{model.config.hidden_size}: use the model it was trained on ({meta['model']!r})")
     spec = get_env(env)
-    problems = spec.problems("heldout", n=n, seed=seed, **env_options)
+    problems = spec.problems("heldout", n=n, seed=seed, config=env_options)
     feats = Features(model, tokenizer)
     max_turns = spec.options(env_options).max_turns
     episodes = max(1, math.ceil(budget / max_turns))
@@ -495,8 +497,8 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
     lengths = {k: [] for k in searches}
     t0 = time.time()
     if reused is None:
-        policy = policy_successes(model, tokenizer, spec, problems, budget, env_options, max_new_tokens_per_turn,
-                                  max_completion_tokens, episodes)
+        policy = policy_successes(model, tokenizer, spec, problems, budget, spec.config_of(env_options),
+                                  max_new_tokens_per_turn, max_completion_tokens, episodes)
     else:  # per-problem calls are in newer files; older ones keep only the mean and max, copied as they are
         policy = [(bool(ok), c) for ok, c in zip(reused["per_problem"],
                                                  reused.get("per_problem_calls", [None] * len(problems)))]
@@ -530,10 +532,14 @@ def compare(value_dir: str | Path, n: int = 30, budget: int = 64, seed: int = 0,
         "plan_length": {k: (sum(v) / len(v) if v else None) for k, v in lengths.items()},
         "optimal_length": sum(len(p.plan) for p in problems) / len(problems),
     }
-    for a, b in (("learned", "heuristic"), ("learned", "policy"), ("heuristic", "policy"),
-                 ("learned", "uninformed"), ("heuristic", "uninformed")):
-        d = paired_difference([rows[a]], [rows[b]], seed=seed)
-        result[f"{a}_vs_{b}"] = {"difference": d.difference.as_dict(), "p_value": d.p_value, "verdict": d.verdict}
+    # one search run a side on the same puzzles: exact McNemar tests, Holm over the five, the one wording
+    pairs = (("learned", "heuristic"), ("learned", "policy"), ("heuristic", "policy"),
+             ("learned", "uninformed"), ("heuristic", "uninformed"))
+    tests = [paired_test([rows[a]], [rows[b]]) for a, b in pairs]
+    for (a, b), test, p_holm in zip(pairs, tests, holm([t.p_value for t in tests])):
+        result[f"{a}_vs_{b}"] = {"difference": {"mean": test.difference, "low": test.low, "high": test.high},
+                                 "p_value": test.p_value, "p_holm": p_holm, "test": test.test,
+                                 "verdict": verdict_sentence(test, b, p_holm, len(tests))}
     return result
 
 

@@ -118,7 +118,7 @@ def test_advantages_hook_shapes_correct_tool_callers(tok):
                             lengths=torch.tensor([float(len(s.completion_ids)) for s in samples]), group_size=4)
     cfg = aspo.Config(position_delta=-2.0, bias_clip=0.7)
     ctx = SimpleNamespace(config=cfg, train=SimpleNamespace(max_completion_tokens=48), tokenizer=tok,
-                          task=get_env("calculator"), pool=[], env_options={}, ref=None)
+                          task=get_env("calculator"), pool=[], env_config=get_env("calculator").config_of(), ref=None)
     algo = aspo.ASPO(ctx)
     shaped, keep = algo.advantages(ctx, batch)
     base = grpo.group_advantages(batch.rewards, 4)
@@ -133,7 +133,7 @@ def test_advantages_hook_shapes_correct_tool_callers(tok):
 
 def test_loss_is_grpos_and_masked_tokens_get_no_gradient(tok):
     ctx = SimpleNamespace(config=aspo.Config(), train=SimpleNamespace(max_completion_tokens=48), tokenizer=tok,
-                          task=get_env("calculator"), pool=[], env_options={}, ref=None)
+                          task=get_env("calculator"), pool=[], env_config=get_env("calculator").config_of(), ref=None)
     loss_fn = aspo.ASPO(ctx).loss_fn(ctx)
     assert loss_fn.func is grpo.grpo_loss
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]]).double()
@@ -149,6 +149,6 @@ def test_loss_is_grpos_and_masked_tokens_get_no_gradient(tok):
 def test_environment_without_a_tool_is_refused():
     task = SimpleNamespace(name="half_vocab", build=lambda problem, config: SimpleNamespace(), make=None)
     ctx = SimpleNamespace(config=aspo.Config(), train=SimpleNamespace(max_completion_tokens=8), task=task, pool=[],
-                          env_options={}, ref=None)
+                          env_config=get_env("calculator").config_of(), ref=None)
     with pytest.raises(ConfigError, match="--algo aspo.*'half_vocab' declares no tool"):
         aspo.ASPO(ctx)

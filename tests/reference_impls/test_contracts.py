@@ -84,6 +84,39 @@ def test_old_run_configs_still_resolve():
     assert cfg.env_options == {"levels": [2, 3], "max_tool_calls": 2}
 
 
+def test_a_top_level_env_option_of_any_name_moves_into_env_options():
+    # the old layout is read from the environment's own option fields, not from a list of names
+    from reference_impls.train import config_from_dict
+
+    cfg = config_from_dict({"algo": "grpo", "env": "frozenlake", "out": "x", "shaping": 0.5, "moves_per_turn": "",
+                            "beta": 0.01})
+    assert cfg.env_options == {"shaping": 0.5} and cfg.algo_config == {"beta": 0.01}
+
+
+def test_one_typed_env_config_from_resolve_to_every_episode(tmp_path, monkeypatch):
+    """``resolve`` builds the environment's typed config once; the trainer's context, the rollout config, the
+    train pool and every episode get that same object (no dict copies, no per-episode re-validation)."""
+    from reference_impls import envs
+    from reference_impls.train import TrainConfig, Trainer
+
+    seen, built = [], []
+    make, options = envs.EnvSpec.make, envs.EnvSpec.options
+    monkeypatch.setattr(envs.EnvSpec, "make", lambda self, problem, config=None, **kw: (
+        seen.append(config), make(self, problem, config, **kw))[1])
+    monkeypatch.setattr(envs.EnvSpec, "options", lambda self, values=None: (
+        built.append(dict(values or {})), options(self, values))[1])
+    trainer = Trainer(TrainConfig(algo="grpo", env="calculator", model="tiny", steps=1, out=str(tmp_path / "r"),
+                                  prompts_per_step=2, group_size=2, max_new_tokens_per_turn=4,
+                                  max_completion_tokens=8, env_options={"levels": [2, 3]}))
+    typed = trainer.ctx.env_config
+    assert isinstance(typed, trainer.task.config) and tuple(typed.levels) == (2, 3)
+    assert trainer.ctx.rollout_config.env_config is typed
+    built.clear()
+    trainer.run()
+    assert len(seen) >= 4 and all(c is typed for c in seen)
+    assert built == []  # no episode rebuilt the config from a mapping
+
+
 # -- environments own their options; a user's environment plugs in -------------------------------------
 
 def test_user_environment_trains_and_evaluates_through_the_cli(tmp_path):

@@ -121,7 +121,7 @@ def test_the_trainers_warm_start_passes_the_runs_env_options(tmp_path, monkeypat
     monkeypatch.setattr(sft, "demonstrations", spy)
     common = dict(algo="grpo", env="frozenlake", model="tiny", prompts_per_step=2, group_size=2,
                   max_new_tokens_per_turn=6, max_completion_tokens=10, steps=1, sft_steps=1, sft_examples=4)
-    Trainer(TrainConfig(**common, out=str(tmp_path / "a"), env_options={"moves_per_turn": 1}))
-    assert seen[-1] == {"moves_per_turn": 1}
+    trainer = Trainer(TrainConfig(**common, out=str(tmp_path / "a"), env_options={"moves_per_turn": 1}))
+    assert seen[-1] is trainer.env_config and seen[-1].moves_per_turn == 1  # the run's own typed config
     Trainer(TrainConfig(**common, out=str(tmp_path / "b"), sft_env="sokoban", env_options={"moves_per_turn": 1}))
     assert seen[-1] is None  # another env's demonstrations are not played under this env's options

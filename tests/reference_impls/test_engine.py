@@ -96,7 +96,7 @@ def test_greedy_memory_matches_generate(tiny):
     task = get_env("memory")
     problems = task.problems("train", n=4, seed=0)
     cfg = RolloutConfig(greedy=True, max_new_tokens_per_turn=12, max_completion_tokens=12,
-                        env_options={"answer_model": "tiny"})
+                        env_config=task.config_of({"answer_model": "tiny"}))
     (ref, _), (new, _) = run_both(model, tok, task, problems, cfg)
     assert_same_episodes(ref, new)
     assert all(s.done and s.turns == 1 for s in new) and any(s.info.get("op_status") == "ok" for s in new)
@@ -290,7 +290,7 @@ def test_smollm2_greedy_matches_generate_on_all_envs():
     set_answer_agent(AnswerAgent(copy.deepcopy(base), tok), name="smollm2-135m-instruct")
     for env, n, opts in (("search", 3, {}), ("memory", 3, {})):
         task = get_env(env)
-        cfg = RolloutConfig(greedy=True, max_new_tokens_per_turn=24, max_completion_tokens=96, env_options=opts)
+        cfg = RolloutConfig(greedy=True, max_new_tokens_per_turn=24, max_completion_tokens=96, env_config=task.config_of(opts))
         (ref, _), (new, _) = run_both(base, tok, task, task.problems("train", n=n, seed=0), cfg)
         assert_same_episodes(ref, new, tol=1e-4)
     sft(model, tok, demonstrations(tok, "calculator", 32), steps=4)

@@ -411,7 +411,7 @@ def test_edge_guided_correction(tiny, use_demonstration):
     wrong = Sample(prompt_ids=prompt, completion_ids=wrong_ids, loss_mask=[1] * len(wrong_ids),
                    old_logprobs=[-1.0] * len(wrong_ids), reward=0.0, info={"correct": False}, group=3, turns=1)
     ctx = SimpleNamespace(tokenizer=tok, task=calculator.SPEC, policy=model, device=torch.device("cpu"),
-                          train=SimpleNamespace(temperature=1.0), rollout_config=SimpleNamespace(env_options={}))
+                          train=SimpleNamespace(temperature=1.0), rollout_config=SimpleNamespace(env_config=None))
     new = edge_grpo.corrected_sample(ctx, wrong, problem, use_demonstration)
     answer = calculator.format_number(problem.answer)
     text = tok.decode(new.completion_ids)

@@ -23,7 +23,7 @@ def _fake_ctx(task=None, group_size=4):
                             micro_batch_size=8, seed=0, prompts_per_step=2)
     return SimpleNamespace(tokenizer=SimpleNamespace(pad_token_id=0), device=torch.device("cpu"), ref=None,
                            train=train, task=task, policy=None, step=0, rank=0, world=1,
-                           rollout_config=SimpleNamespace(group_size=group_size, env_options={}))
+                           rollout_config=SimpleNamespace(group_size=group_size, env_config=None))
 
 
 # ---- CHORD ----------------------------------------------------------------------------------------------

@@ -113,7 +113,9 @@ def test_train_and_compare_through_the_cli(tmp_path, capsys, monkeypatch):
                     "--max-completion-tokens", "48", "--policy-from", str(result_file)]) == 2
     assert "cmp.json: its budget is 16, this comparison's is 8" in capsys.readouterr().err
     monkeypatch.undo()
-    assert result["learned_vs_policy"]["verdict"] in ("better", "worse", "no significant difference")
+    paired = result["learned_vs_policy"]  # one search run a side: an exact test, Holm over five, one-seed wording
+    assert paired["verdict"].startswith("one seed: an observation") and paired["test"].startswith("exact McNemar")
+    assert paired["p_value"] <= paired["p_holm"] <= 1
     assert vs.main(["compare", "--value", str(tmp_path / "missing")]) == 2
     assert math.isfinite(result["optimal_length"])
 
@@ -233,7 +235,7 @@ def test_policy_successes_counts_calls_per_problem_across_batched_chunks(monkeyp
         return [episode(i, t, c) for i, p in enumerate(part) for t, c in next(rounds[p])], {}
 
     monkeypatch.setattr(vs, "rollout", fake_rollout)
-    got = vs.policy_successes(None, None, None, [0, 1, 2, 3, 4], budget=8, env_options={}, max_new_tokens_per_turn=4,
+    got = vs.policy_successes(None, None, None, [0, 1, 2, 3, 4], budget=8, env_config=None, max_new_tokens_per_turn=4,
                               max_completion_tokens=16, episodes=2, chunk=3)
     # 0: solved on its 2nd episode after 3 + 2 calls; 1: 4 calls in round 1, then 3 more, and the next 3 would
     # pass 8, so 8 calls, none solved; 2: 5 + 4 > 8, so the budget runs out before its solving episode ends;

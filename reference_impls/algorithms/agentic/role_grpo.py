@@ -45,7 +45,7 @@ class Config(GRPOConfig):
 
 def roles_of(ctx: Context, problem):
     """(role_of_turn, roles, trained roles) of the task's episodes, asked from one built episode."""
-    env = ctx.task.make(problem, **ctx.env_options)
+    env = ctx.task.make(problem, ctx.env_config)
     return env.role_of_turn, tuple(env.roles), tuple(getattr(env, "trained_roles", env.roles))
 
 

@@ -147,16 +147,16 @@ def pairs_from_samples(samples: list[Sample], uids: list[str]) -> list[Pair]:
     return pairs
 
 
-def demonstration_episode(tokenizer, task, problem, env_options: dict, prompt_ids: list[int]) -> Sample | None:
+def demonstration_episode(tokenizer, task, problem, env_config, prompt_ids: list[int]) -> Sample | None:
     """The env's demonstration of ``problem`` replayed through a fresh episode, laid out as a rollout lays
     out a sample: each model segment tokenised as written (the last one ending with EOS, as the warm start
     teaches), each observation the env actually returns appended as masked env tokens. ``None`` unless
     the env ends the episode with ``info["correct"]`` (a demonstration that does not verify is no chosen
     episode). ``prompt_ids``: the prompt it answers (the rejected sample's)."""
-    env = task.make(problem, **env_options)
+    env = task.make(problem, env_config)
     env.reset()
     sample = Sample(prompt_ids=list(prompt_ids), segments=[{"role": "prompt", "text": tokenizer.decode(prompt_ids)}])
-    model_segments = [text for role, text in task.demonstrate(problem, env_options) if role == "model"]
+    model_segments = [text for role, text in task.demonstrate(problem, env_config) if role == "model"]
     for k, text in enumerate(model_segments):
         written = text + (tokenizer.eos_token if k == len(model_segments) - 1 else "")
         ids = tokenizer(written, add_special_tokens=False)["input_ids"]
@@ -202,7 +202,7 @@ def build_pairs(policy, tokenizer, task, problems, rollout_cfg: RolloutConfig, s
                 group = [s for s in samples if s.group == g]
                 if uids[g] in paired or any(s.info.get("correct") for s in group):
                     continue  # sampled pairs come first; an all-correct group has no rejected episode
-                demo = demonstration_episode(tokenizer, task, problem, rollout_cfg.env_options, group[0].prompt_ids)
+                demo = demonstration_episode(tokenizer, task, problem, rollout_cfg.env_config, group[0].prompt_ids)
                 if demo is not None:
                     found.append(Pair(uids[g], demo, group[0]))
                     n_demo += 1

@@ -131,7 +131,7 @@ class ARPO(GRPO):
                     if budget[s.group] <= 0:
                         break
                     env, child = branch(ctx.tokenizer, ctx.task, problems[s.group], s, cut,
-                                        ctx.rollout_config.env_options)
+                                        ctx.rollout_config.env_config)
                     child.info = {"parent": node, "branch_at": cut}
                     envs.append(env)
                     children.append(child)

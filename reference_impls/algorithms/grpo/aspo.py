@@ -97,7 +97,7 @@ def find_tool(ctx: Context):
     """The environment's ToolSpec (its env class's ``tool``), or None."""
     tool = getattr(ctx.task.build, "tool", None)
     if tool is None and getattr(ctx, "pool", None):
-        tool = getattr(ctx.task.make(ctx.pool[0], **ctx.env_options), "tool", None)
+        tool = getattr(ctx.task.make(ctx.pool[0], ctx.env_config), "tool", None)
     return tool
 
 

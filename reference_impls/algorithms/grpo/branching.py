@@ -38,9 +38,9 @@ def turn_boundaries(sample: Sample) -> list[int]:
     return [start for start, _ in runs[1:]]
 
 
-def branch(tokenizer, task, problem, parent: Sample, cut: int, env_options: dict | None = None):
+def branch(tokenizer, task, problem, parent: Sample, cut: int, env_config=None):
     """A new episode sharing ``parent``'s first ``cut`` completion tokens, and its env replayed to there."""
-    env = task.make(problem, **(env_options or {}))
+    env = task.make(problem, env_config)
     env.reset()
     turns = 0
     for start, end in model_runs(parent.loss_mask[:cut]):

@@ -97,8 +97,8 @@ class CHORD(GRPO):
     def collect(self, ctx: Context, problems: list):
         from ...sft import demonstration_sample
 
-        options = ctx.rollout_config.env_options
-        self.demos = [demonstration_sample(ctx.tokenizer, ctx.task, p, options)
+        env_config = ctx.rollout_config.env_config
+        self.demos = [demonstration_sample(ctx.tokenizer, ctx.task, p, env_config)
                       for p in problems[:self.cfg.sft_per_step]]
         return super().collect(ctx, problems)
 

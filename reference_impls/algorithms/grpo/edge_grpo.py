@@ -81,10 +81,10 @@ def corrected_sample(ctx: Context, sample: Sample, problem, use_demonstration: b
 
     tok = ctx.tokenizer
     if use_demonstration:
-        new = demonstration_sample(tok, ctx.task, problem, ctx.rollout_config.env_options)
+        new = demonstration_sample(tok, ctx.task, problem, ctx.rollout_config.env_config)
     else:
         # the demonstration's final model turn: the answer
-        answer = ctx.task.demonstrate(problem, ctx.rollout_config.env_options)[-1][1]
+        answer = ctx.task.demonstrate(problem, ctx.rollout_config.env_config)[-1][1]
         ids, mask = list(sample.completion_ids), list(sample.loss_mask)
         while ids and ids[-1] == tok.eos_token_id:  # the correction continues the turn the response ended
             ids.pop(), mask.pop()

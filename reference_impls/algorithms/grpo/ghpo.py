@@ -81,8 +81,11 @@ class HintedTask:
     def __init__(self, task):
         self.task = task
 
-    def make(self, hinted: HintedProblem, **options):
-        return _HintedEnv(self.task.make(hinted.problem, **options), hinted.hint)
+    def config_of(self, config=None, **options):
+        return self.task.config_of(config, **options)
+
+    def make(self, hinted: HintedProblem, config=None, **options):
+        return _HintedEnv(self.task.make(hinted.problem, config, **options), hinted.hint)
 
 
 class GHPO(GRPO):
@@ -101,8 +104,8 @@ class GHPO(GRPO):
         ratios = self.cfg.hint_ratios()
         for ratio in ratios:
             failed = [g for g in range(len(problems)) if max(s.reward for s in samples[g * G:(g + 1) * G]) <= 0]
-            options = ctx.rollout_config.env_options
-            hints = {g: hint_text(ctx.task.demonstrate(problems[g], options), ratio) for g in failed}
+            env_config = ctx.rollout_config.env_config
+            hints = {g: hint_text(ctx.task.demonstrate(problems[g], env_config), ratio) for g in failed}
             failed = [g for g in failed if hints[g]]
             if not failed:
                 break

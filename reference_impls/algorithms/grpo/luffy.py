@@ -47,13 +47,13 @@ class Config(GRPOConfig):
                                   high=100.0)
 
 
-def demonstration_with_reward(tokenizer, task, problem, env_options: dict | None = None):
+def demonstration_with_reward(tokenizer, task, problem, env_config=None):
     """The environment's demonstration of ``problem`` as a Sample (sft.demonstration_sample), with the
     reward and info the environment gives it when its model segments are played back."""
-    from ...sft import demonstrated_options, demonstration_sample
+    from ...sft import demonstrated_config, demonstration_sample
 
-    sample = demonstration_sample(tokenizer, task, problem, env_options)
-    env = task.make(problem, **demonstrated_options(task, env_options))
+    sample = demonstration_sample(tokenizer, task, problem, env_config)
+    env = task.make(problem, demonstrated_config(task, env_config))
     env.reset()
     result = None
     for seg in sample.segments:
@@ -118,7 +118,7 @@ class LUFFY(GRPO):
         for g, problem in enumerate(problems):
             samples += on_batch.samples[g * (G - n_off):(g + 1) * (G - n_off)]
             for _ in range(n_off):
-                demo = demonstration_with_reward(ctx.tokenizer, ctx.task, problem, ctx.rollout_config.env_options)
+                demo = demonstration_with_reward(ctx.tokenizer, ctx.task, problem, ctx.rollout_config.env_config)
                 demo.group = g
                 samples.append(demo)
         return batch_from_samples(ctx, samples, G), stats

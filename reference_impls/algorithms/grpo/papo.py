@@ -77,7 +77,7 @@ class PAPO(GRPO):
         batch, stats = super().collect(ctx, problems)
         masked_prompts = []
         for problem in problems:
-            messages = [dict(m) for m in ctx.task.make(problem, **ctx.rollout_config.env_options).reset()]
+            messages = [dict(m) for m in ctx.task.make(problem, ctx.rollout_config.env_config).reset()]
             messages[-1]["content"] = mask_numbers(messages[-1]["content"], self.cfg.mask_char)
             masked_prompts.append(render_prompt(ctx.tokenizer, messages))
         self.masked = [Sample(prompt_ids=masked_prompts[s.group], completion_ids=s.completion_ids,

@@ -95,7 +95,7 @@ class TreePO(GRPO):
                 continue
             for _ in range(b - 1):
                 env, child = branch(ctx.tokenizer, ctx.task, problems[root.group], root, cuts[0],
-                                    ctx.rollout_config.env_options)
+                                    ctx.rollout_config.env_config)
                 child.info = {"subtree": r, "branch_at": cuts[0]}
                 envs.append(env)
                 children.append(child)

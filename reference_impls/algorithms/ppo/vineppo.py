@@ -111,7 +111,7 @@ def vine_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, s
 
 def replay_env(ctx: Context, problem, sample: Sample, turns: int):
     """A fresh env of ``problem`` stepped with the first ``turns`` model turns of ``sample``."""
-    env = ctx.task.make(problem, **ctx.rollout_config.env_options)
+    env = ctx.task.make(problem, ctx.rollout_config.env_config)
     env.reset()
     for start, end in sample.turn_spans[:turns]:
         text = ctx.tokenizer.decode(sample.completion_ids[start:end], skip_special_tokens=True)

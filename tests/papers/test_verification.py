@@ -1,0 +1,169 @@
+"""The reviewed-diff workflow: facts from independent sources -> proposed changes -> review -> applied data."""
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from papers.authors import split_authors
+from papers.verification import (
+    VERIFICATION_DIR, Change, Fact, accepted, apply_to_authors, apply_to_works, load_changes, load_facts, propose,
+    same_value,
+)
+from taxonomy import DataError
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "papers" / "data"
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def current() -> dict[tuple[str, str], str]:
+    cur = {(r["key"], f): r[f] for r in rows(DATA / "works.csv") for f in ("title", "year", "arxiv_id", "venue", "url")}
+    cur.update({(r["key"], "authors"): r["authors"] for r in rows(DATA / "authors.csv")})
+    return cur
+
+
+def test_facts_load_strictly_for_known_works_with_a_source_each():
+    keys = {r["key"] for r in rows(DATA / "works.csv")}
+    facts = load_facts(VERIFICATION_DIR / "facts.csv", keys=keys)
+    assert len(facts) >= 50
+    assert all(f.source and f.checked_by in ("script", "search", "person") for f in facts)
+
+
+@pytest.mark.parametrize("line, field, message", [
+    ("ppo,title,PPO,https://x,guessed,2026-12-03", "checked_by", "checked_by must be one of"),
+    ("ppo,title,PPO,,search,2026-12-03", "source", "needs its source"),
+    ("ppo,arxiv_id,17.06347,https://x,search,2026-12-03", "value", "is not an arXiv id"),
+    ("ppo,colour,red,https://x,search,2026-12-03", "field", "field must be one of"),
+    ("ppo,title,PPO,https://x,search,3 Dec", "date", "YYYY-MM-DD"),
+    ("nope,title,PPO,https://x,search,2026-12-03", "key", "unknown work 'nope'"),
+])
+def test_a_bad_fact_names_file_row_and_field(tmp_path, line, field, message):
+    path = tmp_path / "facts.csv"
+    path.write_text("key,field,value,source,checked_by,date\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load_facts(path, keys={"ppo"})
+    assert f"row 2, field '{field}'" in str(e.value) and message in str(e.value)
+
+
+def test_every_accepted_change_is_in_the_shipped_data():
+    changes = load_changes(VERIFICATION_DIR / "changes.csv")
+    acc = accepted(changes)
+    assert len(acc) >= 40
+    cur = current()
+    wrong = {k: (cur.get(k), c.proposed) for k, c in acc.items() if not same_value(c.field, cur.get(k, ""), c.proposed)}
+    assert wrong == {}
+    assert all(c.reviewed_by for c in changes if c.decision)
+
+
+def test_changes_file_is_what_the_facts_propose():
+    """Nothing pending, nothing stale: re-proposing from the shipped data gives the committed changes.csv."""
+    facts = load_facts(VERIFICATION_DIR / "facts.csv")
+    changes = load_changes(VERIFICATION_DIR / "changes.csv")
+    assert propose(facts, current(), changes) == changes
+    assert [c for c in changes if not c.decision] == []
+
+
+def test_verified_author_lists_are_marked_and_counted():
+    by_key = {r["key"]: r for r in rows(DATA / "authors.csv")}
+    for (key, field), c in accepted(load_changes(VERIFICATION_DIR / "changes.csv")).items():
+        if field == "authors":
+            r = by_key[key]
+            assert r["check"] == "verified" and r["n_authors"] == str(len(split_authors(r["authors"]))), key
+    assert "Brain Ichter" not in (DATA / "authors.csv").read_text(encoding="utf-8")
+
+
+def test_propose_apply_round_trip_on_a_copy():
+    works = [{"key": "w", "title": "Digirl: training agents", "year": "2024", "venue": "arXiv", "arxiv_id": "", "url": ""}]
+    authors = [{"key": "w", "authors": "A B and others", "n_authors": "1", "truncated": "yes", "source": "survey ref [1]",
+                "check": "agrees", "second_source": "x"}]
+    facts = [Fact("w", "title", "DigiRL: Training Agents", "https://arxiv.org/abs/2406.11896", "search", "2026-12-03"),
+             Fact("w", "arxiv_id", "2406.11896", "https://arxiv.org/abs/2406.11896", "search", "2026-12-03"),
+             Fact("w", "authors", "A B and C D", "https://arxiv.org/abs/2406.11896", "search", "2026-12-03"),
+             Fact("w", "year", "2024", "https://arxiv.org/abs/2406.11896", "search", "2026-12-03")]
+    cur = {("w", "title"): works[0]["title"], ("w", "arxiv_id"): "", ("w", "authors"): authors[0]["authors"], ("w", "year"): "2024"}
+    proposed = propose(facts, cur, [])
+    assert [(c.field, c.proposed) for c in proposed] == [("title", "DigiRL: Training Agents"), ("arxiv_id", "2406.11896"),
+                                                          ("authors", "A B and C D")]
+    assert apply_to_works(works, proposed) == 0  # nothing reviewed yet: nothing applied
+    decided = [Change(**{**c.row(), "decision": "reject" if c.field == "arxiv_id" else "accept", "reviewed_by": "t"})
+               for c in proposed]
+    assert apply_to_works(works, decided) == 1 and works[0]["title"] == "DigiRL: Training Agents" and works[0]["arxiv_id"] == ""
+    assert apply_to_authors(authors, decided) == 1
+    assert authors[0] == {**authors[0], "authors": "A B and C D", "n_authors": "2", "truncated": "", "check": "verified"}
+    assert propose(facts, {**cur, ("w", "title"): works[0]["title"], ("w", "authors"): "A B and C D"}, decided) == decided
+
+
+def test_a_decision_without_a_reviewer_is_refused(tmp_path):
+    path = tmp_path / "changes.csv"
+    path.write_text("key,field,current,proposed,source,checked_by,decision,reviewed_by\n"
+                    "w,title,a,A,https://x,search,accept,\n", encoding="utf-8")
+    with pytest.raises(DataError, match="row 2, field 'reviewed_by'"):
+        load_changes(path)
+
+
+def run_script(*args):
+    return subprocess.run([sys.executable, "scripts/verify_catalog.py", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_counts_after_corrections():
+    r = run_script("counts")
+    assert r.returncode == 0, r.stderr
+    after = json.loads(r.stdout)
+    before = json.loads((VERIFICATION_DIR / "counts_before.json").read_text(encoding="utf-8"))
+    assert after["works"] == before["works"] == 573
+    assert after["no_locator_(eprint_doi_url)"] == 0 < before["no_locator_(eprint_doi_url)"]
+    assert after["authors_missing"] == after["year_missing"] == 0
+    assert after["authors_person_braced_as_organisation"] == 0 < before["authors_person_braced_as_organisation"]
+    assert after["arxiv_id_missing"] < before["arxiv_id_missing"]
+    assert after["changes_pending"] == 0
+
+
+def test_review_and_apply_on_a_copy(tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    with (data / "verification" / "facts.csv").open("a", encoding="utf-8") as f:
+        f.write("ppo,title,Proximal Policy Optimization Algorithms,https://arxiv.org/abs/1707.06347,search,2026-12-03\n")
+    assert run_script("propose", "--data", str(data)).returncode == 0
+    assert run_script("review", "--data", str(data)).returncode == 2  # a reviewer must be named
+    r = run_script("review", "--data", str(data), "--reviewer", "test")
+    assert r.returncode == 0 and "ppo/title" in r.stdout
+    assert run_script("apply", "--data", str(data)).returncode == 0
+    ppo = next(r for r in rows(data / "works.csv") if r["key"] == "ppo")
+    assert ppo["title"] == "Proximal Policy Optimization Algorithms"
+    assert next(r for r in rows(DATA / "works.csv") if r["key"] == "ppo")["title"] != ppo["title"]  # the copy only
+
+
+def test_committed_after_counts_are_current():
+    """docs/catalog_accuracy.md quotes counts_after.json: it must be what the script measures now."""
+    r = run_script("counts")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == json.loads((VERIFICATION_DIR / "counts_after.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("ours, found, verdict", [
+    ("DigiRL: Training agents", "DigiRL: Training agents", "ok"),
+    ("Octonav: Towards generalist navigation", "OctoNav: Towards Generalist Navigation", "name-casing"),
+    ("Reinforcement learning enhanced LLMs: A survey", "Reinforcement Learning Enhanced LLMs: A Survey", "sentence-case"),
+    ("Di-girl: Training agents", "DigiRL: Training agents", "words"),
+])
+def test_title_verdicts(ours, found, verdict):
+    from papers.verification import title_verdict
+
+    assert title_verdict(ours, found) == verdict
+
+
+def test_same_people_compares_family_names_and_initials_in_order():
+    from papers.verification import same_people
+
+    assert same_people("Zora Z. Wang and Marc-Alexandre Cote", "Zora Zhiruo Wang and Marc-Alexandre Côté")
+    assert not same_people("Kunal Singh and Mukund Khanna", "Mukund Khanna and Kunal Singh")
+    assert not same_people("A B and C D and others", "A B and C D and E F")
+    assert not same_people("{Lilian Weng}", "Lilian Weng")

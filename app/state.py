@@ -213,8 +213,11 @@ def _embeddings_cached() -> bool:
         return False
 
 
+WARM_DELAY_S = 1.0  # the first page finishes drawing before the warm-up takes a core (importing torch)
+
+
 def _warm() -> None:
-    if _stopping.is_set():
+    if _stopping.wait(WARM_DELAY_S):
         return
     try:  # the reference implementations' registry imports torch and transformers: seconds a node page,
         # the Lab or a grid's first scoring would otherwise wait for

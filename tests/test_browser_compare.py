@@ -37,7 +37,11 @@ def test_leaderboard_reproduce_and_open_in_lab(compare_app):
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(120_000)
-            page.goto(compare_app + "/compare?grid=demo")
+            # the whole page drawn first (its 2 tables and 2 charts arrive, then draw a moment later): a click
+            # while they still push the page down can land beside its link
+            _open_complete(page, compare_app + "/compare?grid=demo", [
+                ("h2", "calculator"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
+                ('[data-testid="stVegaLiteChart"] svg.marks', "", 2), ('[data-testid="stTable"]', "", 2)])
             page.get_by_role("heading", name="Compare algorithms").wait_for()
             page.get_by_role("heading", name="calculator").wait_for()
             # the budget line comes from the grid file

@@ -143,8 +143,8 @@ def grid_intro(grid) -> str:
     ev = spec.get("eval") or {}
     problems = f"the same {ev['n']} held-out problems" if ev.get("n") else "the same held-out problems"
     text = (f"Each cell trains one implementation from the same warm-start checkpoint under the same budget, then "
-            f"answers {problems} greedily (one answer each, temperature 0). Intervals are 95% bootstrap "
-            f"intervals over problems{' and seeds' if len(seeds) > 1 else ''}. ")
+            f"answers {problems} greedily (one answer each, temperature 0). Intervals are 95% intervals over "
+            f"problems{' and seeds' if len(seeds) > 1 else ''}; each verdict names the test behind it. ")
     if spec.get("base"):
         text += ("Per environment the untrained model, the warm start (SFT) and SFT + RL are measured; each stage is "
                  "compared, paired on the problems, with the stage it starts from")

@@ -31,7 +31,7 @@ if not chosen.cells:
             f"{ui.md(chosen.spec.get('name', ''))}`).")
     st.stop()
 
-with st.spinner("Scoring this grid (bootstrap intervals; once for these results) ...", show_time=True):
+with st.spinner("Scoring this grid (its intervals and tests; once for these results) ...", show_time=True):
     summary = chosen.summary()
 for env, rows in summary.board.items():
     st.header(f"{env}", divider="gray")

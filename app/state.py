@@ -1,13 +1,18 @@
 """Cached resources shared by every page: loaded once per server process, not per rerun.
 
-Nothing here runs at import. The search index (which imports sentence-transformers, ~10 s) is
-loaded in a background thread as soon as the first page is served (``warm_search_in_background``,
-called by the entry script; ``ATLAS_WARM_SEARCH=0`` turns it off), so a search typed after the
-first render does not wait for it; a search that comes earlier waits for that same load (the
-cache computes one value once and holds other callers on its lock).
+Nothing here runs at import. Once the first page of a server process has been served, one background thread
+(``warm_in_background``, called by the entry script after every page) imports the reference implementations
+(torch), scores the comparison grids (``GridResults.summary``: read from the shipped or stored summary, or
+computed once per results), and, when the search embeddings are on disk, loads the search index and its
+model (the model import takes ~10 s); ``ATLAS_WARM_SEARCH=0`` leaves the search out of it. Until the full
+index is loaded, Search answers from a keyword-only index (``keyword_index``, about 1 s) and asks for the full
+load (``want_search_index``), which starts once that page's script is done, so the two do not compete; a
+search that needs the full index waits for that same load (the cache computes one value once and holds
+other callers on its lock).
 """
 from __future__ import annotations
 
+import atexit
 import gc
 import logging
 import os
@@ -36,7 +41,13 @@ def catalog() -> Catalog:
 
 def user_works_changed() -> None:
     """After an import, edit or delete: every cached view derived from the catalog is rebuilt."""
+    global _search_thread
     st.cache_resource.clear()
+    with _warm_lock:
+        _search_ready.clear()
+        _search_wanted.clear()
+        if _search_thread is not None and not _search_thread.is_alive():
+            _search_thread = None  # the next visit of Search loads the index of the new catalog
 
 
 @st.cache_resource(show_spinner=False)
@@ -109,24 +120,83 @@ def search_index():
     return index
 
 
+@st.cache_resource(show_spinner=False)
+def keyword_index():
+    """A keyword-only (BM25) index of the catalog: built in about a second without the embedding model, it
+    answers searches while the full index loads."""
+    import dataclasses
+
+    from papers.search.index import SearchIndex, build_corpus
+
+    cat = catalog()
+    return SearchIndex(dataclasses.replace(build_corpus(cat), dense_texts=None), catalog=cat)
+
+
 _warm_lock = threading.Lock()
 _warm_thread: threading.Thread | None = None
+_search_thread: threading.Thread | None = None
+_search_ready = threading.Event()  # set once the full index and its model are loaded in this process
+_search_wanted = threading.Event()  # a page answered without the full index: load it after that page
+_stopping = threading.Event()  # the process is exiting: the background work starts nothing new
 
 
-def warm_search_in_background() -> bool:
-    """Start loading the search index in a daemon thread, once per server process; True if started.
+def _finish_background_work(timeout_s: float = 60.0) -> None:
+    """At exit, let the background threads end their current step before the interpreter goes away: a daemon
+    thread still inside torch when it does aborts the process ("terminate called without an active
+    exception", exit status 134), which a test run or a stopped server would report as a crash."""
+    _stopping.set()
+    for thread in (_warm_thread, _search_thread):
+        if thread is not None:
+            thread.join(timeout_s)
 
-    Streamlit runs no app code before the first browser session, so the first page served starts
-    it; the page itself does not wait. Off with ``ATLAS_WARM_SEARCH=0`` (the benchmark's "before").
-    """
+
+def _start(target, name: str) -> threading.Thread:
+    if not _stopping.is_set() and not any(t is not None for t in (_warm_thread, _search_thread)):
+        atexit.register(_finish_background_work)  # once, with the first background thread
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def search_ready(wait_s: float = 0.0) -> bool:
+    """Whether the full search index (with the embedding model) is loaded: then a search never waits. With
+    ``wait_s``, wait up to that long for it (tests)."""
+    return _search_ready.wait(wait_s) if wait_s else _search_ready.is_set()
+
+
+def want_search_index() -> None:
+    """A page needs the full search index and did not wait for it: it is loaded (on a fresh data folder:
+    built) in the background once that page's script is done (``warm_in_background``)."""
+    if not _search_ready.is_set():
+        _search_wanted.set()
+
+
+def warm_in_background() -> bool:
+    """Called after every page's script. Once per server process: import the reference implementations, score
+    the comparison grids, then (when the
+    embeddings are on disk and ``ATLAS_WARM_SEARCH`` is not 0) load the search index, in one daemon thread so
+    the two do not compete for the CPU. And whenever a page asked for the full search index
+    (``want_search_index``): load it. True if the warm-up started now."""
     global _warm_thread
-    if os.environ.get("ATLAS_WARM_SEARCH", "1") == "0" or not search_available() or not _embeddings_cached():
-        return False
+    if _search_wanted.is_set():
+        start_search_load()
     with _warm_lock:
         if _warm_thread is not None:
             return False
-        _warm_thread = threading.Thread(target=_warm_search, name="atlas-warm-search", daemon=True)
-        _warm_thread.start()
+        _warm_thread = _start(_warm, "atlas-warm")
+    return True
+
+
+def start_search_load() -> bool:
+    """Load (on a fresh data folder: build) the full search index in a daemon thread unless it is loaded or
+    loading. True if it started."""
+    global _search_thread
+    if not search_available() or _search_ready.is_set() or _stopping.is_set():
+        return False
+    with _warm_lock:
+        if _search_thread is not None:
+            return False
+        _search_thread = _start(_load_search, "atlas-search-load")
     return True
 
 
@@ -134,7 +204,7 @@ def _embeddings_cached() -> bool:
     """True when the search embeddings are on disk: then the background load is the model only.
     Without them (a fresh data directory) it would embed the whole catalog, minutes of CPU that
     the pages being used would compete with (seen: the Lab page stalled past 2 minutes on 2 cores),
-    so the first search builds them, as before."""
+    so only a page that needs the index starts that build (``want_search_index``)."""
     try:
         from papers.search.embed import EmbeddingCache, MiniLMEmbedder
 
@@ -143,12 +213,39 @@ def _embeddings_cached() -> bool:
         return False
 
 
-def _warm_search() -> None:
+WARM_DELAY_S = 1.0  # the first page finishes drawing before the warm-up takes a core (importing torch)
+
+
+def _warm() -> None:
+    if _stopping.wait(WARM_DELAY_S):
+        return
+    try:  # the reference implementations' registry imports torch and transformers: seconds a node page,
+        # the Lab or a grid's first scoring would otherwise wait for
+        from lab.catalog import available
+
+        available()
+    except Exception as e:  # noqa: BLE001  the page that needs it imports (and reports) it again
+        _log.warning("background import of the reference implementations failed: %s", e)
+    try:
+        from lab.compare.results import available_results
+
+        for grid in available_results():
+            if _stopping.is_set():
+                return
+            grid.summary()
+    except Exception as e:  # noqa: BLE001  a page computes (and reports) it again when shown
+        _log.warning("background scoring of the comparison grids failed: %s", e)
+    if os.environ.get("ATLAS_WARM_SEARCH", "1") != "0" and search_available() and _embeddings_cached():
+        start_search_load()
+
+
+def _load_search() -> None:
     try:
         index = search_index()
         # the index loads from its cache without the model: load the model too (the costly part,
         # torch + sentence-transformers) and run one query, which also prepares the fast query path
         index.embedder.encode_query("agentic reinforcement learning")
+        _search_ready.set()
     except Exception as e:  # noqa: BLE001  the Search page loads (and reports) it again when used
         _log.warning("background load of the search index failed: %s", e)
 
@@ -183,7 +280,8 @@ def placer():
 
 
 def comparison_results():
-    """The comparison grids' results (shipped and the user's own; re-read every minute as cells finish)."""
+    """The comparison grids' results (shipped and the user's own; re-read every minute as cells finish). Their
+    statistics come from ``grid.summary()`` (computed once per results, see lab.compare.results)."""
     from atlas_data import data_dir
 
     return _comparison_results(str(data_dir()))

@@ -32,6 +32,6 @@ ui.follow_goto()
 try:
     page.run()
 finally:
-    # once per server: load the search model in the background, after the first page's script ran
-    # (started earlier, its imports slow that first render down)
-    state.warm_search_in_background()
+    # once per server: score the comparison grids and load the search model in the background, after the
+    # first page's script ran (started earlier, its imports slow that first render down)
+    state.warm_in_background()

@@ -1,6 +1,7 @@
-"""Explorer speed, measured in a real browser: first meaningful render and page switches.
+"""Explorer speed, measured in a real browser: every page complete, first meaningful render, page switches.
 
-    .venv/bin/python benchmarks/app_bench.py                 # 3 cold starts, 5 rounds of page switches
+    .venv/bin/python benchmarks/app_bench.py                 # every page complete: fresh data folder, then warm
+    .venv/bin/python benchmarks/app_bench.py --switches      # 3 cold starts, 5 rounds of page switches
     .venv/bin/python benchmarks/app_bench.py --screenshots docs/screenshots
 
 First meaningful render: from starting the app process exactly as the README says (``make app
@@ -17,6 +18,16 @@ First search: from starting the app process to the results of a search typed rig
 first render (home page title and counts on screen -> optionally ``--think`` seconds -> click
 Search -> type the query -> Enter -> the result count shows). ``--first-search`` times it with the background load of the search model
 off (``ATLAS_WARM_SEARCH=0``, the "before") and on (the default, "after"), alternating.
+
+Every page complete (the default): a fresh server on a fresh, empty data folder (``ATLAS_DATA_DIR``); each
+page is opened by its URL in turn ("fresh": its first visit, caches empty), then every page again on the same
+server ("warm"). A page is complete when every one of its sections is on screen (``COMPLETE``: a selector and
+text per section, the last section included, none of it left over from the page before) and Streamlit's
+running indicator is gone; "after first render" is complete minus the moment its title showed. Before the
+warm pass it waits until Search answers from the full index (the background load, on a fresh data folder the
+build, that the first visits started) and reports how long that took. Then the first
+search: a fresh server on the now-filled data folder, and one on another empty data folder, each opened
+first on a search URL; timed from the server's health check answering to the results count on screen.
 
 Results are printed as Markdown (recorded in docs/app_performance.md) and as JSON with --json.
 
@@ -54,6 +65,146 @@ WAIT_JS = """([checks, idle]) => {
   }
   return performance.now();
 }"""
+
+
+# every page by its URL and what "complete" means there: each of its sections on screen (selector, text), or at
+# least n of them (selector, text, n)
+TABLES = '[data-testid="stTable"], [data-testid="stDataFrame"]'
+BENCH_QUERY = "memory agents that learn what to store"
+COMPLETE = {
+    "Overview": ("/", [("h1", "Agentic RL Atlas"), ('[data-testid="stMetricValue"]', "573"),
+                       ("svg text", "Perception"), ("h2", "Where to go next")]),
+    "Taxonomy tree": ("/taxonomy", [("h1", "Taxonomy"), ("svg text", "Memory (22)")]),
+    "Node page (GRPO)": ("/taxonomy?node=alg-grpo", [
+        ("h1", "GRPO"), ("p", "Reference implementation"), ('[data-testid="stCaptionContainer"]',
+                                                          "In the comparison grid"),
+        ("h3", "Works ("), ("h3", "In the survey's tables"), ("h3", "Related nodes"), (TABLES, "", 2)]),
+    "Search, no query": ("/search", [("h1", "Search"), ('[data-testid="stCaptionContainer"]', "Browsing all")]),
+    "Search, a query": (f"/search?q={BENCH_QUERY.replace(' ', '+')}", [("h1", "Search"), ("p", f"for “{BENCH_QUERY}”"),
+                                                                      ("p", "1. ")]),
+    "Work (Search-R1)": ("/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts"), ("h3", "Similar works"),
+                                                 ('[data-testid="stTabs"] p', "Similar in content")]),
+    "Algorithms": ("/algorithms", [("h1", "RL algorithms"), ("h2", "Side by side"), (TABLES, "", 2)]),
+    "Import": ("/imports", [("h1", "Import your works"), ("h3", "Your works")]),
+    "Lab": ("/lab", [("h1", "Lab"), ("button", "Launch")]),
+    "Runs": ("/runs", [("h1", "Runs"), ('[data-testid="stAlert"]', "No runs yet")]),
+    # charts and tables are drawn a moment after their element arrives: all 9 charts (an interval chart, the
+    # training curves and pass@k per environment) and all 6 tables, whichever kind of table the page uses
+    "Compare": ("/compare", [("h1", "Compare algorithms"), ("h2", "calculator"), ("h2", "frozenlake"),
+                             ("h2", "search"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
+                             ('[data-testid="stVegaLiteChart"] svg.marks', "", 9), (TABLES, "", 6)]),
+}
+TITLE_OF = {name: checks[0] for name, (_, checks) in COMPLETE.items()}
+RUNNING = '[data-testid="stStatusWidgetRunningIcon"]'
+
+COMPLETE_JS = """([checks, running]) => {
+  if (document.querySelector(running)) return false;
+  for (const [sel, text, n] of checks) {
+    const els = Array.from(document.querySelectorAll(sel));
+    const found = els.filter(e => (e.textContent || '').includes(text) && !e.closest('[data-stale="true"]'));
+    if (found.length < (n || 1)) return false;
+  }
+  return performance.now();
+}"""
+
+
+def visit_complete(page, base: str, name: str, timeout_ms: int = 300_000) -> dict:
+    """Open a page by its URL; seconds from the navigation to its title and to every section (script idle)."""
+    path, checks = COMPLETE[name]
+    page.goto("about:blank")
+    t0 = time.perf_counter()
+    page.goto(base + path, wait_until="commit")
+    page.wait_for_function(WAIT_JS, arg=[[TITLE_OF[name]], False], polling="raf", timeout=timeout_ms)
+    title = time.perf_counter() - t0
+    page.wait_for_timeout(50)  # the running indicator shows a moment after the script starts
+    page.wait_for_function(COMPLETE_JS, arg=[checks, RUNNING], polling="raf", timeout=timeout_ms)
+    done = time.perf_counter() - t0
+    return {"page": name, "title_s": round(title, 2), "complete_s": round(done, 2),
+            "after_title_s": round(done - title, 2)}
+
+
+KEYWORD_ONLY = "Keyword matches only"  # the Search page's note while the full index loads
+
+
+def wait_full_search(page, base: str) -> float:
+    """Seconds until Search answers from the full index (its keyword-only note gone): the background load or,
+    on a fresh data folder, build of the search index that the first visits started."""
+    t0 = time.perf_counter()
+    page.goto(base + COMPLETE["Search, a query"][0], wait_until="commit")
+    page.wait_for_function("""([checks, running, note]) => {
+      if (document.querySelector(running) || (document.body && document.body.innerText || '').includes(note)) return false;
+      return checks.every(([sel, text]) => Array.from(document.querySelectorAll(sel)).some(
+        e => (e.textContent || '').includes(text) && !e.closest('[data-stale="true"]')));
+    }""", arg=[COMPLETE["Search, a query"][1], RUNNING, KEYWORD_ONLY], polling=250, timeout=900_000)
+    return round(time.perf_counter() - t0, 1)
+
+
+def time_first_query(pw, data: Path, label: str) -> dict:
+    """A fresh server on ``data``, opened first on a search URL: health check answering -> results on screen."""
+    port = free_port()
+    proc = start_app(port, env={"ATLAS_DATA_DIR": str(data)})
+    browser = launch_chromium(pw)
+    try:
+        wait_healthy(port, proc, poll=0.05)
+        up = time.perf_counter()
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}" + COMPLETE["Search, a query"][0], wait_until="commit")
+        page.wait_for_function(COMPLETE_JS, arg=[COMPLETE["Search, a query"][1], RUNNING], polling="raf",
+                               timeout=600_000)
+        return {"case": label, "server_up_to_results_s": round(time.perf_counter() - up, 2)}
+    finally:
+        browser.close()
+        stop_app(proc)
+
+
+def complete_renders(pw, pages: list[str], fresh_search: bool = True) -> dict:
+    """Every page complete on a fresh data folder and again warm; then the first query after a start."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="atlas-bench-") as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir()
+        port = free_port()
+        proc = start_app(port, env={"ATLAS_DATA_DIR": str(data)})
+        browser = launch_chromium(pw)
+        rows: dict = {"fresh": [], "warm": []}
+        try:
+            wait_healthy(port, proc, poll=0.05)
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            for when in ("fresh", "warm"):
+                if when == "warm":  # warm: once the background work the visits started is done
+                    rows["background_s"] = wait_full_search(page, f"http://127.0.0.1:{port}")
+                for name in pages:
+                    rows[when].append(visit_complete(page, f"http://127.0.0.1:{port}", name))
+                    print(when, rows[when][-1], f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        finally:
+            browser.close()
+            stop_app(proc)
+        queries = [time_first_query(pw, data, "restarted server, data folder as the visits left it")]
+        if fresh_search:
+            empty = Path(tmp) / "empty"
+            empty.mkdir()
+            queries.append(time_first_query(pw, empty, "fresh server on an empty data folder"))
+        for q in queries:
+            print(q, file=sys.stderr, flush=True)
+    return {"pages": rows, "first_query": queries}
+
+
+def print_complete(result: dict) -> None:
+    print("| page | fresh: title | fresh: complete | fresh: after title | warm: title | warm: complete "
+          "| warm: after title |")
+    print("|---|---|---|---|---|---|---|")
+    for fresh, warm in zip(result["pages"]["fresh"], result["pages"]["warm"]):
+        print(f"| {fresh['page']} | {fresh['title_s']:.2f} s | {fresh['complete_s']:.2f} s | "
+              f"**{fresh['after_title_s']:.2f} s** | {warm['title_s']:.2f} s | {warm['complete_s']:.2f} s | "
+              f"**{warm['after_title_s']:.2f} s** |")
+    print(f"\nBetween the two passes: {result['pages']['background_s']:.1f} s until Search answered from the full "
+          "index (the background work the first visits started).")
+    print("\n| first search after a start | server up → results |\n|---|---|")
+    for q in result["first_query"]:
+        print(f"| {q['case']} | {q['server_up_to_results_s']:.2f} s |")
+    print(f"\n{result['cpus']} CPUs; 1-minute load average {result['load_average_1min'][0]:.2f} before, "
+          f"{result['load_average_1min'][1]:.2f} after.")
 
 
 def wait_ready(page, checks, timeout_ms: int = 120_000, idle: bool = False) -> float:
@@ -197,6 +348,12 @@ def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--switches", action="store_true",
+                    help="time cold starts and page switches (--starts, --rounds) instead of every page complete")
+    ap.add_argument("--pages", nargs="+", choices=list(COMPLETE), default=list(COMPLETE), metavar="PAGE",
+                    help="pages to time complete (default all: %(choices)s)")
+    ap.add_argument("--no-fresh-search", action="store_true",
+                    help="leave out the first search on an empty data folder (it builds the search index)")
     ap.add_argument("--starts", type=int, default=3, help="fresh server starts to time")
     ap.add_argument("--rounds", type=int, default=5, help="rounds through the four pages")
     ap.add_argument("--screenshots", type=Path, help="also save screenshots into this folder")
@@ -209,6 +366,14 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     load_before = os.getloadavg()[0]
+    if not args.switches and not args.first_search and not args.screenshots:
+        with sync_playwright() as pw:
+            result = complete_renders(pw, args.pages, fresh_search=not args.no_fresh_search)
+        result.update(cpus=os.cpu_count(), load_average_1min=[round(load_before, 2), round(os.getloadavg()[0], 2)])
+        if args.json:
+            print(json.dumps(result, indent=1))
+        print_complete(result)
+        return
     with sync_playwright() as pw:
         searches = first_search(pw, args.first_search, args.think) if args.first_search else None
         if args.starts == 0 and args.rounds == 0:

@@ -100,6 +100,11 @@ def test_work_page_shows_facts_summary_keywords_and_similar():
     assert "retrieved token masking" in body  # keywords
     assert "Search from the external Internet" in [label for label, _ in links(at)]
     assert any("Table 4" in e.label for e in at.expander)
+    from app import state
+
+    # the page never waits for the search index: it asks for it, and shows similar works once it is loaded
+    assert state.search_ready(wait_s=600)
+    at.run()
     similar, sharing = at.dataframe[-2].value, at.dataframe[-1].value  # the two tabs of "Similar works"
     for frame in (similar, sharing):
         assert len(frame) > 0 and "work?key=search-r1" not in set(frame["open"])
@@ -148,11 +153,16 @@ def test_bibtex_download_reparses(monkeypatch):
     monkeypatch.setattr(mfs.MemoryMediaFileStorage, "load_and_get_id", spy)
     at = open_page("search", q="web search agents", kind="method")
     total = int(texts(at).split("**")[1].split()[0])
-    entries, failed = parse_bibtex(stored["atlas-search.bib"].decode())
-    assert not failed and len(entries) == total > 0
-    first = [q for _, q in links(at) if q.startswith("key=")][0].removeprefix("key=")
-    assert first in {e["key"] for e in entries}
-    csv_text = stored["atlas-search.csv"].decode()
+    assert total > 10
+    shown = [q.removeprefix("key=") for _, q in links(at) if q.startswith("key=")]
+    # by default the top ten, in rank order, and the file name says so
+    entries, failed = parse_bibtex(stored["atlas-search-top10.bib"].decode())
+    assert not failed and [e["key"] for e in entries] == shown
+    # "all matches" exports every match, named by their number
+    at.segmented_control(key="s_export").set_value(1).run()
+    entries, failed = parse_bibtex(stored[f"atlas-search-all{total}.bib"].decode())
+    assert not failed and len(entries) == total and shown[0] in {e["key"] for e in entries}
+    csv_text = stored[f"atlas-search-all{total}.csv"].decode()
     assert csv_text.startswith("key,") and len(csv_text.strip().splitlines()) == total + 1
 
 

@@ -37,14 +37,18 @@ def test_leaderboard_reproduce_and_open_in_lab(compare_app):
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(120_000)
-            page.goto(compare_app + "/compare?grid=demo")
+            # the whole page drawn first (its 2 tables and 2 charts arrive, then draw a moment later): a click
+            # while they still push the page down can land beside its link
+            _open_complete(page, compare_app + "/compare?grid=demo", [
+                ("h2", "calculator"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
+                ('[data-testid="stVegaLiteChart"] svg.marks', "", 2), ('[data-testid="stTable"]', "", 2)])
             page.get_by_role("heading", name="Compare algorithms").wait_for()
             page.get_by_role("heading", name="calculator").wait_for()
             # the budget line comes from the grid file
             page.get_by_text(re.compile(r"recipe quick")).first.wait_for()
             # the interval chart and the leaderboard table are drawn
             page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
-            table = page.locator('[data-testid="stDataFrame"]').first
+            table = page.locator('[data-testid="stTable"]').first
             table.wait_for()
             # the per-step curves (a second chart) are drawn too
             page.get_by_text("Mean training reward per step (over seeds)").wait_for()
@@ -63,5 +67,50 @@ def test_leaderboard_reproduce_and_open_in_lab(compare_app):
             follow_page_link(page, re.compile("Open this implementation in the Lab"), "Lab")
             page.wait_for_function("() => /impl=calculator-(grpo|ppo)/.test(window.location.search)")
             assert "preset=quick" in page.url
+        finally:
+            browser.close()
+
+
+def _open_complete(page, url: str, checks) -> None:
+    """Open ``url`` and wait until every (selector, text) check holds and the script has finished."""
+    from benchmarks.app_bench import COMPLETE_JS, RUNNING
+
+    page.goto(url)
+    page.wait_for_timeout(300)  # the running indicator shows a moment after the script starts
+    page.wait_for_function(COMPLETE_JS, arg=[checks, RUNNING], polling=200, timeout=240_000)
+
+
+def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(require_chromium, app_server):
+    """On the shipped core grid: each environment's interval chart carries the warm start as a labelled dashed
+    line (FrozenLake also the map-blind bar), the page states the verdicts and caveats, no table cell reads
+    None and no table is cut at 1440 px."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.app_bench import COMPLETE
+
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            _open_complete(page, app_server.url + "/compare?grid=core", COMPLETE["Compare"][1])
+            charts = page.locator('[data-testid="stVegaLiteChart"]').filter(
+                has=page.locator("svg text", has_text="held-out success (%)"))
+            charts.nth(2).wait_for()  # Vega draws each chart a moment after its element arrives
+            assert charts.count() == 3  # calculator, frozenlake, search
+            labels = [charts.nth(i).locator("svg text", has_text=re.compile(r"^warm start \d+%$")).count()
+                      for i in range(3)]
+            assert labels == [1, 1, 1]
+            assert charts.nth(1).locator("svg text", has_text=re.compile(r"^map-blind 32%$")).count() == 1
+            body = page.locator('[data-testid="stMain"]').inner_text()
+            for said in ("Against the baseline:", "Against the stage it starts from:", "Map-blind bar:",
+                         "Held-out vs pass@1:"):
+                assert said in body
+            tables = page.locator('[data-testid="stTable"]')
+            assert tables.count() >= 6
+            for i in range(tables.count()):
+                text = tables.nth(i).inner_text()
+                assert "None" not in text and "nan" not in text.split()
+                # the whole table fits: nothing to scroll to sideways
+                assert tables.nth(i).evaluate("e => e.scrollWidth <= e.clientWidth + 1"), text[:200]
         finally:
             browser.close()

@@ -6,7 +6,7 @@ import yaml
 
 from test_app_pages import open_page, texts
 
-from app.presentation.compare import interval_chart, leaderboard_frame, passk_frame
+from app.presentation.compare import curves_chart, interval_chart, leaderboard_frame, passk_chart
 from lab.compare import results
 from lab.compare.board import leaderboard
 from reference_impls.stats import pass_at_k_curve
@@ -65,10 +65,10 @@ def test_leaderboard_curves_and_passk(data):
     board = grids[0].board()["calculator"]
     assert [r["implementation"] for r in board] == ["calculator-ppo", "calculator-grpo"]
     frame = leaderboard_frame(board)
-    assert list(frame["held-out %"]) == [75.0, 25.0] and frame["vs baseline (pts)"].iloc[0] == 50.0
+    assert list(frame["held-out %"]) == [75.0, 25.0] and list(frame["vs baseline (pts)"]) == ["+50.0", "baseline"]
     # the variant is the implementation; the trainer column names the trainer, not a second "algorithm"
     assert list(frame["trainer"]) == ["ppo", "grpo"] and "algorithm" not in frame.columns
-    assert passk_frame(passk).loc[4, "RL"] == 0.38
+    assert {"k": 4, "model": "RL", "pass@k": 0.38} in passk_chart(passk)["data"]["values"]
     # the interval chart labels each row with its seed count (a one-seed bar leaves out seed-to-seed variation)
     one_seed = leaderboard(cells + [_cell("calculator-dapo", "grpo", 0, [1, 1, 0, 0])])["calculator"]
     chart = interval_chart(one_seed)
@@ -78,6 +78,9 @@ def test_leaderboard_curves_and_passk(data):
     curves = grids[0].curves()
     assert {"env": "calculator", "implementation": "calculator-ppo", "step": 3, "reward_mean": pytest.approx(0.45),
             "seeds": 2} in curves
+    drawn = curves_chart(curves, "calculator")["data"]["values"]
+    assert {"step": 3, "implementation": "calculator-ppo", "reward": pytest.approx(0.45)} in drawn
+    assert curves_chart(curves, "frozenlake") is None
     # a DPO cell's per-step number is its preference margin: never drawn as a reward curve
     dpo = results.GridResults("g", data, {}, [_cell("calculator-dpo", "dpo", 0, [1, 0, 0, 0])], {}, False)
     assert dpo.curves() == []
@@ -86,8 +89,9 @@ def test_leaderboard_curves_and_passk(data):
     shown = texts(at)
     assert "Demo grid" in at.selectbox[0].format_func(at.selectbox[0].value)
     assert "calculator" in [h.value for h in at.header]
-    table = at.dataframe[1].value
-    assert list(table["implementation"]) == ["calculator-ppo", "calculator-grpo"]
+    table = at.table[1].value
+    assert list(table.index) == ["calculator-ppo", "calculator-grpo"]
+    assert "None" not in table.to_string() and "None" not in at.table[0].value.to_string()
     assert "recipe quick" in shown and "4 problems" in shown
     assert any("pass@k" in c.value for c in at.caption)
     # the untrained model and the warm start alone are the references each row is read against
@@ -95,9 +99,13 @@ def test_leaderboard_curves_and_passk(data):
     assert ("Same held-out problems. Untrained model: 0.0% (95% interval 0.0-60.2%); "
             "Warm start alone (no RL): 25.0% (95% interval 0.6-80.6%)") in [c.value for c in at.caption]
     # with the untrained model measured, the stages table pairs each stage with the one it starts from
-    stages = at.dataframe[0].value
-    assert list(stages["stage"])[:2] == ["untrained", "SFT (warm start)"]
-    assert list(stages["vs stage before (pts)"])[1] == 25.0
+    stages = at.table[0].value
+    assert list(stages.index)[:2] == ["untrained", "SFT (warm start)"]
+    assert list(stages["vs stage before (pts)"])[:2] == ["–", "+25.0"]
+    # the interval chart carries the warm start as a reference line, and the page reads each row in the board's words
+    [chart] = [c for c in at.get("vega_lite_chart") if "held-out success" in c.proto.spec]
+    assert '"warm start 25%"' in chart.proto.spec
+    assert any(m.value.startswith("**Against the baseline:**\n- calculator-ppo: ") for m in at.markdown)
 
 
 def test_passk_paired_table_and_reading_under_the_curves(data):
@@ -110,9 +118,9 @@ def test_passk_paired_table_and_reading_under_the_curves(data):
         c["pass_at_k"] = {str(k): v for k, v in pass_at_k_curve(c["correct_counts"], 64).items()}
     _write_grid(data, cells, passk)
     at = open_page("compare", grid="demo")
-    table = [d.value for d in at.dataframe if "against" in d.value.columns][0]
+    table = [d.value for d in at.table if "against" in d.value.columns][0]
     assert list(table["k"]) == [1, 64, 1, 64] and list(table["verdict"])[2:] == ["better", "worse"]
-    assert list(table["after %"])[2:] == [25.0, 50.0]
+    assert list(table["after %"])[2:] == ["25.0", "50.0"]
     assert any("Sharpened and narrowed" in m.value for m in at.markdown)
 
 
@@ -134,3 +142,102 @@ def test_node_page_of_a_base_grid_reads_rl_against_the_warm_start(data):
     row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
     assert row and "untrained 0.0 %; SFT (warm start) 25.0 %; SFT + RL held-out 50.0 %" in row[0]
     assert "than SFT (warm start)" in row[0] or "no difference detected from SFT (warm start)" in row[0]
+
+
+def test_a_grid_summary_is_computed_once_per_content_and_stored_as_json(data, monkeypatch):
+    """GridResults.summary(): the statistics once per (records, statistics' source), kept in the process and as a
+    JSON file (no pickle) that a new process reads back; a changed record gives a new key, a corrupt file a recompute."""
+    _write_grid(data, [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)]
+                + [_cell("calculator-ppo", "ppo", s, [1, 1, 1, 0]) for s in (0, 1)])
+    [grid] = results.available_results()
+    monkeypatch.setattr(results, "_summaries", {})  # this test's process memory starts empty, like a new server
+    computed = []
+    real = results.GridSummary.compute
+    monkeypatch.setattr(results.GridSummary, "compute",
+                        classmethod(lambda cls, g, key: computed.append(key) or real.__func__(cls, g, key)))
+    first = grid.summary()
+    assert computed == [first.key] and grid.summary() is first
+    assert first.board == grid.board() and first.progression == grid.progression() and first.curves == grid.curves()
+    stored = data / "compare-summaries" / f"{first.key}.json"
+    assert json.loads(stored.read_text())["key"] == first.key
+    results._summaries.clear()  # a new process: read back from the file, not computed
+    assert results.available_results()[0].summary() == first and computed == [first.key]
+    # a record that changes makes a new key (and a new computation)
+    cell = data / "compare" / "demo" / "cells" / "calculator-ppo-s0" / "result.json"
+    record = json.loads(cell.read_text())
+    cell.write_text(json.dumps({**record, "heldout_by_problem": [0, 0, 0, 0], "heldout": 0.0}))
+    changed = results.available_results()[0].summary()
+    assert changed.key != first.key and computed == [first.key, changed.key]
+    # a corrupt stored summary is recomputed, not trusted
+    results._summaries.clear()
+    (data / "compare-summaries" / f"{changed.key}.json").write_text("{not json")
+    assert results.available_results()[0].summary() == changed and computed[-1] == changed.key
+
+
+def test_compare_tables_charts_and_notes_for_each_grid_kind():
+    """No row is compared with itself, no cell reads None, the warm start and the map-blind bar are lines on the
+    chart, and the intro and notes are true for a multi-seed baseline grid and a one-seed base / SFT / RL grid."""
+    from pathlib import Path
+
+    from app.presentation.compare import env_notes, grid_intro, progression_frame, references
+    from lab.compare.board import progression
+
+    cells = [_cell("frozenlake-grpo", "grpo", s, [1, 1, 0, 0]) for s in (0, 1)]
+    cells += [_cell("frozenlake-ppo", "ppo", 0, [1, 0, 0, 0])]
+    for c in cells:
+        c["env"] = "frozenlake"
+    warm = {"frozenlake": {"heldout": 0.25, "heldout_by_problem": [1, 0, 0, 0]}}
+    blind = {"frozenlake": {"best": {"<move>down right</move>": 0.5, "<move>left</move>": 0.0}, "maps": 4}}
+    grid = results.GridResults("g", Path("g"), {"name": "g", "seeds": [0, 1], "eval": {"n": 4}}, cells, {}, False,
+                               warm, {}, [], blind)
+    summary = grid.summary()
+    rows = summary.board["frozenlake"]
+    frame = leaderboard_frame(rows)
+    assert list(frame["vs baseline (pts)"]) == ["baseline", "-25.0"]
+    assert "None" not in frame.to_string()
+    assert [(r.label, r.value) for r in references(grid, "frozenlake")] == [("warm start 25%", 0.25),
+                                                                            ("map-blind 50%", 0.5)]
+    chart = interval_chart(rows, references(grid, "frozenlake"))
+    rules = [layer for layer in chart["layer"] if layer.get("data")]
+    assert [layer["data"]["values"][0]["x"] for layer in rules] == [25.0, 25.0, 50.0, 50.0]
+    notes = env_notes(grid, summary, "frozenlake")
+    assert any(n.startswith("**Against the baseline:**\n- frozenlake-ppo: ") and rows[1]["verdict"] in n.replace("\\", "")
+               for n in notes)
+    assert any(n.startswith("**One seed:** frozenlake-ppo") for n in notes)
+    assert any("`<move>down right</move>`" in n and "50%" in n for n in notes)
+    assert not any("pass@1" in n for n in notes)  # no pass@k record here
+    assert "plain grpo row" in grid_intro(grid) and "over problems and seeds" in grid_intro(grid)
+
+    # a base / SFT / SFT + RL grid, one seed, one implementation per environment: nothing against itself
+    one = [_cell("calculator-grpo", "grpo", 0, [1, 1, 0, 0])]
+    base_grid = results.GridResults("b", Path("b"), {"name": "b", "base": True, "seeds": [0]}, one, {}, False,
+                                    {"calculator": {"heldout": 0.25, "heldout_by_problem": [1, 0, 0, 0]}},
+                                    {"calculator": {"heldout": 0.0, "heldout_by_problem": [0, 0, 0, 0]}})
+    s = base_grid.summary()
+    frame = leaderboard_frame(s.board["calculator"])
+    assert "verdict" not in frame.columns and "vs baseline (pts)" not in frame.columns
+    stages = progression_frame(progression(one, base_grid.base, base_grid.warm)["calculator"])
+    assert list(stages["vs stage before (pts)"]) == ["–", "+25.0", "+25.0"] and "None" not in stages.to_string()
+    intro = grid_intro(base_grid)
+    assert "stage it starts from" in intro and "one seed" in intro and "and seeds" not in intro
+    assert not any(n.startswith("**Against the baseline") for n in env_notes(base_grid, s, "calculator"))
+
+
+def test_shipped_grids_carry_their_current_summary(tmp_path, monkeypatch):
+    """Each shipped grid's summary.json matches its records and the statistics' source (else the explorer
+    recomputes it on a fresh data folder): rewrite them with `python -m lab.compare.results`. A fresh data
+    folder reads them without computing."""
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(results, "_summaries", {})
+    monkeypatch.setattr(results.GridSummary, "compute", classmethod(lambda cls, g, key: pytest.fail(
+        f"{g.folder / results.SHIPPED_SUMMARY} is stale or missing: run `python -m lab.compare.results`")))
+    shipped = [g for g in results.available_results() if g.shipped]
+    assert {g.spec["name"] for g in shipped} >= {"core", "envs-code-web", "envs-planning"}
+    for grid in shipped:
+        summary = grid.summary()
+        assert summary.key == results.summary_key(grid)
+        assert set(summary.board) == {c["env"] for c in grid.cells}
+    # and what it holds is what the statistics compute (the smallest shipped grid, recomputed here)
+    monkeypatch.undo()
+    small = min(shipped, key=lambda g: len(g.cells))
+    assert results.GridSummary.compute(small, "k").board == small.summary().board

@@ -103,19 +103,23 @@ def test_planning_external_guide_page_shows_a_value_search_record(tmp_path, monk
 def test_mechanistic_debate_note_points_to_pass_at_k():
     """Issue 22/23: the mechanistic-debate node links to the comparison's pass@k curves where a grid has them,
     and says how to measure them where none has."""
-    from types import SimpleNamespace
+    from pathlib import Path
 
-    none = passk_note([SimpleNamespace(spec={"name": "core"}, passk={})])
+    from lab.compare.results import GridResults
+
+    def grid(name, passk):  # a grid with pass@k records and no cells
+        return GridResults(name, Path(name), {"name": name}, [], passk, shipped=False)
+
+    none = passk_note([grid("core", {})])
     assert "no curves yet" in none.heading and "lab.compare passk" in none.text and none.link == routes.compare()
-    grids = [SimpleNamespace(spec={"name": "core"}, passk={}),
-             SimpleNamespace(spec={"name": "my_grid"}, passk={"search": {}, "calculator": {}})]
+    grids = [grid("core", {}), grid("my_grid", {"search": {}, "calculator": {}})]
     found = passk_note(grids)
     assert found.link == routes.compare(grid="my_grid") and found.link_label == "See the pass@k curves"
     assert r"grid *my\_grid*: calculator, search" in found.text
     assert "What they show" not in found.text  # records without per-problem counts: curves only, no reading
     counts = {"samples": 64, "curves": {"warm start": {"correct_counts": [8] * 20 + [1] * 20},
                                         "RL": {"correct_counts": [32] * 20 + [0] * 20}}}
-    read = passk_note([SimpleNamespace(spec={"name": "core"}, passk={"calculator": counts})])
+    read = passk_note([grid("core", {"calculator": counts})])
     assert "What they show: calculator: RL against the warm start: pass@⁠1 7% -\\> 25%" in read.text
     assert "Sharpened and narrowed" in read.text
 

@@ -37,7 +37,9 @@ def test_a_node_with_an_implementation_shows_it_boxed_with_run_this(catalog):
 def test_comparison_lines_name_the_grid_and_link_to_it(catalog):
     row = {"implementation": "calculator-grpo", "seeds": 2, "heldout": 0.5, "low": 0.4, "high": 0.6,
            "verdict": "better than the baseline"}
-    grid = SimpleNamespace(spec={"name": "my_grid"}, progression=lambda: {}, board=lambda: {"calculator": [row]})
+    summary = SimpleNamespace(progression={}, board={"calculator": [row]})
+    grid = SimpleNamespace(spec={"name": "my_grid"}, cells=[{"implementation": "calculator-grpo"}],
+                           summary=lambda: summary)
     [block] = shown(catalog, "alg-grpo", grids=[grid])["comparison"]
     [line] = parts([block], "caption")
     assert line.body == (r"In the comparison grid *my\_grid* (calculator, 2 seeds): held-out 50.0 % [40.0, 60.0]; "
@@ -70,7 +72,7 @@ def test_a_node_without_an_implementation_shows_its_proxy_or_why_not(catalog):
 
 
 def test_only_the_mechanistic_debate_node_shows_the_pass_at_k_note(catalog):
-    grids = [SimpleNamespace(spec={"name": "core"}, passk={})]
+    grids = [SimpleNamespace(spec={"name": "core"}, passk={}, cells=[])]
     [block] = shown(catalog, PASSK_NODE, grids=grids)["pass@k"]
     note = passk_note(grids)
     assert block.parts[0] == Part("note", f"**{note.heading}** {note.text}", icon=":material/query_stats:")

@@ -82,17 +82,107 @@ def test_dimension_tree_indices_map_to_nodes(catalog, dim):
     assert sorted(real) == sorted(r.node for r in tree_rows(catalog, dim))
     roots = set(dimension_roots(catalog, dim))
     for nid, item in zip(tree.ids, data):
+        if item["symbolSize"] == 0:  # a point where an edge bends
+            assert nid is None and not item["label"]["show"]
+            continue
         assert item["name"].endswith(f"({item['value']})")
         if nid is not None and not (nid in roots and len(roots) == 1):  # a lone root shows the dimension's name
             assert item["name"].startswith(catalog.taxonomy[nid].name)
-    # every edge goes from a parent to its child, leaves stand in the last column
+    # ECharts keys a graph's points by name: every name once
+    assert len({item["name"] for item in data}) == len(data)
+    # followed through its bend points, every edge goes from a parent to its child
+    nodes = {i for i, item in enumerate(data) if item["symbolSize"] > 0}
+    out: dict[int, list[int]] = {}
     for link in tree.spec["series"][0]["links"]:
-        parent, child = tree.ids[link["source"]], tree.ids[link["target"]]
-        assert child is not None and catalog.taxonomy[child].parent == parent or parent is None
-    xs = [item["x"] for item in data]
-    leaves = [item for item, nid in zip(data, tree.ids) if nid is not None and not dimension_children(catalog, nid)]
-    assert all(item["x"] == max(xs) for item in leaves)
+        out.setdefault(link["source"], []).append(link["target"])
+
+    def reached(i: int) -> set[int]:
+        return {j for t in out.get(i, []) for j in ({t} if t in nodes else reached(t))}
+
+    for i in nodes:
+        parent = tree.ids[i]
+        for j in reached(i):
+            child = tree.ids[j]
+            assert child is not None and catalog.taxonomy[child].parent == parent or parent is None
+    assert sorted(j for i in nodes for j in reached(i)) == sorted(nodes - {tree.ids.index(tree.ids[0])})
     json.dumps(tree.spec)
+
+
+def _segments(path):
+    return list(zip(path, path[1:]))
+
+
+def _crosses(box, segment) -> bool:
+    """Whether an axis-parallel segment passes through the inside of a box (left, top, right, bottom)."""
+    (x1, y1), (x2, y2) = segment
+    left, top, right, bottom = box
+    return min(x1, x2) < right and max(x1, x2) > left and min(y1, y2) < bottom and max(y1, y2) > top
+
+
+def _check_tree_geometry(layout, column_px):
+    from app.presentation.taxonomy import label_box
+
+    for node in layout.order:  # each node in the column of its own depth, a leaf too
+        assert layout.pos[node][0] == layout.depth[node] * column_px
+    for parent, child, path in layout.edges:
+        # an edge starts at its parent and ends exactly at its child, in horizontal and vertical pieces
+        assert path[0] == layout.pos[parent] and path[-1] == layout.pos[child]
+        assert all(a[0] == b[0] or a[1] == b[1] for a, b in _segments(path))
+    for node in layout.order:
+        kids = [c for p, c, _ in layout.edges if p == node]
+        if kids:  # an inner node at the middle of its first and last child
+            assert layout.pos[node][1] == (layout.pos[kids[0]][1] + layout.pos[kids[-1]][1]) / 2
+    boxes = {n: label_box(layout, n) for n in layout.order if n is not None}
+    names = list(boxes)
+    for i, a in enumerate(names):  # no two labels overlap
+        for b in names[i + 1:]:
+            ba, bb = boxes[a], boxes[b]
+            assert not (ba[0] < bb[2] and bb[0] < ba[2] and ba[1] < bb[3] and bb[1] < ba[3]), (a, b)
+    for n, box in boxes.items():  # and no edge runs through a label
+        for parent, child, path in layout.edges:
+            assert not any(_crosses(box, seg) for seg in _segments(path)), (n, parent, child)
+
+
+def test_tree_layout_geometry():
+    """The tree's geometry (app.presentation.taxonomy.tree_layout): a root whose children are a leaf, an inner
+    node with three leaves (the middle edge a straight line at the parent's height) and one with two."""
+    from app.presentation.taxonomy import COLUMN_PX, tree_layout
+
+    children = {"root": ["leaf", "odd", "even"], "odd": ["o1", "o2", "o3"], "even": ["e1", "e2"],
+                "e2": ["deep"]}
+    labels = {n: f"{n} label ({i})" for i, n in enumerate(["root", "leaf", "odd", "o1", "o2", "o3", "even", "e1",
+                                                           "e2", "deep"])}
+    layout = tree_layout(children, "root", labels)
+    assert layout.order == ["root", "leaf", "odd", "o1", "o2", "o3", "even", "e1", "e2", "deep"]
+    assert layout.pos["leaf"] == (COLUMN_PX, 0.0)  # a root's leaf child in column 1, not in the leaves' last column
+    assert layout.pos["deep"][0] == 3 * COLUMN_PX
+    middle = next(path for parent, child, path in layout.edges if child == "o2")
+    assert {y for _, y in middle} == {layout.pos["odd"][1]}  # one straight line at the parent's height
+    assert layout.pos["even"][1] == (layout.pos["e1"][1] + layout.pos["e2"][1]) / 2
+    _check_tree_geometry(layout, COLUMN_PX)
+    # a long inner label is cut before it reaches its parent's spine (its full name is in the tooltip)
+    long = tree_layout({"r": ["x"], "x": ["y"]}, "r", {"r": "r", "x": "x" * 200, "y": "y"})
+    assert long.label_chars["x"] < 200
+    _check_tree_geometry(long, COLUMN_PX)
+
+
+@pytest.mark.parametrize("dim", DIMENSIONS)
+def test_every_dimension_tree_has_clean_geometry(catalog, dim):
+    from app.presentation.taxonomy import COLUMN_PX, tree_layout
+
+    roots = dimension_roots(catalog, dim)
+    children = {None: roots} if len(roots) > 1 else {}
+
+    def collect(n):
+        children[n] = dimension_children(catalog, n)
+        for c in children[n]:
+            collect(c)
+
+    for r in roots:
+        collect(r)
+    nodes = set(children) | {c for kids in children.values() for c in kids}
+    labels = {n: f"{catalog.taxonomy[n].name if n else dim} (99)" for n in nodes}
+    _check_tree_geometry(tree_layout(children, None if len(roots) > 1 else roots[0], labels), COLUMN_PX)
 
 
 def test_tree_rows_are_depth_first_with_counts(catalog):

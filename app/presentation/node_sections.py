@@ -158,9 +158,12 @@ def node_comparison_lines(grids, impl_ids: set[str]) -> list[tuple[str, str]]:
     verdict against the warm start instead. The lines are Markdown with the names escaped."""
     lines = []
     for grid in grids:
+        if not any(c.get("implementation") in impl_ids for c in grid.cells):
+            continue  # not scored at all: its summary may not be computed yet
         name = grid.spec.get("name", "")
-        stages = grid.progression()
-        for env, rows in grid.board().items():
+        summary = grid.summary()  # computed once per results (lab.compare.results.grid_summary)
+        stages = summary.progression
+        for env, rows in summary.board.items():
             for row in rows:
                 if row["implementation"] not in impl_ids:
                     continue
@@ -268,11 +271,9 @@ def passk_note(grids) -> ProxyNote:
         return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",
                          "No pass@k curves are shipped or in your grids yet. " + how, routes.compare(),
                          "Open the Compare page")
-    from lab.compare.results import passk_comparison, passk_reading
-
     where = "; ".join(f"grid *{md_escape(name)}*: {md_escape(', '.join(envs))}" for name, envs in measured)
-    readings = [f"{md_escape(env)}: {md_escape(reading)}" for g in grids for env, record in sorted(g.passk.items())
-                if (reading := passk_reading(passk_comparison(record)))]
+    readings = [f"{md_escape(env)}: {md_escape(reading)}" for g in grids if g.passk
+                for env, reading in sorted(g.summary().passk_readings.items()) if reading]
     found = f" What they show: {' '.join(readings)}" if readings else ""
     return ProxyNote("Measured here: pass@k before and after RL.",
                      f"The debate's test on this project's environments: if RL raises pass@1 but not pass@k at "

@@ -194,3 +194,39 @@ def results_frame(catalog: Catalog, hits: Sequence) -> pd.DataFrame:
     frame.insert(2, "why", [why_matched(catalog, h) for h in hits])
     frame.insert(3, "score", [round(float(h.score), 3) for h in hits])
     return frame
+
+
+@dataclass(frozen=True)
+class ExportChoice:
+    """One set of results the Search page can export: its label in the picker and the file name's stem, both
+    saying which set it is (the top-ranked works or every match)."""
+
+    label: str
+    count: int
+    stem: str
+
+
+def export_choices(total: int, top: int = PAGE_SIZE, like: bool = False) -> list[ExportChoice]:
+    """What a search can export, the default first: the ``top`` ranked works, then all ``total`` matches (one
+    choice when they are the same set)."""
+    what = "similar works" if like else "matches"
+    shown = min(top, total)
+    choices = [ExportChoice(f"The top {shown} (ranked)", shown, f"atlas-search-top{shown}")]
+    if total > shown:
+        choices.append(ExportChoice(f"All {total} {what}", total, f"atlas-search-all{total}"))
+    return choices
+
+
+def show_more_like_top(query: str, like: bool, hits: int) -> bool:
+    """Whether the page offers "More like the top 3": only for a typed query with more than one hit (without a
+    query the list is the catalog newest first, and the top 3 are no one's choice)."""
+    return bool(query.strip()) and not like and hits > 1
+
+
+#: how a result's title link looks: coloured and underlined like a link, not like the sidebar's page links
+RESULT_TITLE_CSS = """
+[class*="st-key-hit-"] [data-testid="stPageLink-NavLink"] p,
+[class*="st-key-hit-"] [data-testid="stPageLink-NavLink"] span {
+  color: var(--primary-color, #1c6bd1); text-decoration: underline; text-underline-offset: 3px;
+}
+"""

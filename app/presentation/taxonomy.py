@@ -93,99 +93,183 @@ def tree_frame(catalog: Catalog, dimension: str) -> pd.DataFrame:
     })
 
 
-TREE_WIDTH = 11.5  # width of the tree's columns in units of the leaf spacing (ECharts keeps the aspect ratio)
+# the tree's geometry in pixels: ECharts (zrender) nudges a horizontal or vertical line by half a unit of the
+# data's own coordinates to draw it crisp, so in pixel units that is half a pixel (in row units it was half a row,
+# 12 px: a middle child's edge drawn beside it and edges that seemed to stop short of their child)
+ROW_PX = 25.0  # one leaf per row
+COLUMN_PX = 260.0  # between depths, at the nominal width below (the chart stretches it to the page's width)
+ELBOW_PX = 14.0  # from a parent to the vertical spine its children's edges branch from
+CHAR_PX = 7.0  # about one character of a 13 px label
+LABEL_GAP_PX = 8.0  # between a node's symbol and its label
+SYMBOL_MAX_PX = 18.0  # the largest node symbol (8 + up to 10 px by its works)
+LABEL_RISE_PX = 10.0  # an inner node's label is centred this far above its row, clear of the line entering it
+LABEL_HALF_PX = 8.0  # half a 13 px label's height
+
+
+@dataclass(frozen=True)
+class TreeLayout:
+    """Where a left-to-right tree draws each node, edge and label, in pixels (y grows downwards).
+
+    A node stands in the column of its depth (a leaf too, whatever its depth) and a leaf has a row of its
+    own; an inner node stands at the middle of its first and last child. An edge is an elbow: right from the
+    parent to its spine (``ELBOW_PX``), along the spine to the child's row, right into the child. A leaf's
+    label is on its right, centred on its row; an inner node's label ends just left of it, above the line
+    that enters it, and is cut (``label_chars``) before it would reach the spine to its left."""
+
+    order: list  # nodes depth first, the order of the chart's data
+    pos: dict  # node -> (x, y)
+    depth: dict  # node -> depth (the root 0)
+    edges: list  # (parent, child, [(x, y), ...]): the polyline from the parent's point to the child's
+    leaves: set
+    label_chars: dict  # node -> how many characters of its label are shown (the rest is in the tooltip)
+    rows: int
+
+
+def tree_layout(children: Mapping, root, labels: Mapping, column_px: float = COLUMN_PX) -> TreeLayout:
+    """The geometry of the tree below ``root`` (``children``: node -> its children, in order; ``labels``: node ->
+    its label text, to size the labels). Pure arithmetic, tested on its own (tests/test_views.py)."""
+    order, pos, depth, edges, leaves = [], {}, {}, [], set()
+    row = 0
+
+    def place(node, d: int) -> None:
+        nonlocal row
+        order.append(node)
+        depth[node] = d
+        kids = list(children.get(node) or [])
+        for c in kids:
+            place(c, d + 1)
+        if kids:
+            y = (pos[kids[0]][1] + pos[kids[-1]][1]) / 2
+        else:
+            y = row * ROW_PX
+            row += 1
+            leaves.add(node)
+        pos[node] = (d * column_px, y)
+
+    place(root, 0)
+    for node in order:
+        x, y = pos[node]
+        spine = x + ELBOW_PX
+        for c in children.get(node) or []:
+            cx, cy = pos[c]
+            path = [(x, y), (spine, y)] + ([(spine, cy)] if cy != y else []) + [(cx, cy)]
+            edges.append((node, c, path))
+    inner_room = column_px - ELBOW_PX - 2 * LABEL_GAP_PX - SYMBOL_MAX_PX / 2  # from the spine to the node's label
+    chars = {n: len(labels[n]) if n in leaves or depth[n] == 0 else min(len(labels[n]), int(inner_room // CHAR_PX))
+             for n in order}
+    return TreeLayout(order, pos, depth, edges, leaves, chars, row)
+
+
+def label_box(layout: TreeLayout, node) -> tuple[float, float, float, float]:
+    """The box (left, top, right, bottom) a node's label can take as ``dimension_tree`` places it, whatever the
+    size of the node's symbol (up to ``SYMBOL_MAX_PX``)."""
+    x, y = layout.pos[node]
+    width = CHAR_PX * layout.label_chars[node]
+    if node in layout.leaves:
+        return (x + LABEL_GAP_PX, y - LABEL_HALF_PX, x + SYMBOL_MAX_PX / 2 + LABEL_GAP_PX + width, y + LABEL_HALF_PX)
+    mid = y - LABEL_RISE_PX
+    return (x - SYMBOL_MAX_PX / 2 - LABEL_GAP_PX - width, mid - LABEL_HALF_PX, x - LABEL_GAP_PX, mid + LABEL_HALF_PX)
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: max(chars - 1, 1)].rstrip() + "…"
 
 
 def dimension_tree(catalog: Catalog, dimension: str) -> ChartView:
-    """A left-to-right tree (dendrogram) of one dimension; ``ids[i]`` is the node id of data index ``i``.
+    """A left-to-right tree (dendrogram) of one dimension; ``ids[i]`` is the node id of data index ``i`` (None
+    for the points where an edge bends, and for the synthetic root that several roots hang from).
 
-    Drawn as an ECharts graph with fixed positions: internal nodes stand in the column of their
-    depth with the label on the left, every leaf stands in the last column with the label on the
-    right, so labels never run into another column whatever the depth of a leaf. Several roots
-    (the survey's sections) hang from one synthetic root, whose id is None.
+    Drawn as an ECharts graph at the fixed positions of ``tree_layout`` (pixels), its elbow edges as straight
+    links through bend points that draw nothing. Several roots (the survey's sections) hang from one synthetic
+    root, whose id is None.
     """
     tax = catalog.taxonomy
     counts = node_counts(catalog)
     color = DIMENSION_COLORS[dimension]
     roots = dimension_roots(catalog, dimension)
-    children: dict[str | None, list[str]] = {None: roots}
+    children: dict[str | None, list[str]] = {None: roots} if len(roots) > 1 else {}
 
-    def depth_below(nid: str) -> int:
-        kids = dimension_children(catalog, nid)
-        children[nid] = kids
-        return 1 + max((depth_below(c) for c in kids), default=0)
+    def collect(nid: str) -> None:
+        children[nid] = dimension_children(catalog, nid)
+        for c in children[nid]:
+            collect(c)
 
-    levels = max(depth_below(r) for r in roots) + (1 if len(roots) > 1 else 0)
-    X_STEP = TREE_WIDTH / max(levels - 1, 1)
+    for r in roots:
+        collect(r)
+    top = None if len(roots) > 1 else roots[0]
+
+    def count(nid: str | None) -> int:
+        return len({k for r in roots for k in catalog.graph.works_of(r)}) if nid is None else counts[nid]
+
+    def text(nid: str | None) -> str:
+        name = DIMENSION_SHORT[dimension] if nid == top else tax[nid].name
+        return f"{name} ({count(nid)})"
+
+    labels = {nid: text(nid) for nid in children.keys() | {c for kids in children.values() for c in kids}}
+    layout = tree_layout(children, top, labels)
     ids: list[str | None] = []
-    pos: dict[str | None, tuple[float, float]] = {}
-    depth_of: dict[str | None, int] = {}
-    leaf_no = 0
-
-    def place(nid: str | None, depth: int) -> None:
-        nonlocal leaf_no
-        ids.append(nid)
-        depth_of[nid] = depth
-        kids = children.get(nid, [])
-        for c in kids:
-            place(c, depth + 1)
-        if kids:
-            ys = [pos[c][1] for c in kids]
-            y = (min(ys) + max(ys)) / 2
-            if any(abs(y - pos[c][1]) < 0.4 for c in kids if children.get(c)):
-                y += 1.0  # never on the same line as an inner child: their labels would collide
-            pos[nid] = (float(depth) * X_STEP, y)
-        else:
-            pos[nid] = (float(levels - 1) * X_STEP, float(leaf_no))
-            leaf_no += 1
-
-    if len(roots) == 1:
-        place(roots[0], 0)
-    else:
-        place(None, 0)
     data, links = [], []
-    index = {nid: i for i, nid in enumerate(ids)}
-    for nid in ids:
-        x, y = pos[nid]
-        leaf = not children.get(nid)
+    index: dict = {}
+    for nid in layout.order:
+        x, y = layout.pos[nid]
+        n = count(nid)
+        leaf = nid in layout.leaves
         if nid is None:
-            n = len({k for r in roots for k in catalog.graph.works_of(r)})
-            name, tip = DIMENSION_SHORT[dimension], tooltip(DIMENSION_LABELS[dimension], f"{n} works")
+            tip = tooltip(DIMENSION_LABELS[dimension], f"{n} works")
         else:
             node = tax[nid]
-            n = counts[nid]
-            name = DIMENSION_SHORT[dimension] if depth_of[nid] == 0 else node.name
             tip = tooltip(node.name, f"{n} work{'s' if n != 1 else ''} · survey section §{node.survey_section}",
                           shorten(node.description), "click to open")
+        index[nid] = len(data)
+        ids.append(nid)
+        label = {"show": True, "fontSize": 13, "formatter": _cut(labels[nid], layout.label_chars[nid]).replace("{", "(")
+                 .replace("}", ")"),
+                 "fontWeight": "bold" if layout.depth[nid] <= 1 and not leaf else "normal"}
+        # a leaf: right of it, on its row; an inner node: ending left of it, above the line that enters it
+        size = 8 + min(SYMBOL_MAX_PX - 8, 1.7 * math.sqrt(n))
+        # a position in pixels counts from the top left corner of the node's symbol
+        label.update({"position": "right", "distance": LABEL_GAP_PX} if leaf else
+                     {"position": [-LABEL_GAP_PX, size / 2 - LABEL_RISE_PX], "align": "right", "verticalAlign": "middle"})
         data.append({
-            "name": f"{name} ({n})",
-            "x": x, "y": y, "value": n,
-            "symbolSize": 8 + min(10, 1.7 * math.sqrt(n)),
+            "name": labels[nid], "x": x, "y": y, "value": n,
+            "symbolSize": size,
             "itemStyle": {"color": color if n else "#ffffff", "borderColor": color, "borderWidth": 1.5},
-            "label": {"show": True, "position": "right" if leaf else "left", "fontSize": 13,
-                      "fontWeight": "bold" if depth_of[nid] <= 1 and not leaf else "normal"},
-            "tooltip": {"formatter": tip},
+            "label": label, "tooltip": {"formatter": tip},
         })
-        for c in children.get(nid, []):
-            links.append({"source": index[nid], "target": index[c]})
-    height = max(260, 25 * leaf_no + 50)
-    # margins sized to the longest labels on each side (about 7 px a character at 13 px)
-    left = 30 + 7 * max(len(d["name"]) for d, nid in zip(data, ids) if children.get(nid))
-    right = 30 + 7 * max(len(d["name"]) for d, nid in zip(data, ids) if not children.get(nid))
+    bend_style = {"symbolSize": 0, "label": {"show": False}, "tooltip": {"show": False}, "value": 0,
+                  "itemStyle": {"opacity": 0}, "emphasis": {"disabled": True}}
+    bends: dict[tuple[float, float], int] = {}
+    for parent, child, path in layout.edges:
+        points = []
+        for i, (x, y) in enumerate(path):
+            if i in (0, len(path) - 1):
+                continue
+            if (x, y) not in bends:  # a parent's bend points are shared by its children's edges
+                bends[(x, y)] = len(data)
+                ids.append(None)
+                # ECharts' graph keys its points by name: each bend point needs its own (never shown)
+                data.append({"name": f"bend {len(bends)}", "x": x, "y": y, **bend_style})
+            points.append(bends[(x, y)])
+        ends = [index[parent], *points, index[child]]
+        links.extend({"source": a, "target": b} for a, b in zip(ends, ends[1:]) if a != b)
+    links = [dict(t) for t in dict.fromkeys(tuple(sorted(link.items())) for link in links)]  # shared spine parts once
+    leaf_right = max(len(_cut(labels[n], layout.label_chars[n])) for n in layout.leaves)
+    top_px, bottom_px = 30, 20
     spec = {
         "animation": False,
         "tooltip": {"trigger": "item", "confine": True, "extraCssText": "max-width: 360px; white-space: normal;"},
         "series": [{
             "type": "graph", "layout": "none", "data": data, "links": links, "roam": False,
-            "preserveAspect": True, "preserveAspectVerticalAlign": "top",
-            "left": min(left, 300), "right": min(right, 380), "top": 20, "bottom": 20,
+            "left": 30 + CHAR_PX * len(labels[top]), "right": min(30 + CHAR_PX * leaf_right, 420),
+            "top": top_px, "bottom": bottom_px,
             "selectedMode": "single", "select": {"itemStyle": {"borderColor": "#111", "borderWidth": 2.5}},
-            "lineStyle": {"color": color, "opacity": 0.45, "width": 1.2, "curveness": 0},
-            "emphasis": {"focus": "adjacency", "lineStyle": {"width": 2, "opacity": 0.9}},
+            "lineStyle": {"color": color, "opacity": 0.55, "width": 1.2, "curveness": 0},
+            "emphasis": {"scale": False, "lineStyle": {"width": 1.2}},
             "labelLayout": {"hideOverlap": False},
         }],
     }
-    return ChartView(spec, ids, height=height)
+    # the box between top and bottom is exactly the rows' height: one data pixel is one screen pixel vertically
+    return ChartView(spec, ids, height=int(top_px + bottom_px + ROW_PX * max(layout.rows - 1, 1)))
 
 
 def graph_view(

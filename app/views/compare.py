@@ -1,21 +1,16 @@
 """Compare: algorithms under one model, one warm start, one budget and several seeds (lab/compare/)."""
 import json
 
-import pandas as pd
 import streamlit as st
 
-from app import routes, ui
+from app import routes, state, ui
 from app.presentation.common import first_param
-from app.presentation.compare import (interval_chart, leaderboard_frame, passk_comparison_frame, passk_frame,
-                                      progression_frame)
-from lab.compare.results import available_results, passk_comparison, passk_reading
+from app.presentation.compare import (as_text, curves_chart, env_notes, grid_intro, interval_chart, leaderboard_frame,
+                                      passk_chart, passk_comparison_frame, progression_frame, references)
 
 st.title("Compare algorithms")
-st.caption("Each cell trains one implementation from the same warm-start checkpoint under the same budget, "
-           "then is evaluated greedily on the same held-out problems. Intervals are 95% bootstrap intervals "
-           "over problems and seeds; each row is compared with the plain GRPO run on the same problems.")
 
-grids = available_results()
+grids = state.comparison_results()
 if not grids:
     st.info("No comparison results yet. Run a grid from a terminal, e.g. `python -m lab.compare run core` "
             "(`python -m lab.compare run tiny` checks the machinery in a few minutes); its cells appear here "
@@ -27,6 +22,7 @@ param = routes.PAGES["compare"].param
 wanted = first_param(ui.params(), param)
 default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
 chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__)]
+st.caption(grid_intro(chosen))
 st.caption("Budget: " + ui.md(chosen.budget()))
 for problem in chosen.bad:
     st.warning("Left out a record that cannot be read: " + ui.md(problem))
@@ -35,31 +31,32 @@ if not chosen.cells:
             f"{ui.md(chosen.spec.get('name', ''))}`).")
     st.stop()
 
-curves = pd.DataFrame(chosen.curves())
-stages = chosen.progression()
-for env, rows in chosen.board().items():
+with st.spinner("Scoring this grid (its intervals and tests; once for these results) ...", show_time=True):
+    summary = chosen.summary()
+for env, rows in summary.board.items():
     st.header(f"{env}", divider="gray")
     reference = chosen.reference_line(env)
     if reference:
         st.caption(reference)
     if chosen.base.get(env):  # a base / SFT / SFT + RL grid: what each stage adds, paired on the problems
-        st.dataframe(progression_frame(stages[env]), hide_index=True, width="stretch")
-    st.vega_lite_chart(interval_chart(rows), width="stretch")
-    st.dataframe(leaderboard_frame(rows), hide_index=True, width="stretch")
-    env_curves = curves[curves["env"] == env] if not curves.empty else curves
-    if not env_curves.empty:
+        st.table(as_text(progression_frame(summary.progression[env]), "stage"))
+    st.vega_lite_chart(interval_chart(rows, references(chosen, env)), width="stretch")
+    st.table(as_text(leaderboard_frame(rows), "implementation"))
+    for note in env_notes(chosen, summary, env):
+        st.markdown(note)
+    curves = curves_chart(summary.curves, env)
+    if curves:
         st.caption("Mean training reward per step (over seeds); DPO rows are not drawn: their per-step number "
                    "is the preference margin, not the environment's reward")
-        st.line_chart(env_curves.pivot_table(index="step", columns="implementation", values="reward_mean"),
-                      height=260, x_label="step", y_label="reward")
+        st.vega_lite_chart(curves, width="stretch")
     if env in chosen.passk:
         st.caption("pass@k on held-out problems (unbiased estimator; temperature 1): where RL raises pass@1 "
                    "but not pass@k at large k, it sharpened rather than added abilities")
-        st.line_chart(passk_frame(chosen.passk[env]), height=260, x_label="k", y_label="pass@k")
-        paired = passk_comparison(chosen.passk[env])
+        st.vega_lite_chart(passk_chart(chosen.passk[env]), width="stretch")
+        paired = summary.passk_rows.get(env)
         if paired:
-            st.dataframe(passk_comparison_frame(paired), hide_index=True, width="stretch")
-            st.markdown(ui.md(passk_reading(paired)))
+            st.table(as_text(passk_comparison_frame(paired), "model"))
+            st.markdown(ui.md(summary.passk_readings[env]))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]
         pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i: cells[i]["cell"], key=f"cell-{env}")

@@ -10,7 +10,8 @@ import streamlit as st
 
 from app import routes, state, ui
 from app.presentation.common import DIMENSION_LABELS, DIMENSIONS, Lookup, all_params, first_param, lookup_work, work_label
-from app.presentation.search import PAGE_SIZE, SearchState, algorithm_names, md_link, why_matched
+from app.presentation.search import (PAGE_SIZE, RESULT_TITLE_CSS, SearchState, algorithm_names, export_choices, md_link,
+                                     show_more_like_top, why_matched)
 from papers.schema import KINDS
 from papers import worksets
 from papers.authors import display_authors
@@ -112,7 +113,29 @@ if not state.search_available():
 if restrict_problem:
     st.warning(ui.md(restrict_problem), icon=":material/person_search:")
 
-index = state.search_index()
+keyword_only = False
+if state.search_ready():
+    index = state.search_index()
+elif likes is not None:  # similar works need the embeddings: wait for the full index
+    with st.spinner("Loading the search index (once per server: the embedding model, and on a fresh data folder "
+                    "the embeddings of every work) ...", show_time=True):
+        index = state.search_index()
+else:  # answer from the keyword index now; the full index loads after this script, then the page reruns
+    state.want_search_index()
+    with st.spinner("Indexing the catalog's words ..."):
+        index = state.keyword_index()
+    keyword_only = True
+
+    @st.fragment(run_every=2.0)
+    def _rerun_when_ready() -> None:
+        if state.search_ready():
+            st.rerun(scope="app")
+
+    st.info("Keyword matches only (BM25), while the meaning-based index loads in the background (once per server; "
+            "on a fresh data folder it first embeds every work, a minute or more). This page updates itself when "
+            "it is ready.", icon=":material/hourglass_top:")
+    _rerun_when_ready()
+mode = "lexical" if keyword_only else current.mode
 if likes is not None:
     # works similar to one or several works: search?like=<key>[,<key> ...]
     missing = [lk for lk in likes if lk.found is None]
@@ -138,8 +161,7 @@ else:
     try:
         filters = SearchFilters(**current.filter_kwargs(), keys=restrict)
         page_no = current.page
-        res = index.search(current.q, k=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, filters=filters,
-                           mode=current.mode)
+        res = index.search(current.q, k=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, filters=filters, mode=mode)
     except (KeyError, ValueError) as e:  # a filter value the index does not know: say so, no traceback
         st.warning(f"This search cannot run: {ui.md(e.args[0] if e.args else e)}", icon=":material/filter_alt_off:")
         st.stop()
@@ -148,8 +170,7 @@ else:
         page_no = pages
         current = current.with_page(pages)
         ss["s_page"] = pages
-        res = index.search(current.q, k=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, filters=filters,
-                           mode=current.mode)
+        res = index.search(current.q, k=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, filters=filters, mode=mode)
     total, page_hits = res.total, res.hits
     all_keys = None  # computed below, only for the downloads
     ui.publish(SCOPE, widget_state(current), {**current.to_params(), **people_params})
@@ -174,13 +195,19 @@ if not page_hits:
     st.stop()
 
 if all_keys is None:
-    full = index.search(current.q, k=max(total, 1), offset=0, filters=filters, mode=current.mode)
+    full = index.search(current.q, k=max(total, 1), offset=0, filters=filters, mode=mode)
     all_keys = [h.key for h in full.hits]
-ui.export_buttons(all_keys, stem="atlas-search", key="dl")
-with st.container(horizontal=True, gap="small"):
-    if likes is None and len(page_hits) > 1:
-        ui.page_link(routes.search(like=",".join(h.key for h in page_hits[:3])), "More like the top 3",
-                     icon=":material/auto_awesome:")
+choices = export_choices(len(all_keys), like=likes is not None)
+with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):
+    pick = st.segmented_control("Export", range(len(choices)), default=0, required=True, key="s_export",
+                                format_func=lambda i: choices[i].label,
+                                help="The file name says which: …-top10 or …-all171.") if len(choices) > 1 else 0
+    chosen = choices[pick if pick is not None and pick < len(choices) else 0]
+    ui.export_buttons(all_keys[:chosen.count], stem=chosen.stem, key="dl")
+if show_more_like_top(current.q, likes is not None, len(page_hits)):
+    ui.page_link(routes.search(like=",".join(h.key for h in page_hits[:3])), "More like the top 3",
+                 icon=":material/auto_awesome:")
+st.html(f"<style>{RESULT_TITLE_CSS}</style>")
 
 start = (current.page - 1) * PAGE_SIZE if likes is None else 0
 for rank, hit in enumerate(page_hits, start=start + 1):

@@ -66,7 +66,11 @@ def show_node(node_id: str) -> None:
         + (f" ({page.direct_works} placed here directly)" if has_children else "")
     )
     st.markdown(page.description)
-    for _, blocks in node_sections(NodeContext(cat, node_id, load_grids=state.comparison_results)):
+    # once per server the implementations' registry is imported (torch) and a grid without a stored summary scored
+    with st.spinner("Loading the reference implementations and their comparison results (once per server) ...",
+                    show_time=True):
+        sections = node_sections(NodeContext(cat, node_id, load_grids=state.comparison_results))
+    for _, blocks in sections:
         show_blocks(blocks)
 
     if page.children:

@@ -115,8 +115,12 @@ with tab_place:
     else:
         st.caption("No other work shares its nodes.")
 with tab_meaning:
-    index = state.search_index() if state.search_available() else None
-    if index is not None and w.key in index:
+    index = state.search_index() if state.search_ready() else None
+    if index is None and state.search_available():  # never wait here: it loads after this page
+        state.want_search_index()
+        st.caption("The search index is loading in the background (once per server; on a fresh data folder it "
+                   "first embeds every work): similar works appear here on your next visit.")
+    elif index is not None and w.key in index:
         hits = index.similar(key=w.key, k=8)
         frame = results_frame(cat, hits)
         frame["why"] = [f"similarity {h.score:.2f}" for h in hits]

@@ -4,11 +4,24 @@
 ``load_results`` reads one folder into ``GridResults`` (cells, references, pass@k, with the board, the
 progression and the curves computed by ``board``). The app imports this module only, so the statistics and
 the pass@k sentence it shows are re-exported here.
+
+``GridResults.summary()`` is what the explorer reads: every statistic of a grid computed once for what its
+records hold (``summary_key``: a hash of the records and of the statistics' source), kept in this process
+and as a JSON file under ``data_dir()/compare-summaries/`` (plain JSON, never a pickle), so a node page or
+the Compare page never recomputes a bootstrap the records and the code have not changed since. A shipped
+grid also carries its summary (``lab/results/<grid>/summary.json``), so a fresh data folder starts with
+them; it is used only while its key matches, and rewritten with
+
+    python -m lab.compare.results          # after a change to the shipped results or to the statistics
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+import logging
+import os
+import threading
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,8 +34,10 @@ from .board import grid_tests, leaderboard, passk_comparison, progression
 from .folder import BadRecord, GridDir, bad_records, cell_results, read_record
 from .report import passk_reading
 
-__all__ = ["RESULTS", "GridResults", "available_results", "heldout_families", "load_results", "passk_comparison",
-           "passk_reading"]
+__all__ = ["RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families", "load_results",
+           "passk_comparison", "passk_reading", "summary_key"]
+
+_log = logging.getLogger(__name__)
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"  # shipped results, one folder per grid
 
@@ -40,6 +55,13 @@ class GridResults:
     warm: dict[str, dict] = field(default_factory=dict)  # env -> the warm start's record (held-out without RL)
     base: dict[str, dict] = field(default_factory=dict)  # env -> the untrained model's held-out record
     bad: list[str] = field(default_factory=list)  # cell records that could not be used (file: why)
+    # env -> what a policy scores that never reads the map (benchmarks/frozenlake_open_loop.py --out
+    # <results>/map-blind/<env>.json): {"best": {turn: held-out success}, "maps": n, ...}
+    map_blind: dict[str, dict] = field(default_factory=dict)
+
+    def summary(self) -> "GridSummary":
+        """Every statistic the explorer shows, computed once per content (``grid_summary``)."""
+        return grid_summary(self)
 
     def families(self) -> dict[str, list[str]]:
         """env -> the family of each held-out problem (``heldout_families``), for the environments whose
@@ -118,6 +140,104 @@ class GridResults:
                 f"--model DATA_DIR/compare/{name}/warm/{env} --out runs/{cell['cell']}")
 
 
+@dataclass(frozen=True)
+class GridSummary:
+    """What a grid's records imply, as the explorer shows it: the leaderboard, the stages, the curves, and per
+    environment with a pass@k record its paired comparison and reading. Plain data (JSON round-trips it)."""
+
+    key: str
+    board: dict[str, list[dict]]
+    progression: dict[str, list[dict]]
+    curves: list[dict]
+    passk_rows: dict[str, list[dict]]
+    passk_readings: dict[str, str | None]
+
+    @classmethod
+    def compute(cls, grid: GridResults, key: str) -> "GridSummary":
+        rows = {env: passk_comparison(record) for env, record in sorted(grid.passk.items())}
+        return cls(key, grid.board(), grid.progression(), grid.curves(), rows,
+                   {env: passk_reading(r) for env, r in rows.items()})
+
+
+SUMMARY_VERSION = 1  # the shape of GridSummary: a new field or meaning makes every stored summary stale
+SHIPPED_SUMMARY = "summary.json"  # beside a shipped grid's records
+
+
+def _statistics_source() -> bytes:
+    """The source of what computes a summary: a change to the statistics makes every stored summary stale."""
+    from reference_impls import stats
+
+    from . import board, report
+
+    # this module too: it chooses what the board is given (problem families, the grid's tests)
+    return (b"".join(Path(m.__file__).read_bytes() for m in (board, report, stats)) + Path(__file__).read_bytes()
+            + f"v{SUMMARY_VERSION}".encode())
+
+
+def summary_key(grid: GridResults) -> str:
+    """A hash of everything a summary is computed from: the grid's records (spec, cells, references, pass@k) and
+    the source of the statistics that read them."""
+    records = json.dumps([grid.spec, grid.cells, grid.passk, grid.warm, grid.base], sort_keys=True, default=str)
+    return hashlib.sha256(records.encode() + _statistics_source()).hexdigest()[:32]
+
+
+def summary_dir() -> Path:
+    return data_dir() / "compare-summaries"
+
+
+_summaries: dict[str, GridSummary] = {}  # this process's summaries by key
+_summary_locks: dict[str, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def _read_summary(path: Path, key: str) -> GridSummary | None:
+    """A stored summary, or None when it is missing, unreadable or not this key's (then it is recomputed)."""
+    try:
+        stored = json.loads(path.read_text())
+        summary = GridSummary(**stored)
+    except (OSError, ValueError, TypeError) as err:
+        if path.exists():
+            _log.warning("recomputing the comparison summary %s: %s", path, err)
+        return None
+    return summary if summary.key == key else None
+
+
+def _write_summary(path: Path, summary: GridSummary) -> None:
+    """Store a summary (through a temporary file: a reader never sees half); a failure only costs a recompute."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(asdict(summary)))
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError) as err:
+        _log.warning("could not store the comparison summary %s: %s", path, err)
+
+
+def grid_summary(grid: GridResults) -> GridSummary:
+    """The grid's summary: from this process, else from its JSON file, else computed and stored. Two threads
+    asking for the same one (a page and the background warm-up) compute it once: the second waits."""
+    key = summary_key(grid)
+    found = _summaries.get(key)
+    if found is not None:
+        return found
+    with _locks_lock:
+        lock = _summary_locks.setdefault(key, threading.Lock())
+    with lock:
+        found = _summaries.get(key)
+        if found is None:
+            path = summary_dir() / f"{key}.json"
+            found = _read_summary(path, key)
+            if found is None and grid.shipped:
+                found = _read_summary(grid.folder / SHIPPED_SUMMARY, key)
+            if found is None:
+                found = GridSummary.compute(grid, key)
+                _write_summary(path, found)
+            _summaries[key] = found
+    return found
+
+
+
+
 @lru_cache(maxsize=64)
 def heldout_families(env: str, env_options_json: str, n: int, seed: int) -> tuple[str, ...] | None:
     """The family of each of the grid's held-out problems, in order (the calculator's computations, search's
@@ -180,7 +300,8 @@ def load_results(folder: Path, shipped: bool) -> GridResults | None:
             warm[p.stem if p.is_file() else p.name] = loaded
     label = spec.get("label") or spec.get("name", folder.name)
     return GridResults(f"{label} ({'shipped' if shipped else 'yours: ' + str(folder)})", folder, spec,
-                       cell_results(None, GridDir(folder)), passk, shipped, warm, base, bad)
+                       cell_results(None, GridDir(folder)), passk, shipped, warm, base, bad,
+                       {env: r for env, r in _records(folder / "map-blind", bad).items() if r.get("best")})
 
 
 def available_results() -> list[GridResults]:
@@ -193,3 +314,19 @@ def available_results() -> list[GridResults]:
                 if r is not None:
                     found.append(r)
     return found
+
+
+def write_shipped_summaries() -> list[Path]:
+    """Compute every shipped grid's summary and write it beside its records (``SHIPPED_SUMMARY``)."""
+    written = []
+    for grid in available_results():
+        if grid.shipped:
+            path = grid.folder / SHIPPED_SUMMARY
+            path.write_text(json.dumps(asdict(grid_summary(grid)), indent=1) + "\n")
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in write_shipped_summaries():
+        print(f"wrote {written_path}")

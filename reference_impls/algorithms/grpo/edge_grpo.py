@@ -100,7 +100,7 @@ def rescore(ctx: Context, problem, sample: Sample, final_text: str) -> tuple[flo
     """The environment's reward and info for a corrected response: a fresh episode replays the response's
     model turns before its last, then ``final_text`` (what follows the cue) as the last turn; a last turn that
     does not end the episode (no answer) scores 0."""
-    env = ctx.task.make(problem, **ctx.rollout_config.env_config)
+    env = ctx.task.make(problem, ctx.rollout_config.env_config)
     env.reset()
     for start, end in sample.turn_spans[:-1]:
         result = step_all([env], [ctx.tokenizer.decode(sample.completion_ids[start:end], skip_special_tokens=True)])[0]
@@ -174,7 +174,7 @@ def corrections(ctx: Context, samples: list[Sample], problems: list, picks: list
     tok = ctx.tokenizer
     cue = tok(REFLECTION, add_special_tokens=False)["input_ids"]
     regen = [i for i, kind in picks if kind == "regenerate"]
-    stop = ctx.task.make(problems[samples[regen[0]].group], **ctx.rollout_config.env_config).stop_strings if regen else ()
+    stop = ctx.task.make(problems[samples[regen[0]].group], ctx.rollout_config.env_config).stop_strings if regen else ()
     tails = dict(zip(regen, continuations(
         ctx, [samples[i].prompt_ids + without_eos(samples[i], tok.eos_token_id)[0] + cue for i in regen], stop)))
     return [corrected_sample(ctx, samples[i], problems[samples[i].group], kind, tails.get(i)) for i, kind in picks]

@@ -222,7 +222,7 @@ for rank, hit in enumerate(page_hits, start=start + 1):
             if w.authors:
                 st.caption(ui.md(display_authors(w.authors, limit=6)))
             if w.summary:
-                st.markdown(ui.md(w.summary) + (" *(low-confidence summary)*" if w.summary_confidence == "low" else ""))
+                st.markdown(ui.md(w.summary) + (" *(summary not checked against the paper)*" if w.summary_confidence == "low" else ""))
             why = why_matched(cat, hit)
             if why:
                 st.markdown(f":blue-badge[:material/lightbulb: why] {ui.md(why)}")

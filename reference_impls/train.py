@@ -476,7 +476,9 @@ class Trainer:
                 except pickle.UnpicklingError:
                     problem = ("cannot be read (a .pt file holds objects other than tensors and plain values; "
                                "those are never unpickled, as they could run code)")
-                except (SafetensorError, OSError, RuntimeError, EOFError, ValueError) as err:
+                # random bytes read as a legacy pickle fail anywhere in torch's restricted unpickler
+                except (SafetensorError, OSError, RuntimeError, EOFError, ValueError, IndexError, KeyError,
+                        TypeError, AttributeError) as err:
                     problem = f"cannot be read ({type(err).__name__}: {str(err)[:200]})"
             if problem is not None:
                 skipped.append(f"{ckpt.name}: {problem}")

@@ -41,9 +41,9 @@ below 0.05 (``relation``), the effect each comparison could have detected (``det
 once by ``verdict_sentence``. Planning a grid: ``detectable_at`` / ``seeds_for_detectable`` project the
 detectable effect to other seed and problem counts from a pilot's differences.
 
-The older two-level percentile bootstrap (``bootstrap_interval``, ``paired_difference``) stays for the
-callers that resample problems of one run (a record's own interval, the value-search comparison); the
-grid's verdicts no longer use it: at 3 seeds it under-covered (0.86-0.89 for a nominal 0.95) and its paired
+The older two-level percentile bootstrap (``bootstrap_interval``) stays for the callers that resample the
+problems of one run (a record's own interval, a value search's success rates); its paired form is gone, and
+the grid's verdicts no longer use it: at 3 seeds it under-covered (0.86-0.89 for a nominal 0.95) and its paired
 form rejected a true null 7-12% of the time with 4-5 discordant problems.
 """
 from __future__ import annotations
@@ -100,32 +100,6 @@ def bootstrap_interval(rows, draws: int = 2000, level: float = 0.95, seed: int =
     means = np.array([m[seeds[d]][:, problems[d]].mean() for d in range(draws)])
     lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
     return Interval(float(m.mean()), float(lo), float(hi))
-
-
-@dataclass(frozen=True)
-class Paired:
-    difference: Interval  # mean(a) - mean(b) and its interval
-    p_value: float  # two-sided bootstrap p: twice the smaller tail mass at 0
-    verdict: str  # "better", "worse" or "no significant difference" (a is compared with b)
-
-
-def paired_difference(a_rows, b_rows, draws: int = 2000, level: float = 0.95, seed: int = 0) -> Paired:
-    """Compare configuration a with b evaluated on the same problems (columns aligned)."""
-    a, b = _matrix(a_rows), _matrix(b_rows)
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"paired comparison needs the same problems: {a.shape[1]} vs {b.shape[1]} columns")
-    rng = np.random.default_rng(seed)
-    p = a.shape[1]
-    diffs = np.empty(draws)
-    for d in range(draws):
-        cols = rng.integers(0, p, size=p)
-        sa = rng.integers(0, a.shape[0], size=a.shape[0])
-        sb = rng.integers(0, b.shape[0], size=b.shape[0])
-        diffs[d] = a[sa][:, cols].mean() - b[sb][:, cols].mean()
-    lo, hi = np.quantile(diffs, [(1 - level) / 2, 1 - (1 - level) / 2])
-    p_value = float(min(1.0, 2 * min((diffs <= 0).mean(), (diffs >= 0).mean())))
-    verdict = "better" if lo > 0 else "worse" if hi < 0 else "no significant difference"
-    return Paired(Interval(float(a.mean() - b.mean()), float(lo), float(hi)), p_value, verdict)
 
 
 # -- the grid's tests: crossed seeds x problems, exact McNemar for one run, Holm, detectable effect, wording --

@@ -21,7 +21,7 @@ from lab.compare.report import export, passk_reading
 from lab.compare.results import _records, load_results
 from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir
-from reference_impls.stats import bootstrap_interval, paired_difference, pass_at_k, pass_at_k_curve
+from reference_impls.stats import bootstrap_interval, pass_at_k, pass_at_k_curve
 
 from inprocess import run_main
 
@@ -95,17 +95,6 @@ def test_bootstrap_interval_by_hand():
     assert 0.25 < wide.low < 0.5 < wide.high < 0.75
     with pytest.raises(ValueError):
         bootstrap_interval([])
-
-
-def test_paired_difference_verdicts():
-    ones, zeros = [[1] * 30, [1] * 30], [[0] * 30]
-    better = paired_difference(ones, zeros)
-    assert better.verdict == "better" and better.difference.mean == 1.0 and better.p_value == 0.0
-    assert paired_difference(zeros, ones).verdict == "worse"
-    same = paired_difference([[1, 0] * 15], [[1, 0] * 15])
-    assert same.verdict == "no significant difference" and same.difference.mean == 0.0
-    with pytest.raises(ValueError, match="same problems"):
-        paired_difference([[1, 0]], [[1, 0, 1]])
 
 
 # -- grid files ----------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
 (see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval``,
-``_baseeval``, ``_cell`` and ``_passk`` commands are the stages the driver starts, each in its own process.
+``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver starts, each in its own process.
 
 Owns the command line only: ``main`` parses it and calls the stages, the driver, the readers and the reports.
 """
@@ -26,8 +26,8 @@ from .folder import GridDir, bad_records
 from .grid import Grid, cell_id
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
-from .stages import (base_eval_stage, cell_stage, passk_stage, run, stage_process, status, warm_eval_stage,
-                     warm_stage)
+from .stages import (base_eval_stage, cell_stage, passk_stage, run, stage_process, status, trial_stage,
+                     warm_eval_stage, warm_stage)
 
 
 #: what ``report --json`` prints of each cell (beside its held-out per family); a record lacking one prints null
@@ -75,7 +75,8 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_baseeval", "_cell", "_passk"):
+    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_baseeval", "_trial", "_cell",
+                 "_passk"):
         s = sub.add_parser(name)
         s.add_argument("grid", help="grid name in lab/recipes/grids/ or a path to a grid file")
         s.add_argument("--dir", default=None, help="grid folder (default: the data dir's compare/<name>)")
@@ -95,9 +96,12 @@ def main(argv=None) -> int:
             s.add_argument("--problems", type=int, default=50, help="held-out problems")
         if name == "export":
             s.add_argument("--to", required=True, help="destination folder (e.g. lab/results/<grid>)")
-        if name == "_cell":
+        if name in ("_cell", "_trial"):
             s.add_argument("--impl", required=True)
+        if name == "_cell":
             s.add_argument("--seed", type=int, required=True)
+        if name == "_trial":
+            s.add_argument("--lr", type=float, required=True)
     args = p.parse_args(argv)
     try:
         grid = Grid.load(args.grid)
@@ -111,6 +115,8 @@ def main(argv=None) -> int:
         warm_eval_stage(grid, gdir, args.env)
     elif args.command == "_baseeval":
         base_eval_stage(grid, gdir, args.env)
+    elif args.command == "_trial":
+        trial_stage(grid, gdir, args.impl, args.lr)
     elif args.command == "_cell":
         cell_stage(grid, gdir, args.impl, args.seed)
     elif args.command == "_passk":

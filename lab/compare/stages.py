@@ -6,7 +6,7 @@ its held-out (``warm_eval_stage``), a cell (``cell_stage``: train, then evaluate
 _cell / _passk``), one at a time: a crash or OOM costs one cell, and the peak memory is the cell's own.
 
 Grids with an ``lr_sweep`` first run each implementation's learning-rate trials (``trial_stage``: trained
-like a cell of seed ``warm_seed``, scored on the validation split only; ``python -m lab.compare.stages
+like a cell of seed ``warm_seed``, scored on the validation split only; ``python -m lab.compare
 _trial``), then ``choose_lr``; the cells train with the chosen rate and are scored on the test problems once.
 
 A record's work part (``_train``): ``budget`` (``work_done``: the policy's rollout batches, episodes and
@@ -163,8 +163,7 @@ def _train(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr: fl
     pair_stats = load_pair_stats(run.pairs_path)
     steps_done = metrics[-1]["step"] if metrics else 0
     diagnostics = diagnostic_rows(metrics, uses_reference(config))
-    with open(folder / "diagnostics.jsonl", "w") as f:
-        f.writelines(json.dumps(row) + "\n" for row in diagnostics)
+    write_diagnostics(folder, diagnostics)
     complete, why = completion(config, steps_done)
     return {
         "cell": cell_id(impl, seed), "implementation": impl, "algo": config["algo"], "env": env, "seed": seed,
@@ -200,6 +199,12 @@ def uses_reference(config: dict) -> bool:
 
     algo_cls = ALGORITHMS[config["algo"]]
     return bool(algo_cls.uses_reference(build(algo_cls.Config, dict(config.get("algo_config", {})), "algo_config")))
+
+
+def write_diagnostics(folder: Path, rows: list[dict]) -> None:
+    """A cell's (or trial's) ``diagnostics.jsonl``: one JSON line per step (``diagnostic_rows``)."""
+    with open(folder / "diagnostics.jsonl", "w") as f:
+        f.writelines(json.dumps(row) + "\n" for row in rows)
 
 
 def diagnostic_rows(metrics: list[dict], with_reference: bool) -> list[dict]:
@@ -283,8 +288,7 @@ def _chosen_trial(gdir: GridDir, impl: str, seed: int, choice: dict | None, fold
     work = {k: v for k, v in record.items() if k not in TRIAL_KEYS}
     work["config"] = {**work["config"], "out": str(folder / "run")}
     work["trained_as"] = f"the chosen learning-rate trial ({trial.relative_to(gdir.path)}), moved here"
-    with open(folder / "diagnostics.jsonl", "w") as f:
-        f.writelines(json.dumps(row) + "\n" for row in work["diagnostics"])
+    write_diagnostics(folder, work["diagnostics"])
     return work
 
 
@@ -423,16 +427,16 @@ def validate(grid: Grid, gdir: GridDir) -> None:
                 raise ConfigError(f"grid {grid.name}, {where}: {err}") from None
 
 
-def stage_process(args: list[str], log: Path, module: str = "lab.compare") -> int:
-    """``python -m MODULE ARGS`` (a stage) in its own process, its output appended to ``log``; the exit code."""
+def stage_process(args: list[str], log: Path) -> int:
+    """``python -m lab.compare ARGS`` (a stage) in its own process, its output appended to ``log``; the exit code."""
     with open(log, "a") as f:
-        proc = subprocess.run([sys.executable, "-m", module, *args], stdout=f, stderr=subprocess.STDOUT,
+        proc = subprocess.run([sys.executable, "-m", "lab.compare", *args], stdout=f, stderr=subprocess.STDOUT,
                               env=dict(os.environ, HF_HUB_OFFLINE="1"))
     return proc.returncode
 
 
 def sweep(grid: Grid, gdir: GridDir, impls: list[str], grid_arg: str, out=sys.stdout) -> int:
-    """Each of ``impls``' missing learning-rate trials (each in its own process: ``python -m lab.compare.stages
+    """Each of ``impls``' missing learning-rate trials (each in its own process: ``python -m lab.compare
     _trial``), then its choice; returns the number of implementations left without a choice."""
     failed = 0
     for impl in impls:
@@ -446,7 +450,7 @@ def sweep(grid: Grid, gdir: GridDir, impls: list[str], grid_arg: str, out=sys.st
             print(f"lr trial {impl} lr {lr:g} (scored on validation) ...", file=out, flush=True)
             folder.mkdir(parents=True, exist_ok=True)
             if stage_process(["_trial", grid_arg, "--dir", str(gdir.path), "--impl", impl, "--lr", repr(lr)],
-                             folder / "log.txt", module="lab.compare.stages"):
+                             folder / "log.txt"):
                 print(f"  failed: see {folder / 'log.txt'}", file=out, flush=True)
         try:
             choice = choose_lr(grid, gdir, impl)
@@ -559,22 +563,3 @@ def status(grid: Grid, gdir: GridDir) -> list[dict]:
                      "heldout": None if result is None else result["heldout"]})
     return rows
 
-
-def _main(argv=None) -> int:
-    """``python -m lab.compare.stages _trial GRID --dir DIR --impl ID --lr LR``: one learning-rate trial, the
-    stage ``sweep`` starts in its own process."""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m lab.compare.stages")
-    p.add_argument("command", choices=("_trial",))
-    p.add_argument("grid")
-    p.add_argument("--dir", required=True)
-    p.add_argument("--impl", required=True)
-    p.add_argument("--lr", type=float, required=True)
-    args = p.parse_args(argv)
-    trial_stage(Grid.load(args.grid), GridDir(args.dir), args.impl, args.lr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())

@@ -44,7 +44,18 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
     if loaded is None:  # a folder without its grid.yaml: nothing was run there
         print(f"error: {gdir.path}: no grid.yaml (not a grid folder, or the grid has not run)", file=sys.stderr)
         return 2
-    wanted = {cell_id(impl, seed) for impl, seed in grid.cells()}
+    # the folder is reported as it was run (its own grid.yaml): a shipped grid stays readable after the grid's
+    # file has moved on (the core grid of issue 42 is a new draw with other environments and seeds)
+    try:
+        ran = Grid.from_dict(loaded.spec, str(gdir.path / "grid.yaml"))
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if (ran.implementations, ran.seeds, ran.eval_n, ran.eval_seed) != (
+            grid.implementations, grid.seeds, grid.eval_n, grid.eval_seed):
+        print(f"note: {gdir.path} holds the grid as it was run (its grid.yaml), not {args.grid} as it is now",
+              file=sys.stderr)
+    wanted = {cell_id(impl, seed) for impl, seed in ran.cells()}
     loaded.cells = [c for c in loaded.cells if c.get("cell") in wanted]
     if args.json:
         families = loaded.families()

@@ -13,6 +13,12 @@ Levels (size, probability that a tile is frozen): 1 = 4x4, 0.85; 2 = 5x5, 0.8; 3
 4 = 8x8, 0.75. Each problem's map is ``generate_random_map`` with a seed derived from
 ``(split, seed, level, index)``; maps whose shortest path is shorter than the level's minimum are
 redrawn, and BFS confirms a path (gymnasium checks too).
+Orientation: gymnasium always puts S in the top-left corner and G in the bottom-right, so a policy that
+never reads the map ("down right" every turn) solves about 30% of the maps. ``orientation="any"`` turns
+and mirrors each map by one of the 8 symmetries of the square (drawn with the map), so S and G sit in
+any pair of opposite corners and a fixed move sequence no longer transfers between maps
+(``benchmarks/frozenlake_open_loop.py`` measures the best map-blind policy). ``"fixed"`` (the default)
+keeps gymnasium's layout.
 Splits: a map is ``train`` or ``heldout`` by a stable hash of the map itself (one in four held out),
 so no held-out map is ever trained on, under any seed.
 Progress (for the shaping switch): ``1 - d(now) / d(start)`` with ``d`` the BFS distance to the goal
@@ -74,26 +80,47 @@ def bfs(grid, start=None) -> list[str] | None:
     return None
 
 
-def make_problem(split: str, seed: int, level: int, index: int) -> Problem:
+ORIENTATIONS = ("fixed", "any")
+
+
+def symmetry(grid: tuple[str, ...], k: int) -> tuple[str, ...]:
+    """``grid`` under the ``k``-th symmetry of the square (0 = itself; 1-3 = turned by 90, 180, 270 degrees
+    clockwise; 4-7 = those mirrored left-right)."""
+    rows = [list(r) for r in grid]
+    for _ in range(k % 4):
+        rows = [list(r) for r in zip(*rows[::-1])]  # a quarter turn clockwise
+    if k >= 4:
+        rows = [r[::-1] for r in rows]
+    return tuple("".join(r) for r in rows)
+
+
+def make_problem(split: str, seed: int, level: int, index: int, orientation: str = "fixed") -> Problem:
     from gymnasium.envs.toy_text.frozen_lake import generate_random_map
 
+    if orientation not in ORIENTATIONS:
+        raise ValueError(f"orientation must be one of {', '.join(ORIENTATIONS)}, not {orientation!r}")
     size, p, min_len = LEVELS[level]
     rng = random.Random(f"frozenlake/{split}/{seed}/{level}/{index}")
+    # a separate stream, so the "fixed" maps stay exactly the maps drawn before the option existed
+    turn = random.Random(f"frozenlake-orientation/{split}/{seed}/{level}/{index}")
     for _ in range(10_000):
         grid = tuple(generate_random_map(size=size, p=p, seed=rng.randrange(2**31)))
+        if orientation == "any":
+            grid = symmetry(grid, turn.randrange(8))
         if split_of("frozenlake/" + "/".join(grid)) != split:
             continue
         plan = bfs(grid)
         if plan is not None and len(plan) >= min_len:
-            return Problem(grid, tuple(plan), level, f"level{level}", split, f"{split}-{seed}-{level}-{index}")
+            return Problem(grid, tuple(plan), level, f"level{level}", split,
+                           f"{split}-{seed}-{level}-{index}" + ("-any" if orientation == "any" else ""))
     raise RuntimeError("no FrozenLake map found")  # pragma: no cover - never happens for these levels
 
 
-def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)) -> list[Problem]:
+def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3), orientation: str = "fixed") -> list[Problem]:
     if split not in ("train", "heldout"):
         raise ValueError("split must be 'train' or 'heldout'")
     levels = tuple(levels)
-    return [make_problem(split, seed, levels[i % len(levels)], i // len(levels)) for i in range(n)]
+    return [make_problem(split, seed, levels[i % len(levels)], i // len(levels), orientation) for i in range(n)]
 
 
 @dataclass
@@ -102,6 +129,9 @@ class FrozenLakeConfig(GridGameOptions):
 
     levels: tuple[int, ...] = option((1, 2, 3), "Map levels: 1 = 4x4, 2 = 5x5, 3 = 6x6, 4 = 8x8 (denser holes "
                                      "and longer paths as the level rises).", choices=(1, 2, 3, 4))
+    orientation: str = option("fixed", "fixed = gymnasium's layout (S top-left, G bottom-right: a map-blind 'down "
+                              "right' solves ~30%); any = each map turned or mirrored at random, so S and G sit in "
+                              "any two opposite corners and the policy must read the map.", choices=ORIENTATIONS)
 
 
 class _Lake:
@@ -169,7 +199,7 @@ def demonstration(problem: Problem, config: FrozenLakeConfig | None = None) -> l
 
 
 def _problems(split: str, n: int, seed: int, config: FrozenLakeConfig) -> list[Problem]:
-    return problems(split, n, seed, levels=config.levels)
+    return problems(split, n, seed, levels=config.levels, orientation=config.orientation)
 
 
 SPEC = EnvSpec("frozenlake", FrozenLakeConfig, _problems, FrozenLakeEnv, demonstration,

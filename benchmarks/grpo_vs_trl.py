@@ -24,7 +24,17 @@ that seed), handed to TRL as an unshuffled dataset (``shuffle_dataset=False``, s
 ``kP..kP+P-1``, each repeated G times) and to our trainer through its ``draw`` seam (the same P problems at
 step k). ``--seeds 0,1,2`` runs both trainers once per seed (the seed also seeds sampling) and reports the
 per-step reward difference ours - TRL, paired on (seed, step), with a 95% t-interval: the two sides see the
-same problems, so what remains is sampling noise and the trainers' updates.
+same problems, so what remains is sampling noise and the trainers' updates. The reward difference is also
+reported with the seed as the unit (each seed's mean difference over its steps, a t-interval over seeds): the
+steps of one run are not independent, so the (seed, step) interval is the narrower, less safe one.
+
+How it is measured (issue 42): tokens are counted alike on both sides from the rollouts themselves: ``model``
+tokens (what the policy wrote, loss-masked in) and ``completion`` tokens (the model's plus the tool results');
+TRL's own ``completions/mean_length`` is kept beside them. Throughput is model tokens per second. The two
+sides alternate which runs first (seed 0: ours first; seed 1: TRL first; ...), each child pins torch to
+``--threads`` threads (recorded), and the 1-minute load is sampled every minute while the benchmark runs.
+``--trl-engine generate,cached`` runs TRL once per engine beside one run of ours per seed, so the trainer's
+share and the rollout engine's share of the difference are separate figures.
 """
 from __future__ import annotations
 
@@ -36,6 +46,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -99,14 +110,17 @@ def run_ours(a) -> dict:
 
 def _loop_ours(trainer, a) -> dict:
     trainer.t_start = time.time()
-    times, tokens, rewards = [], [], []
+    times, tokens, rewards, model_tokens, completion_tokens = [], [], [], [], []
     for _ in range(a.steps):
         t0 = time.time()
-        metrics, _ = trainer.train_step()
+        metrics, samples = trainer.train_step()
         times.append(time.time() - t0)
         tokens.append(metrics["completion_len_mean"])
         rewards.append(metrics["reward_mean"])
-    return {"step_s": times, "completion_len_mean": tokens, "reward_mean": rewards}
+        model_tokens.append(sum(sum(s.loss_mask) for s in samples) / max(len(samples), 1))
+        completion_tokens.append(sum(len(s.completion_ids) for s in samples) / max(len(samples), 1))
+    return {"step_s": times, "completion_len_mean": tokens, "reward_mean": rewards, "model_tokens": model_tokens,
+            "completion_tokens": completion_tokens}
 
 
 def step_timer():
@@ -158,10 +172,11 @@ def run_trl_multi_turn(a) -> dict:
                           processing_class=tok, rollout_func=rollout_func, callbacks=[timer])
     trainer.train()
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h]
-    # TRL's completion length counts model tokens only (env_mask); ours counts model + tool tokens: report
-    # ours' definition on both sides, from the rollouts themselves
+    # TRL's completions/mean_length counts model tokens only (env_mask), our completion_len_mean model + tool
+    # tokens: the comparison uses model_tokens / completion_tokens, counted alike from the rollouts
     return {"step_s": times, "completion_len_mean": [h["completions/mean_length"] for h in logs],
             "reward_mean": [sum(r) / len(r) for r in rollout.rewards], "tool_calls": rollout.tool_calls,
+            "model_tokens": rollout.model_tokens, "completion_tokens": rollout.completion_tokens,
             "engine": a.trl_engine, "problems": seen}
 
 
@@ -200,17 +215,21 @@ def run_trl(a) -> dict:
                           callbacks=[timer])
     trainer.train()
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h]
-    return {"step_s": times, "completion_len_mean": [h["completions/mean_length"] for h in logs],
-            "reward_mean": [h.get("reward") for h in logs]}
+    lengths = [h["completions/mean_length"] for h in logs]
+    return {"step_s": times, "completion_len_mean": lengths, "reward_mean": [h.get("reward") for h in logs],
+            "model_tokens": lengths, "completion_tokens": lengths}  # single turn: no tool tokens
 
 
 def child(which: str, a) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     import torch
 
+    if a.threads:
+        torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     result = run_ours(a) if which == "ours" else run_trl(a)
     result["peak_rss_mb"] = peak_rss_mb()
+    result["torch_threads"] = torch.get_num_threads()
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -225,7 +244,10 @@ def main() -> int:
     p.add_argument("--lr", type=float, default=1e-5)
     p.add_argument("--multi-turn", action="store_true", help="the calculator's tool over several turns (see above)")
     p.add_argument("--turn-tokens", type=int, default=24, help="--multi-turn: max new tokens per turn")
-    p.add_argument("--trl-engine", choices=("generate", "cached"), default="generate")
+    p.add_argument("--trl-engine", default="generate",
+                   help="--multi-turn: TRL's rollout engine(s), generate and/or cached, comma-separated "
+                        "(one TRL run per engine and seed beside one of ours)")
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads in each side's process")
     p.add_argument("--sft-steps", type=int, default=0, help="--multi-turn: warm-start --model first into "
                    "/tmp/grpo_vs_trl_sft (then both sides start from it)")
     p.add_argument("--levels", default="1,2", help="--multi-turn: calculator levels of the problems, e.g. 1 or 1,2")
@@ -235,6 +257,10 @@ def main() -> int:
     p.add_argument("--child", choices=["ours", "trl"])
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
+    engines = [e for e in str(a.trl_engine).split(",") if e]
+    bad = [e for e in engines if e not in ENGINES]
+    if bad or not engines or (len(engines) > 1 and not a.multi_turn):
+        p.error(f"--trl-engine: one or more of {', '.join(ENGINES)} (several only with --multi-turn), not {a.trl_engine!r}")
     if a.child:
         child(a.child, a)
         return 0
@@ -249,35 +275,86 @@ def main() -> int:
                            env=dict(os.environ, HF_HUB_OFFLINE="1"))
         a.model, a.sft_steps = str(sft_dir), 0
     seeds = [int(x) for x in str(a.seeds).split(",")] if a.multi_turn else [a.seed]
+    sides = ["ours"] + [side_name(e, engines) for e in engines]
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "args": vars(a),
-               "load_before": os.getloadavg(), "runs": {}}
-    for seed in seeds:
-        for which in ("ours", "trl"):
+               "versions": versions(), "load_before": os.getloadavg(), "runs": {}}
+    sampler = LoadSampler()
+    for i, seed in enumerate(seeds):
+        # alternate which side runs first, so a drift of the machine's load does not always favour one side
+        for which in (sides if i % 2 == 0 else sides[::-1]):
             cell = out / f"{which}_seed{seed}.json" if out else None
             if cell and cell.exists():  # finished before a stop: keep it
                 results["runs"][f"{which}/{seed}"] = json.loads(cell.read_text())
                 continue
-            results["runs"][f"{which}/{seed}"] = r = run_child(which, seed, a)
+            engine = which.split("-", 1)[1] if "-" in which else engines[0]
+            results["runs"][f"{which}/{seed}"] = r = run_child(which.split("-")[0], seed, a, engine)
+            r["order"] = "ours first" if i % 2 == 0 else "trl first"
             if cell:
                 cell.write_text(json.dumps(r))
-    for which in ("ours", "trl"):
+    for which in sides:
         results[which] = summarise([results["runs"][f"{which}/{s}"] for s in seeds], a)
-    results["ratio_s_per_step_ours_over_trl"] = results["ours"]["s_per_step_median"] / results["trl"]["s_per_step_median"]
-    results["throughput_ratio_ours_over_trl"] = (results["ours"]["completion_tokens_per_s"]
-                                                 / results["trl"]["completion_tokens_per_s"])
-    results["ratio_peak_rss_ours_over_trl"] = results["ours"]["peak_rss_mb"] / results["trl"]["peak_rss_mb"]
-    if a.multi_turn:  # same problems on both sides only there
-        results["same_problems_every_step"] = all(results["runs"][f"ours/{s}"]["problems"]
-                                                  == results["runs"][f"trl/{s}"]["problems"] for s in seeds)
-        results["reward_ours_minus_trl"] = paired_reward_difference(results["runs"], seeds)
+    for trl in sides[1:]:
+        tag = "" if trl == "trl" else "_" + trl.split("-", 1)[1]
+        results[f"ratio_s_per_step_ours_over_trl{tag}"] = results["ours"]["s_per_step_median"] / results[trl]["s_per_step_median"]
+        results[f"throughput_ratio_ours_over_trl{tag}"] = (results["ours"]["model_tokens_per_s"]
+                                                           / results[trl]["model_tokens_per_s"])
+        results[f"ratio_peak_rss_ours_over_trl{tag}"] = results["ours"]["peak_rss_mb"] / results[trl]["peak_rss_mb"]
+        if a.multi_turn:  # same problems on both sides only there
+            results[f"same_problems_every_step{tag}"] = all(results["runs"][f"ours/{s}"]["problems"]
+                                                           == results["runs"][f"{trl}/{s}"]["problems"] for s in seeds)
+            results[f"reward_ours_minus_trl{tag}"] = paired_reward_difference(results["runs"], seeds, trl)
+            results[f"reward_ours_minus_trl_by_seed{tag}"] = seed_reward_difference(results["runs"], seeds, trl)
     results["load_after"] = os.getloadavg()
+    results["load_per_minute"] = sampler.stop()
     print(json.dumps(results, indent=None if a.json else 2))
     return 0
 
 
-def run_child(which: str, seed: int, a) -> dict:
-    argv = [sys.executable, "-m", "benchmarks.grpo_vs_trl", "--child", which, "--seed", str(seed)]
-    argv += [x for k, v in vars(a).items() if k not in ("child", "json", "multi_turn", "seed", "seeds", "results_dir")
+ENGINES = ("generate", "cached")
+
+
+def side_name(engine: str, engines: list[str]) -> str:
+    """``trl`` with one engine (the names earlier results folders used), ``trl-<engine>`` with several."""
+    return "trl" if len(engines) == 1 else f"trl-{engine}"
+
+
+def versions() -> dict:
+    from importlib.metadata import version
+
+    out = {}
+    for name in ("torch", "transformers", "trl"):
+        try:
+            out[name] = version(name)
+        except Exception:  # noqa: BLE001 - a missing package is recorded, not fatal
+            out[name] = None
+    try:
+        out["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        out["commit"] = None
+    return out
+
+
+class LoadSampler:
+    """The 1-minute load average, sampled every ``every`` seconds in a daemon thread until ``stop()``."""
+
+    def __init__(self, every: float = 60.0):
+        self.samples = [(0.0, os.getloadavg()[0])]
+        self.t0, self.every, self.done = time.time(), every, threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while not self.done.wait(self.every):
+            self.samples.append((round(time.time() - self.t0, 1), os.getloadavg()[0]))
+
+    def stop(self) -> list[tuple[float, float]]:
+        self.done.set()
+        return self.samples
+
+
+def run_child(which: str, seed: int, a, engine: str) -> dict:
+    argv = [sys.executable, "-m", "benchmarks.grpo_vs_trl", "--child", which, "--seed", str(seed), "--trl-engine", engine]
+    argv += [x for k, v in vars(a).items()
+             if k not in ("child", "json", "multi_turn", "seed", "seeds", "results_dir", "trl_engine")
              and v is not None and v is not False for x in (f"--{k.replace('_', '-')}", str(v))]
     if a.multi_turn:
         argv.append("--multi-turn")
@@ -293,29 +370,47 @@ def run_child(which: str, seed: int, a) -> dict:
 
 
 def summarise(runs: list[dict], a) -> dict:
-    """One side over its seeds: median s/step (the first step of each run is warm-up), completion tokens
-    per second over the timed steps, mean reward over all steps and per step, the largest peak RSS."""
+    """One side over its seeds: median s/step (the first step of each run is warm-up), model and completion
+    tokens per second over the timed steps (counted alike on both sides), mean reward over all steps and per
+    step, the largest peak RSS, the torch threads."""
     timed = [t for r in runs for t in (r["step_s"][1:] or r["step_s"])]
     n = a.prompts * a.group_size
-    tokens = sum(n * sum(r["completion_len_mean"][1:] if len(r["step_s"]) > 1 else r["completion_len_mean"])
-                 for r in runs)
+
+    def per_s(key):
+        return sum(n * sum(r[key][1:] if len(r["step_s"]) > 1 else r[key]) for r in runs) / sum(timed)
+
     per_step = [statistics.mean(r["reward_mean"][k] for r in runs) for k in range(min(len(r["reward_mean"]) for r in runs))]
-    return {"s_per_step_median": statistics.median(timed), "completion_tokens_per_s": tokens / sum(timed),
+    return {"s_per_step_median": statistics.median(timed), "model_tokens_per_s": per_s("model_tokens"),
+            "completion_tokens_per_s": per_s("completion_tokens"),
             "reward_mean_all_steps": statistics.mean(x for r in runs for x in r["reward_mean"]),
-            "reward_mean_per_step": per_step, "peak_rss_mb": max(r["peak_rss_mb"] for r in runs)}
+            "reward_mean_per_step": per_step, "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+            "torch_threads": sorted({r.get("torch_threads") for r in runs}, key=str)}
 
 
-def paired_reward_difference(runs: dict, seeds: list[int]) -> dict:
-    """Mean over (seed, step) of reward(ours) - reward(TRL) on the same problems, with a 95% t-interval
-    (each pair is one step's mean over its P x G episodes)."""
-    diffs = [o - t for s in seeds for o, t in zip(runs[f"ours/{s}"]["reward_mean"], runs[f"trl/{s}"]["reward_mean"])]
-    mean = statistics.mean(diffs)
-    if len(diffs) < 2:
-        return {"mean": mean, "n_pairs": len(diffs), "ci95": None}
+def _t_interval(values: list[float]) -> list[float] | None:
+    if len(values) < 2:
+        return None
     from scipy import stats
 
-    half = stats.t.ppf(0.975, len(diffs) - 1) * statistics.stdev(diffs) / len(diffs) ** 0.5
-    return {"mean": mean, "n_pairs": len(diffs), "ci95": [mean - half, mean + half]}
+    mean = statistics.mean(values)
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return [mean - half, mean + half]
+
+
+def paired_reward_difference(runs: dict, seeds: list[int], trl: str = "trl") -> dict:
+    """Mean over (seed, step) of reward(ours) - reward(TRL) on the same problems, with a 95% t-interval
+    (each pair is one step's mean over its P x G episodes; steps of one run are not independent, see
+    ``seed_reward_difference``)."""
+    diffs = [o - t for s in seeds for o, t in zip(runs[f"ours/{s}"]["reward_mean"], runs[f"{trl}/{s}"]["reward_mean"])]
+    return {"mean": statistics.mean(diffs), "n_pairs": len(diffs), "ci95": _t_interval(diffs)}
+
+
+def seed_reward_difference(runs: dict, seeds: list[int], trl: str = "trl") -> dict:
+    """reward(ours) - reward(TRL) with the seed as the unit: each seed's mean difference over its steps, and a
+    95% t-interval over the seeds (None with one seed)."""
+    per_seed = [statistics.mean(o - t for o, t in zip(runs[f"ours/{s}"]["reward_mean"], runs[f"{trl}/{s}"]["reward_mean"]))
+                for s in seeds]
+    return {"mean": statistics.mean(per_seed), "per_seed": per_seed, "n_seeds": len(seeds), "ci95": _t_interval(per_seed)}
 
 
 if __name__ == "__main__":

@@ -67,6 +67,10 @@ class AtlasRollout:
         self.tool_calls = 0  # over the whole run: the environment's own count (tests and logs read it)
         self.episodes = 0
         self.rewards: list[list[float]] = []  # per call: the rewards our environment gave
+        # per call: the mean tokens per episode the model wrote (loss-masked in) and all completion tokens (the
+        # model's and the tool results'), counted alike for any trainer by benchmarks/grpo_vs_trl.py
+        self.model_tokens: list[float] = []
+        self.completion_tokens: list[float] = []
 
     def __call__(self, prompts: list, trainer) -> dict:
         # TRL repeats each prompt num_generations times in a row; roll each run of equal prompts out as a group
@@ -85,6 +89,7 @@ class AtlasRollout:
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "env_reward": [],
                "env_correct": []}
         self.rewards.append(out["env_reward"])
+        model_tokens = completion_tokens = 0
         sizes = {g for _, g in runs}
         batches = [runs] if len(sizes) == 1 else [[r] for r in runs]  # equal groups roll out together
         for batch in batches:
@@ -101,6 +106,10 @@ class AtlasRollout:
                 out["env_correct"].append(bool(s.info.get("correct", False)))
                 self.tool_calls += int(s.info.get("tool_calls", 0) or 0)
                 self.episodes += 1
+                model_tokens += int(sum(s.loss_mask))
+                completion_tokens += len(s.completion_ids)
+        self.model_tokens.append(model_tokens / max(len(out["env_reward"]), 1))
+        self.completion_tokens.append(completion_tokens / max(len(out["env_reward"]), 1))
         return out
 
 

@@ -88,8 +88,13 @@ def test_rollout_func_masks_environment_tokens(tiny, tmp_path):
     # which tests ran before in this process (with seeds 0-19, 18 of 20 batches call the tool at least once)
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        out = trl_bridge.AtlasRollout("calculator", by_prompt, {}, 16, 64)(prompts, FakeTrainer())
+        atlas = trl_bridge.AtlasRollout("calculator", by_prompt, {}, 16, 64)
+        out = atlas(prompts, FakeTrainer())
     assert len(out["completion_ids"]) == 6
+    # the token counts a benchmark compares with our trainer's: the model's tokens apart from the tool results'
+    assert atlas.model_tokens == [pytest.approx(sum(sum(m) for m in out["env_mask"]) / 6)]
+    assert atlas.completion_tokens == [pytest.approx(sum(len(i) for i in out["completion_ids"]) / 6)]
+    assert atlas.model_tokens[0] < atlas.completion_tokens[0]
     for ids, mask, lps in zip(out["completion_ids"], out["env_mask"], out["logprobs"]):
         assert len(ids) == len(mask) == len(lps)
         assert all(lp == 0.0 for lp, m in zip(lps, mask) if m == 0)  # environment tokens carry no log-prob

@@ -79,12 +79,24 @@ def _load(papers_dir, tax_dir):
     return Catalog.load(papers_dir, Taxonomy.load(tax_dir / "nodes.yaml", tax_dir / "descriptions.yaml"))
 
 
+def _without_titles(line: str) -> str:
+    """A works.csv row with its title and title_original emptied (whatever they say: a verified title may change)."""
+    import csv
+    import io
+
+    row = next(csv.reader([line]))
+    row[2] = row[3] = ""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(row)
+    return out.getvalue()
+
+
 @pytest.mark.parametrize(
     "transform,expect",
     [
         (lambda ls: ls + [ls[1]], ["row 575", "field 'key'", "duplicate key 'ppo'"]),
         (lambda ls: [ls[0], ls[1].replace("introduction;alg-ppo", "introduction;alg-ppoo")] + ls[2:], ["row 2", "field 'nodes'", "unknown node 'alg-ppoo'", "alg-ppo"]),
-        (lambda ls: [ls[0], ls[1].replace("Proximal policy optimization algorithms,Proximal policy optimization algorithms", ",")] + ls[2:], ["row 2", "field 'title'", "missing title"]),
+        (lambda ls: [ls[0], _without_titles(ls[1])] + ls[2:], ["row 2", "field 'title'", "missing title"]),
         (lambda ls: [ls[0], ls[1].replace(",2017,", ",20x7,")] + ls[2:], ["row 2", "field 'year'", "'20x7' is not a year"]),
         (lambda ls: [ls[0], ls[1].replace("ppo,PPO,", 'ppo,"PPO"x,', 1)] + ls[2:], ["row 2", "broken CSV quoting"]),
         (lambda ls: [ls[0], ls[1].replace("ppo,PPO,", 'ppo,"PPO,', 1)] + ls[2:], ["row 2", "broken CSV quoting", "parser stopped at line"]),

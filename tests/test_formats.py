@@ -152,8 +152,8 @@ def test_ris_round_trip(catalog):
         assert r.get("PY") == ([str(w.year)] if w.year else None)
         want = [p.sort_form for p in split_authors(w.authors)]
         assert r.get("AU", []) == want, w.key
-        if "doi.org/10." in w.url:  # the publisher's DOI, named in the URL, wins
-            assert r["DO"] == [w.url.split("doi.org/")[1]]
+        if "doi.org/10." in w.url or "/doi/10." in w.url:  # the publisher's DOI, named in the URL, wins
+            assert r["DO"] == [w.url.split("doi.org/" if "doi.org/10." in w.url else "/doi/")[1]]
         elif w.arxiv_id:
             assert r["DO"] == [f"10.48550/arXiv.{w.arxiv_id}"]
 

@@ -129,16 +129,19 @@ def test_counts_after_corrections():
 def test_review_and_apply_on_a_copy(tmp_path):
     data = tmp_path / "data"
     shutil.copytree(DATA, data)
+    checked = {(r["key"], r["field"]) for r in rows(data / "verification" / "facts.csv")}
+    key = next(r["key"] for r in rows(data / "works.csv") if (r["key"], "title") not in checked)  # a title not yet checked
+    new_title = "A Title Read In An Independent Source"
     with (data / "verification" / "facts.csv").open("a", encoding="utf-8") as f:
-        f.write("ppo,title,Proximal Policy Optimization Algorithms,https://arxiv.org/abs/1707.06347,search,2026-12-03\n")
+        f.write(f"{key},title,{new_title},https://example.org/record,search,2026-12-03\n")
     assert run_script("propose", "--data", str(data)).returncode == 0
     assert run_script("review", "--data", str(data)).returncode == 2  # a reviewer must be named
     r = run_script("review", "--data", str(data), "--reviewer", "test")
-    assert r.returncode == 0 and "ppo/title" in r.stdout
+    assert r.returncode == 0 and f"{key}/title" in r.stdout
     assert run_script("apply", "--data", str(data)).returncode == 0
-    ppo = next(r for r in rows(data / "works.csv") if r["key"] == "ppo")
-    assert ppo["title"] == "Proximal Policy Optimization Algorithms"
-    assert next(r for r in rows(DATA / "works.csv") if r["key"] == "ppo")["title"] != ppo["title"]  # the copy only
+    work = next(r for r in rows(data / "works.csv") if r["key"] == key)
+    assert work["title"] == new_title
+    assert next(r for r in rows(DATA / "works.csv") if r["key"] == key)["title"] != new_title  # the copy only
 
 
 def test_committed_after_counts_are_current():

@@ -8,6 +8,8 @@ import time
 import pytest
 
 from lab.compare import stages
+from lab.compare.board import passk_comparison
+from lab.compare.report import passk_reading
 from lab.compare.folder import (DIAGNOSTIC_KEYS, LEGACY_BASIS, GridDir, budget_status, cell_diagnostics,
                                 cell_results, read_diagnostics_file)
 from lab.compare.grid import Grid, cell_config, policy_steps, updates_per_batch
@@ -15,6 +17,7 @@ from lab.compare.provenance import cpu_times, steal_fraction
 from reference_impls.envs import get_env
 from reference_impls.measure.evaluate import problem_content, validation_problems
 from reference_impls.options import ConfigError
+from reference_impls.stats import config_interval
 
 from inprocess import run_main
 
@@ -143,6 +146,12 @@ def _grid_data(**changes):
     ({"lr_sweep": {"default": [2.0]}}, "learning rates in (0, 1)"),
     ({"validation": None}, "needs a validation split"),
     ({"validation": {"n": 4, "size": 3}}, "a mapping with n and seed"),
+    ({"passk": {"implementation": "grpo", "problems": 20, "samples": 4}}, "problems: 20 is not an integer >= 50"),
+    ({"passk": {"implementation": "ppo", "problems": 50, "samples": 4}}, "'ppo' is not the variant of any"),
+    ({"passk": {"implementation": {"calculator": "search-grpo"}, "problems": 50, "samples": 4}},
+     "calculator: search-grpo"),
+    ({"passk": {"implementation": "grpo", "problems": 50, "samples": 4, "k": [1, 8]}}, "integers from 1 to samples (4)"),
+    ({"passk": {"problems": 50, "samples": 4}}, "a mapping with implementation"),
 ])
 def test_bad_method_fields_name_the_problem(changes, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -191,7 +200,9 @@ def test_steal_from_proc_stat_by_hand():
 def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
     """tiny.yaml: the learning rate of each algorithm is chosen on validation problems (two trials each, never
     scored on the test problems), then each cell trains its budget with it and is scored on the test problems
-    once; every record carries its budget, completeness, diagnostics (also diagnostics.jsonl) and provenance."""
+    once; every record carries its budget, completeness, diagnostics (also diagnostics.jsonl) and provenance.
+    Then pass@k of every seed of the implementation the grid names (GRPO) on 50 test problems, tested against the
+    warm start with the crossed seeds x problems test, Holm over its tests."""
     from lab.compare.cli import main
 
     grid = Grid.load("tiny")
@@ -231,3 +242,18 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
         p = r["provenance"]
         assert len(p["commit"]) == 40 and p["versions"]["torch"] and "transformers" in p["versions"]
         assert p["threads"]["torch"] >= 1 and set(p["load_1min"]) == {"start", "end"} and "steal_frac" in p
+        assert r["heldout_interval_method"] == stages.HELDOUT_INTERVAL_METHOD
+        interval = config_interval([r["heldout_by_problem"]])  # the stored interval is the one the page shows
+        assert r["heldout_interval"] == [interval.low, interval.high]
+    passk = json.loads((gdir.path / "passk" / "calculator.json").read_text())
+    named = [f"RL (calculator-grpo, seed {s})" for s in grid.seeds]
+    assert list(passk["curves"]) == ["base", "warm start", *named] and passk["method"] == stages.PASSK_DECLARED
+    assert passk["problems"] == grid.passk["problems"] >= 50 and passk["k"] == [1, 4]
+    assert all(len(c["correct_counts"]) == 50 for c in passk["curves"].values())
+    rows = passk_comparison(passk)
+    rl = [row for row in rows if row["against"] == "warm start"]
+    assert [(row["model"], row["k"], row["seeds"]) for row in rl] == [("RL (calculator-grpo, 2 seeds)", 1, 2),
+                                                                       ("RL (calculator-grpo, 2 seeds)", 4, 2)]
+    assert all(row["tests"] == 2 and row["p_holm"] >= row["p_raw"] and row["test"].startswith("paired t-test, seeds")
+               for row in rl)
+    assert "2 seeds of the implementation the grid named before any result" in passk_reading(rows)

@@ -166,16 +166,47 @@ def test_sweep_lrs_by_variant_then_algorithm_then_default():
 
 # -- validation split ------------------------------------------------------------------------------------
 
+#: what a problem is about, per environment: a validation problem shares none of these with a test problem
+ABOUT = {"calculator": lambda p: {("steps", p.steps)}, "frozenlake": lambda p: {("map", p.grid)},
+         "search": lambda p: {("entity", p.entity.lower()), ("document", p.key)}}
+
+
 @pytest.mark.parametrize("env", ["calculator", "search", "frozenlake"])
 def test_validation_problems_are_disjoint_from_the_test_problems(env):
-    """The core grid's environments: 50 validation problems of the held-out distribution, none equal in content
-    to one of the 100 test problems (uids aside), none repeated, and the same on every call."""
+    """The core grid's environments: 50 validation problems, none equal to one of the 100 test problems (uids
+    aside), none about what a test problem is about (the calculator's computation, the FrozenLake map, the search
+    question's entity and the document that answers it: before the search env had a validation split, 46 of its
+    50 validation questions named an entity a test question names), none repeated, and the same on every call."""
     task = get_env(env)
-    test = {problem_content(p) for p in task.problems("heldout", n=100, seed=4242)}
+    test = task.problems("heldout", n=100, seed=4242)
     val = validation_problems(task, 50, 5151, 100, 4242)
     keys = [problem_content(p) for p in val]
-    assert len(val) == 50 and len(set(keys)) == 50 and not set(keys) & test
+    assert len(val) == 50 and len(set(keys)) == 50 and not set(keys) & {problem_content(p) for p in test}
+    about_test = set().union(*(ABOUT[env](p) for p in test))
+    assert [p for p in val if ABOUT[env](p) & about_test] == []
     assert keys == [problem_content(p) for p in validation_problems(task, 50, 5151, 100, 4242)]
+
+
+def test_validation_skips_a_test_problem_asked_in_other_words():
+    """Without a validation split of its own an environment's validation problems come from the held-out
+    distribution, and one that asks a test problem's computation in another phrasing is skipped too."""
+    import dataclasses
+
+    from reference_impls.measure.evaluate import problem_identity
+
+    task = get_env("calculator")
+    test = task.problems("heldout", n=100, seed=4242)
+    reworded = dataclasses.replace(test[0], question="Reworded: " + test[0].question, phrasing=test[0].phrasing + 1)
+    assert problem_content(reworded) != problem_content(test[0]) and problem_identity(reworded) == problem_identity(test[0])
+
+
+def test_search_validation_split_is_its_own():
+    """Search draws validation questions from its own split (disjoint by construction), and says so when asked
+    for more than it holds."""
+    task = get_env("search")
+    assert {p.split for p in validation_problems(task, 50, 5151, 100, 4242)} == {"validation"}
+    with pytest.raises(ValueError, match="search: its validation split holds only"):
+        validation_problems(task, 10_000, 5151, 100, 4242)
 
 
 def test_validation_asks_too_much_of_a_small_distribution():

@@ -70,7 +70,8 @@ def test_passk_comparison_reads_sharpening_against_hand_values():
     reading = passk_reading(rows)
     # a record without ``method`` is the old method's (its RL cell picked on the test problems): it says so first
     assert all(r["method"] == PASSK_LEGACY for r in rows)
-    assert reading.startswith(f"Old method: {PASSK_LEGACY}. RL (x, seed 0) against the warm start: pass@1 7% -> 25% (+18 pts [")
+    assert PASSK_LEGACY.startswith("chosen on test problems under the old method")
+    assert reading.startswith(f"C{PASSK_LEGACY[1:]}. RL (x, seed 0) against the warm start: pass@1 7% -> 25% (+18 pts [")
     assert "pass@64 100% -> 50% (-50 pts [" in reading and "Sharpened and narrowed" in reading
 
     # RL that solves problems the warm start never sampled a right answer for: "added"
@@ -115,7 +116,7 @@ def test_passk_comparison_of_the_declared_method_tests_every_seed():
     # pass@1: 25 problems at 6, 5 and 7 of 8, 25 at 0, 1 and 0 of 8 -> 475 / 1200 = 0.396 against the warm start's 0.25
     assert rows[2]["value"] == pytest.approx(475 / 1200) and rows[2]["before"] == 0.25
     reading = passk_reading(rows)
-    assert reading.startswith("RL (x, 3 seeds) against the warm start: pass@1 25% -> 40%") and "Old method" not in reading
+    assert reading.startswith("RL (x, 3 seeds) against the warm start: pass@1 25% -> 40%") and "old method" not in reading
     assert "3 seeds of the implementation the grid named before any result" in reading
 
 
@@ -399,7 +400,7 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     assert main(["report", str(path), "--dir", str(gdir.path)]) == 0  # reads the record, whatever the file says
     text = capsys.readouterr().out
     assert "pass@k, calculator: RL (calculator-grpo, 1 seed) against the warm start: pass@1 " in text
-    assert "One seed: an observation about this run, not the algorithm." in text and "Old method" not in text
+    assert "One seed: an observation about this run, not the algorithm." in text and "old method" not in text
 
     # killed after the base model's three problems and two of the warm start's; the two kept counts are made to
     # differ from the true ones, so that the test sees them kept rather than measured again

@@ -26,11 +26,12 @@ from .folder import GridDir, bad_records
 from .grid import Grid, cell_id
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
-from .stages import (base_eval_stage, cell_stage, passk_models, passk_stage, run, stage_process, status,
+from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run, stage_process, status,
                      trial_stage, warm_eval_stage, warm_stage)
 
 
-#: what ``report --json`` prints of each cell (beside its held-out per family); a record lacking one prints null
+#: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval);
+#: a record lacking one prints null
 CELL_FIELDS = ("cell", "implementation", "algo", "env", "seed", "heldout", "heldout_interval", "train_s", "eval_s",
                "tokens", "peak_rss_mb", "steps_done", "stopped_by_wall_cap")
 
@@ -54,6 +55,7 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
             for name, value in zip(labels or (), r.get("heldout_by_problem", ())):
                 by_family.setdefault(name, []).append(value)
             print(json.dumps({**{k: r.get(k) for k in CELL_FIELDS},
+                              "heldout_interval_method": r.get("heldout_interval_method", LEGACY_HELDOUT_INTERVAL),
                               "heldout_by_family": {n: sum(v) / len(v) for n, v in by_family.items()}}))
     elif args.comparisons:
         for test in loaded.tests().values():

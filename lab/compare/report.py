@@ -49,7 +49,7 @@ def passk_reading(rows: list[dict]) -> str | None:
     head = f"{one['model']} against the {one['against']}: {shown(one)}; {shown(top)}. "
     legacy = one.get("method", PASSK_LEGACY) == PASSK_LEGACY
     if legacy:
-        head = f"Old method: {PASSK_LEGACY}. " + head
+        head = f"{PASSK_LEGACY[0].upper()}{PASSK_LEGACY[1:]}. " + head
         tail = (f" (Paired over the same problems, {one['test']}; Holm over the record's {one['tests']} tests; one "
                 f"checkpoint each: an observation about these runs, not the algorithm.)")
     else:

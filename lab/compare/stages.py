@@ -100,6 +100,8 @@ def base_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
 #: the one the board and the page show for one run (``stats.config_interval`` of one row of 0/1s). Records
 #: written before it (no such field) keep the two-level bootstrap interval they were written with.
 HELDOUT_INTERVAL_METHOD = "stats.config_interval of one run: exact Clopper-Pearson 95% over the problems"
+#: what the interval of a record without ``heldout_interval_method`` is (every shipped record of 2026-12-03 and before)
+LEGACY_HELDOUT_INTERVAL = "percentile bootstrap 95% over the problems (a record written before the field existed)"
 
 
 def _heldout_record(heldout: list[int]) -> dict:

@@ -158,6 +158,21 @@ def test_bad_method_fields_name_the_problem(changes, message):
         Grid.from_dict(_grid_data(**changes), "g.yaml")
 
 
+def test_a_folder_binds_its_passk_declaration(tmp_path):
+    """What pass@k samples is named before any result: a grid folder keeps it, and a grid naming another
+    implementation (after the results are in) is refused there; the declaration reads per environment."""
+    grid = Grid.from_dict(_grid_data(), "g.yaml")
+    assert grid.passk == {"implementation": "grpo", "problems": 50, "samples": 4, "k": [1, 4]}
+    assert grid.passk_implementation("calculator") == "calculator-grpo" and grid.passk_implementation("search") is None
+    gdir = GridDir(tmp_path / "g")
+    gdir.bind(grid)
+    other = Grid.from_dict(_grid_data(passk={"implementation": {"calculator": "calculator-rloo"}, "problems": 50,
+                                             "samples": 4}), "g.yaml")
+    assert other.passk_implementation("calculator") == "calculator-rloo"
+    with pytest.raises(ConfigError, match="different passk"):
+        gdir.bind(other)
+
+
 def test_sweep_lrs_by_variant_then_algorithm_then_default():
     grid = Grid.from_dict(_grid_data(lr_sweep={"default": [1e-5, 3e-5], "rloo": [1e-4, 3e-4]}), "g.yaml")
     assert grid.sweep_lrs("calculator-rloo") == [1e-4, 3e-4] and grid.sweep_lrs("calculator-grpo") == [1e-5, 3e-5]

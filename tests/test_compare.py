@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from lab.compare import stages
-from lab.compare.board import ONE_SEED, leaderboard, passk_comparison, progression
+from lab.compare.board import ONE_SEED, PASSK_LEGACY, leaderboard, passk_comparison, progression
 from lab.compare.cli import main
 from lab.compare.folder import GridDir, cell_results
 from lab.compare.grid import GRIDS, Grid, cell_config, cell_id, chosen_env_options
@@ -21,7 +21,7 @@ from lab.compare.report import export, passk_reading
 from lab.compare.results import _records, load_results
 from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir
-from reference_impls.stats import bootstrap_interval, pass_at_k, pass_at_k_curve
+from reference_impls.stats import bootstrap_interval, holm, pass_at_k, pass_at_k_curve
 
 from inprocess import run_main
 
@@ -68,7 +68,10 @@ def test_passk_comparison_reads_sharpening_against_hand_values():
     # pass@64 with c >= 1 of 64 is 1: the warm start 1.0 everywhere, RL 1.0 on 20 problems and 0 on 20
     assert (rl64["before"], rl64["value"], rl64["verdict"]) == (1.0, 0.5, "worse")
     reading = passk_reading(rows)
-    assert reading.startswith("RL (x, seed 0) against the warm start: pass@1 7% -> 25% (+18 pts [")
+    # a record without ``method`` is the old method's (its RL cell picked on the test problems): it says so first
+    assert all(r["method"] == PASSK_LEGACY for r in rows)
+    assert PASSK_LEGACY.startswith("chosen on test problems under the old method")
+    assert reading.startswith(f"C{PASSK_LEGACY[1:]}. RL (x, seed 0) against the warm start: pass@1 7% -> 25% (+18 pts [")
     assert "pass@64 100% -> 50% (-50 pts [" in reading and "Sharpened and narrowed" in reading
 
     # RL that solves problems the warm start never sampled a right answer for: "added"
@@ -82,6 +85,39 @@ def test_passk_comparison_reads_sharpening_against_hand_values():
     # records without per-problem counts (older files) give no comparison, not an error
     assert passk_comparison({"samples": 4, "curves": {"base": {"pass_at_k": {"1": 0.1}}}}) == []
     assert passk_reading([]) is None
+
+
+def test_passk_comparison_of_the_declared_method_tests_every_seed():
+    """A record of the declared method: the named implementation's complete seeds pooled into one model, tested
+    against the warm-start row with the crossed seeds x problems test (``stats.compare`` on the same per-problem
+    pass@k) at the record's k, Holm over those tests only; the warm start against the untrained model is one
+    checkpoint a side: an observation, out of the Holm family; an incomplete seed is left out."""
+    from reference_impls.stats import compare
+
+    n = 8
+    seeds = {0: [6] * 25 + [0] * 25, 1: [5] * 25 + [1] * 25, 2: [7] * 25 + [0] * 25, 3: [8] * 50}
+    record = {"samples": n, "method": stages.PASSK_DECLARED, "implementation": "x", "k": [1, 8],
+              "cells": {f"RL (x, seed {s})": {"seed": s, "in_verdicts": s != 3} for s in seeds},
+              "curves": {"base": {"correct_counts": [0] * 50}, "warm start": {"correct_counts": [2] * 50},
+                         **{f"RL (x, seed {s})": {"correct_counts": c} for s, c in seeds.items()}}}
+    rows = passk_comparison(record)
+    assert [(r["model"], r["against"], r["k"]) for r in rows] == [
+        ("warm start", "base", 1), ("warm start", "base", 8), ("RL (x, 3 seeds)", "warm start", 1),
+        ("RL (x, 3 seeds)", "warm start", 8)]
+    assert [r["verdict"] for r in rows[:2]] == ["one run", "one run"] and rows[0]["p_holm"] is None
+    for row, k in zip(rows[2:], (1, 8)):
+        direct = compare([[pass_at_k(n, c, k) for c in seeds[s]] for s in (0, 1, 2)],
+                         [[pass_at_k(n, 2, k)] * 50])
+        assert row["seeds"] == 3 and row["tests"] == 2 and row["p_raw"] == pytest.approx(direct.p_value)
+        assert row["difference"]["mean"] == pytest.approx(direct.difference) and row["test"] == direct.test
+        assert row["sentence"].startswith(f"{row['verdict']} than warm start" if row["verdict"] in ("better", "worse")
+                                          else "no difference detected from warm start")
+    assert [r["p_holm"] for r in rows[2:]] == pytest.approx(holm([r["p_raw"] for r in rows[2:]]))
+    # pass@1: 25 problems at 6, 5 and 7 of 8, 25 at 0, 1 and 0 of 8 -> 475 / 1200 = 0.396 against the warm start's 0.25
+    assert rows[2]["value"] == pytest.approx(475 / 1200) and rows[2]["before"] == 0.25
+    reading = passk_reading(rows)
+    assert reading.startswith("RL (x, 3 seeds) against the warm start: pass@1 25% -> 40%") and "old method" not in reading
+    assert "3 seeds of the implementation the grid named before any result" in reading
 
 
 def test_bootstrap_interval_by_hand():
@@ -100,10 +136,11 @@ def test_bootstrap_interval_by_hand():
 # -- grid files ----------------------------------------------------------------------------------------
 
 def _grid(tmp_path, **changes):
-    """tiny.yaml with ``changes``, without its learning-rate sweep unless given: these tests check the runner's
-    cells (tests/test_compare_method.py runs tiny.yaml whole, sweep included)."""
+    """tiny.yaml with ``changes``, without its learning-rate sweep and pass@k unless given: these tests check the
+    runner's cells (tests/test_compare_method.py runs tiny.yaml whole, sweep and pass@k included)."""
     data = yaml.safe_load((GRIDS / "tiny.yaml").read_text())
     data.pop("lr_sweep", None)
+    data.pop("passk", None)  # the runner's pass@k stage: test_passk_* and tests/test_compare_method.py
     data.update(changes)
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -312,23 +349,41 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
         r["cell"] for r in cell_results(grid, gdir))
 
 
-def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp_path, monkeypatch, capsys):
-    """pass@k of the base model, the warm start and the best RL cell; a stage killed after some problems
-    keeps their counts and ends as an uninterrupted one would (each problem draws from its own seed)."""
-    grid = Grid.load(str(tiny_grid))
+def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp_path, monkeypatch, capsys):
+    """pass@k of the untrained model, the warm start and every seed's cell of the implementation the grid names in
+    advance (here one seed); refused while a grid names none or a seed's cell is missing; a stage killed after
+    some problems keeps their counts and ends as an uninterrupted one would (each problem draws from its own
+    seed)."""
+    options = {"model": "tiny", "steps": 2, "prompts_per_step": 2, "group_size": 2, "max_new_tokens_per_turn": 8,
+               "max_completion_tokens": 24, "checkpoint_every": 1, "sft_steps": 0}
+    path = _grid(tmp_path, options=options, eval={"n": 4, "seed": 7}, seeds=[0])
     gdir = GridDir(tmp_path / "run")
-    cmd = [sys.executable, "-m", "lab.compare", "run", str(tiny_grid), "--dir", str(gdir.path), "--max-cells", "1"]
+    unnamed = Grid.load(str(path))
+    with pytest.raises(ConfigError, match="names no pass@k implementation on calculator"):
+        stages.passk_models(unnamed, gdir, "calculator")
+    # the stage run in this process on 3 problems (a grid file refuses fewer than 50): the mechanics at a test's
+    # cost; tests/test_compare_method.py runs a grid file's pass@k through the driver
+    named = Grid.from_dict({**yaml.safe_load(path.read_text()),
+                            "passk": {"implementation": "grpo", "problems": 50, "samples": 4}})
+    grid = dataclasses.replace(named, passk={**named.passk, "problems": 3})
+    cmd = [sys.executable, "-m", "lab.compare", "run", str(path), "--dir", str(gdir.path), "--max-cells", "1"]
     first = subprocess.run(cmd, env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True)
     assert first.returncode == 0
-    assert "[1/4] calculator-grpo-s0" in first.stdout  # the progress counts finished cells, not the --max-cells cut
+    assert "[1/2] calculator-grpo-s0" in first.stdout  # the progress counts finished cells, not the --max-cells cut
+    with pytest.raises(ConfigError, match="calculator-grpo-s1 has not finished"):
+        stages.passk_models(dataclasses.replace(grid, seeds=(0, 1)), gdir, "calculator")
     snapshots = []  # the partial file as the stage saves it after each problem
     write = stages.atomic_json
     monkeypatch.setattr(stages, "atomic_json", lambda path, data: (
         snapshots.append(json.loads(json.dumps(data))) if path.name.endswith(".partial.json") else None,
         write(path, data)))
-    stages.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    stages.passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
     full = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     assert list(full["curves"]) == ["base", "warm start", "RL (calculator-grpo, seed 0)"]
+    assert (full["method"], full["implementation"], full["k"], full["seeds"]) == (
+        stages.PASSK_DECLARED, "calculator-grpo", [1, 4], [0])
+    assert full["cells"] == {"RL (calculator-grpo, seed 0)": {"cell": "calculator-grpo-s0", "seed": 0,
+                                                               "in_verdicts": True}}
     assert full["curves"]["warm start"]["model"] == str(gdir.warm("calculator"))
     for curve in full["curves"].values():
         counts = curve["correct_counts"]
@@ -340,10 +395,12 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
     shipped = json.loads((tmp_path / "exported" / "passk" / "calculator.json").read_text())
     assert [c["model"] for c in shipped["curves"].values()] == [
         "tiny", os.path.join("warm", "calculator"), os.path.join("cells", "calculator-grpo-s0", "run", "checkpoints",
-                                                                 "step_000004")]
+                                                                 "step_000002")]
     capsys.readouterr()
-    assert main(["report", str(tiny_grid), "--dir", str(gdir.path)]) == 0
-    assert "pass@k, calculator: RL (calculator-grpo, seed 0) against the warm start: pass@1 " in capsys.readouterr().out
+    assert main(["report", str(path), "--dir", str(gdir.path)]) == 0  # reads the record, whatever the file says
+    text = capsys.readouterr().out
+    assert "pass@k, calculator: RL (calculator-grpo, 1 seed) against the warm start: pass@1 " in text
+    assert "One seed: an observation about this run, not the algorithm." in text and "old method" not in text
 
     # killed after the base model's three problems and two of the warm start's; the two kept counts are made to
     # differ from the true ones, so that the test sees them kept rather than measured again
@@ -356,7 +413,7 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
     assert _records(gdir.path / "passk") == {}
     export(grid, gdir, tmp_path / "shipped")
     assert not (tmp_path / "shipped" / "passk").exists()
-    stages.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    stages.passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
     resumed = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     assert resumed["curves"]["base"]["correct_counts"] == full["curves"]["base"]["correct_counts"]
     assert resumed["curves"]["warm start"]["correct_counts"] == [(c + 1) % 5 for c in true_warm[:2]] + true_warm[2:]
@@ -366,7 +423,7 @@ def test_passk_measures_three_models_and_resumes_where_it_stopped(tiny_grid, tmp
     # a partial file of other settings (here 2 samples, not 4) is not mixed in: the stage starts over
     partial["settings"]["samples"] = 2
     (gdir.path / "passk" / ".calculator.partial.json").write_text(json.dumps(partial))
-    stages.passk_stage(grid, gdir, "calculator", samples=4, n_problems=3, out=open(os.devnull, "w"))
+    stages.passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
     restarted = json.loads((gdir.path / "passk" / "calculator.json").read_text())["curves"]
     assert {k: c["correct_counts"] for k, c in restarted.items()} == {
         k: c["correct_counts"] for k, c in full["curves"].items()}

@@ -8,6 +8,8 @@ import time
 import pytest
 
 from lab.compare import stages
+from lab.compare.board import passk_comparison
+from lab.compare.report import passk_reading
 from lab.compare.folder import (DIAGNOSTIC_KEYS, LEGACY_BASIS, GridDir, budget_status, cell_diagnostics,
                                 cell_results, read_diagnostics_file)
 from lab.compare.grid import Grid, cell_config, policy_steps, updates_per_batch
@@ -15,6 +17,7 @@ from lab.compare.provenance import cpu_times, steal_fraction
 from reference_impls.envs import get_env
 from reference_impls.measure.evaluate import problem_content, validation_problems
 from reference_impls.options import ConfigError
+from reference_impls.stats import config_interval
 
 from inprocess import run_main
 
@@ -143,10 +146,31 @@ def _grid_data(**changes):
     ({"lr_sweep": {"default": [2.0]}}, "learning rates in (0, 1)"),
     ({"validation": None}, "needs a validation split"),
     ({"validation": {"n": 4, "size": 3}}, "a mapping with n and seed"),
+    ({"passk": {"implementation": "grpo", "problems": 20, "samples": 4}}, "problems: 20 is not an integer >= 50"),
+    ({"passk": {"implementation": "ppo", "problems": 50, "samples": 4}}, "'ppo' is not the variant of any"),
+    ({"passk": {"implementation": {"calculator": "search-grpo"}, "problems": 50, "samples": 4}},
+     "calculator: search-grpo"),
+    ({"passk": {"implementation": "grpo", "problems": 50, "samples": 4, "k": [1, 8]}}, "integers from 1 to samples (4)"),
+    ({"passk": {"problems": 50, "samples": 4}}, "a mapping with implementation"),
 ])
 def test_bad_method_fields_name_the_problem(changes, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         Grid.from_dict(_grid_data(**changes), "g.yaml")
+
+
+def test_a_folder_binds_its_passk_declaration(tmp_path):
+    """What pass@k samples is named before any result: a grid folder keeps it, and a grid naming another
+    implementation (after the results are in) is refused there; the declaration reads per environment."""
+    grid = Grid.from_dict(_grid_data(), "g.yaml")
+    assert grid.passk == {"implementation": "grpo", "problems": 50, "samples": 4, "k": [1, 4]}
+    assert grid.passk_implementation("calculator") == "calculator-grpo" and grid.passk_implementation("search") is None
+    gdir = GridDir(tmp_path / "g")
+    gdir.bind(grid)
+    other = Grid.from_dict(_grid_data(passk={"implementation": {"calculator": "calculator-rloo"}, "problems": 50,
+                                             "samples": 4}), "g.yaml")
+    assert other.passk_implementation("calculator") == "calculator-rloo"
+    with pytest.raises(ConfigError, match="different passk"):
+        gdir.bind(other)
 
 
 def test_sweep_lrs_by_variant_then_algorithm_then_default():
@@ -157,16 +181,47 @@ def test_sweep_lrs_by_variant_then_algorithm_then_default():
 
 # -- validation split ------------------------------------------------------------------------------------
 
+#: what a problem is about, per environment: a validation problem shares none of these with a test problem
+ABOUT = {"calculator": lambda p: {("steps", p.steps)}, "frozenlake": lambda p: {("map", p.grid)},
+         "search": lambda p: {("entity", p.entity.lower()), ("document", p.key)}}
+
+
 @pytest.mark.parametrize("env", ["calculator", "search", "frozenlake"])
 def test_validation_problems_are_disjoint_from_the_test_problems(env):
-    """The core grid's environments: 50 validation problems of the held-out distribution, none equal in content
-    to one of the 100 test problems (uids aside), none repeated, and the same on every call."""
+    """The core grid's environments: 50 validation problems, none equal to one of the 100 test problems (uids
+    aside), none about what a test problem is about (the calculator's computation, the FrozenLake map, the search
+    question's entity and the document that answers it: before the search env had a validation split, 46 of its
+    50 validation questions named an entity a test question names), none repeated, and the same on every call."""
     task = get_env(env)
-    test = {problem_content(p) for p in task.problems("heldout", n=100, seed=4242)}
+    test = task.problems("heldout", n=100, seed=4242)
     val = validation_problems(task, 50, 5151, 100, 4242)
     keys = [problem_content(p) for p in val]
-    assert len(val) == 50 and len(set(keys)) == 50 and not set(keys) & test
+    assert len(val) == 50 and len(set(keys)) == 50 and not set(keys) & {problem_content(p) for p in test}
+    about_test = set().union(*(ABOUT[env](p) for p in test))
+    assert [p for p in val if ABOUT[env](p) & about_test] == []
     assert keys == [problem_content(p) for p in validation_problems(task, 50, 5151, 100, 4242)]
+
+
+def test_validation_skips_a_test_problem_asked_in_other_words():
+    """Without a validation split of its own an environment's validation problems come from the held-out
+    distribution, and one that asks a test problem's computation in another phrasing is skipped too."""
+    import dataclasses
+
+    from reference_impls.measure.evaluate import problem_identity
+
+    task = get_env("calculator")
+    test = task.problems("heldout", n=100, seed=4242)
+    reworded = dataclasses.replace(test[0], question="Reworded: " + test[0].question, phrasing=test[0].phrasing + 1)
+    assert problem_content(reworded) != problem_content(test[0]) and problem_identity(reworded) == problem_identity(test[0])
+
+
+def test_search_validation_split_is_its_own():
+    """Search draws validation questions from its own split (disjoint by construction), and says so when asked
+    for more than it holds."""
+    task = get_env("search")
+    assert {p.split for p in validation_problems(task, 50, 5151, 100, 4242)} == {"validation"}
+    with pytest.raises(ValueError, match="search: its validation split holds only"):
+        validation_problems(task, 10_000, 5151, 100, 4242)
 
 
 def test_validation_asks_too_much_of_a_small_distribution():
@@ -191,7 +246,9 @@ def test_steal_from_proc_stat_by_hand():
 def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
     """tiny.yaml: the learning rate of each algorithm is chosen on validation problems (two trials each, never
     scored on the test problems), then each cell trains its budget with it and is scored on the test problems
-    once; every record carries its budget, completeness, diagnostics (also diagnostics.jsonl) and provenance."""
+    once; every record carries its budget, completeness, diagnostics (also diagnostics.jsonl) and provenance.
+    Then pass@k of every seed of the implementation the grid names (GRPO) on 50 test problems, tested against the
+    warm start with the crossed seeds x problems test, Holm over its tests."""
     from lab.compare.cli import main
 
     grid = Grid.load("tiny")
@@ -231,3 +288,18 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
         p = r["provenance"]
         assert len(p["commit"]) == 40 and p["versions"]["torch"] and "transformers" in p["versions"]
         assert p["threads"]["torch"] >= 1 and set(p["load_1min"]) == {"start", "end"} and "steal_frac" in p
+        assert r["heldout_interval_method"] == stages.HELDOUT_INTERVAL_METHOD
+        interval = config_interval([r["heldout_by_problem"]])  # the stored interval is the one the page shows
+        assert r["heldout_interval"] == [interval.low, interval.high]
+    passk = json.loads((gdir.path / "passk" / "calculator.json").read_text())
+    named = [f"RL (calculator-grpo, seed {s})" for s in grid.seeds]
+    assert list(passk["curves"]) == ["base", "warm start", *named] and passk["method"] == stages.PASSK_DECLARED
+    assert passk["problems"] == grid.passk["problems"] >= 50 and passk["k"] == [1, 4]
+    assert all(len(c["correct_counts"]) == 50 for c in passk["curves"].values())
+    rows = passk_comparison(passk)
+    rl = [row for row in rows if row["against"] == "warm start"]
+    assert [(row["model"], row["k"], row["seeds"]) for row in rl] == [("RL (calculator-grpo, 2 seeds)", 1, 2),
+                                                                       ("RL (calculator-grpo, 2 seeds)", 4, 2)]
+    assert all(row["tests"] == 2 and row["p_holm"] >= row["p_raw"] and row["test"].startswith("paired t-test, seeds")
+               for row in rl)
+    assert "2 seeds of the implementation the grid named before any result" in passk_reading(rows)

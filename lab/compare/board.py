@@ -7,15 +7,15 @@ corrected with Holm over the grid's whole family of tests; the verdicts are word
 ``stats.verdict_sentence`` only. ``leaderboard``: per environment, each implementation's held-out success with
 its interval, its comparisons and results per problem family; ``progression``: untrained -> SFT -> SFT + RL,
 each stage paired with the one it starts from; ``passk_comparison``: each model of a pass@k record against the
-one before it.
+one before it (every seed of the implementation the grid named in advance against the warm start).
 """
 from __future__ import annotations
 
 from reference_impls.stats import (ALPHA, ONE_SEED, Comparison, compare, config_interval, detectable_after_holm,
                                    holm, relation, verdict_sentence)
 
-__all__ = ["ONE_SEED", "WARM", "UNTRAINED", "grid_tests", "leaderboard", "progression", "passk_comparison",
-           "family_results"]
+__all__ = ["ONE_SEED", "PASSK_LEGACY", "WARM", "UNTRAINED", "grid_tests", "leaderboard", "progression",
+           "passk_comparison", "passk_groups", "family_results"]
 
 WARM = "SFT (warm start)"  # the label of the warm start as a stage and as what a cell is compared with
 UNTRAINED = "untrained"
@@ -201,31 +201,67 @@ def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict],
     return out
 
 
+#: what a pass@k record made before the method of issue 41 says of itself (it has no ``method`` field)
+PASSK_LEGACY = ("chosen on test problems under the old method (the RL cell with the highest held-out score, one "
+                "seed; its label may name a cell that no longer scores highest); see issue 42")
+
+
+def passk_groups(passk: dict) -> list[tuple[str, list[str]]]:
+    """The models a pass@k record compares, in order, each with the curve labels it pools (one per seed): a
+    record of the declared method (``method`` present) has the untrained model, the warm start and the named
+    implementation's complete cells (seed rows); an older record has one curve per model."""
+    curves = passk.get("curves", {})
+    if passk.get("method") is None:
+        return [(label, [label]) for label in curves]
+    cells = passk.get("cells", {})
+    rl = [label for label in curves if cells.get(label, {}).get("in_verdicts")]
+    groups = [(label, [label]) for label in curves if label not in cells]
+    if rl:
+        groups.append((f"RL ({passk['implementation']}, {len(rl)} seed{'s' if len(rl) != 1 else ''})", rl))
+    return groups
+
+
 def passk_comparison(passk: dict) -> list[dict]:
-    """Each model of a pass@k record against the one before it (warm start vs base, RL vs warm start) at k = 1
-    and k = samples: per-problem pass@k paired over the same problems (a paired t over problems: the models are
-    fixed checkpoints), Holm over the record's tests. ``verdict`` is "better" / "worse" only where the
-    Holm-adjusted p is below 0.05, else "no difference detected"; ``p_raw`` and ``p_holm`` are both kept. Empty
-    for records without per-problem counts."""
+    """Each model of a pass@k record against the one before it (warm start vs the untrained model, RL vs warm
+    start) at each tested k: per-problem pass@k paired over the same problems with ``stats.compare`` (the RL
+    seeds against the fixed warm-start row: the crossed seeds x problems test; one checkpoint a side: a paired t
+    over problems, or McNemar where the values are 0/1). Holm over the record's tests; ``verdict`` is "better" /
+    "worse" only where the Holm-adjusted p is below 0.05, and ``sentence`` is ``stats.verdict_sentence``'s.
+
+    A record of the declared method (``method``: the grid named the implementation in advance, every seed
+    sampled) tests at its ``k``; one checkpoint a side is an observation ("one run", out of the Holm family, as
+    in ``grid_tests``). An older record (no ``method``: the best RL cell was picked on the test problems) is
+    read as it always was (k = 1 and k = samples, Holm over its 4 tests) and every row carries ``method`` =
+    ``PASSK_LEGACY``, which the reading prints first. Empty for records without per-problem counts."""
     from reference_impls.stats import pass_at_k
 
     n, curves = passk.get("samples"), passk.get("curves", {})
     if not n or not curves or any("correct_counts" not in c for c in curves.values()):
         return []
-    labels = list(curves)
+    legacy = passk.get("method") is None
+    ks = sorted({1, n}) if legacy else list(passk.get("k") or sorted({1, n}))
+    groups = passk_groups(passk)
+    found = []
+    for (before, b_labels), (after, a_labels) in zip(groups, groups[1:]):
+        for k in ks:
+            a = [[pass_at_k(n, c, k) for c in curves[label]["correct_counts"]] for label in a_labels]
+            b = [[pass_at_k(n, c, k) for c in curves[label]["correct_counts"]] for label in b_labels]
+            found.append((after, before, k, a, b, compare(a, b)))
+    family = [i for i, row in enumerate(found) if legacy or not row[5].one_run]
+    adjusted = dict(zip(family, holm([found[i][5].p_value for i in family])))
     rows = []
-    for before, after in zip(labels, labels[1:]):
-        for k in sorted({1, n}):
-            a = [pass_at_k(n, c, k) for c in curves[after]["correct_counts"]]
-            b = [pass_at_k(n, c, k) for c in curves[before]["correct_counts"]]
-            c = compare([a], [b])
-            rows.append({"model": after, "against": before, "k": k, "value": float(sum(a) / len(a)),
-                         "before": float(sum(b) / len(b)), "difference": {"mean": c.difference, "low": c.low,
-                                                                          "high": c.high},
-                         "p_raw": c.p_value, "test": c.test, "se": c.se, "df": c.as_dict()["df"]})
-    for row, p_holm in zip(rows, holm([r["p_raw"] for r in rows])):
-        rejected = p_holm < ALPHA and row["difference"]["mean"] != 0
-        row.update(p_holm=p_holm, tests=len(rows), correction="Holm",
-                   verdict=("better" if row["difference"]["mean"] > 0 else "worse") if rejected
-                   else "no difference detected")
+    for i, (after, before, k, a, b, c) in enumerate(found):
+        p_holm = adjusted.get(i)
+        if legacy:  # one checkpoint a side, read with Holm's p as it always was; the method field says why
+            rejected = p_holm < ALPHA and c.difference != 0
+            verdict = ("better" if c.difference > 0 else "worse") if rejected else "no difference detected"
+        else:
+            verdict = relation(c, p_holm)
+        rows.append({"model": after, "against": before, "k": k, "value": float(sum(map(sum, a)) / (len(a) * len(a[0]))),
+                     "before": float(sum(map(sum, b)) / (len(b) * len(b[0]))),
+                     "difference": {"mean": c.difference, "low": c.low, "high": c.high}, "p_raw": c.p_value,
+                     "test": c.test, "se": c.se, "df": c.as_dict()["df"], "seeds": c.seeds, "one_run": c.one_run,
+                     "p_holm": p_holm, "tests": len(family), "correction": "Holm", "verdict": verdict,
+                     "sentence": verdict_sentence(c, before, p_holm, len(family)),
+                     "method": PASSK_LEGACY if legacy else passk["method"]})
     return rows

@@ -3,7 +3,7 @@
     python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV]   # resumable: finished stages are kept
     python -m lab.compare status GRID [--dir DIR]
     python -m lab.compare report GRID [--dir DIR] [--json | --comparisons | --markdown]
-    python -m lab.compare passk  GRID --env ENV [--dir DIR] [--samples 64] [--problems 50]
+    python -m lab.compare passk  GRID --env ENV [--dir DIR]     # what the grid's passk names (run does it too)
     python -m lab.compare export GRID [--dir DIR] --to FOLDER      # the small result files, to ship
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
@@ -26,11 +26,12 @@ from .folder import GridDir, bad_records
 from .grid import Grid, cell_id
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
-from .stages import (base_eval_stage, cell_stage, passk_stage, run, stage_process, status, trial_stage,
-                     warm_eval_stage, warm_stage)
+from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run, stage_process, status,
+                     trial_stage, warm_eval_stage, warm_stage)
 
 
-#: what ``report --json`` prints of each cell (beside its held-out per family); a record lacking one prints null
+#: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval);
+#: a record lacking one prints null
 CELL_FIELDS = ("cell", "implementation", "algo", "env", "seed", "heldout", "heldout_interval", "train_s", "eval_s",
                "tokens", "peak_rss_mb", "steps_done", "stopped_by_wall_cap")
 
@@ -65,6 +66,7 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
             for name, value in zip(labels or (), r.get("heldout_by_problem", ())):
                 by_family.setdefault(name, []).append(value)
             print(json.dumps({**{k: r.get(k) for k in CELL_FIELDS},
+                              "heldout_interval_method": r.get("heldout_interval_method", LEGACY_HELDOUT_INTERVAL),
                               "heldout_by_family": {n: sum(v) / len(v) for n, v in by_family.items()}}))
     elif args.comparisons:
         for test in loaded.tests().values():
@@ -102,9 +104,6 @@ def main(argv=None) -> int:
                            help="the untrained / SFT / SFT + RL table as Markdown (grids with base: true)")
         if name in ("passk", "_passk", "_warm", "_warmeval", "_baseeval"):
             s.add_argument("--env", required=True)
-        if name in ("passk", "_passk"):
-            s.add_argument("--samples", type=int, default=64, help="samples per problem (k = 1..samples)")
-            s.add_argument("--problems", type=int, default=50, help="held-out problems")
         if name == "export":
             s.add_argument("--to", required=True, help="destination folder (e.g. lab/results/<grid>)")
         if name in ("_cell", "_trial"):
@@ -131,7 +130,7 @@ def main(argv=None) -> int:
     elif args.command == "_cell":
         cell_stage(grid, gdir, args.impl, args.seed)
     elif args.command == "_passk":
-        passk_stage(grid, gdir, args.env, args.samples, args.problems)
+        passk_stage(grid, gdir, args.env)
     elif args.command == "run":
         try:
             return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid, env=args.env) else 0
@@ -151,8 +150,13 @@ def main(argv=None) -> int:
     elif args.command == "report":
         return _report(grid, gdir, args)
     elif args.command == "passk":
-        return stage_process(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env, "--samples",
-                       str(args.samples), "--problems", str(args.problems)], gdir.path / f"passk-{args.env}.log")
+        try:  # refused before a process starts: the grid names no implementation, or a seed's cell is missing
+            passk_models(grid, gdir, args.env)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        return stage_process(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env],
+                             gdir.path / f"passk-{args.env}.log")
     elif args.command == "export":
         print(f"{export(grid, gdir, Path(args.to))} cells exported to {args.to}")
     return 0

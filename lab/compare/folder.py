@@ -12,7 +12,8 @@ Layout of a grid folder (default: the data dir's ``compare/<grid name>``)::
     cells/<impl>-s<seed>/error.txt     why the cell failed (it is retried on the next run)
     sweep/<impl>/lr-<lr>/result.json   a learning-rate trial (grids with lr_sweep): scored on validation only
     sweep/<impl>.json            the learning rate chosen on validation, with every trial's score
-    passk/<env>.json             pass@k curves of the base, warm-start and best RL models
+    passk/<env>.json             pass@k curves of the untrained model, the warm start and every seed's cell of the
+                                 implementation the grid names in advance (``passk`` in the grid file)
 
 An exported (shipped) folder keeps the small files only: ``cells/<impl>-s<seed>.json``, ``warm/<env>.json``,
 ``base/<env>.json`` and ``passk/<env>.json`` beside ``grid.yaml``.
@@ -189,8 +190,9 @@ class GridDir:
             if not isinstance(old, dict):
                 raise ConfigError(f"{spec}: holds a YAML {type(old).__name__}, not a grid (a mapping); fix or delete it")
             new = grid.as_dict()
-            # mu, lr_sweep and validation are absent from a grid.yaml that does not use them (and from older ones)
-            changed = [k for k in ("recipe", "options", "eval", "warm_seed", "mu", "lr_sweep", "validation")
+            # mu, lr_sweep, validation and passk are absent from a grid.yaml that does not use them (and from older
+            # ones); passk is bound too: what pass@k samples is named before any result, not after
+            changed = [k for k in ("recipe", "options", "eval", "warm_seed", "mu", "lr_sweep", "validation", "passk")
                        if old.get(k) != new.get(k)]
             if bool(old.get("warm_on_env_options", False)) != grid.warm_on_env_options:  # older folders lack it
                 changed.append("warm_on_env_options")

@@ -4,7 +4,8 @@ A grid file (``lab/recipes/grids/NAME.yaml``) names a recipe (the run options of
 ``lab/recipes/NAME.yaml`` with its per-environment and per-algorithm layers), the budget overrides
 (``options``: steps, prompts, group size, lengths, and ``max_wall_s``, a safety cap on each cell's wall
 time), the implementations (``train --list`` ids), the seeds, the held-out (test) evaluation, and optionally
-``mu`` (policy updates per rollout batch, by variant), a ``validation`` split and an ``lr_sweep``.
+``mu`` (policy updates per rollout batch, by variant), a ``validation`` split, an ``lr_sweep`` and ``passk`` (the
+implementation whose every seed pass@k samples, named before any result, on at least 50 test problems).
 
 Budget = work, never wall time: every cell of an environment starts from the *same* warm-start checkpoint (SFT
 once per environment, seed ``warm_seed``) and its policy gets the same number of rollout batches (``steps``)
@@ -63,6 +64,9 @@ class Grid:
     validation_seed: int = 0
     # variant | algorithm | "default" -> the learning rates tried (the same number for every cell's algorithm)
     lr_sweep: dict = field(default_factory=dict)
+    # pass@k, named before any result: {implementation: a variant (every environment's cell of it) or
+    # {env: implementation id}, problems, samples, k}; the stage samples every seed's cell of it (``passk_spec``)
+    passk: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, name_or_path: str) -> "Grid":
@@ -121,6 +125,7 @@ class Grid:
         if lr_sweep and not validation_n:
             raise ConfigError(f"{where}: field 'lr_sweep' needs a validation split (validation: {{n, seed}}): "
                               "learning rates are chosen on validation problems, never on the test problems")
+        passk = _passk_field(data.get("passk"), f"{where}: field 'passk'", list(data["implementations"]))
         return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
@@ -129,14 +134,15 @@ class Grid:
                    warm_on_env_options=bool(data.get("warm_on_env_options", False)), mu=mu,
                    validation_n=validation_n,
                    validation_seed=_int_field(val.get("seed", 0), f"{where}: field 'validation', seed", low=0),
-                   lr_sweep={k: [float(v) for v in vals] for k, vals in lr_sweep.items()})
+                   lr_sweep={k: [float(v) for v in vals] for k, vals in lr_sweep.items()}, passk=passk)
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["implementations"], d["seeds"] = list(self.implementations), list(self.seeds)
         d["eval"] = {"n": d.pop("eval_n"), "seed": d.pop("eval_seed")}
         n, seed = d.pop("validation_n"), d.pop("validation_seed")
-        for key, value in (("mu", d["mu"]), ("lr_sweep", d["lr_sweep"]), ("validation", n and {"n": n, "seed": seed})):
+        for key, value in (("mu", d["mu"]), ("lr_sweep", d["lr_sweep"]), ("validation", n and {"n": n, "seed": seed}),
+                           ("passk", d["passk"])):
             if not value:  # absent when unused, so a grid.yaml written before these fields still binds
                 d.pop(key, None)
             else:
@@ -154,6 +160,15 @@ class Grid:
                 return list(self.lr_sweep[key])
         return []
 
+    def passk_implementation(self, env: str) -> str | None:
+        """The implementation whose cells pass@k samples on ``env``, as the grid names it in advance (None: the
+        grid names none there)."""
+        named = self.passk.get("implementation")
+        if isinstance(named, dict):
+            return named.get(env)
+        impl = f"{env}-{named}" if named else None
+        return impl if impl in self.implementations else None
+
     def cells(self) -> list[tuple[str, int]]:
         """(implementation, seed), seed-major: every algorithm gets seed 0 before any gets seed 1, so a
         grid stopped early still compares all algorithms."""
@@ -169,6 +184,40 @@ def _int_field(value, what: str, low: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise ConfigError(f"{what}: {value!r} is not an integer >= {low}")
     return value
+
+
+#: pass@k runs on at least this many test problems (issue 41): fewer would leave pass@k at large k undecided
+MIN_PASSK_PROBLEMS = 50
+
+
+def _passk_field(value, what: str, implementations: list[str]) -> dict:
+    """The grid's pass@k declaration, checked and completed (``k`` defaults to 1 and ``samples``): ``implementation``
+    a variant with a cell in the grid, or a mapping environment -> one of the grid's implementations of it."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not set(value) <= {"implementation", "problems", "samples", "k"} or (
+            "implementation" not in value):
+        raise ConfigError(f"{what}: a mapping with implementation (a variant such as grpo, or environment -> "
+                          f"implementation id), problems, samples and optionally k")
+    named = value["implementation"]
+    if isinstance(named, dict):
+        from lab.catalog import get
+
+        bad = [f"{env}: {impl}" for env, impl in named.items()
+               if impl not in implementations or get(impl).env != env]
+        if bad or not named:
+            raise ConfigError(f"{what}, implementation: {', '.join(map(str, bad)) or 'empty'} (each environment names "
+                              f"one of the grid's implementations on it)")
+    elif not isinstance(named, str) or not any(variant(i) == named for i in implementations):
+        raise ConfigError(f"{what}, implementation: {named!r} is not the variant of any of the grid's "
+                          f"implementations (e.g. grpo for calculator-grpo)")
+    problems = _int_field(value.get("problems"), f"{what}, problems", low=MIN_PASSK_PROBLEMS)
+    samples = _int_field(value.get("samples"), f"{what}, samples", low=2)
+    ks = value.get("k", [1, samples])
+    if not isinstance(ks, list) or not ks or not all(isinstance(k, int) and not isinstance(k, bool)
+                                                     and 1 <= k <= samples for k in ks):
+        raise ConfigError(f"{what}, k: a non-empty list of integers from 1 to samples ({samples})")
+    return {"implementation": named, "problems": problems, "samples": samples, "k": sorted(set(ks))}
 
 
 def _variant_map(value, what: str, known: set[str], algos: bool) -> dict:

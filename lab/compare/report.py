@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+from .board import PASSK_LEGACY
 from .folder import GridDir, atomic_json, cell_results
 from .grid import Grid
 
@@ -23,9 +24,11 @@ def duration(seconds: float) -> str:
 
 def passk_reading(rows: list[dict]) -> str | None:
     """A plain sentence on the last pair of ``passk_comparison`` (the RL model against the warm start): did RL
-    raise pass@1, and did it narrow (pass@k at the largest k fell), keep or widen what the model can sample?
-    "rose" / "fell" only where the Holm-adjusted test rejects; otherwise "no difference detected" with what the
-    interval could not rule out. The models are single checkpoints: the sentence says so."""
+    raise pass@1 (the smallest tested k), and did it narrow (pass@k at the largest k fell), keep or widen what the
+    model can sample? "rose" / "fell" only where the Holm-adjusted test rejects; otherwise "no difference
+    detected" with what the interval could not rule out. A record of the declared method reads every seed of
+    the named implementation (one seed: an observation, no verdict); an older record starts with
+    ``PASSK_LEGACY`` (its RL cell was picked on the test problems) and says its models are single checkpoints."""
     if not rows:
         return None
     last = [r for r in rows if r["model"] == rows[-1]["model"]]
@@ -44,8 +47,17 @@ def passk_reading(rows: list[dict]) -> str | None:
         return f"no difference detected at pass@{r['k']} (could not rule out +-{bound:.0f} pts)"
 
     head = f"{one['model']} against the {one['against']}: {shown(one)}; {shown(top)}. "
-    tail = (f" (Paired over the same problems, {one['test']}; Holm over the record's {one['tests']} tests; one "
-            f"checkpoint each: an observation about these runs, not the algorithm.)")
+    legacy = one.get("method", PASSK_LEGACY) == PASSK_LEGACY
+    if legacy:
+        head = f"{PASSK_LEGACY[0].upper()}{PASSK_LEGACY[1:]}. " + head
+        tail = (f" (Paired over the same problems, {one['test']}; Holm over the record's {one['tests']} tests; one "
+                f"checkpoint each: an observation about these runs, not the algorithm.)")
+    else:
+        tail = (f" ({one['seeds']} seed{'s' if one['seeds'] != 1 else ''} of the implementation the grid named before "
+                f"any result, paired over the same problems with the {one['against']}: {one['test']}; Holm over the "
+                f"record's {one['tests']} tests.)")
+    if not legacy and one["one_run"]:
+        return head + "One seed: an observation about this run, not the algorithm." + tail
     n = top["k"]
     verdicts = (one["verdict"], top["verdict"])
     if verdicts == ("better", "worse"):

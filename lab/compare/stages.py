@@ -29,9 +29,9 @@ from pathlib import Path
 
 from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir, read_jsonl
-from reference_impls.stats import bootstrap_interval
+from reference_impls.stats import config_interval
 
-from .folder import DIAGNOSTIC_KEYS, GridDir, atomic_json, cell_results, read_record
+from .folder import DIAGNOSTIC_KEYS, GridDir, atomic_json, budget_status, read_record
 from .grid import (Grid, cell_config, cell_id, chosen_env_options, env_of, policy_steps, updates_per_batch,
                    warm_settings)
 from .provenance import Host, provenance
@@ -96,11 +96,21 @@ def base_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
     atomic_json(gdir.base(env), {"model": model, "env": env, **record})
 
 
+#: the interval a record stores for its own held-out success, named in the record (``heldout_interval_method``):
+#: the one the board and the page show for one run (``stats.config_interval`` of one row of 0/1s). Records
+#: written before it (no such field) keep the two-level bootstrap interval they were written with.
+HELDOUT_INTERVAL_METHOD = "stats.config_interval of one run: exact Clopper-Pearson 95% over the problems"
+#: what the interval of a record without ``heldout_interval_method`` is (every shipped record of 2026-12-03 and before)
+LEGACY_HELDOUT_INTERVAL = "percentile bootstrap 95% over the problems (a record written before the field existed)"
+
+
 def _heldout_record(heldout: list[int]) -> dict:
-    """Held-out success as every record stores it: the mean, its 95% bootstrap interval, the 0/1s."""
-    interval = bootstrap_interval([heldout])
-    return {"heldout": interval.mean, "heldout_interval": [interval.low, interval.high],
-            "heldout_by_problem": heldout}
+    """Held-out success as every record stores it: the mean, its 95% interval (``HELDOUT_INTERVAL_METHOD``, the
+    interval the page shows for one run), the interval's name, the 0/1s."""
+    interval = config_interval([heldout]) if len(heldout) > 1 else None
+    mean = sum(heldout) / len(heldout)
+    return {"heldout": mean, "heldout_interval": [interval.low, interval.high] if interval else [mean, mean],
+            "heldout_interval_method": HELDOUT_INTERVAL_METHOD, "heldout_by_problem": heldout}
 
 
 def evaluate_heldout(model_name: str, env: str, env_options: dict, n: int, seed: int,
@@ -343,8 +353,42 @@ def choose_lr(grid: Grid, gdir: GridDir, impl: str) -> dict:
     return choice
 
 
-def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: int, out=sys.stdout) -> None:
-    """pass@k for k = 1..samples of the base model, the warm start and the best RL cell of ``env``.
+#: a pass@k record's ``method``: what it sampled was named in the grid file before any result
+PASSK_DECLARED = "declared in the grid file before any result; every seed's cell sampled"
+
+
+def passk_models(grid: Grid, gdir: GridDir, env: str) -> tuple[dict[str, str], dict[str, dict], dict]:
+    """What pass@k samples on ``env``: (label -> model, RL label -> its cell, the cells' config) for the
+    untrained model, the warm start and every seed's cell of the implementation the grid names in advance
+    (``Grid.passk_implementation``); nothing is chosen by a result. ConfigError when the grid names none or a
+    cell has not finished (or has lost its checkpoint)."""
+    impl = grid.passk_implementation(env)
+    if impl is None:
+        raise ConfigError(f"passk --env {env}: grid {grid.name} names no pass@k implementation on {env}; name it in "
+                          f"the grid file before any result (passk: {{implementation: VARIANT, problems: N >= 50, "
+                          f"samples: G}}): pass@k is never run on a cell picked by its test score")
+    if not (gdir.warm(env) / "done.json").exists():
+        raise ConfigError(f"passk --env {env}: the warm start of {env} has not been trained ({gdir.warm(env)})")
+    models = {"base": warm_settings(grid, env)["model"], "warm start": str(gdir.warm(env))}
+    cells, config = {}, None
+    for seed in grid.seeds:
+        record, run = gdir.result(impl, seed), RunDir(gdir.cell(impl, seed) / "run")
+        if record is None or run.latest_model() is None:
+            raise ConfigError(f"passk --env {env}: {cell_id(impl, seed)} has not finished or has no checkpoint in "
+                              f"{run.path}; pass@k samples every seed's cell of {impl} (train it: run the grid)")
+        label = f"RL ({impl}, seed {seed})"
+        models[label] = str(run.latest_model())
+        cells[label] = {"cell": cell_id(impl, seed), "seed": seed, "in_verdicts": budget_status(record)["in_verdicts"]}
+        config = config or record["config"]
+    return models, cells, config
+
+
+def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout) -> None:
+    """pass@k for k = 1..samples on the grid's test problems (the first ``problems`` of the held-out draw, the
+    eval seed), at temperature 1, of the models ``passk_models`` names: the untrained model, the warm start and
+    every seed's cell of the implementation named in the grid's ``passk`` (samples, problems and the tested k
+    are the grid's too). The record's ``method`` says so; ``board.passk_comparison`` tests the seeds against
+    the warm start.
 
     Resumable: each problem's count is saved as it is measured (``passk/.<env>.partial.json``), and each
     problem's samples draw from their own seed (the eval seed + the problem's index), so a killed stage
@@ -359,17 +403,8 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: i
     from reference_impls.rollout import RolloutConfig, rollout
     from reference_impls.stats import pass_at_k_curve
 
-    done = [r for r in cell_results(grid, gdir) if r["env"] == env]
-    if not done:
-        raise ConfigError(f"passk --env {env}: no finished cell of this environment yet")
-    best = max(done, key=lambda r: r["heldout"])
-    best_run = RunDir(gdir.cell(best["implementation"], best["seed"]) / "run")
-    if best_run.latest_model() is None:
-        raise ConfigError(f"passk --env {env}: the best cell {best['cell']} has no checkpoint in {best_run.path} "
-                          f"(an exported result without its run); train it again by moving its folder away")
-    config = best["config"]
-    models = {"base": warm_settings(grid, env)["model"], "warm start": str(gdir.warm(env)),
-              f"RL ({best['implementation']}, seed {best['seed']})": str(best_run.latest_model())}
+    models, cells, config = passk_models(grid, gdir, env)
+    samples, n_problems = grid.passk["samples"], grid.passk["problems"]
     task = get_env(env)
     env_options = task.heldout_env_options(config["env_options"])
     problems = task.problems("heldout", n=n_problems, seed=grid.eval_seed, config=env_options)
@@ -382,9 +417,11 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, samples: int, n_problems: i
     (gdir.path / "passk").mkdir(exist_ok=True)
     partial_path = gdir.path / "passk" / f".{env}.partial.json"
     partial = json.loads(partial_path.read_text()) if partial_path.exists() else None
-    if partial is None or partial.get("settings") != settings:  # other settings or another best cell: start over
+    if partial is None or partial.get("settings") != settings:  # other settings or other cells: start over
         partial = {"settings": settings, "counts": {}, "seconds": {}}
-    result = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "curves": {}}
+    result = {"env": env, "samples": samples, "problems": len(problems), "temperature": 1.0,
+              "method": PASSK_DECLARED, "implementation": grid.passk_implementation(env), "k": grid.passk["k"],
+              "seeds": list(grid.seeds), "cells": cells, "curves": {}}
     for label, name in models.items():
         counts = partial["counts"].setdefault(label, [])
         seconds = partial["seconds"].setdefault(label, [])
@@ -528,6 +565,17 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
         else:
             r = gdir.result(impl, seed)
             print(f"  held-out {r['heldout']:.3f} in {duration(durations[-1])}", file=out, flush=True)
+    for name in envs:  # pass@k of the implementation the grid names, once every seed's cell of it is done
+        impl = grid.passk_implementation(name)
+        if impl is None or (gdir.path / "passk" / f"{name}.json").exists() or any(
+                gdir.result(impl, seed) is None for seed in grid.seeds):
+            continue
+        print(f"pass@k on {name}: the untrained model, the warm start and every seed of {impl} (named in the grid "
+              f"file) ...", file=out, flush=True)
+        log = gdir.path / f"passk-{name}.log"
+        if stage_process(["_passk", grid_arg, "--dir", str(gdir.path), "--env", name], log):
+            failures += 1
+            print(f"  failed: see {log}", file=out, flush=True)
     return failures
 
 

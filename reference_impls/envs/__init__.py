@@ -184,7 +184,10 @@ class EnvSpec:
     solver on seeded expressions, since its training pool holds proposals, which have no right answer);
     an option given explicitly to an evaluation command still wins.
     ``steps``: a :class:`StepChecker` when the env's model turns can be checked as steps against the
-    problem (the calculator's tool calls); algorithms that need step verdicts test this, never a name."""
+    problem (the calculator's tool calls); algorithms that need step verdicts test this, never a name.
+    ``validation_split``: ``list_problems`` also takes the split ``validation``, disjoint from ``heldout`` by
+    construction (search: no entity or document in common); without it a comparison draws its validation
+    problems from the held-out distribution (``measure.evaluate.validation_problems``)."""
 
     name: str
     config: type
@@ -199,6 +202,7 @@ class EnvSpec:
     #: runs model code in reference_impls.sandbox: the trainer checks the sandbox before training and
     #: records its layer in status.json (``sandbox_layer``)
     uses_sandbox: bool = False
+    validation_split: bool = False
 
     def options(self, values: dict | None = None):
         """The env's config from a mapping of option values (validated; raises ConfigError)."""

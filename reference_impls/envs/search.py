@@ -20,10 +20,15 @@ Questions
     offered by exactly one framework. Answers with several valid values (a work that uses two
     algorithms, a benchmark with two domains) list every value as gold and accept any of them.
 Splits
-    Each fact (family + entity) is assigned to ``train`` or ``heldout`` by a stable hash of its
-    identity (about 1 in 4 held out), independently of the seed, so a held-out entity is never seen in
-    training under any seed. The seed decides the phrasing and the order of the questions, so the
-    same ``(split, n, seed)`` always gives the same list.
+    ``heldout`` (the test questions): each fact (family + entity) whose stable hash falls in 1 of
+    ``HELDOUT_FRACTION`` buckets, independently of the seed. ``validation`` (where a comparison chooses its
+    settings): the facts of the works (catalog keys) whose hash falls in 1 of ``VALIDATION_FRACTION`` buckets,
+    among the facts that share neither their entity nor their work with any held-out fact. ``train``: the
+    remaining facts that share neither their entity nor their work with a held-out or a validation fact (a
+    fact that does is asked in no split). So the three splits are disjoint by construction in what a question
+    is about, the entity it names and the document that answers it, under any seed and any ``n``
+    (``_splits``; tests/reference_impls/test_search_env.py). The seed decides the phrasing and the order of
+    the questions, so the same ``(split, n, seed)`` always gives the same list.
 Tool
     ``search(query)`` runs the project's own search index (``papers.search.SearchIndex``; BM25 by
     default, ``search_mode="hybrid"`` for BM25 + MiniLM) and returns the top ``top_k`` works as
@@ -71,6 +76,8 @@ SYSTEM_PROMPT = (
 
 FAMILIES = ("year", "algorithm", "variant", "benchmark", "framework")
 HELDOUT_FRACTION = 4  # one fact in HELDOUT_FRACTION is held out
+VALIDATION_FRACTION = 5  # of the works no held-out fact touches, one in VALIDATION_FRACTION is for validation
+SPLITS = ("train", "validation", "heldout")
 
 PHRASINGS: dict[str, tuple[str, ...]] = {
     "year": ("In which year was the work that introduced {x} published?",
@@ -157,16 +164,40 @@ def facts(catalog=None) -> list[dict]:
     return out
 
 
-@lru_cache(maxsize=8)
+def _in_validation(key: str) -> bool:
+    h = int(hashlib.sha256(f"search/validation/{key}".encode()).hexdigest()[:8], 16)
+    return h % VALIDATION_FRACTION == 0
+
+
+@lru_cache(maxsize=1)
+def _splits() -> dict[str, tuple[dict, ...]]:
+    """split -> its facts (module docstring, Splits): held-out by the fact's hash (unchanged since the split
+    was made, so the test questions stay the same), validation by the work's hash among the facts that touch
+    no held-out entity or work, train the rest that touches neither."""
+    every = facts()
+    heldout = [f for f in every if _split_of(f["family"], f["entity"]) == "heldout"]
+
+    def touching(found):
+        entities, keys = {f["entity"].lower() for f in found}, {f["key"] for f in found}
+        return lambda f: f["entity"].lower() in entities or f["key"] in keys
+
+    near_heldout = touching(heldout)
+    free = [f for f in every if _split_of(f["family"], f["entity"]) != "heldout" and not near_heldout(f)]
+    validation = [f for f in free if _in_validation(f["key"])]
+    near_validation = touching(validation)
+    return {"heldout": tuple(heldout), "validation": tuple(validation),
+            "train": tuple(f for f in free if not near_validation(f))}
+
+
 def _split_facts(split: str) -> tuple[dict, ...]:
-    return tuple(f for f in facts() if _split_of(f["family"], f["entity"]) == split)
+    return _splits()[split]
 
 
 def problems(split: str = "train", n: int = 100, seed: int = 0, families=None, **_) -> list[Problem]:
-    """Up to ``n`` questions of ``split`` (fewer when the split has fewer facts), families interleaved
+    """Up to ``n`` questions of ``split`` (``SPLITS``; fewer when the split has fewer facts), families interleaved
     round-robin so every family is represented. Deterministic in ``(split, n, seed, families)``."""
-    if split not in ("train", "heldout"):
-        raise ValueError("split must be 'train' or 'heldout'")
+    if split not in SPLITS:
+        raise ValueError(f"search: split must be one of {', '.join(SPLITS)}, got {split!r}")
     chosen = tuple(families) if families else FAMILIES
     unknown = set(chosen) - set(FAMILIES)
     if unknown:
@@ -329,7 +360,7 @@ def _problems(split: str, n: int, seed: int, config: SearchEnvConfig) -> list[Pr
 
 
 SPEC = EnvSpec("search", SearchEnvConfig, _problems, SearchEnv, demonstration,
-               title="Search-R1-style catalog search", demonstration_takes_config=True)
+               title="Search-R1-style catalog search", demonstration_takes_config=True, validation_split=True)
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 
 

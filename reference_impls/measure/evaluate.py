@@ -47,27 +47,48 @@ def evaluate(model, tokenizer, task, problems, batch_size: int = 16, max_new_tok
     return (result, samples) if return_samples else result
 
 
-def problem_content(problem):
-    """What a problem *is*, without its draw-specific ``uid`` and ``split`` labels (nested problems too): two
-    draws of the same question (or map, or program) have the same content."""
+#: fields that label a draw, not the problem: two draws of the same question differ in them only
+DRAW_LABELS = ("uid", "split")
+#: fields that word a problem: the same computation (or map) asked in other words is the same problem to solve
+WORDING = ("question", "phrasing")
+
+
+def problem_content(problem, leave_out: tuple[str, ...] = DRAW_LABELS):
+    """What a problem *is*, without its draw-specific ``uid`` and ``split`` labels (and any other field named in
+    ``leave_out``; nested problems too): two draws of the same question (or map, or program) have the same
+    content."""
     if dataclasses.is_dataclass(problem) and not isinstance(problem, type):
-        return (type(problem).__name__, *((f.name, problem_content(getattr(problem, f.name)))
-                                          for f in dataclasses.fields(problem) if f.name not in ("uid", "split")))
+        return (type(problem).__name__, *((f.name, problem_content(getattr(problem, f.name), leave_out))
+                                          for f in dataclasses.fields(problem) if f.name not in leave_out))
     if isinstance(problem, (list, tuple)):
-        return tuple(problem_content(p) for p in problem)
+        return tuple(problem_content(p, leave_out) for p in problem)
     return repr(problem)
 
 
+def problem_identity(problem):
+    """What a problem asks, without its wording (``WORDING``) or draw labels: the calculator's computation and
+    answer, a FrozenLake map and its plan. A validation problem must not share it with a test problem."""
+    return problem_content(problem, DRAW_LABELS + WORDING)
+
+
 def validation_problems(task, n: int, seed: int, test_n: int, test_seed: int, **options) -> list:
-    """``n`` problems of the held-out distribution (the same phrasings, maps, levels as the test problems)
-    none of which is a test problem (``test_n`` problems drawn with ``test_seed``) nor a repeat of another:
-    where learning rates and other settings are chosen, so the test problems are scored once. A pure function
-    of its arguments. ValueError naming the environment when its held-out distribution has too few distinct
-    problems outside the test set."""
-    test = {problem_content(p) for p in task.problems("heldout", n=test_n, seed=test_seed, **options)}
+    """``n`` problems where a comparison chooses its settings (learning rates), apart from the test problems
+    (``test_n`` problems drawn with ``test_seed``), so those are scored once. An environment with a validation
+    split of its own (``EnvSpec.validation_split``: search, whose questions about one entity or document would
+    otherwise reach both sets) gives its first ``n``; the others are drawn from the held-out distribution (the
+    same phrasings, maps, levels as the test) with ``seed``, skipping any whose ``problem_identity`` is a test
+    problem's or an earlier pick's. A pure function of its arguments. ValueError naming the environment when
+    too few such problems exist."""
+    if getattr(task, "validation_split", False):
+        chosen = list(task.problems("validation", n=n, seed=seed, **options))
+        if len(chosen) < n:
+            raise ValueError(f"{task.name}: its validation split holds only {len(chosen)} of the {n} validation "
+                             f"problems asked for; ask for fewer")
+        return chosen
+    test = {problem_identity(p) for p in task.problems("heldout", n=test_n, seed=test_seed, **options)}
     chosen, seen = [], set(test)
     for p in task.problems("heldout", n=n + test_n, seed=seed, **options):
-        key = problem_content(p)
+        key = problem_identity(p)
         if key not in seen:
             seen.add(key)
             chosen.append(p)

@@ -54,12 +54,32 @@ def test_heldout_is_disjoint_and_seed_independent():
     assert held == {(p.family, p.entity) for p in S.problems("heldout", n=10_000, seed=9)}
 
 
+def test_the_three_splits_share_no_entity_and_no_document():
+    """Train, validation and held-out questions are about different entities and answered by different catalog
+    works, under any seed (the held-out facts are those the split always held: the test questions did not move);
+    validation has room for the core grid's 50 questions in every family."""
+    def about(split):
+        problems = S.problems(split, n=10_000, seed=0)
+        assert problems == S.problems(split, n=10_000, seed=0) and {p.split for p in problems} == {split}
+        return problems, {p.entity.lower() for p in problems}, {p.key for p in problems}
+
+    (train, e_train, k_train), (val, e_val, k_val), (held, e_held, k_held) = map(about, S.SPLITS)
+    for (a, b) in ((e_train, e_val), (e_train, e_held), (e_val, e_held), (k_train, k_val), (k_train, k_held),
+                   (k_val, k_held)):
+        assert not a & b
+    assert len(val) >= 50 and {p.family for p in val} == set(S.FAMILIES)
+    assert {(p.family, p.entity) for p in held} == {(f["family"], f["entity"]) for f in S.facts()
+                                                    if S._split_of(f["family"], f["entity"]) == "heldout"}
+    with pytest.raises(ValueError, match="split must be one of train, validation, heldout"):
+        S.problems("test", n=1)
+
+
 def test_every_gold_answer_is_right_per_the_catalog(cat):
     works = {w.key: w for w in cat}
     t2 = cat.tables["table02_rl_algorithm_variants"].frame
     t9 = cat.tables["table09_environments_benchmarks"].frame
     t10 = cat.tables["table10_rl_frameworks"].frame
-    problems = S.problems("train", n=10_000, seed=0) + S.problems("heldout", n=10_000, seed=0)
+    problems = [p for split in S.SPLITS for p in S.problems(split, n=10_000, seed=0)]
     counts = collections.Counter(p.family for p in problems)
     assert all(counts[f] >= 20 for f in S.FAMILIES), counts
     for p in problems:

@@ -120,7 +120,9 @@ def test_mechanistic_debate_note_points_to_pass_at_k():
     counts = {"samples": 64, "curves": {"warm start": {"correct_counts": [8] * 20 + [1] * 20},
                                         "RL": {"correct_counts": [32] * 20 + [0] * 20}}}
     read = passk_note([grid("core", {"calculator": counts})])
-    assert "What they show: calculator: RL against the warm start: pass@⁠1 7% -\\> 25%" in read.text
+    # a record without a ``method`` field predates issue 41: its reading says first why it is not a verdict
+    assert "What they show: calculator: Chosen on test problems under the old method" in read.text
+    assert "RL against the warm start: pass@⁠1 7% -\\> 25%" in read.text
     assert "Sharpened and narrowed" in read.text
 
 

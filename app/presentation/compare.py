@@ -1,6 +1,9 @@
 """The Compare page's data, computed without Streamlit: a comparison grid's leaderboard and its base / SFT /
 SFT + RL stages as tables, the interval chart (Vega-Lite) and the pass@k curves and their paired comparison.
-The grids themselves are read and scored by ``lab.compare``; this shapes what it returns.
+The grids themselves are read and scored by ``lab.compare``; this shapes what it returns. The mechanism
+diagnostics per step (``DIAGNOSTICS``: entropy, clip shares, KL, importance ratio, lengths of correct and wrong
+episodes, groups without signal, usable pairs) become a tidy frame (``diagnostics_frame``) drawn one diagnostic at
+a time (``diagnostic_chart``), or a note when the records predate them (``diagnostics_notes``).
 
     summary = grid.summary()                       # every statistic, computed once per results
     st.table(leaderboard_frame(summary.board[env]))
@@ -246,3 +249,124 @@ def passk_chart(passk: dict) -> dict:
     rows = [{"k": int(k), "model": label, "pass@k": v} for label, c in passk.get("curves", {}).items()
             for k, v in c["pass_at_k"].items()]
     return line_chart(sorted(rows, key=lambda r: (r["model"], r["k"])), "k", "pass@k", "model", "k", "pass@k")
+
+
+# -- mechanism diagnostics, step by step -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A per-step diagnostic the Compare page draws: the record's name, its axis label, and what its curve shows
+    (which algorithm's mechanism it lets a reader see act)."""
+
+    key: str
+    label: str
+    shows: str
+
+
+#: the diagnostics drawn, in the order offered (docs/compare.md, "Mechanism diagnostics, every step")
+DIAGNOSTICS = (
+    Diagnostic("entropy", "policy entropy (nats per token)",
+               "Whether the policy keeps exploring. DAPO's clip-higher raises the upper clip bound (0.28 against "
+               "GRPO's 0.2) so that unlikely tokens with a positive advantage can grow: it is meant to keep entropy "
+               "from collapsing, so DAPO's curve should stay above GRPO's."),
+    Diagnostic("clip_frac_high", "share of tokens clipped above (A > 0)",
+               "How often the upper bound stops a positive-advantage token from growing. Clip-higher (DAPO) moves "
+               "that bound up, so its share should sit below GRPO's; it is 0 while a batch gets one update (the "
+               "ratio is 1)."),
+    Diagnostic("clip_frac_low", "share of tokens clipped below (A < 0)",
+               "How often the lower bound stops a negative-advantage token from shrinking further; DAPO keeps "
+               "GRPO's lower bound, so its share need not differ."),
+    Diagnostic("kl", "KL to the reference (k3)",
+               "How far the policy drifts from the frozen reference model, which the KL penalty (beta) holds "
+               "back. No curve for a run without a reference (beta = 0, the GRPO family's default: GRPO, DAPO and "
+               "Dr.GRPO rows unless their config sets beta)."),
+    Diagnostic("ratio_mean", "mean importance ratio",
+               "How off-policy the updates are: exactly 1 when a rollout batch gets one update, away from 1 on the "
+               "later minibatch updates (mu > 1). GSPO's is the sequence ratio."),
+    Diagnostic("ratio_max", "largest importance ratio",
+               "The largest token ratio a step saw (GSPO: sequence ratio): what the clip range bounds and GMPO's "
+               "geometric mean and log-space clip keep from growing."),
+    Diagnostic("len_incorrect", "mean length of wrong episodes (tokens)",
+               "Dr.GRPO's length bias: GRPO divides each answer's loss by its length, so a long wrong answer is "
+               "penalised less per token and wrong answers can grow. Dr.GRPO divides by a constant instead, so its "
+               "wrong answers should not lengthen. No point at a step with no wrong episode."),
+    Diagnostic("len_correct", "mean length of correct episodes (tokens)",
+               "Read with the wrong episodes' length: the bias Dr.GRPO removes lengthens wrong answers, not correct "
+               "ones. No point at a step with no correct episode."),
+    Diagnostic("zero_advantage_groups_frac", "share of groups with no signal",
+               "Groups whose episodes all scored the same: a group-relative advantage is exactly 0 there, so they "
+               "carry no gradient. DAPO's dynamic sampling drops them; a rising share means a batch teaches less."),
+    Diagnostic("groups_kept_frac", "share of groups trained on",
+               "What DAPO's dynamic sampling keeps (the groups with some signal); 1 for an algorithm that trains "
+               "on every group."),
+    Diagnostic("pairs", "usable preference pairs",
+               "Offline (DPO family): how many preference pairs the sampled episodes gave; an all-correct or "
+               "all-wrong group gives none."),
+)
+DIAGNOSTIC_BY_KEY = {d.key: d for d in DIAGNOSTICS}
+
+#: said in place of the curves when none of an environment's cells kept diagnostics
+NO_DIAGNOSTICS_SHIPPED = ("These records predate per-step diagnostics; re-run the grid (issue 42) or a grid of your "
+                          "own to see them.")
+NO_DIAGNOSTICS_YOURS = ("These cells' records predate per-step diagnostics (a cell run since issue 41 keeps them); "
+                        "run the grid again into a new folder (`python -m lab.compare run {name} --dir NEW_FOLDER`) "
+                        "to see them.")
+
+DIAGNOSTIC_COLUMNS = ["step", "implementation", "key", "value", "seeds"]
+
+
+def diagnostics_frame(diagnostics: dict, env: str) -> pd.DataFrame:
+    """The drawn diagnostics (``DIAGNOSTICS``) of one environment as a tidy table: one row per (step,
+    implementation, key) with the mean over seeds (``value``) and how many seeds it averages, from
+    ``summary.diagnostics`` (``lab.compare.results.GridResults.diagnostics``). Empty (with the columns) when
+    no cell of ``env`` kept diagnostics."""
+    rows = [{"step": p["step"], "implementation": impl, "key": key, "value": p["value"], "seeds": p["seeds"]}
+            for impl, kept in diagnostics.get(env, {}).items() for key, points in kept["series"].items()
+            if key in DIAGNOSTIC_BY_KEY for p in points]
+    return pd.DataFrame(rows, columns=DIAGNOSTIC_COLUMNS)
+
+
+def diagnostic_choices(frame: pd.DataFrame) -> list[Diagnostic]:
+    """The diagnostics with at least one point in ``frame``, in ``DIAGNOSTICS`` order (what the page offers)."""
+    present = set(frame["key"])
+    return [d for d in DIAGNOSTICS if d.key in present]
+
+
+def diagnostic_chart(frame: pd.DataFrame, key: str) -> dict:
+    """Vega-Lite: one diagnostic of one environment per step, one line per implementation (the mean over its
+    seeds; the tooltip says how many)."""
+    picked = frame[frame["key"] == key].sort_values(["implementation", "step"])
+    rows = [{"step": int(r.step), "implementation": r.implementation, "value": float(r.value), "seeds": int(r.seeds)}
+            for r in picked.itertuples()]
+    chart = line_chart(rows, "step", "value", "implementation", "step", DIAGNOSTIC_BY_KEY[key].label)
+    chart["encoding"]["tooltip"].append({"field": "seeds"})
+    return chart
+
+
+def diagnostics_notes(grid, diagnostics: dict, env: str, key: str | None = None) -> list[str]:
+    """What limits an environment's diagnostic curves, as Markdown lines: that no record has them (then nothing
+    is drawn), which implementations' records lack them, and, for the diagnostic ``key``, which implementations
+    have no curve of it (an algorithm that does not compute it, or a run without a reference for KL)."""
+    cells = [c for c in grid.cells if c["env"] == env]
+    impls = sorted({c["implementation"] for c in cells})
+    kept = diagnostics.get(env, {})
+    if not any(k in DIAGNOSTIC_BY_KEY for i in kept.values() for k in i["series"]):
+        return [NO_DIAGNOSTICS_SHIPPED if grid.shipped
+                else NO_DIAGNOSTICS_YOURS.format(name=md_escape(str(grid.spec.get("name", "GRID"))))]
+    notes = []
+    without = [i for i in impls if i not in kept]
+    if without:
+        notes.append(f"No diagnostics in the records of {md_escape(', '.join(without))} (run before they were kept).")
+    warmup = sorted({(c["implementation"], int(((c.get("config") or {}).get("algo_config") or {})
+                                                 .get("critic_warmup_steps") or 0))
+                     for c in cells if c.get("algo") == "ppo" and c["implementation"] in kept})
+    for impl, steps in warmup:
+        if steps:
+            notes.append(f"{md_escape(impl)}: its first {steps} step{'' if steps == 1 else 's'} train only the "
+                         "critic (the policy does not move), so its policy steps start after them.")
+    if key is not None:
+        absent = [i for i in sorted(kept) if key not in kept[i]["series"]]
+        if absent:
+            notes.append(f"No curve of {DIAGNOSTIC_BY_KEY[key].label} for {md_escape(', '.join(absent))}: "
+                         "its algorithm does not compute it, or (KL) its run has no reference model.")
+    return notes

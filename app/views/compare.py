@@ -5,8 +5,28 @@ import streamlit as st
 
 from app import routes, state, ui
 from app.presentation.common import first_param
-from app.presentation.compare import (as_text, curves_chart, env_notes, grid_intro, interval_chart, leaderboard_frame,
+from app.presentation.compare import (as_text, curves_chart, diagnostic_chart, diagnostic_choices, diagnostics_frame,
+                                      diagnostics_notes, env_notes, grid_intro, interval_chart, leaderboard_frame,
                                       passk_chart, passk_comparison_frame, progression_frame, references)
+
+
+@st.fragment
+def mechanisms(grid, diagnostics: dict, env: str) -> None:
+    """One environment's diagnostic curves; choosing another diagnostic re-runs this part only."""
+    frame = diagnostics_frame(diagnostics, env)
+    choices = diagnostic_choices(frame)
+    if not choices:
+        for note in diagnostics_notes(grid, diagnostics, env):
+            st.caption(note)
+        return
+    pick = choices[st.selectbox("Diagnostic", range(len(choices)), format_func=lambda i: choices[i].label,
+                                key=f"diagnostic-{env}")]
+    st.caption(ui.md(pick.shows) + " Each line is an implementation's mean over its seeds at each step (the "
+               "tooltip says how many).")
+    st.vega_lite_chart(diagnostic_chart(frame, pick.key), width="stretch")
+    for note in diagnostics_notes(grid, diagnostics, env, pick.key):
+        st.caption(note)
+
 
 st.title("Compare algorithms")
 
@@ -49,6 +69,8 @@ for env, rows in summary.board.items():
         st.caption("Mean training reward per step (over seeds); DPO rows are not drawn: their per-step number "
                    "is the preference margin, not the environment's reward")
         st.vega_lite_chart(curves, width="stretch")
+    st.subheader("Mechanisms, step by step")
+    mechanisms(chosen, summary.diagnostics, env)
     if env in chosen.passk:
         st.caption("pass@k on held-out problems (unbiased estimator; temperature 1): where RL raises pass@1 "
                    "but not pass@k at large k, it sharpened rather than added abilities")

@@ -2,7 +2,8 @@
 
 ``available_results`` finds the shipped results (``lab/results/<grid>``) and the user's own grid folders;
 ``load_results`` reads one folder into ``GridResults`` (cells, references, pass@k, with the board, the
-progression and the curves computed by ``board``). The app imports this module only, so the statistics and
+progression and the curves computed by ``board``, and each implementation's per-step mechanism diagnostics,
+``GridResults.diagnostics``). The app imports this module only, so the statistics and
 the pass@k sentence it shows are re-exported here.
 
 ``GridResults.summary()`` is what the explorer reads: every statistic of a grid computed once for what its
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import threading
 from dataclasses import asdict, dataclass, field
@@ -31,11 +33,12 @@ from atlas_data import data_dir
 from reference_impls.stats import config_interval
 
 from .board import grid_tests, leaderboard, passk_comparison, progression
-from .folder import BadRecord, GridDir, bad_records, cell_results, read_record
+from .folder import (DIAGNOSTIC_KEYS, BadRecord, GridDir, bad_records, cell_diagnostics, cell_results,
+                     read_record)
 from .report import passk_reading
 
-__all__ = ["RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families", "load_results",
-           "passk_comparison", "passk_reading", "summary_key"]
+__all__ = ["DIAGNOSTIC_KEYS", "RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families",
+           "load_results", "passk_comparison", "passk_reading", "summary_key"]
 
 _log = logging.getLogger(__name__)
 
@@ -130,6 +133,41 @@ class GridResults:
         return [{"env": e, "implementation": i, "step": s, "reward_mean": sum(v) / len(v), "seeds": len(v)}
                 for (e, i, s), v in sorted(acc.items())]
 
+    def diagnostics(self) -> dict[str, dict[str, dict]]:
+        """Per environment, per implementation, the mechanism diagnostics of its cells (``folder.cell_diagnostics``)
+        step by step: ``{env: {impl: {"seeds": cells with diagnostics, "series": {name: [{"step", "value",
+        "seeds"}]}}}}``, each point the mean over the seeds whose row at that step has a finite number for the
+        name, ``seeds`` how many. Left out: a name a row does not have or leaves null (``kl`` without a
+        reference), ``len_correct`` of a step with no correct episode and ``len_incorrect`` of one with no
+        incorrect episode (the record writes 0 there: ``accuracy`` 0 or 1), and a DPO cell's ``reward_mean`` and
+        ``accuracy`` (the preference margin and pair accuracy, not the environment's). A grid whose records
+        predate the diagnostics gives {}."""
+        acc: dict[tuple[str, str], dict[str, dict[int, list[float]]]] = {}
+        seeds: dict[tuple[str, str], int] = {}
+        for c in self.cells:
+            rows = cell_diagnostics(c)
+            if not rows:
+                continue
+            at = (c["env"], c["implementation"])
+            seeds[at] = seeds.get(at, 0) + 1
+            skip = {"reward_mean", "accuracy"} if c.get("algo") == "dpo" else set()
+            for row in rows:
+                accuracy = row.get("accuracy")
+                for name in DIAGNOSTIC_KEYS:
+                    value = row.get(name)
+                    if (name in skip or isinstance(value, bool) or not isinstance(value, (int, float))
+                            or not math.isfinite(value) or (name == "len_correct" and accuracy == 0)
+                            or (name == "len_incorrect" and accuracy == 1)):
+                        continue
+                    acc.setdefault(at, {}).setdefault(name, {}).setdefault(row["step"], []).append(float(value))
+        out: dict[str, dict[str, dict]] = {}
+        for (env, impl), n in sorted(seeds.items()):
+            series = {name: [{"step": step, "value": sum(v) / len(v), "seeds": len(v)}
+                             for step, v in sorted(points.items())]
+                      for name, points in sorted(acc.get((env, impl), {}).items())}
+            out.setdefault(env, {})[impl] = {"seeds": n, "series": series}
+        return out
+
     def reproduce(self, cell: dict) -> str:
         """The commands that re-train this cell: the grid (its environment's warm start and cells), or the
         cell alone from its recorded config on top of that warm start."""
@@ -142,8 +180,9 @@ class GridResults:
 
 @dataclass(frozen=True)
 class GridSummary:
-    """What a grid's records imply, as the explorer shows it: the leaderboard, the stages, the curves, and per
-    environment with a pass@k record its paired comparison and reading. Plain data (JSON round-trips it)."""
+    """What a grid's records imply, as the explorer shows it: the leaderboard, the stages, the curves, per
+    environment with a pass@k record its paired comparison and reading, and the mechanism diagnostics per step
+    (``GridResults.diagnostics``). Plain data (JSON round-trips it)."""
 
     key: str
     board: dict[str, list[dict]]
@@ -151,15 +190,16 @@ class GridSummary:
     curves: list[dict]
     passk_rows: dict[str, list[dict]]
     passk_readings: dict[str, str | None]
+    diagnostics: dict[str, dict[str, dict]]
 
     @classmethod
     def compute(cls, grid: GridResults, key: str) -> "GridSummary":
         rows = {env: passk_comparison(record) for env, record in sorted(grid.passk.items())}
         return cls(key, grid.board(), grid.progression(), grid.curves(), rows,
-                   {env: passk_reading(r) for env, r in rows.items()})
+                   {env: passk_reading(r) for env, r in rows.items()}, grid.diagnostics())
 
 
-SUMMARY_VERSION = 1  # the shape of GridSummary: a new field or meaning makes every stored summary stale
+SUMMARY_VERSION = 2  # the shape of GridSummary: a new field or meaning makes every stored summary stale
 SHIPPED_SUMMARY = "summary.json"  # beside a shipped grid's records
 
 

@@ -106,6 +106,12 @@ def test_leaderboard_curves_and_passk(data):
     [chart] = [c for c in at.get("vega_lite_chart") if "held-out success" in c.proto.spec]
     assert '"warm start 25%"' in chart.proto.spec
     assert any(m.value.startswith("**Against the baseline:**\n- calculator-ppo: ") for m in at.markdown)
+    # these records predate the per-step diagnostics: the section says so and draws no empty chart
+    assert "Mechanisms, step by step" in [h.value for h in at.subheader]
+    assert any(c.value.startswith("These cells' records predate per-step diagnostics") and
+               "python -m lab.compare run demo --dir" in c.value for c in at.caption)
+    assert not [c for c in at.get("vega_lite_chart") if "nats per token" in c.proto.spec]
+    assert not [b for b in at.selectbox if b.label == "Diagnostic"]
 
 
 def test_passk_paired_table_and_reading_under_the_curves(data):
@@ -241,3 +247,114 @@ def test_shipped_grids_carry_their_current_summary(tmp_path, monkeypatch):
     monkeypatch.undo()
     small = min(shipped, key=lambda g: len(g.cells))
     assert results.GridSummary.compute(small, "k").board == small.summary().board
+
+
+# -- mechanism diagnostics, step by step (issue 41) ----------------------------------------------------------
+
+def _diagnostic_cell(impl, algo, seed, entropy, **extra):
+    """A cell whose record keeps per-step diagnostics as the cell stage writes them (stages.diagnostic_rows)."""
+    cell = _cell(impl, algo, seed, [1, 0, 0, 0])
+    cell["diagnostics"] = [{"step": s, "phase": "policy", "entropy": e, "kl": None, **{k: v[i] for k, v in extra.items()}}
+                           for i, (s, e) in enumerate(zip((1, 2, 3), entropy))]
+    return cell
+
+
+def _diagnostic_cells():
+    return [
+        # DAPO's entropy stays up; its wrong answers' length is there only where a step has a wrong answer
+        _diagnostic_cell("calculator-dapo", "grpo", 0, [1.0, 0.9, 0.8], accuracy=[0.5, 1.0, 0.0],
+                         len_incorrect=[30.0, 0.0, 40.0], len_correct=[10.0, 12.0, 0.0],
+                         clip_frac_high=[0.0, 0.01, 0.02]),
+        _diagnostic_cell("calculator-dapo", "grpo", 1, [0.8, 0.7, 0.6], accuracy=[0.25, 0.5, 0.5],
+                         len_incorrect=[50.0, 60.0, 70.0], len_correct=[14.0, 16.0, 18.0],
+                         clip_frac_high=[0.0, 0.03, 0.04]),
+        _diagnostic_cell("calculator-grpo", "grpo", 0, [1.0, 0.5, 0.2]),
+        # DPO: its reward_mean is the preference margin and its accuracy the pairs', not the environment's
+        _diagnostic_cell("calculator-dpo", "dpo", 0, [0.9, 0.9, 0.9], reward_mean=[0.3, 0.6, 0.9],
+                         accuracy=[0.5, 0.6, 0.7], pairs=[12, 12, 12]),
+        _cell("calculator-ppo", "ppo", 0, [1, 1, 0, 0]),  # a record from before the diagnostics
+    ]
+
+
+def test_diagnostics_are_averaged_over_seeds_per_step_and_drawn_one_at_a_time():
+    from pathlib import Path
+
+    from app.presentation.compare import (DIAGNOSTICS, NO_DIAGNOSTICS_SHIPPED, diagnostic_chart, diagnostic_choices,
+                                          diagnostics_frame, diagnostics_notes)
+
+    grid = results.GridResults("g", Path("g"), {"name": "g", "seeds": [0, 1]}, _diagnostic_cells(), {}, False)
+    kept = grid.diagnostics()["calculator"]
+    assert set(kept) == {"calculator-dapo", "calculator-grpo", "calculator-dpo"}  # PPO's old record has none
+    dapo = kept["calculator-dapo"]
+    assert dapo["seeds"] == 2
+    assert dapo["series"]["entropy"] == [{"step": 1, "value": pytest.approx(0.9), "seeds": 2},
+                                         {"step": 2, "value": pytest.approx(0.8), "seeds": 2},
+                                         {"step": 3, "value": pytest.approx(0.7), "seeds": 2}]
+    # a step with no wrong (accuracy 1) or no correct episode (accuracy 0) has no length of that kind: not a 0
+    assert dapo["series"]["len_incorrect"] == [{"step": 1, "value": 40.0, "seeds": 2}, {"step": 2, "value": 60.0,
+                                               "seeds": 1}, {"step": 3, "value": 55.0, "seeds": 2}]
+    assert dapo["series"]["len_correct"][2] == {"step": 3, "value": 18.0, "seeds": 1}
+    assert "kl" not in dapo["series"]  # null without a reference: no curve rather than a line at 0
+    assert "reward_mean" not in kept["calculator-dpo"]["series"] and "accuracy" not in kept["calculator-dpo"]["series"]
+    assert [p["value"] for p in kept["calculator-dpo"]["series"]["pairs"]] == [12.0, 12.0, 12.0]
+    # the summary carries them, and they survive its JSON file
+    summary = grid.summary()
+    assert summary.diagnostics == grid.diagnostics()
+    assert results.GridSummary(**json.loads(json.dumps(results.asdict(summary)))) == summary
+
+    frame = diagnostics_frame(summary.diagnostics, "calculator")
+    assert list(frame.columns) == ["step", "implementation", "key", "value", "seeds"]
+    assert frame[(frame["key"] == "entropy") & (frame["step"] == 3)].set_index("implementation")["value"].to_dict() \
+        == {"calculator-dapo": pytest.approx(0.7), "calculator-grpo": pytest.approx(0.2),
+            "calculator-dpo": pytest.approx(0.9)}
+    assert set(frame["key"]) <= {d.key for d in DIAGNOSTICS}  # accuracy is in the records, not drawn
+    assert [d.key for d in diagnostic_choices(frame)] == ["entropy", "clip_frac_high", "len_incorrect", "len_correct",
+                                                          "pairs"]
+    chart = diagnostic_chart(frame, "len_incorrect")
+    assert chart["encoding"]["y"]["title"] == "mean length of wrong episodes (tokens)"
+    assert chart["data"]["values"] == [{"step": 1, "implementation": "calculator-dapo", "value": 40.0, "seeds": 2},
+                                       {"step": 2, "implementation": "calculator-dapo", "value": 60.0, "seeds": 1},
+                                       {"step": 3, "implementation": "calculator-dapo", "value": 55.0, "seeds": 2}]
+    assert {"field": "seeds"} in chart["encoding"]["tooltip"]
+    # notes: the record without diagnostics, and the rows without a curve of the chosen diagnostic
+    notes = diagnostics_notes(grid, summary.diagnostics, "calculator", "pairs")
+    assert notes[0].startswith("No diagnostics in the records of calculator-ppo")
+    assert "for calculator-dapo, calculator-grpo:" in notes[1]
+    assert not any("critic" in n for n in notes)
+    # an environment none of whose records keeps them: the note, and nothing to draw
+    old = results.GridResults("o", Path("o"), {"name": "o"}, [_cell("calculator-grpo", "grpo", 0, [1, 0, 0, 0])], {},
+                              True)
+    assert old.diagnostics() == {} and diagnostics_frame(old.diagnostics(), "calculator").empty
+    assert diagnostics_notes(old, old.diagnostics(), "calculator") == [NO_DIAGNOSTICS_SHIPPED]
+    yours = results.GridResults("y", Path("y"), {"name": "mine"}, old.cells, {}, False)
+    assert "python -m lab.compare run mine --dir" in diagnostics_notes(yours, {}, "calculator")[0]
+
+
+def test_ppo_warm_up_steps_are_named_under_its_curves():
+    from pathlib import Path
+
+    from app.presentation.compare import diagnostics_notes
+
+    ppo = _diagnostic_cell("calculator-ppo", "ppo", 0, [1.0, 1.0, 0.9])
+    ppo["config"]["algo_config"] = {"critic_warmup_steps": 2}
+    grid = results.GridResults("g", Path("g"), {"name": "g"}, [ppo], {}, False)
+    assert diagnostics_notes(grid, grid.diagnostics(), "calculator") == [
+        "calculator-ppo: its first 2 steps train only the critic (the policy does not move), so its policy steps "
+        "start after them."]
+
+
+def test_compare_page_draws_the_mechanisms_section(data):
+    _write_grid(data, _diagnostic_cells())
+    at = open_page("compare", grid="demo")
+    assert "Mechanisms, step by step" in [h.value for h in at.subheader]
+    picker = at.selectbox(key="diagnostic-calculator")
+    assert picker.format_func(picker.value) == "policy entropy (nats per token)"
+    [chart] = [c for c in at.get("vega_lite_chart") if "policy entropy" in c.proto.spec]
+    drawn = chart.proto.SerializeToString()  # the rows travel as Arrow data beside the spec
+    assert b"calculator-dapo" in drawn and b"calculator-grpo" in drawn
+    assert any("clip-higher" in c.value for c in at.caption)
+    assert any(c.value.startswith("No diagnostics in the records of calculator-ppo") for c in at.caption)
+    picker.set_value(2).run()  # the wrong episodes' length, Dr.GRPO's mechanism
+    assert not at.exception
+    assert any("wrong episodes" in c.proto.spec for c in at.get("vega_lite_chart"))
+    assert any("Dr.GRPO" in c.value for c in at.caption)

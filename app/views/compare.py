@@ -81,7 +81,8 @@ for env, rows in summary.board.items():
             st.markdown(ui.md(summary.passk_readings[env]))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]
-        pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i: cells[i]["cell"], key=f"cell-{env}")
+        pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i, cells=cells: cells[i]["cell"],
+                            key=f"cell-{env}")  # cells bound now: the loop rebinds the name for the next env
         cell = cells[pick]
         st.code(chosen.reproduce(cell), language="bash")
         st.download_button("Download the cell's config", json.dumps(cell["config"], indent=1),

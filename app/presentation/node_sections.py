@@ -278,7 +278,8 @@ def passk_note(grids) -> ProxyNote:
     return ProxyNote("Measured here: pass@k before and after RL.",
                      f"The debate's test on this project's environments: if RL raises pass@1 but not pass@k at "
                      f"large k, it sharpened what the base model could already sample rather than adding an "
-                     f"ability. Curves of the untrained model, the warm start and the best RL cell: {where}.{found}",
+                     f"ability. Curves of the untrained model, the warm start and RL checkpoints (each reading says "
+                     f"which and how they were chosen): {where}.{found}",
                      routes.compare(grid=measured[0][0]), "See the pass@k curves")
 
 

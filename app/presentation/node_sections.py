@@ -216,20 +216,31 @@ def value_search_frame(record: dict) -> pd.DataFrame:
 
 
 def value_search_verdicts(record: dict) -> list[str]:
-    """Per budget, the learned value against the heuristic, the policy and (where recorded) unguided search: paired
-    difference in points with its interval and verdict (Markdown-safe: numbers formatted as numbers, the stored
-    verdict escaped, since a record may be a user's own file)."""
+    """Per budget, the learned value against the heuristic, the policy and (where recorded) unguided search.
+    Where the record has every puzzle's result for both methods, the comparison is recomputed here with the
+    method's test and worded by ``stats.verdict_sentence`` (one value fit, so "one seed: an observation ...", no p).
+    A record without per-puzzle results (a user's own older file) shows its stored difference and verdict, said
+    to be as recorded. Markdown-safe: numbers formatted as numbers, stored text escaped."""
+    from reference_impls.stats import compare, verdict_sentence
+
     lines = []
     for b in record["budgets"]:
         parts = []
-        for key, against in (("learned_vs_heuristic", "the heuristic"), ("learned_vs_policy", "the policy"),
-                             ("learned_vs_uninformed", "no guidance")):
+        for key, method, against in (("learned_vs_heuristic", "heuristic", "the heuristic"),
+                                     ("learned_vs_policy", "policy", "the policy"),
+                                     ("learned_vs_uninformed", "uninformed", "no guidance")):
             d = b.get(key)
             if d is None:
                 continue
+            mine = b["methods"]["learned"].get("per_problem") or []
+            theirs = b["methods"].get(method, {}).get("per_problem") or []
+            if mine and len(mine) == len(theirs):
+                c = compare([mine], [theirs])
+                parts.append(f"vs {against}: {md_escape(verdict_sentence(c, against, None, 1))}")
+                continue
             diff = d["difference"]
             parts.append(f"vs {against} {100 * diff['mean']:+.0f} points [{100 * diff['low']:+.0f}, "
-                         f"{100 * diff['high']:+.0f}], {md_escape(d['verdict'])}")
+                         f"{100 * diff['high']:+.0f}], as recorded: {md_escape(d['verdict'])}")
         lines.append(f"{int(b['budget'])} calls, {int(b['n'])} held-out puzzles: learned value "
                      + "; ".join(parts) + ".")
     return lines

@@ -176,20 +176,41 @@ def test_value_search_table_and_verdicts_from_a_hand_record():
             learned["mean plan length (puzzles it solved)"]) == (30.0, 21.0, 39.0, 25.2, 11.5)
     assert frame["mean plan length (puzzles it solved)"].isna().iloc[0]  # the policy has none
     [line] = value_search_verdicts(record)
-    assert line == ("32 calls, 100 held-out puzzles: learned value vs the heuristic -30 points [-42, -18], worse; "
-                    "vs the policy +25 points [+10, +40], better.")
+    # no per-puzzle results in this record: its stored figures and verdicts, said to be as recorded
+    assert line == ("32 calls, 100 held-out puzzles: learned value vs the heuristic -30 points [-42, -18], as "
+                    "recorded: worse; vs the policy +25 points [+10, +40], as recorded: better.")
     # with the uninformed control: its row between the policy and the heuristic, and a third verdict
     record["budgets"][0]["methods"]["uninformed"] = _method(0.57, 0.47, 0.66, 48.85)
     record["budgets"][0]["learned_vs_uninformed"] = {**diff, "difference": {"mean": 0.33, "low": 0.24, "high": 0.42}}
     frame = value_search_frame(record)
     assert list(frame["method"]) == list(labels.values()) and frame.iloc[1]["solved %"] == 57.0
     [line] = value_search_verdicts(record)
-    assert line.endswith("vs the policy +25 points [+10, +40], better; vs no guidance +33 points [+24, +42], better.")
+    assert line.endswith("vs the policy +25 points [+10, +40], as recorded: better; vs no guidance +33 points "
+                         "[+24, +42], as recorded: better.")
     del record["budgets"][0]["learned_vs_uninformed"]
     # a record is a file a user may have written: its verdict text is shown literally, not as Markdown
     record["budgets"][0]["learned_vs_policy"] = {**diff, "verdict": "[better](https://x.example) **bold**"}
     [line] = value_search_verdicts(record)
     assert "[better](https" not in line and "**bold**" not in line and r"\*\*bold\*\*" in line
+
+
+def test_value_search_verdicts_recomputed_from_every_puzzle():
+    """A record with every puzzle's result is read with the method's test (one value fit: one-seed wording, no
+    p), not with the verdict it stored: a stored "better" on a difference McNemar cannot tell is not shown."""
+    from app.presentation.node_sections import value_search_verdicts
+    from reference_impls.stats import ONE_SEED
+
+    learned = [1] * 6 + [0] * 94
+    heuristic = [0] * 4 + [1] * 2 + [1] * 2 + [0] * 92  # 4 solved only by the learned value, 2 only by the heuristic
+    method = lambda pp: {**_method(sum(pp) / 100, 0, 1, 10), "per_problem": pp}  # noqa: E731
+    record = {"budgets": [{"budget": 64, "n": 100, "methods": {"learned": method(learned),
+                                                                "heuristic": method(heuristic)},
+                           "learned_vs_heuristic": {"difference": {"mean": 0.02, "low": 0.01, "high": 0.03},
+                                                    "verdict": "better", "p_value": 0.01}}]}
+    [line] = value_search_verdicts(record)
+    assert "as recorded" not in line and "better" not in line and ONE_SEED in line
+    assert "+2.0 points against the heuristic on the same 100 problems" in line
+    assert "6 problems differ: 4 solved only by this run, 2 only by the heuristic" in line
 
 
 def test_monte_carlo_targets_of_an_episode():

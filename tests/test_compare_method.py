@@ -506,6 +506,8 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     assert [(w["warm"], w["state"]) for w in stages.warm_status(grid, gdir)] == [("calculator", "done"),
                                                                                  ("calculator@w1", "done")]
     assert [r["warm_start"] for r in stages.status(grid, gdir)] == ["calculator", "calculator@w1"]
+    shown = run_main(main, ["status", str(path), "--dir", str(gdir.path)], prog="python -m lab.compare").stdout
+    assert "warm/calculator@w1" in shown.splitlines()[1] and "from warm/calculator@w1" in shown.splitlines()[3]
     shipped = tmp_path / "shipped"
     assert export(grid, gdir, shipped) == 2
     assert sorted(p.name for p in (shipped / "warm").iterdir()) == ["calculator.json", "calculator@w1.json"]

@@ -303,3 +303,223 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
     assert all(row["tests"] == 2 and row["p_holm"] >= row["p_raw"] and row["test"].startswith("paired t-test, seeds")
                for row in rl)
     assert "2 seeds of the implementation the grid named before any result" in passk_reading(rows)
+
+
+# -- warm-start seeds (issue 42) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("changes,message", [
+    ({"warm_seeds": []}, "field 'warm_seeds': a non-empty list"),
+    ({"warm_seeds": [0, 0]}, r"repeats a seed"),
+    ({"warm_seeds": [0, -1]}, r"-1 is not an integer >= 0"),
+    ({"warm_seeds": [0, 1, 2]}, "3 warm starts for 2 seeds"),
+    ({"warm_seeds": [1, 0], "warm_seed": 0}, r"the first \(1\) differs from field 'warm_seed' \(0\)"),
+])
+def test_bad_warm_seeds_name_the_problem(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        Grid.from_dict(_grid_data(**changes), "g.yaml")
+
+
+def test_warm_seeds_assign_each_cell_seed_its_warm_start(tmp_path):
+    """Cell seed index i starts from warm_seeds[i % n]; the first warm start keeps warm/<env> and the others are
+    warm/<env>@w<seed>; a grid without warm_seeds has one warm start, writes no warm_seeds, and a folder of a grid
+    with other warm seeds is refused (its cells would start elsewhere)."""
+    from lab.compare.folder import split_warm_name, warm_name
+
+    grid = Grid.from_dict(_grid_data(seeds=[0, 1, 2, 3, 4], warm_seeds=[3, 7]), "g.yaml")
+    assert grid.warm_seed == 3 and [grid.warm_seed_of(s) for s in grid.seeds] == [3, 7, 3, 7, 3]
+    gdir = GridDir(tmp_path / "g")
+    assert [gdir.warm_of(grid, "calculator", s).name for s in (0, 1)] == ["calculator", "calculator@w7"]
+    assert gdir.warm_starts(grid, "calculator") == [(3, "calculator"), (7, "calculator@w7")]
+    assert warm_name(grid, "calculator", 7) == "calculator@w7" and warm_name(grid, "calculator") == "calculator"
+    assert split_warm_name("calculator@w7") == ("calculator", 7) and split_warm_name("calculator") == ("calculator", None)
+    assert split_warm_name("a@wx") == ("a@wx", None)
+    assert Grid.from_dict(grid.as_dict(), "g.yaml") == grid  # grid.yaml round-trips
+    one = Grid.from_dict(_grid_data(), "g.yaml")
+    assert one.warm_seeds == (0,) and "warm_seeds" not in one.as_dict() and one.as_dict()["warm_seed"] == 0
+    gdir.bind(grid)
+    with pytest.raises(ConfigError, match="different warm_seeds"):
+        gdir.bind(Grid.from_dict(_grid_data(seeds=[0, 1, 2, 3, 4], warm_seeds=[3, 8]), "g.yaml"))
+
+
+# eight problems; the two warm starts differ, so an RL seed read against the other seed's warm start gives another
+# number: GRPO gains 1 problem on its own warm start in both seeds (+0.125), but seed 1 against warm seed 0's row
+# would read as -0.25 (mean -0.0625)
+W0, W1 = [1, 1, 1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 1]
+GRPO = {0: [1, 1, 1, 1, 1, 0, 0, 0], 1: [0, 0, 0, 0, 0, 0, 1, 1]}
+RLOO = {0: [1, 1, 1, 0, 0, 0, 0, 0], 1: [0, 0, 0, 0, 0, 1, 1, 1]}
+
+
+def _cells(warm_named: bool) -> list[dict]:
+    cells = []
+    for impl, algo, rows in (("calculator-grpo", "grpo", GRPO), ("calculator-rloo", "rloo", RLOO)):
+        for seed, row in rows.items():
+            cell = {"cell": f"{impl}-s{seed}", "implementation": impl, "algo": algo, "env": "calculator",
+                    "seed": seed, "heldout": sum(row) / len(row), "heldout_by_problem": row}
+            if warm_named:
+                cell.update(warm_start="calculator" if seed == 0 else "calculator@w1", warm_seed=seed)
+            cells.append(cell)
+    return cells
+
+
+def _warm_records(*rows) -> dict[str, dict]:
+    names = ["calculator", *(f"calculator@w{i}" for i in range(1, len(rows)))]
+    return {n: {"heldout": sum(r) / len(r), "heldout_by_problem": r} for n, r in zip(names, rows)}
+
+
+def test_the_board_pairs_each_rl_seed_with_its_own_warm_start():
+    """RL against the warm start: seed s with the warm row its record names (the crossed test on those pairs), not
+    the first warm start's; GRPO against RLOO stays paired by seed; the warm starts against the untrained model are
+    a seed each; a grid of one warm start reads every seed against its one fixed row, as before."""
+    from lab.compare.board import UNTRAINED, WARM, grid_tests, leaderboard, progression
+    from reference_impls.stats import compare
+
+    cells, warm = _cells(True), _warm_records(W0, W1)
+    base = {"calculator": {"heldout": 0.0, "heldout_by_problem": [0] * 8}}
+    tests = grid_tests(cells, "grpo", warm, base)
+    own = tests[("calculator", "calculator-grpo", WARM)]
+    assert own["difference"] == pytest.approx(0.125) and own["seeds"] == 2
+    expected = compare([GRPO[0], GRPO[1]], [W0, W1])
+    assert (own["low"], own["high"], own["p_raw"]) == pytest.approx((expected.low, expected.high, expected.p_value))
+    wrong = compare([GRPO[0], GRPO[1]], [W0])  # every seed against warm seed 0: what the pairing must not do
+    assert wrong.difference == pytest.approx(-0.0625) and wrong.difference != pytest.approx(own["difference"])
+    rloo = tests[("calculator", "calculator-rloo", WARM)]
+    assert rloo["difference"] == pytest.approx(compare([RLOO[0], RLOO[1]], [W0, W1]).difference) == pytest.approx(0.0625)
+    vs_grpo = tests[("calculator", "calculator-rloo", "calculator-grpo")]
+    assert vs_grpo["difference"] == pytest.approx(compare([RLOO[0], RLOO[1]], [GRPO[0], GRPO[1]]).difference)
+    warm_base = tests[("calculator", WARM, UNTRAINED)]
+    assert warm_base["seeds"] == 2 and warm_base["difference"] == pytest.approx((4 + 1) / 16)
+    board = {r["implementation"]: r for r in leaderboard(cells, "grpo", warm, base, tests=tests)["calculator"]}
+    assert board["calculator-grpo"]["vs_warm"]["mean"] == pytest.approx(0.125)
+    stages_ = {r["stage"]: r for r in progression(cells, base, warm, "grpo", tests=tests)["calculator"]}
+    assert stages_[WARM]["seeds"] == 2 and stages_[WARM]["heldout"] == pytest.approx(5 / 16)
+    assert stages_["SFT + RL (calculator-grpo)"]["vs"]["mean"] == pytest.approx(0.125)
+    # one warm start (records without warm_start, a warm dict keyed by env): every seed against its one row
+    single = grid_tests(_cells(False), "grpo", _warm_records(W0), base)
+    assert single[("calculator", "calculator-grpo", WARM)]["difference"] == pytest.approx(-0.0625)
+    assert single[("calculator", WARM, UNTRAINED)]["seeds"] == 1
+
+
+def test_an_exported_folder_of_two_warm_starts_loads_and_pairs(tmp_path):
+    """An exported folder keeps warm/<env>.json and warm/<env>@w<seed>.json: the loader reads both (by name), the
+    comparisons pair as the board does, and report --json names each cell's warm start."""
+    import yaml
+
+    from lab.compare.board import WARM
+    from lab.compare.cli import main
+    from lab.compare.folder import atomic_json
+    from lab.compare.results import load_results
+
+    folder = tmp_path / "shipped"
+    (folder / "cells").mkdir(parents=True)
+    (folder / "warm").mkdir()
+    grid = Grid.from_dict(_grid_data(eval={"n": 8, "seed": 4242}, warm_seeds=[0, 1]), "g.yaml")
+    (folder / "grid.yaml").write_text(yaml.safe_dump(grid.as_dict(), sort_keys=False))
+    for cell in _cells(True):
+        atomic_json(folder / "cells" / f"{cell['cell']}.json", cell)
+    for name, record in _warm_records(W0, W1).items():
+        atomic_json(folder / "warm" / f"{name}.json", record)
+    loaded = load_results(folder, shipped=True)
+    assert list(loaded.warm) == ["calculator", "calculator@w1"]
+    assert loaded.tests()[("calculator", "calculator-grpo", WARM)]["difference"] == pytest.approx(0.125)
+    assert "Warm start alone (no RL): 50.0%" in loaded.reference_line("calculator")
+    assert "Warm start @w1 alone (no RL): 12.5%" in loaded.reference_line("calculator")
+    out = run_main(main, ["report", str(folder / "grid.yaml"), "--dir", str(folder), "--json"],
+                   env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+    assert out.returncode == 0, out.stderr
+    named = {r["cell"]: r["warm_start"] for r in map(json.loads, out.stdout.splitlines())}
+    assert named == {"calculator-grpo-s0": "calculator", "calculator-grpo-s1": "calculator@w1",
+                     "calculator-rloo-s0": "calculator", "calculator-rloo-s1": "calculator@w1"}
+
+
+def test_passk_pairs_each_rl_seed_with_its_own_warm_start():
+    """A pass@k record of two warm starts: they are one model ("warm start", a seed each), and each RL seed is
+    tested against the curve of the warm start it started from."""
+    from reference_impls.stats import compare, pass_at_k
+
+    record = {"method": stages.PASSK_DECLARED, "implementation": "calculator-grpo", "samples": 4, "k": [1],
+              "cells": {f"RL (calculator-grpo, seed {s})": {"cell": f"calculator-grpo-s{s}", "seed": s,
+                                                              "in_verdicts": True,
+                                                              "warm_curve": f"warm start (warm seed {s})"}
+                        for s in (0, 1)},
+              "curves": {label: {"correct_counts": counts} for label, counts in (
+                  ("base", [0] * 8), ("warm start (warm seed 0)", [4, 4, 4, 4, 0, 0, 0, 0]),
+                  ("warm start (warm seed 1)", [0] * 7 + [4]), ("RL (calculator-grpo, seed 0)", [4] * 5 + [0] * 3),
+                  ("RL (calculator-grpo, seed 1)", [0] * 6 + [4, 4]))}}
+    rows = passk_comparison(record)
+    assert [(r["model"], r["against"], r["seeds"]) for r in rows] == [
+        ("warm start", "base", 2), ("RL (calculator-grpo, 2 seeds)", "warm start", 2)]
+    rl = rows[-1]
+    curves = record["curves"]
+
+    def p1(label):
+        return [pass_at_k(4, c, 1) for c in curves[label]["correct_counts"]]
+
+    expected = compare([p1("RL (calculator-grpo, seed 0)"), p1("RL (calculator-grpo, seed 1)")],
+                       [p1("warm start (warm seed 0)"), p1("warm start (warm seed 1)")])
+    assert rl["difference"]["mean"] == pytest.approx(expected.difference) == pytest.approx(0.125)
+
+
+def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
+    """warm_seeds [0, 1] and 2 seeds on the tiny model (stages in this process): two warm starts, warm/calculator
+    (seed 0) and warm/calculator@w1 (seed 1), each SFT'd from its own seed and scored on the test problems; the
+    cell of seed 1 starts from warm@w1 and its record says so; export keeps both; a second run redoes only the warm
+    start that is missing (a finished one is never redone) and no cell."""
+    import yaml
+
+    from lab.compare.cli import main
+    from lab.compare.report import export
+
+    data = _grid_data(implementations=["calculator-grpo"], warm_seeds=[0, 1], eval={"n": 4, "seed": 7})
+    for key in ("lr_sweep", "passk", "validation", "mu"):
+        data.pop(key, None)
+    data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
+                           max_completion_tokens=16)
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grid = Grid.load(str(path))
+    gdir = GridDir(tmp_path / "g")
+    calls = []
+
+    def in_process(args, log):  # the stage's process, run here (each would cost an interpreter and torch's import)
+        calls.append([a for a in args if a not in (str(path), "--dir", str(gdir.path))])
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr(stages, "stage_process", in_process)
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    assert calls == [["_warm", "--env", "calculator", "--warm-seed", "0"],
+                     ["_warmeval", "--env", "calculator", "--warm-seed", "0"],
+                     ["_warm", "--env", "calculator", "--warm-seed", "1"],
+                     ["_warmeval", "--env", "calculator", "--warm-seed", "1"],
+                     ["_cell", "--impl", "calculator-grpo", "--seed", "0"],
+                     ["_cell", "--impl", "calculator-grpo", "--seed", "1"]]
+    first, second = gdir.warm("calculator"), gdir.warm("calculator@w1")
+    done = [json.loads((w / "done.json").read_text()) for w in (first, second)]
+    assert [d["seed"] for d in done] == [0, 1] and all(len(d["heldout_by_problem"]) == 4 for d in done)
+    # the warm seed reached the SFT: the two warm starts are different models
+    weights = [sorted(w.glob("*.safetensors")) for w in (first, second)]
+    assert weights[0] and weights[0][0].read_bytes() != weights[1][0].read_bytes()
+    for seed, warm in ((0, first), (1, second)):
+        r = gdir.result("calculator-grpo", seed)
+        assert r["config"]["model"] == str(warm) and r["warm_start"] == warm.name and r["warm_seed"] == seed
+    assert [(w["warm"], w["state"]) for w in stages.warm_status(grid, gdir)] == [("calculator", "done"),
+                                                                                 ("calculator@w1", "done")]
+    assert [r["warm_start"] for r in stages.status(grid, gdir)] == ["calculator", "calculator@w1"]
+    shown = run_main(main, ["status", str(path), "--dir", str(gdir.path)], prog="python -m lab.compare").stdout
+    assert "warm/calculator@w1" in shown.splitlines()[1] and "from warm/calculator@w1" in shown.splitlines()[3]
+    shipped = tmp_path / "shipped"
+    assert export(grid, gdir, shipped) == 2
+    assert sorted(p.name for p in (shipped / "warm").iterdir()) == ["calculator.json", "calculator@w1.json"]
+    assert json.loads((shipped / "cells" / "calculator-grpo-s1.json").read_text())["config"]["model"] == \
+        "warm/calculator@w1"
+
+    # resume: the first warm start is lost; the second, finished, is kept as it is, and so are the cells
+    stamp = (second / "done.json").stat().st_mtime_ns
+    import shutil
+    shutil.rmtree(first)
+    calls.clear()
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    assert calls == [["_warm", "--env", "calculator", "--warm-seed", "0"],
+                     ["_warmeval", "--env", "calculator", "--warm-seed", "0"]]
+    assert (second / "done.json").stat().st_mtime_ns == stamp

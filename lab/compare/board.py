@@ -2,7 +2,9 @@
 
 ``grid_tests``: every comparison a grid draws (per environment, each implementation against the baseline
 algorithm's implementation and against the warm start; the warm start against the untrained model), tested
-with ``reference_impls.stats.compare`` (seed s paired with seed s; the references are one fixed row) and
+with ``reference_impls.stats.compare`` (seed s paired with seed s; the untrained model is one fixed row, and so is
+the warm start of a grid with one; with several ``warm_seeds`` each seed is paired with its own warm start's row,
+the one its record names in ``warm_start``) and
 corrected with Holm over the grid's whole family of tests; the verdicts are worded by
 ``stats.verdict_sentence`` only. ``leaderboard``: per environment, each implementation's held-out success with
 its interval, its comparisons and results per problem family; ``progression``: untrained -> SFT -> SFT + RL,
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 from reference_impls.stats import (ALPHA, ONE_SEED, Comparison, compare, config_interval, detectable_after_holm,
                                    holm, relation, verdict_sentence)
+
+from .folder import split_warm_name
 
 __all__ = ["ONE_SEED", "PASSK_LEGACY", "WARM", "UNTRAINED", "grid_tests", "leaderboard", "progression",
            "passk_comparison", "passk_groups", "family_results"]
@@ -29,6 +33,36 @@ def _by_env_impl(cells: list[dict]) -> dict[str, dict[str, dict[int, list[int]]]
         if "heldout_by_problem" in c:
             out.setdefault(c["env"], {}).setdefault(c["implementation"], {})[c["seed"]] = c["heldout_by_problem"]
     return out
+
+
+def _warm_names(cells: list[dict]) -> dict[tuple[str, str, int], str]:
+    """(env, implementation, seed) -> the name of the warm start the cell started from (its record's
+    ``warm_start``; a record without one, every record before ``warm_seeds``, started from ``warm/<env>``)."""
+    return {(c["env"], c["implementation"], c["seed"]): c.get("warm_start") or c["env"] for c in cells}
+
+
+def _warm_rows(warm: dict[str, dict] | None) -> dict[str, dict[str, list[int]]]:
+    """env -> warm-start name -> its held-out 0/1s (names as ``folder.warm_name`` writes them: the grid's first warm
+    start ``<env>``, then ``<env>@w<seed>`` by seed); records without per-problem results are left out."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for name in sorted(warm or {}, key=lambda n: (split_warm_name(n)[1] is not None, split_warm_name(n)[1] or 0)):
+        row = _row(warm[name])
+        if row is not None:
+            out.setdefault(split_warm_name(name)[0], {})[name] = row
+    return out
+
+
+def _against_warm(seeds: dict[int, list[int]], own: dict[int, str], rows: dict[str, list[int]]
+                  ) -> tuple[list[int], list[list[int]]] | None:
+    """(the seeds, the warm rows they pair with) for an implementation's RL rows against the warm start: each seed
+    with the row of its own warm start (``own``: seed -> name), one fixed row when they all share one (as ``compare``
+    takes a reference); seeds whose warm start has no row of their width are left out; None when none is left."""
+    width = len(next(iter(seeds.values())))
+    usable = [s for s in sorted(seeds) if len(rows.get(own[s]) or ()) == width]
+    if not usable:
+        return None
+    names = list(dict.fromkeys(own[s] for s in usable))
+    return usable, ([rows[names[0]]] if len(names) == 1 else [rows[own[s]] for s in usable])
 
 
 def _is_plain(impl_id: str, algo: str) -> bool:
@@ -54,23 +88,25 @@ def grid_tests(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict] 
     verdict), ``tests`` (the family's size), ``relation``, ``detectable`` (80% power at Holm's strictest level)
     and ``verdict`` (the sentence). Subjects: implementation ids and ``WARM``; against: the baseline's
     implementation, ``WARM`` or ``UNTRAINED``."""
-    warm, base = warm or {}, base or {}
+    base = base or {}
+    warm_rows, own = _warm_rows(warm), _warm_names(cells)
     found: dict[tuple[str, str, str], Comparison] = {}
     for env, impls in _by_env_impl(cells).items():
         reference = _baseline_of(impls, baseline)
-        warm_row = _row(warm.get(env, {}))
         for impl, seeds in impls.items():
             if reference is not None and impl != reference:
                 common = sorted(set(seeds) & set(impls[reference]))
                 if common:
                     found[(env, impl, reference)] = compare([seeds[s] for s in common],
                                                             [impls[reference][s] for s in common])
-            if warm_row is not None and len(warm_row) == len(next(iter(seeds.values()))):
-                found[(env, impl, WARM)] = compare([seeds[s] for s in sorted(seeds)], [warm_row])
-    for env in warm:
-        warm_row, base_row = _row(warm[env]), _row(base.get(env, {}))
-        if warm_row is not None and base_row is not None and len(warm_row) == len(base_row):
-            found[(env, WARM, UNTRAINED)] = compare([warm_row], [base_row])
+            paired = _against_warm(seeds, {s: own[(env, impl, s)] for s in seeds}, warm_rows.get(env, {}))
+            if paired is not None:
+                found[(env, impl, WARM)] = compare([seeds[s] for s in paired[0]], paired[1])
+    for env, named in warm_rows.items():  # every warm start of the environment (a seed each) against the one base row
+        base_row = _row(base.get(env, {}))
+        rows = [r for r in named.values() if base_row is not None and len(r) == len(base_row)]
+        if rows:
+            found[(env, WARM, UNTRAINED)] = compare(rows, [base_row])
     family = [key for key, c in found.items() if not c.one_run]
     adjusted = dict(zip(family, holm([found[k].p_value for k in family])))
     out = {}
@@ -132,7 +168,7 @@ def leaderboard(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict]
     ``verdict_warm``), each test's statistics (``tests``), results per problem family, and cost. ``tests``:
     ``grid_tests`` of the same records, when the caller has it already."""
     tests = grid_tests(cells, baseline, warm, base) if tests is None else tests
-    matrices = _by_env_impl(cells)
+    matrices, warm_rows, own = _by_env_impl(cells), _warm_rows(warm), _warm_names(cells)
     by_env: dict[str, dict[str, list[dict]]] = {}
     for c in cells:
         if "heldout_by_problem" in c:  # see _by_env_impl
@@ -140,7 +176,6 @@ def leaderboard(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict]
     board = {}
     for env, impls in by_env.items():
         reference = _baseline_of(impls, baseline)
-        warm_row = _row((warm or {}).get(env, {}))
         rows = []
         for impl, rs in impls.items():
             seeds = matrices[env][impl]
@@ -161,7 +196,9 @@ def leaderboard(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict]
             elif impl == reference:
                 row["verdict"] = "baseline"
             if labels:
-                row["by_family"] = family_results(matrix, labels, [warm_row] if warm_row else None)
+                paired = _against_warm(seeds, {s: own[(env, impl, s)] for s in seeds}, warm_rows.get(env, {}))
+                row["by_family"] = family_results(matrix, labels, paired[1] if paired and paired[0] == sorted(seeds)
+                                                  else None)
                 ref_seeds = matrices[env][reference] if reference is not None and impl != reference else {}
                 common = sorted(set(seeds) & set(ref_seeds))
                 if common:
@@ -180,15 +217,15 @@ def progression(cells: list[dict], base: dict[str, dict], warm: dict[str, dict],
     the problems, with the stage it starts from (SFT with the untrained model, RL with the warm start), with the
     same tests (and the same Holm family) as ``leaderboard``. ``base`` / ``warm``: env -> held-out record."""
     tests = grid_tests(cells, baseline, warm, base) if tests is None else tests
-    matrices = _by_env_impl(cells)
-    envs = list(dict.fromkeys([c["env"] for c in cells] + [e for e in (*base, *warm)]))
+    matrices, warm_rows = _by_env_impl(cells), _warm_rows(warm)
+    envs = list(dict.fromkeys([c["env"] for c in cells] + [*base] + [split_warm_name(name)[0] for name in warm]))
     out = {}
     for env in envs:
         stages: list[tuple[str, str | None, list[list[int]], dict | None]] = []
         if _row(base.get(env, {})) is not None:
             stages.append((UNTRAINED, None, [base[env]["heldout_by_problem"]], None))
-        if _row(warm.get(env, {})) is not None:
-            stages.append((WARM, None, [warm[env]["heldout_by_problem"]], tests.get((env, WARM, UNTRAINED))))
+        if warm_rows.get(env):  # one row per warm start (per warm seed)
+            stages.append((WARM, None, list(warm_rows[env].values()), tests.get((env, WARM, UNTRAINED))))
         for impl, seeds in matrices.get(env, {}).items():
             stages.append((f"SFT + RL ({impl})", impl, [seeds[s] for s in sorted(seeds)], tests.get((env, impl, WARM))))
         rows = []
@@ -209,13 +246,21 @@ PASSK_LEGACY = ("chosen on test problems under the old method (the RL cell with 
 def passk_groups(passk: dict) -> list[tuple[str, list[str]]]:
     """The models a pass@k record compares, in order, each with the curve labels it pools (one per seed): a
     record of the declared method (``method`` present) has the untrained model, the warm start and the named
-    implementation's complete cells (seed rows); an older record has one curve per model."""
+    implementation's complete cells (seed rows); an older record has one curve per model. A record of a grid with
+    several warm starts pools their curves as one model, "warm start" (its RL cells name theirs in ``warm_curve``)."""
     curves = passk.get("curves", {})
     if passk.get("method") is None:
         return [(label, [label]) for label in curves]
     cells = passk.get("cells", {})
     rl = [label for label in curves if cells.get(label, {}).get("in_verdicts")]
-    groups = [(label, [label]) for label in curves if label not in cells]
+    warm = [label for label in curves if label in {c.get("warm_curve") for c in cells.values()}]
+    groups = []
+    for label in curves:
+        if label in warm:
+            if label == warm[0]:
+                groups.append(("warm start", warm))
+        elif label not in cells:
+            groups.append((label, [label]))
     if rl:
         groups.append((f"RL ({passk['implementation']}, {len(rl)} seed{'s' if len(rl) != 1 else ''})", rl))
     return groups
@@ -224,7 +269,8 @@ def passk_groups(passk: dict) -> list[tuple[str, list[str]]]:
 def passk_comparison(passk: dict) -> list[dict]:
     """Each model of a pass@k record against the one before it (warm start vs the untrained model, RL vs warm
     start) at each tested k: per-problem pass@k paired over the same problems with ``stats.compare`` (the RL
-    seeds against the fixed warm-start row: the crossed seeds x problems test; one checkpoint a side: a paired t
+    seeds against the fixed warm-start row, or each against its own warm start's row where the record has several
+    (``warm_curve``): the crossed seeds x problems test; one checkpoint a side: a paired t
     over problems, or McNemar where the values are 0/1). Holm over the record's tests; ``verdict`` is "better" /
     "worse" only where the Holm-adjusted p is below 0.05, and ``sentence`` is ``stats.verdict_sentence``'s.
 
@@ -242,7 +288,11 @@ def passk_comparison(passk: dict) -> list[dict]:
     ks = sorted({1, n}) if legacy else list(passk.get("k") or sorted({1, n}))
     groups = passk_groups(passk)
     found = []
+    cells = passk.get("cells", {})
     for (before, b_labels), (after, a_labels) in zip(groups, groups[1:]):
+        own = [cells.get(label, {}).get("warm_curve") for label in a_labels]
+        if len(b_labels) > 1 and all(o in b_labels for o in own):  # RL seeds, each against its own warm start
+            b_labels = own if len(set(own)) > 1 else own[:1]
         for k in ks:
             a = [[pass_at_k(n, c, k) for c in curves[label]["correct_counts"]] for label in a_labels]
             b = [[pass_at_k(n, c, k) for c in curves[label]["correct_counts"]] for label in b_labels]

@@ -7,8 +7,8 @@
     python -m lab.compare export GRID [--dir DIR] --to FOLDER      # the small result files, to ship
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
-(see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval``,
-``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver starts, each in its own process.
+(see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval`` (each
+``--warm-seed W``: one of the grid's ``warm_seeds``), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver starts, each in its own process.
 
 Owns the command line only: ``main`` parses it and calls the stages, the driver, the readers and the reports.
 """
@@ -27,7 +27,7 @@ from .grid import Grid, cell_id
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
 from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run, stage_process, status,
-                     trial_stage, warm_eval_stage, warm_stage)
+                     trial_stage, warm_eval_stage, warm_stage, warm_status)
 
 
 #: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval);
@@ -65,7 +65,10 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
             by_family = {}
             for name, value in zip(labels or (), r.get("heldout_by_problem", ())):
                 by_family.setdefault(name, []).append(value)
-            print(json.dumps({**{k: r.get(k) for k in CELL_FIELDS},
+            # the warm start the cell started from, where its record names one (grids with warm_seeds; an older
+            # record started from warm/<env> and prints as it always did)
+            warm = {"warm_start": r["warm_start"]} if "warm_start" in r else {}
+            print(json.dumps({**{k: r.get(k) for k in CELL_FIELDS}, **warm,
                               "heldout_interval_method": r.get("heldout_interval_method", LEGACY_HELDOUT_INTERVAL),
                               "heldout_by_family": {n: sum(v) / len(v) for n, v in by_family.items()}}))
     elif args.comparisons:
@@ -104,6 +107,9 @@ def main(argv=None) -> int:
                            help="the untrained / SFT / SFT + RL table as Markdown (grids with base: true)")
         if name in ("passk", "_passk", "_warm", "_warmeval", "_baseeval"):
             s.add_argument("--env", required=True)
+        if name in ("_warm", "_warmeval"):
+            s.add_argument("--warm-seed", type=int, default=None,
+                           help="which of the grid's warm_seeds (default: the first, warm/<env>)")
         if name == "export":
             s.add_argument("--to", required=True, help="destination folder (e.g. lab/results/<grid>)")
         if name in ("_cell", "_trial"):
@@ -119,10 +125,14 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     gdir = GridDir(args.dir) if args.dir else GridDir.default(grid)
+    if args.command in ("_warm", "_warmeval") and args.warm_seed is not None and args.warm_seed not in grid.warm_seeds:
+        print(f"error: --warm-seed {args.warm_seed}: not one of the grid's warm_seeds {list(grid.warm_seeds)}",
+              file=sys.stderr)
+        return 2
     if args.command == "_warm":
-        warm_stage(grid, gdir, args.env)
+        warm_stage(grid, gdir, args.env, args.warm_seed)
     elif args.command == "_warmeval":
-        warm_eval_stage(grid, gdir, args.env)
+        warm_eval_stage(grid, gdir, args.env, args.warm_seed)
     elif args.command == "_baseeval":
         base_eval_stage(grid, gdir, args.env)
     elif args.command == "_trial":
@@ -138,13 +148,19 @@ def main(argv=None) -> int:
             print(f"error: {err}", file=sys.stderr)
             return 2
     elif args.command == "status":
+        several = len(grid.warm_seeds) > 1
+        if several:  # each warm start on its own line (warm/<env>@w<seed>); a grid of one reads as it always did
+            for w in warm_status(grid, gdir):
+                shown = "" if w["heldout"] is None else "{:.3f}".format(w["heldout"])
+                print(f"{'warm/' + w['warm']:<30} {w['state']:<8} {shown}")
         rows = status(grid, gdir)
         for r in rows:
             shown = "" if r["heldout"] is None else "{:.3f}".format(r["heldout"])
             why = "" if not r["changed"] else (
                 f"  (bad record: {r['changed'][0]}; move it away to re-run the cell)" if r["state"] == "bad" else
                 f"  (trained with other {', '.join(r['changed'])}: move the cell folder away to re-run it)")
-            print(f"{r['cell']:<30} {r['state']:<8} {shown}{why}")
+            start = f"  from warm/{r['warm_start']}" if several else ""
+            print(f"{r['cell']:<30} {r['state']:<8} {shown}{start}{why}")
         counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "bad", "partial", "failed", "pending")}
         print(" ".join(f"{k} {v}" for k, v in counts.items()))
     elif args.command == "report":

@@ -4,7 +4,8 @@ Layout of a grid folder (default: the data dir's ``compare/<grid name>``)::
 
     grid.yaml                    the grid as run (a different grid refuses to reuse the folder)
     base/<env>.json              the untrained model's held-out (grids with ``base: true``)
-    warm/<env>/                  the environment's warm-start model + done.json (with its held-out, no RL)
+    warm/<env>/                  the environment's (first) warm-start model + done.json (with its held-out, no RL)
+    warm/<env>@w<seed>/          a further warm start of a grid with several ``warm_seeds`` (seed: its warm seed)
     cells/<impl>-s<seed>/run/    the trainer's run folder (checkpoints: a killed cell resumes)
     cells/<impl>-s<seed>/result.json   config, budget (work done, complete?), curve, diagnostics, held-out per
                                        problem, validation choice, provenance, time, tokens, peak memory
@@ -15,10 +16,15 @@ Layout of a grid folder (default: the data dir's ``compare/<grid name>``)::
     passk/<env>.json             pass@k curves of the untrained model, the warm start and every seed's cell of the
                                  implementation the grid names in advance (``passk`` in the grid file)
 
-An exported (shipped) folder keeps the small files only: ``cells/<impl>-s<seed>.json``, ``warm/<env>.json``,
-``base/<env>.json`` and ``passk/<env>.json`` beside ``grid.yaml``.
+An exported (shipped) folder keeps the small files only: ``cells/<impl>-s<seed>.json``, ``warm/<env>.json`` (and
+``warm/<env>@w<seed>.json``), ``base/<env>.json`` and ``passk/<env>.json`` beside ``grid.yaml``.
 
-Owns ``GridDir`` (the paths, a cell's result, binding a folder to one grid), ``atomic_json`` (how every
+A warm start's *name* is its folder's under ``warm/`` (``warm_name``): ``<env>`` for the grid's first warm seed (so a
+grid of one warm start, and every folder written before ``warm_seeds``, reads as before), ``<env>@w<seed>`` for the
+others; ``split_warm_name`` reads one back. A cell record names its own in ``warm_start``.
+
+Owns ``GridDir`` (the paths, a cell's result, binding a folder to one grid), the warm starts' names
+(``warm_name``, ``split_warm_name``), ``atomic_json`` (how every
 record is written), ``read_record`` (how every record is read back: a file that is there but is not a cell's
 JSON object is a *bad record*, reported, never a crash), ``cell_results`` (the finished cells' records of
 either kind of folder), and the readers of a record's method fields: ``budget_status`` (work or legacy wall
@@ -52,6 +58,26 @@ DIAGNOSTIC_KEYS = ("reward_mean", "accuracy", "entropy", "kl", "clip_frac", "cli
                    "critic_warmup", "pairs", "grad_norm", "loss")
 
 LEGACY_BASIS = "legacy, budget by wall time"
+
+#: what separates an environment from a further warm start's seed in its name (``calculator@w1``)
+WARM_SEED_TAG = "@w"
+
+
+def warm_name(grid: Grid, env: str, warm_seed: int | None = None) -> str:
+    """The name (folder under ``warm/``, exported ``warm/<name>.json``, a cell record's ``warm_start``) of ``env``'s
+    warm start of seed ``warm_seed`` (default: the grid's first): ``env`` for the first, ``env@w<seed>`` for another."""
+    if warm_seed is None or warm_seed == grid.warm_seeds[0]:
+        return env
+    return f"{env}{WARM_SEED_TAG}{warm_seed}"
+
+
+def split_warm_name(name: str) -> tuple[str, int | None]:
+    """(environment, warm seed) of a warm start's name; the seed is None for ``<env>`` (the grid's first warm start,
+    whose seed its ``done.json`` says). A name whose tail is not a seed is an environment's name as it stands."""
+    env, tag, seed = name.rpartition(WARM_SEED_TAG)
+    if tag and env and seed.isdigit():
+        return env, int(seed)
+    return name, None
 
 
 def budget_status(record: dict) -> dict:
@@ -129,8 +155,17 @@ class GridDir:
     def default(cls, grid: Grid) -> "GridDir":
         return cls(data_dir() / "compare" / grid.name)
 
-    def warm(self, env: str) -> Path:
-        return self.path / "warm" / env
+    def warm(self, name: str) -> Path:
+        """A warm start's folder by its name (``warm_name``: ``<env>`` for the first, ``<env>@w<seed>``)."""
+        return self.path / "warm" / name
+
+    def warm_of(self, grid: Grid, env: str, seed: int) -> Path:
+        """The warm start the cell of seed ``seed`` on ``env`` starts from (``Grid.warm_seed_of``)."""
+        return self.warm(warm_name(grid, env, grid.warm_seed_of(seed)))
+
+    def warm_starts(self, grid: Grid, env: str) -> list[tuple[int, str]]:
+        """(warm seed, name) of each of ``env``'s warm starts, the grid's first first."""
+        return [(w, warm_name(grid, env, w)) for w in grid.warm_seeds]
 
     def base(self, env: str) -> Path:
         return self.path / "base" / f"{env}.json"
@@ -192,7 +227,8 @@ class GridDir:
             new = grid.as_dict()
             # mu, lr_sweep, validation and passk are absent from a grid.yaml that does not use them (and from older
             # ones); passk is bound too: what pass@k samples is named before any result, not after
-            changed = [k for k in ("recipe", "options", "eval", "warm_seed", "mu", "lr_sweep", "validation", "passk")
+            changed = [k for k in ("recipe", "options", "eval", "warm_seed", "warm_seeds", "mu", "lr_sweep", "validation",
+                                   "passk")
                        if old.get(k) != new.get(k)]
             if bool(old.get("warm_on_env_options", False)) != grid.warm_on_env_options:  # older folders lack it
                 changed.append("warm_on_env_options")

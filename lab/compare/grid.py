@@ -7,8 +7,10 @@ time), the implementations (``train --list`` ids), the seeds, the held-out (test
 ``mu`` (policy updates per rollout batch, by variant), a ``validation`` split, an ``lr_sweep`` and ``passk`` (the
 implementation whose every seed pass@k samples, named before any result, on at least 50 test problems).
 
-Budget = work, never wall time: every cell of an environment starts from the *same* warm-start checkpoint (SFT
-once per environment, seed ``warm_seed``) and its policy gets the same number of rollout batches (``steps``)
+Budget = work, never wall time: every cell of an environment starts from a warm-start checkpoint (SFT once per
+environment and warm seed: ``warm_seeds``, default one, ``warm_seed``; the cell of seed index i starts from the
+warm start of ``warm_seeds[i % n]``, so the cells of one seed share theirs and the seeds together sample the warm
+start's own variation) and its policy gets the same number of rollout batches (``steps``)
 of the same number of sampled episodes (P x G); each batch gives ``mu`` minibatch updates, set per family as
 its paper runs it (``mu``). PPO's critic warm-up steps come on top (their episodes and updates counted
 apart, never taken from the policy's steps); an offline algorithm (the DPO family) builds its pairs from as
@@ -48,7 +50,10 @@ class Grid:
     options: dict = field(default_factory=dict)  # budget overrides on top of the recipe
     eval_n: int = 100
     eval_seed: int = 4242
-    warm_seed: int = 0
+    warm_seed: int = 0  # the first warm start's seed (``warm_seeds[0]``); the learning-rate trials' seed
+    # the warm starts' seeds: cell seed index i starts from the warm start of warm_seeds[i % n] (issue 42); one
+    # warm start per environment, of warm_seed, when the grid file names none
+    warm_seeds: tuple[int, ...] = ()
     label: str = ""
     baseline: str = "grpo"  # the algorithm every other one is compared with, per environment
     # also measure the untrained model (the recipe's model, no warm start) on the same held-out problems:
@@ -67,6 +72,12 @@ class Grid:
     # pass@k, named before any result: {implementation: a variant (every environment's cell of it) or
     # {env: implementation id}, problems, samples, k}; the stage samples every seed's cell of it (``passk_spec``)
     passk: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.warm_seeds:  # a grid of one warm start (every grid file before issue 42)
+            object.__setattr__(self, "warm_seeds", (self.warm_seed,))
+        elif self.warm_seed != self.warm_seeds[0]:
+            object.__setattr__(self, "warm_seed", self.warm_seeds[0])
 
     @classmethod
     def load(cls, name_or_path: str) -> "Grid":
@@ -126,10 +137,11 @@ class Grid:
             raise ConfigError(f"{where}: field 'lr_sweep' needs a validation split (validation: {{n, seed}}): "
                               "learning rates are chosen on validation problems, never on the test problems")
         passk = _passk_field(data.get("passk"), f"{where}: field 'passk'", list(data["implementations"]))
+        warm_seeds = _warm_seeds_field(data, where)
         return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
-                   warm_seed=int(data.get("warm_seed", 0)), label=str(data.get("label", "")),
+                   warm_seed=warm_seeds[0], warm_seeds=warm_seeds, label=str(data.get("label", "")),
                    baseline=str(data.get("baseline", "grpo")), base=bool(data.get("base", False)),
                    warm_on_env_options=bool(data.get("warm_on_env_options", False)), mu=mu,
                    validation_n=validation_n,
@@ -139,6 +151,10 @@ class Grid:
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["implementations"], d["seeds"] = list(self.implementations), list(self.seeds)
+        if len(self.warm_seeds) > 1:
+            d["warm_seeds"] = list(self.warm_seeds)
+        else:  # one warm start: warm_seed alone, as every grid.yaml written before warm_seeds (so it still binds)
+            d.pop("warm_seeds")
         d["eval"] = {"n": d.pop("eval_n"), "seed": d.pop("eval_seed")}
         n, seed = d.pop("validation_n"), d.pop("validation_seed")
         for key, value in (("mu", d["mu"]), ("lr_sweep", d["lr_sweep"]), ("validation", n and {"n": n, "seed": seed}),
@@ -174,10 +190,39 @@ class Grid:
         grid stopped early still compares all algorithms."""
         return [(impl, seed) for seed in self.seeds for impl in self.implementations]
 
+    def warm_seed_of(self, seed: int) -> int:
+        """The seed of the warm start a cell of seed ``seed`` starts from: ``warm_seeds[i % n]`` for the seed's index
+        i in ``seeds`` (cells of the same seed share a warm start, so seed-paired comparisons stay paired); a seed
+        outside ``seeds`` (a learning-rate trial's, ``warm_seed``, when it is not a cell seed) gets the first."""
+        i = self.seeds.index(seed) if seed in self.seeds else 0
+        return self.warm_seeds[i % len(self.warm_seeds)]
+
     def envs(self) -> list[str]:
         from lab.catalog import get
 
         return list(dict.fromkeys(get(i).env for i in self.implementations))
+
+
+def _warm_seeds_field(data: dict, where: str) -> tuple[int, ...]:
+    """``warm_seeds`` checked (distinct integers >= 0, no more than the cell seeds), or ``(warm_seed,)`` when the grid
+    names none; a grid naming both must agree on the first."""
+    if "warm_seeds" not in data:
+        return (_int_field(data.get("warm_seed", 0), f"{where}: field 'warm_seed'", low=0),)
+    values = data["warm_seeds"]
+    what = f"{where}: field 'warm_seeds'"
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"{what}: a non-empty list of seeds (integers >= 0)")
+    for value in values:
+        _int_field(value, what, low=0)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{what}: {values} repeats a seed (each warm start is a different SFT run)")
+    if len(values) > len(data["seeds"]):
+        raise ConfigError(f"{what}: {len(values)} warm starts for {len(data['seeds'])} seeds; a warm start no cell "
+                          f"starts from is never trained")
+    if "warm_seed" in data and data["warm_seed"] != values[0]:
+        raise ConfigError(f"{what}: the first ({values[0]}) differs from field 'warm_seed' ({data['warm_seed']}); "
+                          f"name warm_seeds only")
+    return tuple(values)
 
 
 def _int_field(value, what: str, low: int) -> int:
@@ -311,8 +356,9 @@ def policy_steps(config: dict) -> int:
     return config["steps"] - int(config.get("algo_config", {}).get("critic_warmup_steps", 0) or 0)
 
 
-def warm_settings(grid: Grid, env: str) -> dict:
-    """The warm start of an environment: the recipe's SFT settings (model, steps, examples, lr, sft_env)."""
+def warm_settings(grid: Grid, env: str, warm_seed: int | None = None) -> dict:
+    """The warm start of an environment: the recipe's SFT settings (model, steps, examples, lr, sft_env), with
+    seed ``warm_seed`` (one of the grid's ``warm_seeds``; default: the first)."""
     from lab.catalog import available, preset_config
     from reference_impls.sft import BATCH_SIZE as SFT_BATCH_SIZE
 
@@ -320,7 +366,8 @@ def warm_settings(grid: Grid, env: str) -> dict:
     config = {**preset_config(impl, grid.recipe), **{k: v for k, v in grid.options.items() if k.startswith("sft")}}
     settings = {"model": grid.options.get("model", config["model"]), "sft_env": config.get("sft_env") or env,
                 "sft_steps": config.get("sft_steps", 0), "sft_examples": config.get("sft_examples", 96),
-                "sft_lr": config.get("sft_lr", 5e-5), "seed": grid.warm_seed}
+                "sft_lr": config.get("sft_lr", 5e-5),
+                "seed": grid.warm_seed if warm_seed is None else warm_seed}
     micro = grid.options.get("micro_batch_size", config.get("micro_batch_size"))
     if micro is not None and micro < SFT_BATCH_SIZE:  # memory only; named only where it splits the SFT batch
         settings["micro_batch_size"] = micro

@@ -164,13 +164,16 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
         (dest / "cells").mkdir(exist_ok=True)
         # the warm start's and the run's folders are this machine's; shipped, the config names them relative to
         # a grid folder (GridResults.reproduce says how to rebuild it) and the warm start's settings travel beside it
-        r = {**r, "config": {**r["config"], "model": f"warm/{r['env']}", "out": f"cells/{r['cell']}/run"}}
+        # (its own warm start: warm/<env>, or warm/<env>@w<seed> in a grid with several)
+        r = {**r, "config": {**r["config"], "model": f"warm/{r.get('warm_start') or r['env']}",
+                             "out": f"cells/{r['cell']}/run"}}
         atomic_json(dest / "cells" / f"{r['cell']}.json", r)
         n += 1
     for env in grid.envs():
-        if (gdir.warm(env) / "done.json").exists():
-            (dest / "warm").mkdir(exist_ok=True)
-            shutil.copy(gdir.warm(env) / "done.json", dest / "warm" / f"{env}.json")
+        for _, name in gdir.warm_starts(grid, env):  # warm/<env>.json, warm/<env>@w<seed>.json
+            if (gdir.warm(name) / "done.json").exists():
+                (dest / "warm").mkdir(exist_ok=True)
+                shutil.copy(gdir.warm(name) / "done.json", dest / "warm" / f"{name}.json")
         if gdir.base(env).exists():
             (dest / "base").mkdir(exist_ok=True)
             shutil.copy(gdir.base(env), dest / "base" / f"{env}.json")

@@ -34,7 +34,7 @@ from reference_impls.stats import config_interval
 
 from .board import grid_tests, leaderboard, passk_comparison, progression
 from .folder import (DIAGNOSTIC_KEYS, BadRecord, GridDir, bad_records, cell_diagnostics, cell_results,
-                     read_record)
+                     read_record, split_warm_name)
 from .report import passk_reading
 
 __all__ = ["DIAGNOSTIC_KEYS", "RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families",
@@ -103,8 +103,10 @@ class GridResults:
         (``stats.config_interval``: exact over the problems) where the record keeps its 0/1s, else the one it
         stores."""
         parts = []
+        warm = [(name, r) for name, r in self.warm.items() if split_warm_name(name)[0] == env]  # one per warm seed
         for label, record in (("Untrained model", self.base.get(env, {})),
-                              ("Warm start alone (no RL)", self.warm.get(env, {}))):
+                              *((f"Warm start{'' if name == env else ' ' + name.removeprefix(env)} alone (no RL)", r)
+                                for name, r in warm)):
             if "heldout" in record:
                 row = record.get("heldout_by_problem")
                 if row and len(row) > 1:
@@ -175,7 +177,7 @@ class GridResults:
         return (f"python -m lab.compare run {name} --env {env}   # the warm start and every cell of {env}\n"
                 f"# or this cell alone from its config, once the warm start exists:\n"
                 f"python -m reference_impls.train --config {cell['cell']}.json "
-                f"--model DATA_DIR/compare/{name}/warm/{env} --out runs/{cell['cell']}")
+                f"--model DATA_DIR/compare/{name}/warm/{cell.get('warm_start') or env} --out runs/{cell['cell']}")
 
 
 @dataclass(frozen=True)
@@ -328,8 +330,8 @@ def load_results(folder: Path, shipped: bool) -> GridResults | None:
         return None
     bad = bad_records(GridDir(folder))
     passk, base = _records(folder / "passk", bad), _records(folder / "base", bad)
-    warm = {}  # a grid folder keeps warm/<env>/done.json, a shipped one warm/<env>.json
-    for p in sorted((folder / "warm").glob("*")):
+    warm = {}  # a grid folder keeps warm/<env>/done.json, a shipped one warm/<env>.json (and <env>@w<seed>: a name each)
+    for p in sorted((folder / "warm").glob("[!.]*")):  # not a warm stage's temporary folder
         record = p / "done.json" if p.is_dir() else p
         try:
             loaded = read_record(record)

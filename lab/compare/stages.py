@@ -1,13 +1,14 @@
 """The stages of a grid and the driver that runs them.
 
-Stages: the untrained model's held-out (``base_eval_stage``), an environment's warm start (``warm_stage``) and
-its held-out (``warm_eval_stage``), a cell (``cell_stage``: train, then evaluate held-out) and pass@k
+Stages: the untrained model's held-out (``base_eval_stage``), an environment's warm start (``warm_stage``, one per
+warm seed of the grid: ``warm/<env>`` for the first, ``warm/<env>@w<seed>`` for the others) and its held-out
+(``warm_eval_stage``), a cell (``cell_stage``: train, then evaluate held-out) and pass@k
 (``passk_stage``). Each runs in its own process (``python -m lab.compare _baseeval / _warm / _warmeval /
 _cell / _passk``), one at a time: a crash or OOM costs one cell, and the peak memory is the cell's own.
 
 Grids with an ``lr_sweep`` first run each implementation's learning-rate trials (``trial_stage``: trained
-like a cell of seed ``warm_seed``, scored on the validation split only; ``python -m lab.compare
-_trial``), then ``choose_lr``; the cells train with the chosen rate and are scored on the test problems once.
+like a cell of seed ``warm_seed``, from that seed's warm start, scored on the validation split only;
+``python -m lab.compare _trial``), then ``choose_lr``; the cells train with the chosen rate and are scored on the test problems once.
 
 A record's work part (``_train``): ``budget`` (``work_done``: the policy's rollout batches, episodes and
 updates, PPO's critic warm-up apart, an offline run's episodes and usable pairs), ``complete`` and
@@ -15,7 +16,8 @@ updates, PPO's critic warm-up apart, an offline run's episodes and usable pairs)
 also ``diagnostics.jsonl``) and ``provenance`` (commit, versions, threads, load, steal).
 
 The driver: ``validate`` (every cell's config passes the trainer's checks), ``run`` (every missing stage in
-order, resumable: finished stages are kept) and ``status`` (each cell done, stale, partial, failed or pending).
+order, resumable: finished stages are kept, each warm start on its own) and ``status`` (each cell done, stale,
+partial, failed or pending) with ``warm_status`` (each warm start trained, evaluated or pending).
 """
 from __future__ import annotations
 
@@ -31,19 +33,21 @@ from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir, read_jsonl
 from reference_impls.stats import config_interval
 
-from .folder import DIAGNOSTIC_KEYS, GridDir, atomic_json, budget_status, read_record
+from .folder import DIAGNOSTIC_KEYS, GridDir, atomic_json, budget_status, read_record, warm_name
 from .grid import (Grid, cell_config, cell_id, chosen_env_options, env_of, policy_steps, updates_per_batch,
                    warm_settings)
 from .provenance import Host, provenance
 from .report import duration
 
 
-def warm_stage(grid: Grid, gdir: GridDir, env: str) -> None:
+def warm_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None) -> None:
+    """SFT of ``env``'s warm start of seed ``warm_seed`` (default: the grid's first) into ``warm/<name>``
+    (``folder.warm_name``), written whole or not at all (a temporary folder, then one rename)."""
     from reference_impls.models import load_policy
     from reference_impls.sft import demonstrations, sft
 
-    out = gdir.warm(env)
-    settings = warm_settings(grid, env)
+    out = gdir.warm(warm_name(grid, env, warm_seed))
+    settings = warm_settings(grid, env, warm_seed)
     episode_options = None
     if settings["sft_env"] == env:
         impl = next(i for i in grid.implementations if env_of(i) == env)
@@ -81,11 +85,12 @@ def _reference_heldout(grid: Grid, env: str, model: str) -> dict:
     return {**_heldout_record(heldout), "eval_s": round(time.time() - t0, 1)}
 
 
-def warm_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
-    """Held-out success of the warm start alone (no RL): the reference every cell of ``env`` is read
-    against. Written into the warm start's ``done.json``."""
-    done = gdir.warm(env) / "done.json"
-    atomic_json(done, {**json.loads(done.read_text()), **_reference_heldout(grid, env, str(gdir.warm(env)))})
+def warm_eval_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None) -> None:
+    """Held-out success of a warm start alone (no RL): the reference every cell of ``env`` that starts from it is
+    read against. Written into the warm start's ``done.json``."""
+    folder = gdir.warm(warm_name(grid, env, warm_seed))
+    done = folder / "done.json"
+    atomic_json(done, {**json.loads(done.read_text()), **_reference_heldout(grid, env, str(folder))})
 
 
 def base_eval_stage(grid: Grid, gdir: GridDir, env: str) -> None:
@@ -151,7 +156,8 @@ def _train(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr: fl
     folder.mkdir(parents=True, exist_ok=True)
     run = RunDir(folder / "run")
     env = get(impl).env
-    config = cell_config(grid, impl, seed, str(gdir.warm(env)), lr=lr)
+    warm_seed = grid.warm_seed_of(seed)
+    config = cell_config(grid, impl, seed, str(gdir.warm_of(grid, env, seed)), lr=lr)
     config["out"] = str(run.path)
     t0 = time.time()
     resumed_from = None
@@ -177,6 +183,8 @@ def _train(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr: fl
     complete, why = completion(config, steps_done)
     return {
         "cell": cell_id(impl, seed), "implementation": impl, "algo": config["algo"], "env": env, "seed": seed,
+        # the warm start it started from (its name under warm/: the board pairs the cell with that one's held-out)
+        "warm_start": warm_name(grid, env, warm_seed), "warm_seed": warm_seed,
         "config": config, "steps_done": steps_done, "resumed_from_step": resumed_from,
         "stopped_by_wall_cap": not complete,
         "budget": work_done(config, metrics, pair_stats), "complete": complete,
@@ -359,17 +367,22 @@ PASSK_DECLARED = "declared in the grid file before any result; every seed's cell
 
 def passk_models(grid: Grid, gdir: GridDir, env: str) -> tuple[dict[str, str], dict[str, dict], dict]:
     """What pass@k samples on ``env``: (label -> model, RL label -> its cell, the cells' config) for the
-    untrained model, the warm start and every seed's cell of the implementation the grid names in advance
-    (``Grid.passk_implementation``); nothing is chosen by a result. ConfigError when the grid names none or a
-    cell has not finished (or has lost its checkpoint)."""
+    untrained model, the warm start (every warm start of a grid with several ``warm_seeds``: "warm start (warm seed
+    W)", each RL cell's ``warm_curve`` naming its own) and every seed's cell of the implementation the grid names in
+    advance (``Grid.passk_implementation``); nothing is chosen by a result. ConfigError when the grid names none or a
+    cell or warm start has not finished (or has lost its checkpoint)."""
     impl = grid.passk_implementation(env)
     if impl is None:
         raise ConfigError(f"passk --env {env}: grid {grid.name} names no pass@k implementation on {env}; name it in "
                           f"the grid file before any result (passk: {{implementation: VARIANT, problems: N >= 50, "
                           f"samples: G}}): pass@k is never run on a cell picked by its test score")
-    if not (gdir.warm(env) / "done.json").exists():
-        raise ConfigError(f"passk --env {env}: the warm start of {env} has not been trained ({gdir.warm(env)})")
-    models = {"base": warm_settings(grid, env)["model"], "warm start": str(gdir.warm(env))}
+    models = {"base": warm_settings(grid, env)["model"]}
+    warm_labels = {}
+    for warm_seed, name in gdir.warm_starts(grid, env):
+        if not (gdir.warm(name) / "done.json").exists():
+            raise ConfigError(f"passk --env {env}: the warm start of {env} has not been trained ({gdir.warm(name)})")
+        warm_labels[name] = "warm start" if len(grid.warm_seeds) == 1 else f"warm start (warm seed {warm_seed})"
+        models[warm_labels[name]] = str(gdir.warm(name))
     cells, config = {}, None
     for seed in grid.seeds:
         record, run = gdir.result(impl, seed), RunDir(gdir.cell(impl, seed) / "run")
@@ -379,6 +392,8 @@ def passk_models(grid: Grid, gdir: GridDir, env: str) -> tuple[dict[str, str], d
         label = f"RL ({impl}, seed {seed})"
         models[label] = str(run.latest_model())
         cells[label] = {"cell": cell_id(impl, seed), "seed": seed, "in_verdicts": budget_status(record)["in_verdicts"]}
+        if len(warm_labels) > 1:  # the warm start this seed's cell started from: the curve it is paired with
+            cells[label]["warm_curve"] = warm_labels[gdir.warm_of(grid, env, seed).name]
         config = config or record["config"]
     return models, cells, config
 
@@ -457,7 +472,7 @@ def validate(grid: Grid, gdir: GridDir) -> None:
     for impl, seed in grid.cells():
         for lr in [None, *(grid.sweep_lrs(impl) if seed == grid.seeds[0] else [])]:  # the sweep's trials too
             try:
-                config = cell_config(grid, impl, seed, str(gdir.warm(env_of(impl))), lr=lr)
+                config = cell_config(grid, impl, seed, str(gdir.warm_of(grid, env_of(impl), seed)), lr=lr)
                 resolve(config_from_dict(config), check_model=False)
             except (ConfigError, TypeError, ValueError) as err:
                 where = f"cell {cell_id(impl, seed)}" if lr is None else f"the trial of {impl} with lr {lr:g}"
@@ -519,19 +534,21 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
                       gdir.path / f"base-eval-{name}.log"):
                 print(f"  failed: see {gdir.path / f'base-eval-{name}.log'}", file=out, flush=True)
                 return failures + 1
-        if not (gdir.warm(name) / "done.json").exists():
-            print(f"warm start of {name} ...", file=out, flush=True)
-            gdir.warm(name).parent.mkdir(parents=True, exist_ok=True)
-            if stage_process(["_warm", grid_arg, "--dir", str(gdir.path), "--env", name],
-                             gdir.path / f"warm-{name}.log"):
-                print(f"  failed: see {gdir.path / f'warm-{name}.log'}", file=out, flush=True)
-                return failures + 1
-        if "heldout" not in json.loads((gdir.warm(name) / "done.json").read_text()):
-            print(f"held-out of the {name} warm start (no RL) ...", file=out, flush=True)
-            if stage_process(["_warmeval", grid_arg, "--dir", str(gdir.path), "--env", name],
-                      gdir.path / f"warm-eval-{name}.log"):
-                print(f"  failed: see {gdir.path / f'warm-eval-{name}.log'}", file=out, flush=True)
-                return failures + 1
+        for warm_seed, warm in gdir.warm_starts(grid, name):  # each on its own: a finished one is kept
+            which = ["--env", name, "--warm-seed", str(warm_seed)]
+            if not (gdir.warm(warm) / "done.json").exists():
+                print(f"warm start of {name}{_seed_words(grid, warm_seed)} ...", file=out, flush=True)
+                gdir.warm(warm).parent.mkdir(parents=True, exist_ok=True)
+                if stage_process(["_warm", grid_arg, "--dir", str(gdir.path), *which], gdir.path / f"warm-{warm}.log"):
+                    print(f"  failed: see {gdir.path / f'warm-{warm}.log'}", file=out, flush=True)
+                    return failures + 1
+            if "heldout" not in json.loads((gdir.warm(warm) / "done.json").read_text()):
+                print(f"held-out of the {name} warm start{_seed_words(grid, warm_seed)} (no RL) ...", file=out,
+                      flush=True)
+                if stage_process(["_warmeval", grid_arg, "--dir", str(gdir.path), *which],
+                                 gdir.path / f"warm-eval-{warm}.log"):
+                    print(f"  failed: see {gdir.path / f'warm-eval-{warm}.log'}", file=out, flush=True)
+                    return failures + 1
     cells = [c for c in grid.cells() if env_of(c[0]) in envs]
     if grid.lr_sweep:  # learning rates chosen on validation before any cell trains (and is tested)
         impls = list(dict.fromkeys(impl for impl, _ in cells))
@@ -579,11 +596,17 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
     return failures
 
 
+def _seed_words(grid: Grid, warm_seed: int) -> str:
+    """`` (warm seed 1)`` where the grid has several warm starts, else nothing (the log reads as before)."""
+    return f" (warm seed {warm_seed})" if len(grid.warm_seeds) > 1 else ""
+
+
 def stale_fields(grid: Grid, gdir: GridDir, impl: str, seed: int, result: dict) -> list[str]:
     """The run options in which a finished cell's recorded config differs from what the grid's recipe
     gives that cell now (a recipe edited after the cell ran): such a cell is not comparable with new ones."""
     choice = gdir.choice(impl) if grid.lr_sweep else None
-    now = cell_config(grid, impl, seed, str(gdir.warm(env_of(impl))), lr=None if choice is None else choice["lr"])
+    now = cell_config(grid, impl, seed, str(gdir.warm_of(grid, env_of(impl), seed)),
+                      lr=None if choice is None else choice["lr"])
     then = result.get("config", {})
     return sorted(k for k in set(now) | set(then) if k not in ("out", "model") and now.get(k) != then.get(k))
 
@@ -608,6 +631,27 @@ def status(grid: Grid, gdir: GridDir) -> list[dict]:
         else:
             state = "pending"
         rows.append({"cell": cell_id(impl, seed), "state": state, "changed": changed,
-                     "heldout": None if result is None else result["heldout"]})
+                     "heldout": None if result is None else result["heldout"],
+                     "warm_start": gdir.warm_of(grid, env_of(impl), seed).name})
+    return rows
+
+
+def warm_status(grid: Grid, gdir: GridDir) -> list[dict]:
+    """Each warm start of the grid (``warm/<env>``, ``warm/<env>@w<seed>``): ``done`` (trained and its held-out
+    measured), ``trained`` (held-out not yet measured), ``bad`` (a ``done.json`` that is not a record) or
+    ``pending``, with its held-out."""
+    from .folder import BadRecord
+
+    rows = []
+    for env in grid.envs():
+        for warm_seed, name in gdir.warm_starts(grid, env):
+            try:
+                record = read_record(gdir.warm(name) / "done.json")
+            except BadRecord:
+                rows.append({"warm": name, "env": env, "warm_seed": warm_seed, "state": "bad", "heldout": None})
+                continue
+            state = "pending" if record is None else "done" if "heldout" in record else "trained"
+            rows.append({"warm": name, "env": env, "warm_seed": warm_seed, "state": state,
+                         "heldout": None if record is None else record.get("heldout")})
     return rows
 

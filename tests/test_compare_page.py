@@ -213,6 +213,14 @@ def test_compare_tables_charts_and_notes_for_each_grid_kind():
     assert any("`<move>down right</move>`" in n and "50%" in n for n in notes)
     assert not any("pass@1" in n for n in notes)  # no pass@k record here
     assert "plain grpo row" in grid_intro(grid) and "over problems and seeds" in grid_intro(grid)
+    assert "from the same warm-start checkpoint" in grid_intro(grid)
+    # a grid with two warm seeds: a line per warm start, and the intro says each cell starts from its seed's
+    two = results.GridResults("g", Path("g"), {"name": "g", "seeds": [0, 1], "warm_seeds": [0, 1], "eval": {"n": 4}},
+                              cells, {}, False, {**warm, "frozenlake@w1": {"heldout": 0.5, "heldout_by_problem": [1, 1, 0, 0]}}, {}, [], blind)
+    assert [(r.label, r.value) for r in references(two, "frozenlake")] == [
+        ("warm start 25%", 0.25), ("warm start @w1 50%", 0.5), ("map-blind 50%", 0.5)]
+    assert "from its seed's warm-start checkpoint (2 warm starts" in grid_intro(two)
+    assert "Warm start @w1 alone (no RL): 50.0%" in two.reference_line("frozenlake")
 
     # a base / SFT / SFT + RL grid, one seed, one implementation per environment: nothing against itself
     one = [_cell("calculator-grpo", "grpo", 0, [1, 1, 0, 0])]

@@ -88,12 +88,13 @@ def best_map_blind(record: dict) -> tuple[str, float]:
 
 
 def references(grid, env: str) -> list[Reference]:
-    """The lines of an environment's interval chart: the warm start alone (no RL), which every cell starts
+    """The lines of an environment's interval chart: each warm start alone (no RL), which the cells start
     from, and where measured the best policy that never reads the map."""
     refs = []
-    warm = grid.warm.get(env, {})
-    if "heldout" in warm:
-        refs.append(Reference(f"warm start {100 * warm['heldout']:.0f}%", float(warm["heldout"]), WARM_START_COLOR))
+    for tag, warm in grid.warm_starts(env):  # one line per warm start (grids with several warm seeds)
+        if "heldout" in warm:
+            label = f"warm start{' ' + tag if tag else ''} {100 * warm['heldout']:.0f}%"
+            refs.append(Reference(label, float(warm["heldout"]), WARM_START_COLOR))
     if env in grid.map_blind:
         _, score = best_map_blind(grid.map_blind[env])
         refs.append(Reference(f"map-blind {100 * score:.0f}%", score, MAP_BLIND_COLOR))
@@ -145,7 +146,12 @@ def grid_intro(grid) -> str:
     seeds = spec.get("seeds") or []
     ev = spec.get("eval") or {}
     problems = f"the same {ev['n']} held-out problems" if ev.get("n") else "the same held-out problems"
-    text = (f"Each cell trains one implementation from the same warm-start checkpoint under the same budget, then "
+    warm_seeds = spec.get("warm_seeds") or []
+    start = ("from the same warm-start checkpoint" if len(warm_seeds) < 2 else
+             f"from its seed's warm-start checkpoint ({len(warm_seeds)} warm starts per environment, trained with "
+             f"seeds {', '.join(str(w) for w in warm_seeds)}; the cells of one seed share one, and a cell is compared "
+             f"with its own)")
+    text = (f"Each cell trains one implementation {start} under the same budget, then "
             f"answers {problems} greedily (one answer each, temperature 0). Intervals are 95% intervals over "
             f"problems{' and seeds' if len(seeds) > 1 else ''}; each verdict names the test behind it. ")
     if spec.get("base"):

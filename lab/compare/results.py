@@ -97,16 +97,21 @@ class GridResults:
         return (", ".join(parts) + f"; seeds {', '.join(map(str, self.spec.get('seeds', [])))}; held-out: "
                 f"{ev.get('n')} problems (seed {ev.get('seed')}), greedy, the same for every cell")
 
+    def warm_starts(self, env: str) -> list[tuple[str, dict]]:
+        """An environment's warm-start records, the grid's first first: (tag, record), the tag "" for the first
+        (``warm/<env>``) and ``@w<seed>`` for the others (grids with several ``warm_seeds``)."""
+        return [("" if name == env else name.removeprefix(env), r) for name, r in self.warm.items()
+                if split_warm_name(name)[0] == env]
+
     def reference_line(self, env: str) -> str:
         """The references' held-out success in words (the untrained model where measured, then the warm
         start alone, no RL), or "" when neither was measured. The interval is the leaderboard's for one run
         (``stats.config_interval``: exact over the problems) where the record keeps its 0/1s, else the one it
         stores."""
         parts = []
-        warm = [(name, r) for name, r in self.warm.items() if split_warm_name(name)[0] == env]  # one per warm seed
         for label, record in (("Untrained model", self.base.get(env, {})),
-                              *((f"Warm start{'' if name == env else ' ' + name.removeprefix(env)} alone (no RL)", r)
-                                for name, r in warm)):
+                              *((f"Warm start{'' if not tag else ' ' + tag} alone (no RL)", r)
+                                for tag, r in self.warm_starts(env))):
             if "heldout" in record:
                 row = record.get("heldout_by_problem")
                 if row and len(row) > 1:

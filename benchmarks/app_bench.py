@@ -32,6 +32,12 @@ first on a search URL; timed from the server's health check answering to the res
 Results are printed as Markdown (recorded in docs/app_performance.md) and as JSON with --json.
 
     .venv/bin/python benchmarks/app_bench.py --first-search 3 --starts 0 --rounds 0   # only the first-search timing
+    .venv/bin/python benchmarks/app_bench.py --first-query 3   # only the first query after a start, 3 rounds
+
+``--first-query N``: the complete mode's last measurement alone, N rounds: a fresh server opened first on a
+search URL, on a data folder that has the search embeddings (built once, in this process, before the rounds)
+and on an empty one; from the health check answering to the results complete, with the 1-minute load average
+read before each.
 """
 from __future__ import annotations
 
@@ -155,6 +161,48 @@ def time_first_query(pw, data: Path, label: str) -> dict:
     finally:
         browser.close()
         stop_app(proc)
+
+
+def first_queries(pw, rounds: int, filled: Path | None = None) -> list[dict]:
+    """``rounds`` times: the first query after a start on a data folder with the embeddings (``filled``, else one
+    built here) and on an empty one."""
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="atlas-bench-") as tmp:
+        filled = filled or Path(tmp) / "filled"
+        filled.mkdir(exist_ok=True)
+        env_before = os.environ.get("ATLAS_DATA_DIR")
+        os.environ["ATLAS_DATA_DIR"] = str(filled)
+        try:  # the embeddings a restarted server finds (what the visits of the complete mode leave)
+            from papers import Catalog
+            from papers.search import SearchIndex
+
+            SearchIndex.load_or_build(Catalog.load())
+        finally:
+            if env_before is None:
+                os.environ.pop("ATLAS_DATA_DIR")
+            else:
+                os.environ["ATLAS_DATA_DIR"] = env_before
+        for i in range(rounds):
+            empty = Path(tmp) / f"empty{i}"
+            empty.mkdir()
+            for data, label in ((filled, "restarted server, data folder with the embeddings"),
+                                (empty, "fresh server on an empty data folder")):
+                load = os.getloadavg()[0]
+                rows.append({**time_first_query(pw, data, label), "load_1min": round(load, 2)})
+                print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def print_first_queries(rows: list[dict]) -> None:
+    print("| first query after a start | server up → results complete | 1-minute load before |\n|---|---|---|")
+    for r in rows:
+        print(f"| {r['case']} | {r['server_up_to_results_s']:.2f} s | {r['load_1min']:.2f} |")
+    for case in dict.fromkeys(r["case"] for r in rows):
+        vals = [r["server_up_to_results_s"] for r in rows if r["case"] == case]
+        print(f"\n{case}: median {statistics.median(vals):.2f} s, max {max(vals):.2f} s of {len(vals)}.", end="")
+    print(f"\n{os.cpu_count()} CPUs.")
 
 
 def complete_renders(pw, pages: list[str], fresh_search: bool = True) -> dict:
@@ -361,9 +409,21 @@ def main() -> None:
                     help="also time start -> first search results, N starts each without and with the background load")
     ap.add_argument("--think", type=float, default=0.0,
                     help="seconds between the first render and opening the Search page (a reader's pause; default 0)")
+    ap.add_argument("--first-query", type=int, default=0, metavar="N",
+                    help="only the first query after a start (the complete mode's last measurement), N rounds")
+    ap.add_argument("--filled", type=Path, metavar="DIR",
+                    help="with --first-query: the data folder with the embeddings (built there if missing)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
+
+    if args.first_query:
+        with sync_playwright() as pw:
+            rows = first_queries(pw, args.first_query, args.filled)
+        if args.json:
+            print(json.dumps(rows, indent=1))
+        print_first_queries(rows)
+        return
 
     load_before = os.getloadavg()[0]
     if not args.switches and not args.first_search and not args.screenshots:

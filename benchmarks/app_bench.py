@@ -359,23 +359,28 @@ def page_switches(pw, rounds: int, shots: Path | None) -> tuple[dict[str, list[f
         stop_app(proc)
 
 
+#: the explorer's screenshots for the README: (file, path, ready checks, what to scroll to: a text, or an ARIA
+#: (role, exact name) such as ("heading", "search")); scripts/screenshots.py adds the Lab, Runs, Compare ...
+EXPLORER_SHOTS = [
+    ("overview.png", "/", HOME_READY, None),
+    ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
+    ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),
+    ("taxonomy-graph.png", "/taxonomy?dim=capability&view=graph", [("svg text", "Memory")], "Scroll to zoom"),
+    ("node.png", "/taxonomy?node=memory", [("h1", "Memory"), ("h3", "Works")], None),
+    ("search.png", "/search?q=web+search+agents+trained+with+outcome+rewards&kind=method",
+     [("p", "for “web search agents"), ("span", "why")], None),
+    ("work.png", "/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts")], None),
+]
+
+
 def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -> None:
-    """1280x800 screenshots of the real app, palette-quantised to stay small. ``shots``: (file, path,
-    ready checks, what to scroll to: a text, or an ARIA (role, exact name) such as ("heading", "search"))
-    tuples; default the explorer's pages (scripts/screenshots.py adds the Lab and Runs with a real run)."""
+    """Screenshots of the real app at the page's viewport, palette-quantised to stay small. ``shots``: (file,
+    path, ready checks, what to scroll to) tuples, default ``EXPLORER_SHOTS``. A shot is taken once its checks
+    hold and Streamlit's running indicator is gone."""
     from PIL import Image
 
     folder.mkdir(parents=True, exist_ok=True)
-    shots = shots or [
-        ("overview.png", "/", HOME_READY, None),
-        ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
-        ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),
-        ("taxonomy-graph.png", "/taxonomy?dim=capability&view=graph", [("svg text", "Memory")], "Scroll to zoom"),
-        ("node.png", "/taxonomy?node=memory", [("h1", "Memory"), ("h3", "Works")], None),
-        ("search.png", "/search?q=web+search+agents+trained+with+outcome+rewards&kind=method",
-         [("p", "for “web search agents"), ("span", "why")], None),
-        ("work.png", "/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts")], None),
-    ]
+    shots = shots or EXPLORER_SHOTS
     for name, path, checks, scroll_to in shots:
         page.goto(base + path)
         wait_ready(page, checks)
@@ -385,7 +390,12 @@ def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -
             # (role, exact name): the "search" heading, not the sidebar's "Search" link that a text match finds first
             target = (page.get_by_role(scroll_to[0], name=scroll_to[1], exact=True) if isinstance(scroll_to, tuple)
                       else page.get_by_text(scroll_to))
-            target.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+            # charts drawn as they come into view change the height of what is above: scroll until it stays put
+            for _ in range(8):
+                target.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+                page.wait_for_timeout(1000)
+                if abs(target.first.evaluate("e => e.getBoundingClientRect().top")) < 5:
+                    break
         page.wait_for_timeout(1200)  # let chart animations settle
         out = folder / name
         page.screenshot(path=str(out))

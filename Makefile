@@ -25,7 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 app: setup
-	HF_HUB_OFFLINE=1 $(VENV)/bin/streamlit run app/streamlit_app.py \
+	HF_HUB_OFFLINE=1 $(PY) -m app.serve \
 		--server.address 127.0.0.1 --server.port $(PORT) --server.headless true \
 		--browser.gatherUsageStats false
 

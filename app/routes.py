@@ -40,6 +40,8 @@ PAGES: dict[str, Page] = {p.path: p for p in (
     Page("compare", "views/compare.py", "Compare", ":material/leaderboard:", "Lab", param="grid"),
     # the project's docs/*.md, reached from the paths the pages cite
     Page("docs", "views/docs.py", "Documentation", ":material/description:", "Explore", param="path", hidden=True),
+    # a source file the pages cite (reference_impls/rollout.py), shown read-only
+    Page("source", "views/source.py", "Source", ":material/code:", "Explore", param="path", hidden=True),
 )}
 
 
@@ -91,6 +93,11 @@ def search(**query: str | list[str]) -> Link:
 def doc(name: str) -> Link:
     """A document of docs/ (``security.md``), shown by the app."""
     return Link("docs", {PAGES["docs"].param: name})
+
+
+def source(path: str) -> Link:
+    """A source file of the checkout (``reference_impls/rollout.py``), shown by the app."""
+    return Link("source", {PAGES["source"].param: path})
 
 
 def lab(**query: str) -> Link:

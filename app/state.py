@@ -140,6 +140,21 @@ _search_wanted = threading.Event()  # a page answered without the full index: lo
 _stopping = threading.Event()  # the process is exiting: the background work starts nothing new
 
 
+def preload() -> None:
+    """At server start (``app.serve``, once the server's runtime exists, before any page is asked for): what the
+    first visit of any page needs, without torch: the catalog, the keyword search index and the node and work
+    pickers. A page asked for meanwhile waits only for what is not loaded yet (each loader computes once and
+    holds other callers on its lock). A failure is left to the page that needs the part (it loads and reports
+    it again)."""
+    for load in (catalog, keyword_index, node_options, work_options):
+        if _stopping.is_set():
+            return
+        try:
+            load()
+        except Exception as e:  # noqa: BLE001
+            _log.warning("preload: %s failed: %s", load.__name__, e)
+
+
 def _finish_background_work(timeout_s: float = 60.0) -> None:
     """At exit, let the background threads end their current step before the interpreter goes away: a daemon
     thread still inside torch when it does aborts the process ("terminate called without an active
@@ -240,6 +255,8 @@ def _warm() -> None:
 
 
 def _load_search() -> None:
+    if _stopping.wait(WARM_DELAY_S):  # the page that asked for it finishes drawing first
+        return
     try:
         index = search_index()
         # the index loads from its cache without the model: load the model too (the costly part,

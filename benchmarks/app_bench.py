@@ -32,6 +32,12 @@ first on a search URL; timed from the server's health check answering to the res
 Results are printed as Markdown (recorded in docs/app_performance.md) and as JSON with --json.
 
     .venv/bin/python benchmarks/app_bench.py --first-search 3 --starts 0 --rounds 0   # only the first-search timing
+    .venv/bin/python benchmarks/app_bench.py --first-query 3   # only the first query after a start, 3 rounds
+
+``--first-query N``: the complete mode's last measurement alone, N rounds: a fresh server opened first on a
+search URL, on a data folder that has the search embeddings (built once, in this process, before the rounds)
+and on an empty one; from the health check answering to the results complete, with the 1-minute load average
+read before each.
 """
 from __future__ import annotations
 
@@ -142,8 +148,9 @@ def wait_full_search(page, base: str) -> float:
 def time_first_query(pw, data: Path, label: str) -> dict:
     """A fresh server on ``data``, opened first on a search URL: health check answering -> results on screen."""
     port = free_port()
+    browser = launch_chromium(pw)  # before the app, so its own start is not counted
+    start = time.perf_counter()
     proc = start_app(port, env={"ATLAS_DATA_DIR": str(data)})
-    browser = launch_chromium(pw)
     try:
         wait_healthy(port, proc, poll=0.05)
         up = time.perf_counter()
@@ -151,10 +158,55 @@ def time_first_query(pw, data: Path, label: str) -> dict:
         page.goto(f"http://127.0.0.1:{port}" + COMPLETE["Search, a query"][0], wait_until="commit")
         page.wait_for_function(COMPLETE_JS, arg=[COMPLETE["Search, a query"][1], RUNNING], polling="raf",
                                timeout=600_000)
-        return {"case": label, "server_up_to_results_s": round(time.perf_counter() - up, 2)}
+        return {"case": label, "server_up_to_results_s": round(time.perf_counter() - up, 2),
+                "process_start_to_server_up_s": round(up - start, 2)}
     finally:
         browser.close()
         stop_app(proc)
+
+
+def first_queries(pw, rounds: int, filled: Path | None = None) -> list[dict]:
+    """``rounds`` times: the first query after a start on a data folder with the embeddings (``filled``, else one
+    built here) and on an empty one."""
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="atlas-bench-") as tmp:
+        filled = filled or Path(tmp) / "filled"
+        filled.mkdir(exist_ok=True)
+        env_before = os.environ.get("ATLAS_DATA_DIR")
+        os.environ["ATLAS_DATA_DIR"] = str(filled)
+        try:  # the embeddings a restarted server finds (what the visits of the complete mode leave)
+            from papers import Catalog
+            from papers.search import SearchIndex
+
+            SearchIndex.load_or_build(Catalog.load())
+        finally:
+            if env_before is None:
+                os.environ.pop("ATLAS_DATA_DIR")
+            else:
+                os.environ["ATLAS_DATA_DIR"] = env_before
+        for i in range(rounds):
+            empty = Path(tmp) / f"empty{i}"
+            empty.mkdir()
+            for data, label in ((filled, "restarted server, data folder with the embeddings"),
+                                (empty, "fresh server on an empty data folder")):
+                load = os.getloadavg()[0]
+                rows.append({**time_first_query(pw, data, label), "load_1min": round(load, 2)})
+                print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def print_first_queries(rows: list[dict]) -> None:
+    print("| first query after a start | server up → results complete | process start → server up "
+          "| 1-minute load before |\n|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['case']} | {r['server_up_to_results_s']:.2f} s | {r['process_start_to_server_up_s']:.2f} s "
+              f"| {r['load_1min']:.2f} |")
+    for case in dict.fromkeys(r["case"] for r in rows):
+        vals = [r["server_up_to_results_s"] for r in rows if r["case"] == case]
+        print(f"\n{case}: median {statistics.median(vals):.2f} s, max {max(vals):.2f} s of {len(vals)}.", end="")
+    print(f"\n{os.cpu_count()} CPUs.")
 
 
 def complete_renders(pw, pages: list[str], fresh_search: bool = True) -> dict:
@@ -311,23 +363,28 @@ def page_switches(pw, rounds: int, shots: Path | None) -> tuple[dict[str, list[f
         stop_app(proc)
 
 
+#: the explorer's screenshots for the README: (file, path, ready checks, what to scroll to: a text, or an ARIA
+#: (role, exact name) such as ("heading", "search")); scripts/screenshots.py adds the Lab, Runs, Compare ...
+EXPLORER_SHOTS = [
+    ("overview.png", "/", HOME_READY, None),
+    ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
+    ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),
+    ("taxonomy-graph.png", "/taxonomy?dim=capability&view=graph", [("svg text", "Memory")], "Scroll to zoom"),
+    ("node.png", "/taxonomy?node=memory", [("h1", "Memory"), ("h3", "Works")], None),
+    ("search.png", "/search?q=web+search+agents+trained+with+outcome+rewards&kind=method",
+     [("p", "for “web search agents"), ("span", "why")], None),
+    ("work.png", "/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts")], None),
+]
+
+
 def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -> None:
-    """1280x800 screenshots of the real app, palette-quantised to stay small. ``shots``: (file, path,
-    ready checks, what to scroll to: a text, or an ARIA (role, exact name) such as ("heading", "search"))
-    tuples; default the explorer's pages (scripts/screenshots.py adds the Lab and Runs with a real run)."""
+    """Screenshots of the real app at the page's viewport, palette-quantised to stay small. ``shots``: (file,
+    path, ready checks, what to scroll to) tuples, default ``EXPLORER_SHOTS``. A shot is taken once its checks
+    hold and Streamlit's running indicator is gone."""
     from PIL import Image
 
     folder.mkdir(parents=True, exist_ok=True)
-    shots = shots or [
-        ("overview.png", "/", HOME_READY, None),
-        ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
-        ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),
-        ("taxonomy-graph.png", "/taxonomy?dim=capability&view=graph", [("svg text", "Memory")], "Scroll to zoom"),
-        ("node.png", "/taxonomy?node=memory", [("h1", "Memory"), ("h3", "Works")], None),
-        ("search.png", "/search?q=web+search+agents+trained+with+outcome+rewards&kind=method",
-         [("p", "for “web search agents"), ("span", "why")], None),
-        ("work.png", "/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts")], None),
-    ]
+    shots = shots or EXPLORER_SHOTS
     for name, path, checks, scroll_to in shots:
         page.goto(base + path)
         wait_ready(page, checks)
@@ -337,7 +394,12 @@ def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -
             # (role, exact name): the "search" heading, not the sidebar's "Search" link that a text match finds first
             target = (page.get_by_role(scroll_to[0], name=scroll_to[1], exact=True) if isinstance(scroll_to, tuple)
                       else page.get_by_text(scroll_to))
-            target.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+            # charts drawn as they come into view change the height of what is above: scroll until it stays put
+            for _ in range(8):
+                target.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+                page.wait_for_timeout(1000)
+                if abs(target.first.evaluate("e => e.getBoundingClientRect().top")) < 5:
+                    break
         page.wait_for_timeout(1200)  # let chart animations settle
         out = folder / name
         page.screenshot(path=str(out))
@@ -361,9 +423,21 @@ def main() -> None:
                     help="also time start -> first search results, N starts each without and with the background load")
     ap.add_argument("--think", type=float, default=0.0,
                     help="seconds between the first render and opening the Search page (a reader's pause; default 0)")
+    ap.add_argument("--first-query", type=int, default=0, metavar="N",
+                    help="only the first query after a start (the complete mode's last measurement), N rounds")
+    ap.add_argument("--filled", type=Path, metavar="DIR",
+                    help="with --first-query: the data folder with the embeddings (built there if missing)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
+
+    if args.first_query:
+        with sync_playwright() as pw:
+            rows = first_queries(pw, args.first_query, args.filled)
+        if args.json:
+            print(json.dumps(rows, indent=1))
+        print_first_queries(rows)
+        return
 
     load_before = os.getloadavg()[0]
     if not args.switches and not args.first_search and not args.screenshots:

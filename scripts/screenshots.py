@@ -1,12 +1,14 @@
-"""Screenshots of the pages that need a training run (Lab, Runs) plus Import and Algorithms, for the README.
+"""The README's screenshots, at 1440x900: the explorer's pages (``benchmarks.app_bench.EXPLORER_SHOTS``), Import,
+Algorithms, Compare and the pages that need a training run (Lab, Runs).
 
-    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/{algorithms,compare,compare_search,compare_frozenlake,compare_passk,compare_envs,import,lab,runs}.png
-    .venv/bin/python scripts/screenshots.py --only compare.png compare_envs.png   # some of them (no training run)
+    .venv/bin/python scripts/screenshots.py            # every screenshot of the README, into docs/screenshots/
+    .venv/bin/python scripts/screenshots.py --only compare.png compare_envs.png   # some of them
+    .venv/bin/python scripts/screenshots.py --no-run   # all but lab.png and runs.png (no training run)
 
-The explorer's other screenshots come from ``benchmarks/app_bench.py --screenshots docs/screenshots``;
-this script uses the same machinery (``take_screenshots``) in a private data directory where it first
-trains one quick tiny-model run (a 3-step SFT warm start, then 8 GRPO steps) through the run manager,
-so the Lab shows a real run's curves, equation, source and transcripts. Developer tool, not a test.
+It runs the app (``make app``) on a private, empty data directory where it first trains one quick tiny-model
+run (a 3-step SFT warm start, then 8 GRPO steps) through the run manager, so the Lab shows a real run's
+curves, equation, source and transcripts; before the first shot it waits until Search answers from the full
+index (the data directory is new, so the search index is built first). Developer tool, not a test.
 """
 from __future__ import annotations
 
@@ -19,13 +21,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
-from benchmarks.app_bench import take_screenshots
+from benchmarks.app_bench import COMPLETE, EXPLORER_SHOTS, take_screenshots, wait_full_search
+
+VIEWPORT = {"width": 1440, "height": 900}
+RUN_SHOTS = ("lab.png", "runs.png")  # the shots that need a training run
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these files (e.g. compare.png)")
+    p.add_argument("--no-run", action="store_true", help="leave out lab.png and runs.png: no training run")
     a = p.parse_args()
     data = tempfile.mkdtemp(prefix="atlas-shots-")
     os.environ["ATLAS_DATA_DIR"] = data
@@ -34,18 +40,20 @@ def main() -> int:
 
     wanted = set(a.only or ())
     run_id = None
-    if not wanted or wanted & {"lab.png", "runs.png"}:  # the pages that show a training run
+    if not a.no_run and (not wanted or wanted & set(RUN_SHOTS)):  # the pages that show a training run
         manager = RunManager()
         run = manager.submit({**preset_config(get("calculator-grpo"), "quick"), "steps": 8, "sft_steps": 3})
         print(f"run {run.id}: {manager.wait(run.id, timeout=900).status}", file=sys.stderr, flush=True)
         run_id = run.id
+    core = COMPLETE["Compare"][1]  # the core grid complete: every environment, chart and table drawn
     shots = [
+        *EXPLORER_SHOTS,
         ("algorithms.png", "/algorithms", [("h1", "RL algorithms")], None),
         # the shipped grids' results (lab/results/<grid>), drawn from the repository's files
-        ("compare.png", "/compare?grid=core", [("h1", "Compare algorithms")], None),
-        ("compare_search.png", "/compare?grid=core", [("h1", "Compare algorithms")], ("heading", "search")),
-        ("compare_frozenlake.png", "/compare?grid=core", [("h1", "Compare algorithms")], ("heading", "frozenlake")),
-        ("compare_passk.png", "/compare?grid=core", [("h1", "Compare algorithms")], "pass@k on held-out problems"),
+        ("compare.png", "/compare?grid=core", core, None),
+        ("compare_search.png", "/compare?grid=core", core, ("heading", "search")),
+        ("compare_frozenlake.png", "/compare?grid=core", core, ("heading", "frozenlake")),
+        ("compare_passk.png", "/compare?grid=core", core, "pass@k on held-out problems"),
         ("compare_envs.png", "/compare?grid=envs-code-web", [("h1", "Compare algorithms")], None),
         ("import.png", "/imports", [("h1", "Import your works")], None),
         ("lab.png", f"/lab?impl=calculator-grpo&preset=quick&run={run_id}", [("h3", f"Run {run_id}")], f"Run {run_id}"),
@@ -54,7 +62,7 @@ def main() -> int:
     unknown = wanted - {name for name, *_ in shots}
     if unknown:
         p.error(f"--only: no screenshot named {', '.join(sorted(unknown))}")
-    shots = [s for s in shots if not wanted or s[0] in wanted]
+    shots = [s for s in shots if (not wanted or s[0] in wanted) and not (a.no_run and s[0] in RUN_SHOTS)]
     port = free_port()
     app = start_app(port, env={"ATLAS_DATA_DIR": data})
     try:
@@ -63,7 +71,9 @@ def main() -> int:
 
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page = browser.new_page(viewport=VIEWPORT)
+            if any(name == "search.png" for name, *_ in shots):  # ranked by meaning, not the keyword-only fallback
+                print(f"full search index after {wait_full_search(page, f'http://127.0.0.1:{port}')} s", file=sys.stderr)
             take_screenshots(page, f"http://127.0.0.1:{port}", a.out, shots)
             browser.close()
     finally:

@@ -12,11 +12,13 @@ from taxonomy.errors import DataError
 from taxonomy.schema import Node
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+# libyaml's safe loader where PyYAML has it: the same documents, ten times faster than the pure-Python one
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _read_yaml(path: Path):
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506  (a safe loader)
     except FileNotFoundError:
         raise DataError(path, "file not found") from None
     except yaml.YAMLError as e:

@@ -222,3 +222,23 @@ def test_overview_and_node_pages_switch_to_inferred_axes():
     toggle.set_value(True).run()
     assert not node.exception
     assert any("confidence" in d.value.columns for d in node.dataframe)
+
+
+def test_source_page_shows_a_cited_file_and_refuses_others():
+    at = open_page("source", path="reference_impls/rollout.py")
+    assert at.title[0].value == "Source" and "reference\\_impls/rollout.py" in texts(at)
+    [code] = at.code
+    assert code.value.strip() == (Path(APP).parents[1] / "reference_impls" / "rollout.py").read_text().strip()
+    at = open_page("source", path="tests/conftest.py")
+    assert not at.code and "No source file 'tests/conftest.py'" in texts(at)
+
+
+def test_docs_page_links_the_paths_a_document_cites():
+    """docs/compare.md cites other documents as plain paths (linked) and source files in code spans (kept)."""
+    from app.presentation.docs import doc_markdown
+
+    at = open_page("docs", path="compare.md")
+    body = "\n".join(m.value for m in at.markdown)
+    plain = doc_markdown("compare.md")
+    assert body.count("](docs?path=") > plain.count("](docs?path=")
+    assert "`reference_impls/stats.py`" in plain and "`reference_impls/stats.py`" in body

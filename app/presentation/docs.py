@@ -1,9 +1,12 @@
-"""The project's documentation (``docs/*.md`` of the checkout) inside the app: which names are documents, a
-document's Markdown with its links to other documents kept inside the app, and plain "docs/NAME.md" paths in
-the app's own text turned into links to them.
+"""The project's documentation (``docs/*.md`` of the checkout) and source files inside the app: which names are
+documents, a document's Markdown with its links to other documents kept inside the app, which repository
+paths are source files the app shows (``reference_impls/rollout.py``), and plain paths of either in the
+app's text turned into links to them.
 
     link_doc_paths("How often it is right: docs/axis_inference.md.")
     # "How often it is right: [docs/axis_inference.md](docs?path=axis_inference.md)."
+    link_doc_paths("The loop: reference\\_impls/rollout.py; `docs/compare.md` stays code.")
+    # "The loop: [reference\\_impls/rollout.py](source?path=reference_impls%2Frollout.py); `docs/compare.md` stays code."
 """
 from __future__ import annotations
 
@@ -11,11 +14,25 @@ import re
 from pathlib import Path
 
 from app import routes
+from app.presentation.source import ROOT, SOURCE_DIRS, source_file
 
-DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
+DOCS_DIR = ROOT / "docs"
 #: a document's name below docs/: path segments of letters, digits, '_', '-' and '.', ending in .md (no '..')
 DOC_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*\.md")
-DOC_PATH_IN_TEXT = re.compile(r"(?<![\w/\[(])docs/(" + DOC_NAME.pattern + r")")
+# a path as it stands in Markdown: '_' may be escaped ("docs/results\_memory.md", what md_escape writes); not
+# part of a longer path or word, not followed by more of a name ("docs/a.mdx", "lab/x.py/")
+_SEGMENT = r"\\?[A-Za-z0-9_-](?:\\?[A-Za-z0-9_.-])*"
+PATH_IN_TEXT = re.compile(r"(?<![\w/.\\-])(?:docs|" + "|".join(SOURCE_DIRS).replace("_", r"\\?_")
+                          + r")(?:/" + _SEGMENT + r")+?\.(?:md|py|yaml)(?![\w/-])")
+# what a path inside it is never linked in: a fenced code block, a code span (any run of backticks up to the
+# same run), a link or image ``[text](target)`` whole, an autolink or HTML tag ``<...>``, and an indented
+# code block's line
+_PROTECTED = re.compile(
+    r"(?ms)^[ \t]{0,3}(```|~~~).*?(?:^[ \t]{0,3}\1[^\n]*$|\Z)"
+    r"|(?<!`)(`+)(?!`).+?(?<!`)\2(?!`)"
+    r"|!?\[(?:\\.|[^\]\\])*\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"
+    r"|<[^<>\n]+>"
+    r"|^(?: {4}|\t)[^\n]*$")
 RELATIVE_MD_LINK = re.compile(r"\]\((?!https?:|#|/)(" + DOC_NAME.pattern + r")(#[\w-]*)?\)")
 
 
@@ -35,13 +52,31 @@ def doc_names() -> list[str]:
     return sorted(str(p.relative_to(DOCS_DIR)) for p in DOCS_DIR.rglob("*.md"))
 
 
-def link_doc_paths(markdown: str) -> str:
-    """``markdown`` with each bare ``docs/NAME.md`` that names a document made a link to it in the app (paths of
-    missing documents, and paths already inside a link, stay as written)."""
-    def link(m: re.Match) -> str:
-        return f"[{m.group(0)}]({routes.doc(m.group(1)).url})" if doc_file(m.group(1)) else m.group(0)
+def path_link(path: str) -> routes.Link | None:
+    """The app's page for a repository path as a text cites it: ``docs/NAME.md`` -> the document,
+    a source path -> its source; None when it names neither."""
+    if path.startswith("docs/"):
+        return routes.doc(path[len("docs/"):]) if doc_file(path[len("docs/"):]) else None
+    return routes.source(path) if source_file(path) else None
 
-    return DOC_PATH_IN_TEXT.sub(link, markdown)
+
+def link_doc_paths(markdown: str) -> str:
+    """``markdown`` with each plain documentation path (``docs/NAME.md``) or source path
+    (``reference_impls/rollout.py``, see ``SOURCE_DIRS``) that names a file of this checkout made a link to its
+    page in the app. A path inside a code span or block, a link, an autolink or an HTML tag stays as written, and
+    so do paths of missing files. Escaped Markdown works too: ``docs/results\\_memory.md`` (md_escape's output)
+    keeps its text and links to ``results_memory.md``."""
+    def link(m: re.Match) -> str:
+        target = path_link(m.group(0).replace("\\", ""))
+        return f"[{m.group(0)}]({target.url})" if target else m.group(0)
+
+    out, last = [], 0
+    for protected in _PROTECTED.finditer(markdown):
+        out.append(PATH_IN_TEXT.sub(link, markdown[last:protected.start()]))
+        out.append(protected.group(0))
+        last = protected.end()
+    out.append(PATH_IN_TEXT.sub(link, markdown[last:]))
+    return "".join(out)
 
 
 def doc_markdown(name: str) -> str:

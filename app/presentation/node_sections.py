@@ -22,6 +22,7 @@ import pandas as pd
 from app import routes
 from app.presentation.common import md_escape
 from app.presentation.compare import seeds_label
+from app.presentation.docs import link_doc_paths
 from app.presentation.lab import run_link
 from papers.catalog import Catalog
 
@@ -95,9 +96,21 @@ class NodeSection:
     build: Callable[[NodeContext], list[Block]]
 
 
+#: the kinds of part whose body is Markdown: their documentation and source paths become links (link_doc_paths)
+TEXT_KINDS = ("markdown", "caption", "note")
+
+
+def _with_path_links(block: Block) -> Block:
+    parts = tuple(Part(p.kind, link_doc_paths(p.body), p.label, p.icon) if p.kind in TEXT_KINDS else p
+                  for p in block.parts)
+    return Block(parts, block.boxed)
+
+
 def node_sections(ctx: NodeContext) -> list[tuple[str, list[Block]]]:
-    """The sections the node shows, in ``SECTIONS`` order, each with its blocks."""
-    return [(s.name, blocks) for s in SECTIONS if s.applies(ctx) and (blocks := s.build(ctx))]
+    """The sections the node shows, in ``SECTIONS`` order, each with its blocks; a documentation or source path
+    in their text is a link to its page in the app."""
+    return [(s.name, [_with_path_links(b) for b in blocks]) for s in SECTIONS
+            if s.applies(ctx) and (blocks := s.build(ctx))]
 
 
 # -- its implementations, or why it has none, or its family's base ---------------------------------------

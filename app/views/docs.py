@@ -1,9 +1,10 @@
-"""Documentation (``docs?path=NAME.md``): one of the project's docs/*.md, with its links to the others kept in the app."""
+"""Documentation (``docs?path=NAME.md``): one of the project's docs/*.md, with its links to the others and the paths
+it cites as plain text kept in the app."""
 import streamlit as st
 
 from app import routes, ui
 from app.presentation.common import first_param
-from app.presentation.docs import doc_markdown, doc_names
+from app.presentation.docs import doc_markdown, doc_names, link_doc_paths
 
 name = first_param(ui.params(), "path", "README.md")
 try:
@@ -14,4 +15,4 @@ except KeyError:
     ui.chips([(n, routes.doc(n)) for n in doc_names()], empty="This installation has no docs/ folder.")
 else:
     st.caption(f"docs/{ui.md(name)}")
-    st.markdown(text)
+    st.markdown(link_doc_paths(text))

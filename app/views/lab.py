@@ -41,7 +41,7 @@ wanted_preset = first_param(p, "preset", "") or (opened_run and opened_run.prese
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(wanted_preset) if wanted_preset in lab.PRESETS else 0)
 st.caption(link_doc_paths(preset_note(preset, impl.env)))
-st.markdown(impl.summary)
+st.markdown(link_doc_paths(impl.summary))
 
 defaults = lab.preset_config(impl, preset)
 errors = st.session_state.get("lab_errors", {}) if st.session_state.get("lab_errors_for") == (impl_id, preset) else {}

@@ -7,6 +7,7 @@ import streamlit as st
 from app import routes, state, ui
 from app.presentation.common import (DIMENSION_LABELS, DIMENSIONS, INFERRED_MIN_CONFIDENCE, algorithm_nodes,
                                      first_param, lookup_node, works_frame)
+from app.presentation.docs import link_doc_paths
 from app.presentation.node_sections import NodeContext, node_sections
 from app.presentation.taxonomy import DIMENSION_SHORT, inferred_node_works, node_page, tree_frame
 
@@ -95,9 +96,10 @@ def show_node(node_id: str) -> None:
         guessed = inferred_node_works(cat, node_id, inferred) if not inferred_error else []
         if guessed and st.toggle(f"Also show {len(guessed)} method{'s' if len(guessed) != 1 else ''} the placement "
                                  "model puts here (inferred, not the survey's)", key=f"inferred-{node_id}"):
-            st.caption("For each, the survey gives only the other axis; this is the model's first choice for this "
-                       f"one, with confidence at least {INFERRED_MIN_CONFIDENCE:.0%} "
-                       "(docs/axis_inference.md: 80 % of such first choices match the survey where it places both).")
+            st.caption(link_doc_paths(
+                "For each, the survey gives only the other axis; this is the model's first choice for this "
+                f"one, with confidence at least {INFERRED_MIN_CONFIDENCE:.0%} "
+                "(docs/axis_inference.md: 80 % of such first choices match the survey where it places both)."))
             frame = works_frame([w for w, _ in guessed], cat)
             frame.insert(0, "confidence", [round(c, 2) for _, c in guessed])
             ui.works_table(frame, key=f"node-inferred-{node_id}-{ui.nonce()}",

@@ -1,0 +1,33 @@
+"""The Source page (``source?path=reference_impls/rollout.py``): which repository paths are source files the app
+shows (.py and .yaml files of ``SOURCE_DIRS`` in this checkout) and their text. Documentation paths and source
+paths in the pages' text become links here through ``app.presentation.docs.link_doc_paths``.
+
+    source_file("reference_impls/rollout.py")      # its Path; None for tests/, '..', a missing file
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the folders whose .py and .yaml files the app shows as source
+SOURCE_DIRS = ("reference_impls", "lab", "papers", "taxonomy", "benchmarks", "scripts", "app", "atlas_data")
+SOURCE_PATH = re.compile(r"(" + "|".join(SOURCE_DIRS) + r")(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+\.(py|yaml)")
+
+
+def source_file(path: str) -> Path | None:
+    """The file of repository path ``path`` (``reference_impls/rollout.py``) when the app shows it as source: a
+    .py or .yaml file in one of ``SOURCE_DIRS`` of this checkout; else None (another folder or kind, a '..'
+    segment, outside the checkout, missing)."""
+    if not isinstance(path, str) or not SOURCE_PATH.fullmatch(path) or ".." in path.split("/"):
+        return None
+    file = (ROOT / path).resolve()
+    return file if file.is_file() and (ROOT / path.split("/")[0]).resolve() in file.parents else None
+
+
+def source_text(path: str) -> str:
+    """The text of source file ``path`` (``source_file``). Raises KeyError for a path the app does not show."""
+    file = source_file(path)
+    if file is None:
+        raise KeyError(f"no source file '{path}' the app shows")
+    return file.read_text(encoding="utf-8")

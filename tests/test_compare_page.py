@@ -366,3 +366,16 @@ def test_compare_page_draws_the_mechanisms_section(data):
     assert not at.exception
     assert any("wrong episodes" in c.proto.spec for c in at.get("vega_lite_chart"))
     assert any("Dr.GRPO" in c.value for c in at.caption)
+
+
+def test_compare_notes_link_the_files_they_name():
+    """A Compare note that names a benchmark script (the map-blind bar's) links it to the app's source page."""
+    from app.presentation.compare import env_notes
+    from app.presentation.docs import link_doc_paths
+
+    grid = next(g for g in results.available_results() if g.spec.get("name") == "core")
+    notes = [link_doc_paths(n) for n in env_notes(grid, grid.summary(), "frozenlake")]
+    assert any("](source?path=benchmarks%2Ffrozenlake_open_loop.py)" in n for n in notes)
+    at = open_page("compare", grid="core")
+    shown = "\n".join(str(e.value) for e in at.markdown)
+    assert "](source?path=benchmarks%2Ffrozenlake_open_loop.py)" in shown

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import routes, state, ui
 from app.presentation.common import first_param
+from app.presentation.docs import link_doc_paths
 from app.presentation.compare import (as_text, curves_chart, diagnostic_chart, diagnostic_choices, diagnostics_frame,
                                       diagnostics_notes, env_notes, grid_intro, interval_chart, leaderboard_frame,
                                       passk_chart, passk_comparison_frame, progression_frame, references)
@@ -63,7 +64,7 @@ for env, rows in summary.board.items():
     st.vega_lite_chart(interval_chart(rows, references(chosen, env)), width="stretch")
     st.table(as_text(leaderboard_frame(rows), "implementation"))
     for note in env_notes(chosen, summary, env):
-        st.markdown(note)
+        st.markdown(link_doc_paths(note))  # benchmarks/... and docs/... named in a note open in the app
     curves = curves_chart(summary.curves, env)
     if curves:
         st.caption("Mean training reward per step (over seeds); DPO rows are not drawn: their per-step number "

@@ -523,3 +523,65 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     assert calls == [["_warm", "--env", "calculator", "--warm-seed", "0"],
                      ["_warmeval", "--env", "calculator", "--warm-seed", "0"]]
     assert (second / "done.json").stat().st_mtime_ns == stamp
+
+
+def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch):
+    """A grid's small records committed between sessions (no weights: git keeps done.json and result.json only)
+    resume: the warm start is trained again and kept only if its weights' digest is the recorded one, the record
+    (with its held-out) stays as it was, and no finished cell runs again. Weights that differ, or a record without a
+    digest, stop the run with the reason and change nothing."""
+    import shutil
+
+    import yaml
+
+    from lab.compare.cli import main
+
+    data = _grid_data(implementations=["calculator-grpo"], eval={"n": 4, "seed": 7})
+    for key in ("lr_sweep", "passk", "validation", "mu"):
+        data.pop(key, None)
+    data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
+                           max_completion_tokens=16)
+    data["seeds"] = [0]
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grid = Grid.load(str(path))
+    gdir = GridDir(tmp_path / "g")
+    calls = []
+
+    def in_process(args, log):
+        calls.append(args[0])
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr(stages, "stage_process", in_process)
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    warm = gdir.warm("calculator")
+    record = json.loads((warm / "done.json").read_text())
+    digest = record["weights_sha256"]
+    assert len(digest) == 64 and digest == stages.weights_digest(warm) and "heldout" in record
+
+    def carry():  # what a commit of the folder keeps: the records, no weights, no run folders
+        for f in warm.iterdir():
+            if f.name != "done.json":
+                f.unlink()
+        shutil.rmtree(gdir.cell("calculator-grpo", 0) / "run", ignore_errors=True)
+
+    carry()
+    calls.clear()
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    assert calls == ["_warmrestore"]  # not evaluated again, no cell re-run
+    assert stages.weights_digest(warm) == digest and json.loads((warm / "done.json").read_text()) == record
+    assert not list(warm.parent.glob(".*restore*"))
+
+    # weights that come out different (another machine, version, thread count): refused, nothing changed
+    carry()
+    (warm / "done.json").write_text(json.dumps({**record, "weights_sha256": "0" * 64}))
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 1
+    log = (gdir.path / "warm-restore-calculator.log").read_text()
+    assert "not the recorded 000000000000" in log
+    assert [f.name for f in warm.iterdir()] == ["done.json"]
+    # a record written before the digest existed cannot be checked: said, not guessed
+    (warm / "done.json").write_text(json.dumps({k: v for k, v in record.items() if k != "weights_sha256"}))
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 1
+    assert "records no weights_sha256" in (gdir.path / "warm-restore-calculator.log").read_text()

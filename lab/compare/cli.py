@@ -8,7 +8,9 @@
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
 (see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval`` (each
-``--warm-seed W``: one of the grid's ``warm_seeds``), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver starts, each in its own process.
+``--warm-seed W``: one of the grid's ``warm_seeds``), ``_warmrestore`` (a warm start recorded without its weights: trained again, kept if its digest is the recorded
+one), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver
+starts, each in its own process.
 
 Owns the command line only: ``main`` parses it and calls the stages, the driver, the readers and the reports.
 """
@@ -26,8 +28,8 @@ from .folder import GridDir, bad_records
 from .grid import Grid, cell_id
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
-from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run, stage_process, status,
-                     trial_stage, warm_eval_stage, warm_stage, warm_status)
+from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run, stage_process,
+                     status, trial_stage, warm_eval_stage, warm_restore_stage, warm_stage, warm_status)
 
 
 #: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval);
@@ -91,8 +93,8 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_baseeval", "_trial", "_cell",
-                 "_passk"):
+    for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_warmrestore", "_baseeval",
+                 "_trial", "_cell", "_passk"):
         s = sub.add_parser(name)
         s.add_argument("grid", help="grid name in lab/recipes/grids/ or a path to a grid file")
         s.add_argument("--dir", default=None, help="grid folder (default: the data dir's compare/<name>)")
@@ -105,9 +107,9 @@ def main(argv=None) -> int:
                            help="one JSON record per comparison (statistics, Holm-adjusted p, verdict)")
             s.add_argument("--markdown", action="store_true",
                            help="the untrained / SFT / SFT + RL table as Markdown (grids with base: true)")
-        if name in ("passk", "_passk", "_warm", "_warmeval", "_baseeval"):
+        if name in ("passk", "_passk", "_warm", "_warmeval", "_warmrestore", "_baseeval"):
             s.add_argument("--env", required=True)
-        if name in ("_warm", "_warmeval"):
+        if name in ("_warm", "_warmeval", "_warmrestore"):
             s.add_argument("--warm-seed", type=int, default=None,
                            help="which of the grid's warm_seeds (default: the first, warm/<env>)")
         if name == "export":
@@ -125,12 +127,19 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     gdir = GridDir(args.dir) if args.dir else GridDir.default(grid)
-    if args.command in ("_warm", "_warmeval") and args.warm_seed is not None and args.warm_seed not in grid.warm_seeds:
+    if (args.command in ("_warm", "_warmeval", "_warmrestore") and args.warm_seed is not None
+            and args.warm_seed not in grid.warm_seeds):
         print(f"error: --warm-seed {args.warm_seed}: not one of the grid's warm_seeds {list(grid.warm_seeds)}",
               file=sys.stderr)
         return 2
     if args.command == "_warm":
         warm_stage(grid, gdir, args.env, args.warm_seed)
+    elif args.command == "_warmrestore":
+        try:  # a refusal (weights that differ, no digest) is a reason for the log, not a traceback
+            warm_restore_stage(grid, gdir, args.env, args.warm_seed)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     elif args.command == "_warmeval":
         warm_eval_stage(grid, gdir, args.env, args.warm_seed)
     elif args.command == "_baseeval":

@@ -2,9 +2,10 @@
 
 Stages: the untrained model's held-out (``base_eval_stage``), an environment's warm start (``warm_stage``, one per
 warm seed of the grid: ``warm/<env>`` for the first, ``warm/<env>@w<seed>`` for the others) and its held-out
-(``warm_eval_stage``), a cell (``cell_stage``: train, then evaluate held-out) and pass@k
+(``warm_eval_stage``), the weights of a warm start recorded without them (``warm_restore_stage``: trained again
+and kept only if their digest is the recorded one), a cell (``cell_stage``: train, then evaluate held-out) and pass@k
 (``passk_stage``). Each runs in its own process (``python -m lab.compare _baseeval / _warm / _warmeval /
-_cell / _passk``), one at a time: a crash or OOM costs one cell, and the peak memory is the cell's own.
+_warmrestore / _cell / _passk``), one at a time: a crash or OOM costs one cell, and the peak memory is the cell's own.
 
 Grids with an ``lr_sweep`` first run each implementation's learning-rate trials (``trial_stage``: trained
 like a cell of seed ``warm_seed``, from that seed's warm start, scored on the validation split only;
@@ -40,13 +41,12 @@ from .provenance import Host, provenance
 from .report import duration
 
 
-def warm_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None) -> None:
-    """SFT of ``env``'s warm start of seed ``warm_seed`` (default: the grid's first) into ``warm/<name>``
-    (``folder.warm_name``), written whole or not at all (a temporary folder, then one rename)."""
+def _train_warm(grid: Grid, env: str, warm_seed: int | None, dest: Path) -> dict:
+    """SFT of ``env``'s warm start of seed ``warm_seed`` (default: the grid's first), saved whole into ``dest``
+    (a fresh folder): the model, its tokenizer and ``done.json`` (settings, losses, time, ``weights_sha256``)."""
     from reference_impls.models import load_policy
     from reference_impls.sft import demonstrations, sft
 
-    out = gdir.warm(warm_name(grid, env, warm_seed))
     settings = warm_settings(grid, env, warm_seed)
     episode_options = None
     if settings["sft_env"] == env:
@@ -66,13 +66,77 @@ def warm_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None
 
         losses = sft(model, tokenizer, samples, settings["sft_steps"], lr=settings["sft_lr"], seed=settings["seed"],
                      log=progress, micro_batch_size=settings.get("micro_batch_size"))
+    shutil.rmtree(dest, ignore_errors=True)
+    model.save_pretrained(dest)
+    tokenizer.save_pretrained(dest)
+    done = {**settings, "losses": losses, "wall_s": time.time() - t0, "weights_sha256": weights_digest(dest)}
+    atomic_json(dest / "done.json", done)
+    return done
+
+
+def warm_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None) -> None:
+    """SFT of ``env``'s warm start of seed ``warm_seed`` (default: the grid's first) into ``warm/<name>``
+    (``folder.warm_name``), written whole or not at all (a temporary folder, then one rename)."""
+    out = gdir.warm(warm_name(grid, env, warm_seed))
     tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    atomic_json(tmp / "done.json", {**settings, "losses": losses, "wall_s": time.time() - t0})
+    _train_warm(grid, env, warm_seed, tmp)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
+
+
+def weights_digest(folder: Path) -> str:
+    """sha256 over a saved model's tensors (each one's name, dtype, shape and bytes, in name order, across its
+    ``*.safetensors`` files): equal weights give equal digests whatever the files' layout and metadata."""
+    import hashlib
+
+    import torch
+    from safetensors.torch import load_file
+
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise ConfigError(f"{folder}: no *.safetensors weights to digest")
+    tensors = {}
+    for f in files:
+        tensors.update(load_file(f))
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def has_weights(folder: Path) -> bool:
+    """Whether a saved model folder holds its weights (a grid folder carried without them, e.g. its small
+    records committed between sessions, keeps ``done.json`` only)."""
+    return any(folder.glob("*.safetensors"))
+
+
+def warm_restore_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None) -> None:
+    """Bring back the weights of a warm start whose record is here but whose weights are not: train it again
+    from its settings and keep the result only if its ``weights_sha256`` is the recorded one, so every cell,
+    whenever it ran, starts from the same weights. The record (with its held-out) is kept as it was.
+    ConfigError, nothing changed, when the record has no digest or the new weights differ."""
+    out = gdir.warm(warm_name(grid, env, warm_seed))
+    done = json.loads((out / "done.json").read_text())
+    recorded = done.get("weights_sha256")
+    if recorded is None:
+        raise ConfigError(f"{out}: the weights are missing and done.json records no weights_sha256 (written before "
+                          f"it existed), so weights trained again could not be checked against the ones its cells "
+                          f"started from; move {out} away to train this warm start (and re-run its cells) anew")
+    scratch = out.with_name(f".{out.name}.restore")
+    try:
+        again = _train_warm(grid, env, warm_seed, scratch)
+        if again["weights_sha256"] != recorded:
+            raise ConfigError(f"{out}: the warm start trained again has weights {again['weights_sha256'][:12]}..., "
+                              f"not the recorded {recorded[:12]}... (another machine, library version or thread "
+                              f"count?); its cells started from the recorded ones, so nothing was changed. Train "
+                              f"the grid anew in another folder, or finish it where the warm start was trained")
+        for f in scratch.iterdir():
+            if f.name != "done.json":
+                os.replace(f, out / f.name)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _reference_heldout(grid: Grid, env: str, model: str) -> dict:
@@ -541,6 +605,13 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
                 gdir.warm(warm).parent.mkdir(parents=True, exist_ok=True)
                 if stage_process(["_warm", grid_arg, "--dir", str(gdir.path), *which], gdir.path / f"warm-{warm}.log"):
                     print(f"  failed: see {gdir.path / f'warm-{warm}.log'}", file=out, flush=True)
+                    return failures + 1
+            elif not has_weights(gdir.warm(warm)):  # its record came without its weights (another session)
+                print(f"weights of the {name} warm start{_seed_words(grid, warm_seed)}: trained again and checked "
+                      f"against the recorded digest ...", file=out, flush=True)
+                if stage_process(["_warmrestore", grid_arg, "--dir", str(gdir.path), *which],
+                                 gdir.path / f"warm-restore-{warm}.log"):
+                    print(f"  failed: see {gdir.path / f'warm-restore-{warm}.log'}", file=out, flush=True)
                     return failures + 1
             if "heldout" not in json.loads((gdir.warm(warm) / "done.json").read_text()):
                 print(f"held-out of the {name} warm start{_seed_words(grid, warm_seed)} (no RL) ...", file=out,

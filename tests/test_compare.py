@@ -428,6 +428,27 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     assert {k: c["correct_counts"] for k, c in restarted.items()} == {
         k: c["correct_counts"] for k, c in full["curves"].items()}
 
+    # across sessions (lab/grid-runs/): a cell's counts are taken right after it trains (`run` starts
+    # `_passk --seed S`), into the partial file only; its weights may then go, and the full stage samples the rest
+    devnull = open(os.devnull, "w")
+    (gdir.path / "passk" / "calculator.json").unlink()
+    stages.passk_stage(grid, gdir, "calculator", out=devnull, seeds=[0])
+    partial_path = gdir.path / "passk" / ".calculator.partial.json"
+    assert not (gdir.path / "passk" / "calculator.json").exists()
+    assert list(json.loads(partial_path.read_text())["counts"]) == ["RL (calculator-grpo, seed 0)"]
+    rl = "RL (calculator-grpo, seed 0)"
+    import shutil
+    shutil.rmtree(gdir.cell("calculator-grpo", 0) / "run")
+    stages.passk_stage(grid, gdir, "calculator", out=devnull)
+    carried = json.loads((gdir.path / "passk" / "calculator.json").read_text())["curves"]
+    assert {k: c["correct_counts"] for k, c in carried.items()} == {
+        k: c["correct_counts"] for k, c in full["curves"].items()}
+    assert carried[rl]["model"] == full["curves"][rl]["model"]  # the checkpoint it was sampled from
+    # counts not taken while the weights were there cannot be taken now: said, not guessed
+    (gdir.path / "passk" / "calculator.json").unlink()
+    with pytest.raises(ConfigError, match="0 of 3 problems counted and its checkpoint is gone"):
+        stages.passk_stage(grid, gdir, "calculator", out=devnull)
+
 
 def test_warm_start_can_demonstrate_the_cells_levels(tmp_path, monkeypatch):
     """``warm_on_env_options``: the warm start's demonstrations use the cells' env_options (here calculator

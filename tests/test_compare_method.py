@@ -296,6 +296,8 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
     assert list(passk["curves"]) == ["base", "warm start", *named] and passk["method"] == stages.PASSK_DECLARED
     assert passk["problems"] == grid.passk["problems"] >= 50 and passk["k"] == [1, 4]
     assert all(len(c["correct_counts"]) == 50 for c in passk["curves"].values())
+    # each named cell was counted right after it trained (its own stage and log), the rest at the end
+    assert all("problem 50/50" in (gdir.path / f"passk-calculator-s{s}.log").read_text() for s in grid.seeds)
     rows = passk_comparison(passk)
     rl = [row for row in rows if row["against"] == "warm start"]
     assert [(row["model"], row["k"], row["seeds"]) for row in rl] == [("RL (calculator-grpo, 2 seeds)", 1, 2),

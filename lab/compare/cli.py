@@ -8,8 +8,8 @@
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
 (see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval`` (each
-``--warm-seed W``: one of the grid's ``warm_seeds``), ``_warmrestore`` (a warm start recorded without its weights: trained again, kept if its digest is the recorded
-one), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver
+``--warm-seed W``: one of the grid's ``warm_seeds``), ``_warmrestore`` (a warm start recorded without its
+weights: trained again, kept if its digest is the recorded one), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver
 starts, each in its own process.
 
 Owns the command line only: ``main`` parses it and calls the stages, the driver, the readers and the reports.
@@ -28,8 +28,8 @@ from .folder import GridDir, bad_records
 from .grid import Grid, cell_id
 from .report import export, passk_reading, progression_markdown, progression_text, report_text
 from .results import load_results
-from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run, stage_process,
-                     status, trial_stage, warm_eval_stage, warm_restore_stage, warm_stage, warm_status)
+from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run,
+                     stage_process, status, trial_stage, warm_eval_stage, warm_restore_stage, warm_stage, warm_status)
 
 
 #: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval);
@@ -114,6 +114,9 @@ def main(argv=None) -> int:
                            help="which of the grid's warm_seeds (default: the first, warm/<env>)")
         if name == "export":
             s.add_argument("--to", required=True, help="destination folder (e.g. lab/results/<grid>)")
+        if name == "_passk":
+            s.add_argument("--seed", type=int, default=None,
+                           help="count only this seed's cell (run does it right after the cell trains)")
         if name in ("_cell", "_trial"):
             s.add_argument("--impl", required=True)
         if name == "_cell":
@@ -149,7 +152,7 @@ def main(argv=None) -> int:
     elif args.command == "_cell":
         cell_stage(grid, gdir, args.impl, args.seed)
     elif args.command == "_passk":
-        passk_stage(grid, gdir, args.env)
+        passk_stage(grid, gdir, args.env, seeds=None if args.seed is None else [args.seed])
     elif args.command == "run":
         try:
             return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid, env=args.env) else 0

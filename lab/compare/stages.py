@@ -429,12 +429,14 @@ def choose_lr(grid: Grid, gdir: GridDir, impl: str) -> dict:
 PASSK_DECLARED = "declared in the grid file before any result; every seed's cell sampled"
 
 
-def passk_models(grid: Grid, gdir: GridDir, env: str) -> tuple[dict[str, str], dict[str, dict], dict]:
+def passk_models(grid: Grid, gdir: GridDir, env: str, seeds=None,
+                 need_weights: bool = True) -> tuple[dict[str, str | None], dict[str, dict], dict]:
     """What pass@k samples on ``env``: (label -> model, RL label -> its cell, the cells' config) for the
     untrained model, the warm start (every warm start of a grid with several ``warm_seeds``: "warm start (warm seed
     W)", each RL cell's ``warm_curve`` naming its own) and every seed's cell of the implementation the grid names in
-    advance (``Grid.passk_implementation``); nothing is chosen by a result. ConfigError when the grid names none or a
-    cell or warm start has not finished (or has lost its checkpoint)."""
+    advance (``Grid.passk_implementation``; only ``seeds`` of them when given); nothing is chosen by a result.
+    ConfigError when the grid names none or a cell or warm start has not finished, or (``need_weights``) a cell has
+    lost its checkpoint; without ``need_weights`` such a cell's model is None (its counts may be kept already)."""
     impl = grid.passk_implementation(env)
     if impl is None:
         raise ConfigError(f"passk --env {env}: grid {grid.name} names no pass@k implementation on {env}; name it in "
@@ -448,13 +450,13 @@ def passk_models(grid: Grid, gdir: GridDir, env: str) -> tuple[dict[str, str], d
         warm_labels[name] = "warm start" if len(grid.warm_seeds) == 1 else f"warm start (warm seed {warm_seed})"
         models[warm_labels[name]] = str(gdir.warm(name))
     cells, config = {}, None
-    for seed in grid.seeds:
+    for seed in (grid.seeds if seeds is None else seeds):
         record, run = gdir.result(impl, seed), RunDir(gdir.cell(impl, seed) / "run")
-        if record is None or run.latest_model() is None:
+        if record is None or (need_weights and run.latest_model() is None):
             raise ConfigError(f"passk --env {env}: {cell_id(impl, seed)} has not finished or has no checkpoint in "
                               f"{run.path}; pass@k samples every seed's cell of {impl} (train it: run the grid)")
         label = f"RL ({impl}, seed {seed})"
-        models[label] = str(run.latest_model())
+        models[label] = None if run.latest_model() is None else str(run.latest_model())
         cells[label] = {"cell": cell_id(impl, seed), "seed": seed, "in_verdicts": budget_status(record)["in_verdicts"]}
         if len(warm_labels) > 1:  # the warm start this seed's cell started from: the curve it is paired with
             cells[label]["warm_curve"] = warm_labels[gdir.warm_of(grid, env, seed).name]
@@ -462,7 +464,7 @@ def passk_models(grid: Grid, gdir: GridDir, env: str) -> tuple[dict[str, str], d
     return models, cells, config
 
 
-def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout) -> None:
+def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout, seeds=None) -> None:
     """pass@k for k = 1..samples on the grid's test problems (the first ``problems`` of the held-out draw, the
     eval seed), at temperature 1, of the models ``passk_models`` names: the untrained model, the warm start and
     every seed's cell of the implementation named in the grid's ``passk`` (samples, problems and the tested k
@@ -471,7 +473,14 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout) -> None:
 
     Resumable: each problem's count is saved as it is measured (``passk/.<env>.partial.json``), and each
     problem's samples draw from their own seed (the eval seed + the problem's index), so a killed stage
-    resumes at the next problem and ends with the same counts as one that was never stopped.
+    resumes at the next problem and ends with the same counts as one that was never stopped. A model's counts
+    are kept while its source is the same (the base model's name, the warm start's weights digest, the cell's
+    finishing time); other settings start over.
+
+    ``seeds``: count only those seeds' cells, into the partial file (``run`` does it right after each such cell
+    trains, so that a grid carried across sessions without weights still has every seed's counts); the record
+    is written when every model's counts are complete. A model whose counts are incomplete and whose weights
+    are gone is a ConfigError that says so.
     """
     import dataclasses as dc
 
@@ -482,7 +491,7 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout) -> None:
     from reference_impls.rollout import RolloutConfig, rollout
     from reference_impls.stats import pass_at_k_curve
 
-    models, cells, config = passk_models(grid, gdir, env)
+    models, cells, config = passk_models(grid, gdir, env, seeds=seeds, need_weights=False)
     samples, n_problems = grid.passk["samples"], grid.passk["problems"]
     task = get_env(env)
     env_options = task.heldout_env_options(config["env_options"])
@@ -490,21 +499,44 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout) -> None:
     rcfg = RolloutConfig(group_size=samples, max_new_tokens_per_turn=config["max_new_tokens_per_turn"],
                          max_completion_tokens=config["max_completion_tokens"], temperature=1.0,
                          env_config=task.config_of(env_options))
-    settings = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0, "models": models,
+    settings = {"env": env, "samples": samples, "problems": n_problems, "temperature": 1.0,
                 "max_new_tokens_per_turn": rcfg.max_new_tokens_per_turn,
                 "max_completion_tokens": rcfg.max_completion_tokens, "env_options": env_options}
+    impl, sources = grid.passk_implementation(env), {}
+    for label, name in models.items():  # what a model's counts belong to: the same source keeps them
+        if label in cells:
+            finished = gdir.result(impl, cells[label]["seed"]).get("finished")
+            sources[label] = f"{cells[label]['cell']} finished {finished}"
+        elif label == "base":
+            sources[label] = str(name)
+        else:
+            done = json.loads((Path(name) / "done.json").read_text())
+            sources[label] = done.get("weights_sha256") or str(name)
     (gdir.path / "passk").mkdir(exist_ok=True)
     partial_path = gdir.path / "passk" / f".{env}.partial.json"
     partial = json.loads(partial_path.read_text()) if partial_path.exists() else None
-    if partial is None or partial.get("settings") != settings:  # other settings or other cells: start over
-        partial = {"settings": settings, "counts": {}, "seconds": {}}
+    if partial is None or partial.get("settings") != settings:  # other settings: start over
+        partial = {"settings": settings, "counts": {}, "seconds": {}, "sources": {}, "models": {}}
+    for key in ("sources", "models"):
+        partial.setdefault(key, {})
+    for label in list(partial["counts"]):  # another cell of the same label (re-run), another warm start: again
+        if label in sources and partial["sources"].get(label) != sources[label]:
+            for key in ("counts", "seconds", "sources", "models"):
+                partial[key].pop(label, None)
     result = {"env": env, "samples": samples, "problems": len(problems), "temperature": 1.0,
-              "method": PASSK_DECLARED, "implementation": grid.passk_implementation(env), "k": grid.passk["k"],
+              "method": PASSK_DECLARED, "implementation": impl, "k": grid.passk["k"],
               "seeds": list(grid.seeds), "cells": cells, "curves": {}}
-    for label, name in models.items():
+    wanted = [label for label in models if seeds is None or label in cells]
+    for label in wanted:
+        name = models[label]
         counts = partial["counts"].setdefault(label, [])
         seconds = partial["seconds"].setdefault(label, [])
         if len(counts) < len(problems):
+            if name is None:
+                raise ConfigError(f"passk --env {env}: {label} has {len(counts)} of {len(problems)} problems counted "
+                                  f"and its checkpoint is gone ({cells[label]['cell']}); pass@k counts each seed's "
+                                  f"cell right after it trains (`run`), so move the cell folder away to train it again")
+            partial["sources"][label], partial["models"][label] = sources[label], name
             model, tokenizer = load_policy(name, seed=grid.eval_seed)
             for i in range(len(counts), len(problems)):  # one problem at a time: its G = samples rows share a prefill
                 t0 = time.time()
@@ -516,8 +548,12 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout) -> None:
                 left = (len(problems) - i - 1) * sum(seconds) / len(seconds)
                 print(f"{label}: problem {i + 1}/{len(problems)}, {counts[-1]}/{samples} correct "
                       f"({seconds[-1]:.0f}s; this model's ETA {duration(left)})", file=out, flush=True)
-        result["curves"][label] = {"model": name, "correct_counts": counts, "wall_s": round(sum(seconds), 1),
+        result["curves"][label] = {"model": partial["models"].get(label, name), "correct_counts": counts,
+                                   "wall_s": round(sum(seconds), 1),
                                    "pass_at_k": {str(k): v for k, v in pass_at_k_curve(counts, samples).items()}}
+    if seeds is not None:  # the record waits for every model's counts
+        atomic_json(partial_path, partial)
+        return
     atomic_json(gdir.path / "passk" / f"{env}.json", result)
     partial_path.unlink()
 
@@ -653,6 +689,14 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
         else:
             r = gdir.result(impl, seed)
             print(f"  held-out {r['heldout']:.3f} in {duration(durations[-1])}", file=out, flush=True)
+            cell_env = env_of(impl)
+            if impl == grid.passk_implementation(cell_env):  # its pass@k counts while its weights are here
+                log = gdir.path / f"passk-{cell_env}-s{seed}.log"
+                print(f"  pass@k of {cell_id(impl, seed)} (named in the grid file) ...", file=out, flush=True)
+                if stage_process(["_passk", grid_arg, "--dir", str(gdir.path), "--env", cell_env, "--seed",
+                                  str(seed)], log):
+                    failures += 1
+                    print(f"  failed: see {log}", file=out, flush=True)
     for name in envs:  # pass@k of the implementation the grid names, once every seed's cell of it is done
         impl = grid.passk_implementation(name)
         if impl is None or (gdir.path / "passk" / f"{name}.json").exists() or any(

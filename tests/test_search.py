@@ -512,3 +512,27 @@ def test_cli_browse_and_errors(warm_data_dir, catalog, capsys, monkeypatch):
     ]:
         rc, out, err = cli(args, capsys, monkeypatch, warm_data_dir)
         assert rc == 2 and err.count("\n") == 1 and err.startswith("error: ") and all(m in err for m in must), (args, err)
+
+
+def test_a_new_data_folder_is_seeded_from_the_shipped_vectors(data_dir):
+    """papers/data/search/ ships the catalog's MiniLM vectors (scripts/ship_embeddings.py): a new data folder's
+    first index of the shipped catalog embeds no text, and saves them into the data folder's own cache. Fails when
+    the catalog's texts changed and the shipped vectors were not written again."""
+    from papers import Catalog
+    from papers.search.embed import MiniLMEmbedder
+    from papers.search.index import shipped_embeddings_path
+
+    model_id = MiniLMEmbedder().model_id  # the real model's id; the model itself is never loaded here
+    assert shipped_embeddings_path(model_id).is_file()
+    emb = CountingEmbedder(model_id=model_id)
+    idx = SearchIndex.load_or_build(Catalog.load(), embedder=emb)
+    assert idx.embedded == 0 and emb.calls == 0, "run scripts/ship_embeddings.py: the shipped vectors are stale"
+    assert _cache_file(data_dir, model_id).is_file()  # the data folder keeps them
+    # a text that is not shipped is embedded, the rest still come from the shipped file
+    new = Work(key="my-octopus-agent", title="Octopus arms as independent tool-using agents", year=2026,
+               kind="method", nodes=("tool-use",), summary="A user paper.", origin="user")
+    other = CountingEmbedder(model_id=model_id)
+    (_cache_file(data_dir, model_id)).unlink()
+    assert SearchIndex.load_or_build(Catalog.load().with_works([new]), embedder=other).embedded == 1
+    # another model's shipped file is never used for this one
+    assert SearchIndex.load_or_build(Catalog.load(), embedder=CountingEmbedder()).embedded > 700

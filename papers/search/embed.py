@@ -246,6 +246,16 @@ class EmbeddingCache:
             if h not in self._index:
                 self._pending.append((h, np.asarray(v, np.float32)))
 
+    def fill_from(self, other: "EmbeddingCache") -> int:
+        """Take ``other``'s vectors (same model and size) for the hashes this cache lacks; returns how many. They
+        are saved with this cache's next ``save``. Used to seed a new data folder from the shipped vectors."""
+        if (other.model_id, other.dim) != (self.model_id, self.dim) or other.status != "loaded":
+            return 0
+        have = set(self._index) | {h for h, _ in self._pending}
+        new = [(h, other._vectors[j]) for h, j in other._index.items() if h not in have]
+        self._pending.extend(new)
+        return len(new)
+
     @property
     def dirty(self) -> bool:
         return bool(self._pending) or self.status == "rebuilt"

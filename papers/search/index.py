@@ -226,6 +226,17 @@ def _normalize(m: np.ndarray) -> np.ndarray:
 _DEFAULT_EMBEDDER: MiniLMEmbedder | None = None
 
 
+#: where the catalog's own vectors are shipped (``scripts/ship_embeddings.py`` writes them): a new data folder is
+#: seeded from them, so its first search index does not embed ~1000 texts on the user's CPU; keyed by each text's
+#: SHA-256 like the data folder's cache, so a text that changed is embedded anew and a stale vector is never used
+SHIPPED_EMBEDDINGS = Path(__file__).resolve().parents[1] / "data" / "search"
+
+
+def shipped_embeddings_path(model_id: str) -> Path:
+    """``papers/data/search/embeddings-<model>.npz``: the data folder's file name, in the package's data."""
+    return EmbeddingCache.default_path(model_id, root=SHIPPED_EMBEDDINGS.parent)
+
+
 def default_embedder() -> MiniLMEmbedder:
     """One MiniLM per process, shared by every index (the app, the CLI, the tests)."""
     global _DEFAULT_EMBEDDER
@@ -270,6 +281,9 @@ class SearchIndex:
         t1 = time.perf_counter()
         path = (Path(cache_path) if cache_path else EmbeddingCache.default_path(embedder.model_id)) if use_cache else None
         cache = EmbeddingCache(path, embedder.model_id, embedder.dim).load()
+        if use_cache and cache_path is None:  # a new data folder starts from the catalog's shipped vectors
+            shipped = EmbeddingCache(shipped_embeddings_path(embedder.model_id), embedder.model_id, embedder.dim)
+            cache.fill_from(shipped.load())
         idx = cls(corpus, embedder, config, catalog=catalog, cache=cache, include_summaries=include_summaries)
         idx.timings["corpus_s"] = t1 - t0
         return idx

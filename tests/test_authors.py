@@ -1,5 +1,4 @@
 """Authors: the shipped data (coverage, checks, strict loading), name parsing and the author filter."""
-import shutil
 
 import pytest
 

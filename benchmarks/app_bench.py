@@ -377,6 +377,9 @@ EXPLORER_SHOTS = [
 ]
 
 
+HEADER_PX = 72  # Streamlit's fixed header bar (60 px) and a little air
+
+
 def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -> None:
     """Screenshots of the real app at the page's viewport, palette-quantised to stay small. ``shots``: (file,
     path, ready checks, what to scroll to) tuples, default ``EXPLORER_SHOTS``. A shot is taken once its checks
@@ -394,11 +397,17 @@ def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -
             # (role, exact name): the "search" heading, not the sidebar's "Search" link that a text match finds first
             target = (page.get_by_role(scroll_to[0], name=scroll_to[1], exact=True) if isinstance(scroll_to, tuple)
                       else page.get_by_text(scroll_to))
-            # charts drawn as they come into view change the height of what is above: scroll until it stays put
+            # Streamlit's header is a fixed, opaque bar over the top of the page: a target scrolled to the very top
+            # hides behind it (the pass@k chart's caption and the chart's top were cut off), so keep it below the
+            # bar (scroll-margin, which scrollIntoView respects; headings already carry one for their anchors).
+            # Charts drawn as they come into view change the height of what is above: scroll until it stays put
             for _ in range(8):
-                target.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+                top = target.first.evaluate(
+                    "e => { const cs = getComputedStyle(e); if (parseFloat(cs.scrollMarginTop) < HEADER_PX)"
+                    " e.style.scrollMarginTop = HEADER_PX + 'px'; e.scrollIntoView({block: 'start'});"
+                    " return parseFloat(getComputedStyle(e).scrollMarginTop); }".replace("HEADER_PX", str(HEADER_PX)))
                 page.wait_for_timeout(1000)
-                if abs(target.first.evaluate("e => e.getBoundingClientRect().top")) < 5:
+                if abs(target.first.evaluate("e => e.getBoundingClientRect().top") - top) < 5:
                     break
         page.wait_for_timeout(1200)  # let chart animations settle
         out = folder / name

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
+from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy, wait_script_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("app-server")]
 TIMEOUT_MS = 90_000  # the first search loads the embedding model on a shared 2-core machine
@@ -96,7 +96,11 @@ def test_home_then_node_then_search(page, base_url):
     page.get_by_text(re.compile(r"^1\. ")).first.wait_for()
     page.wait_for_function("() => window.location.search.includes('q=memory')")
 
-    # the next page of results, and its URL
+    # the next page of results, and its URL. First the page's last form: a first query is answered from the keyword
+    # index while the meaning-based one loads, and the page reruns itself when it is ready; a click during that
+    # rerun finds the old pager and the new one both on screen (two "Page 2" buttons)
+    page.get_by_text("Keyword matches only").wait_for(state="detached", timeout=180_000)
+    wait_script_idle(page)
     page.get_by_role("button", name="Page 2", exact=True).click()
     page.get_by_text(re.compile(r"^11\. ")).first.wait_for()
     page.wait_for_function("() => window.location.search.includes('page=2')")

@@ -403,9 +403,9 @@ def take_screenshots(page, base: str, folder: Path, shots: list | None = None) -
             # Charts drawn as they come into view change the height of what is above: scroll until it stays put
             for _ in range(8):
                 top = target.first.evaluate(
-                    "e => { const cs = getComputedStyle(e); if (parseFloat(cs.scrollMarginTop) < HEADER_PX)"
-                    " e.style.scrollMarginTop = HEADER_PX + 'px'; e.scrollIntoView({block: 'start'});"
-                    " return parseFloat(getComputedStyle(e).scrollMarginTop); }".replace("HEADER_PX", str(HEADER_PX)))
+                    "(e, px) => { if (parseFloat(getComputedStyle(e).scrollMarginTop) < px) e.style.scrollMarginTop ="
+                    " px + 'px'; e.scrollIntoView({block: 'start'}); return parseFloat(getComputedStyle(e).scrollMarginTop); }",
+                    HEADER_PX)
                 page.wait_for_timeout(1000)
                 if abs(target.first.evaluate("e => e.getBoundingClientRect().top") - top) < 5:
                     break

@@ -6,9 +6,10 @@ Algorithms, Compare and the pages that need a training run (Lab, Runs).
     .venv/bin/python scripts/screenshots.py --no-run   # all but lab.png and runs.png (no training run)
 
 It runs the app (``make app``) on a private, empty data directory where it first trains one run of calculator-grpo
-with a Lab preset (``--preset``; the README's shots: ``--preset learn``, SmolLM2 learning one-operation sums in about 4 minutes) through the run manager, so the Lab shows a real run's
-curves, equation, source and transcripts; before the first shot it waits until Search answers from the full
-index (the data directory is new, so the search index is built first). Developer tool, not a test.
+with a Lab preset (``--preset``; the README's shots: ``--preset learn``, SmolLM2 learning one-operation sums in
+about 4 minutes) through the run manager, so the Lab shows a real run's curves, equation, source and
+transcripts; before the first shot it waits until Search answers from the full index (the data directory is
+new, so the search index is built first). Developer tool, not a test.
 """
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ def main() -> int:
     p.add_argument("--no-run", action="store_true", help="leave out lab.png and runs.png: no training run")
     p.add_argument("--preset", default="quick", help="the Lab preset of that run (quick: the tiny random model, a "
                    "minute; learn: SmolLM2-135M-Instruct learning one-operation problems, about 4 minutes)")
-    p.add_argument("--steps", type=int, default=None, help="RL steps of that run (default: the preset's)")
     a = p.parse_args()
     data = tempfile.mkdtemp(prefix="atlas-shots-")
     os.environ["ATLAS_DATA_DIR"] = data
@@ -45,10 +45,7 @@ def main() -> int:
     run_id = None
     if not a.no_run and (not wanted or wanted & set(RUN_SHOTS)):  # the pages that show a training run
         manager = RunManager()
-        config = preset_config(get("calculator-grpo"), a.preset)
-        if a.steps:  # no longer the preset as the Lab offers it: the Runs row says so ("—")
-            config = {**config, "steps": a.steps}
-        run = manager.submit(config, impl_id="calculator-grpo", preset=None if a.steps else a.preset)
+        run = manager.submit(preset_config(get("calculator-grpo"), a.preset), impl_id="calculator-grpo", preset=a.preset)
         print(f"run {run.id}: {manager.wait(run.id, timeout=900).status}", file=sys.stderr, flush=True)
         run_id = run.id
     core = COMPLETE["Compare"][1]  # the core grid complete: every environment, chart and table drawn

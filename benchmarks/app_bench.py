@@ -49,7 +49,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
+from app.testing import RUNNING, free_port, launch_chromium, start_app, stop_app, wait_healthy
 
 # what "this page is on screen" means: a CSS selector and a text it must contain
 READY = {
@@ -101,7 +101,6 @@ COMPLETE = {
                              ('[data-testid="stVegaLiteChart"] svg.marks', "", 9), (TABLES, "", 6)]),
 }
 TITLE_OF = {name: checks[0] for name, (_, checks) in COMPLETE.items()}
-RUNNING = '[data-testid="stStatusWidgetRunningIcon"]'
 
 COMPLETE_JS = """([checks, running]) => {
   if (document.querySelector(running)) return false;

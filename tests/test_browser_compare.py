@@ -73,7 +73,8 @@ def test_leaderboard_reproduce_and_open_in_lab(compare_app):
 
 def _open_complete(page, url: str, checks) -> None:
     """Open ``url`` and wait until every (selector, text) check holds and the script has finished."""
-    from benchmarks.app_bench import COMPLETE_JS, RUNNING
+    from app.testing import RUNNING
+    from benchmarks.app_bench import COMPLETE_JS
 
     page.goto(url)
     page.wait_for_timeout(300)  # the running indicator shows a moment after the script starts

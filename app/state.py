@@ -216,14 +216,17 @@ def start_search_load() -> bool:
 
 
 def _embeddings_cached() -> bool:
-    """True when the search embeddings are on disk: then the background load is the model only.
-    Without them (a fresh data directory) it would embed the whole catalog, minutes of CPU that
-    the pages being used would compete with (seen: the Lab page stalled past 2 minutes on 2 cores),
-    so only a page that needs the index starts that build (``want_search_index``)."""
+    """True when the search embeddings are on disk, in the data folder's cache or, for a data folder that has none
+    yet, as the catalog's shipped vectors (``papers/data/search``, which a new data folder is seeded from): then the
+    background load is the model only. Without either it would embed the whole catalog, minutes of CPU that the
+    pages being used would compete with (seen: the Lab page stalled past 2 minutes on 2 cores), so only a page that
+    needs the index starts that build (``want_search_index``)."""
     try:
         from papers.search.embed import EmbeddingCache, MiniLMEmbedder
+        from papers.search.index import shipped_embeddings_path
 
-        return EmbeddingCache.default_path(MiniLMEmbedder().model_id).exists()
+        model_id = MiniLMEmbedder().model_id
+        return EmbeddingCache.default_path(model_id).exists() or shipped_embeddings_path(model_id).exists()
     except Exception:  # noqa: BLE001  no warm-up is always safe
         return False
 

@@ -242,3 +242,19 @@ def test_docs_page_links_the_paths_a_document_cites():
     plain = doc_markdown("compare.md")
     assert body.count("](docs?path=") > plain.count("](docs?path=")
     assert "`reference_impls/stats.py`" in plain and "`reference_impls/stats.py`" in body
+
+
+def test_background_search_load_on_a_fresh_data_folder_follows_the_shipped_vectors(tmp_path, monkeypatch):
+    """The warm-up loads the search model in the background when no catalog embedding is left to compute: on a fresh
+    data folder the shipped vectors cover the catalog, so it does; without them (nor a data-folder cache) it would
+    embed the whole catalog, and it does not."""
+    from app import state
+    from papers.search import index
+    from papers.search.embed import MiniLMEmbedder
+
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path / "fresh"))
+    (tmp_path / "fresh").mkdir()
+    assert index.shipped_embeddings_path(MiniLMEmbedder().model_id).exists()
+    assert state._embeddings_cached()
+    monkeypatch.setattr(index, "SHIPPED_EMBEDDINGS", tmp_path / "nothing-shipped" / "search")
+    assert not state._embeddings_cached()

@@ -73,8 +73,12 @@ def page(name: str, **query: str | list[str]) -> Link:
     return Link(name, query)
 
 
-def compare(grid: str = "") -> Link:
-    return Link("compare", {PAGES["compare"].param: grid})
+#: the Compare page's tab parameter: which environment is open (``compare?grid=core&env=frozenlake``)
+COMPARE_ENV = "env"
+
+
+def compare(grid: str = "", env: str = "") -> Link:
+    return Link("compare", {PAGES["compare"].param: grid, COMPARE_ENV: env})
 
 
 def work(key: str) -> Link:

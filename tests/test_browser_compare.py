@@ -82,11 +82,13 @@ def _open_complete(page, url: str, checks) -> None:
 
 
 def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(require_chromium, app_server):
-    """On the shipped core grid: each environment's interval chart carries the warm start as a labelled dashed
-    line (FrozenLake also the map-blind bar), the page states the verdicts and caveats, no table cell reads
-    None and no table is cut at 1440 px."""
+    """On the shipped core grid, one tab per environment: clicking a tab opens it and writes it in the URL; each
+    tab's interval chart carries the warm start as a labelled dashed line (FrozenLake also the map-blind bar), the
+    tabs state the verdicts and caveats, no table cell reads None and no table is cut at 1440 px; a link to a tab
+    opens that tab."""
     from playwright.sync_api import sync_playwright
 
+    from app.testing import wait_script_idle
     from benchmarks.app_bench import COMPLETE
 
     with sync_playwright() as pw:
@@ -94,24 +96,45 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             _open_complete(page, app_server.url + "/compare?grid=core", COMPLETE["Compare"][1])
-            charts = page.locator('[data-testid="stVegaLiteChart"]').filter(
-                has=page.locator("svg text", has_text="held-out success (%)"))
-            charts.nth(2).wait_for()  # Vega draws each chart a moment after its element arrives
-            assert charts.count() == 3  # calculator, frozenlake, search
-            labels = [charts.nth(i).locator("svg text", has_text=re.compile(r"^warm start \d+%$")).count()
-                      for i in range(3)]
-            assert labels == [1, 1, 1]
-            assert charts.nth(1).locator("svg text", has_text=re.compile(r"^map-blind 32%$")).count() == 1
-            body = page.locator('[data-testid="stMain"]').inner_text()
-            for said in ("Against the baseline:", "Against the stage it starts from:", "Map-blind bar:",
-                         "Held-out vs pass@1:"):
-                assert said in body
-            tables = page.locator('[data-testid="stTable"]')
-            assert tables.count() >= 6
-            for i in range(tables.count()):
-                text = tables.nth(i).inner_text()
-                assert "None" not in text and "nan" not in text.split()
-                # the whole table fits: nothing to scroll to sideways
-                assert tables.nth(i).evaluate("e => e.scrollWidth <= e.clientWidth + 1"), text[:200]
+            assert [t.strip() for t in page.locator('[data-testid="stTab"]').all_inner_texts()] == [
+                "calculator", "frozenlake", "search"]
+            said, seen = [], []
+            for env in ("calculator", "frozenlake", "search"):
+                if env != "calculator":  # the first tab is open by default
+                    page.get_by_role("tab", name=env, exact=True).click()
+                    page.wait_for_function("env => new URLSearchParams(window.location.search).get('env') === env",
+                                           arg=env)
+                    wait_script_idle(page)
+                assert page.get_by_role("tab", name=env, exact=True).get_attribute("aria-selected") == "true"
+                main = page.locator('[data-testid="stMain"]')
+                charts = main.locator('[data-testid="stVegaLiteChart"]').filter(
+                    has=page.locator("svg text", has_text="held-out success (%)"))
+                charts.first.wait_for()  # Vega draws each chart a moment after its element arrives
+                assert charts.count() == 1, env  # only the open tab is drawn
+                chart = charts.first
+                chart.locator("svg text", has_text=re.compile(r"^warm start \d+%$")).first.wait_for()
+                assert chart.locator("svg text", has_text=re.compile(r"^warm start \d+%$")).count() == 1
+                blind = chart.locator("svg text", has_text=re.compile(r"^map-blind 32%$")).count()
+                assert blind == (1 if env == "frozenlake" else 0), env
+                said.append(main.inner_text())
+                tables = main.locator('[data-testid="stTable"]')
+                assert tables.count() >= 2, env
+                for i in range(tables.count()):
+                    text = tables.nth(i).inner_text()
+                    assert "None" not in text and "nan" not in text.split()
+                    # the whole table fits: nothing to scroll to sideways
+                    assert tables.nth(i).evaluate("e => e.scrollWidth <= e.clientWidth + 1"), text[:200]
+                seen.append(env)
+            assert seen == ["calculator", "frozenlake", "search"]
+            body = "\n".join(said)
+            for caveat in ("Against the baseline:", "Against the stage it starts from:", "Map-blind bar:",
+                           "Held-out vs pass@1:"):
+                assert caveat in body
+            assert "Map-blind bar:" in said[1] and "Map-blind bar:" not in said[0]
+
+            # a link to a tab opens it
+            _open_complete(page, app_server.url + "/compare?grid=core&env=search",
+                           [('[data-testid="stTab"][aria-selected="true"]', "search"),
+                            ('[data-testid="stVegaLiteChart"] svg.marks', "", 2)])
         finally:
             browser.close()

@@ -376,6 +376,28 @@ def test_compare_notes_link_the_files_they_name():
     grid = next(g for g in results.available_results() if g.spec.get("name") == "core")
     notes = [link_doc_paths(n) for n in env_notes(grid, grid.summary(), "frozenlake")]
     assert any("](source?path=benchmarks%2Ffrozenlake_open_loop.py)" in n for n in notes)
-    at = open_page("compare", grid="core")
+    at = open_page("compare", grid="core", env="frozenlake")
     shown = "\n".join(str(e.value) for e in at.markdown)
     assert "](source?path=benchmarks%2Ffrozenlake_open_loop.py)" in shown
+
+
+def test_a_grid_of_several_environments_draws_one_tab_at_a_time():
+    """The shipped core grid: a tab per environment, only the open one drawn; ``env=`` in the URL opens that tab,
+    and a value that names no environment opens the first (and leaves the URL)."""
+    def drawn(at) -> list[str]:
+        return [c.proto.spec for c in at.get("vega_lite_chart")]
+
+    first = open_page("compare", grid="core")
+    assert [t.label for t in first.tabs] == ["calculator", "frozenlake", "search"]
+    assert first.selectbox(key="cell-calculator") and "cell-frozenlake" not in first.session_state
+    assert len(drawn(first)) == 3  # the interval chart, the training curves and pass@k of the open tab alone
+    assert not any("Map-blind bar" in str(m.value) for m in first.markdown)
+
+    linked = open_page("compare", grid="core", env="frozenlake")
+    assert linked.selectbox(key="cell-frozenlake") and "cell-calculator" not in linked.session_state
+    assert any("Map-blind bar" in str(m.value) for m in linked.markdown)
+    assert linked.query_params.get("env") in ("frozenlake", ["frozenlake"])
+
+    unknown = open_page("compare", grid="core", env="nowhere")
+    assert unknown.selectbox(key="cell-calculator")
+    assert "env" not in unknown.query_params

@@ -286,8 +286,8 @@ PASSK_NODE = "mechanistic-debate"
 
 def passk_note(grids) -> ProxyNote:
     """The mechanistic-debate node's note: where pass@k curves of base, warm-start and RL models are measured
-    (grids with a passk file, shipped or the user's own), with a link to the first on the Compare page, or how
-    to measure them when none is."""
+    (grids with a passk file, shipped or the user's own), with a link to the first grid's first such environment on
+    the Compare page, or how to measure them when none is."""
     measured = [(g.spec.get("name", ""), sorted(g.passk)) for g in grids if g.passk]
     how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1..64, "
            "unbiased estimator, temperature 1, on held-out problems); the curves then appear on the Compare page.")
@@ -304,7 +304,7 @@ def passk_note(grids) -> ProxyNote:
                      f"large k, it sharpened what the base model could already sample rather than adding an "
                      f"ability. Curves of the untrained model, the warm start and RL checkpoints (each reading says "
                      f"which and how they were chosen): {where}.{found}",
-                     routes.compare(grid=measured[0][0]), "See the pass@k curves")
+                     routes.compare(grid=measured[0][0], env=measured[0][1][0]), "See the pass@k curves")
 
 
 def node_proxy_note(node_id: str) -> ProxyNote | None:

@@ -29,33 +29,12 @@ def mechanisms(grid, diagnostics: dict, env: str) -> None:
         st.caption(note)
 
 
-st.title("Compare algorithms")
-
-grids = state.comparison_results()
-if not grids:
-    st.info("No comparison results yet. Run a grid from a terminal, e.g. `python -m lab.compare run core` "
-            "(`python -m lab.compare run tiny` checks the machinery in a few minutes); its cells appear here "
-            "as they finish.", icon=":material/leaderboard:")
-    st.stop()
-
-labels = [g.label for g in grids]
-param = routes.PAGES["compare"].param
-wanted = first_param(ui.params(), param)
-default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
-chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__)]
-st.caption(grid_intro(chosen))
-st.caption("Budget: " + ui.md(chosen.budget()))
-for problem in chosen.bad:
-    st.warning("Left out a record that cannot be read: " + ui.md(problem))
-if not chosen.cells:
-    st.info("No finished cell in this grid yet (`python -m lab.compare status "
-            f"{ui.md(chosen.spec.get('name', ''))}`).")
-    st.stop()
-
-with st.spinner("Scoring this grid (its intervals and tests; once for these results) ...", show_time=True):
-    summary = chosen.summary()
-for env, rows in summary.board.items():
-    st.header(f"{env}", divider="gray")
+def environment(chosen, summary, env: str, header: bool) -> None:
+    """One environment's section: its stages, intervals, leaderboard, notes, curves, mechanisms, pass@k and how to
+    reproduce a cell."""
+    rows = summary.board[env]
+    if header:
+        st.header(f"{env}", divider="gray")
     reference = chosen.reference_line(env)
     if reference:
         st.caption(reference)
@@ -82,11 +61,50 @@ for env, rows in summary.board.items():
             st.markdown(ui.md(summary.passk_readings[env]))
     with st.expander("Reproduce a cell"):
         cells = [c for c in chosen.cells if c["env"] == env]
-        pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i, cells=cells: cells[i]["cell"],
-                            key=f"cell-{env}")  # cells bound now: the loop rebinds the name for the next env
+        pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i: cells[i]["cell"],
+                            key=f"cell-{env}")
         cell = cells[pick]
         st.code(chosen.reproduce(cell), language="bash")
         st.download_button("Download the cell's config", json.dumps(cell["config"], indent=1),
                            file_name=f"{cell['cell']}.json", mime="application/json", key=f"dl-{env}")
         ui.page_link(routes.lab(impl=cell["implementation"], preset=chosen.spec.get("recipe", "quick")),
                      "Open this implementation in the Lab", icon=":material/science:")
+
+
+st.title("Compare algorithms")
+
+grids = state.comparison_results()
+if not grids:
+    st.info("No comparison results yet. Run a grid from a terminal, e.g. `python -m lab.compare run core` "
+            "(`python -m lab.compare run tiny` checks the machinery in a few minutes); its cells appear here "
+            "as they finish.", icon=":material/leaderboard:")
+    st.stop()
+
+labels = [g.label for g in grids]
+param = routes.PAGES["compare"].param
+wanted = first_param(ui.params(), param)
+default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
+chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__)]
+st.caption(grid_intro(chosen))
+st.caption("Budget: " + ui.md(chosen.budget()))
+for problem in chosen.bad:
+    st.warning("Left out a record that cannot be read: " + ui.md(problem))
+if not chosen.cells:
+    st.info("No finished cell in this grid yet (`python -m lab.compare status "
+            f"{ui.md(chosen.spec.get('name', ''))}`).")
+    st.stop()
+
+with st.spinner("Scoring this grid (its intervals and tests; once for these results) ...", show_time=True):
+    summary = chosen.summary()
+
+envs = list(summary.board)
+if len(envs) == 1:
+    environment(chosen, summary, envs[0], header=True)
+else:
+    # one tab per environment, only the open one drawn (a grid's every chart at once took the page past 2 s); the
+    # open tab is the URL's ``env`` parameter, so a link opens (and the address bar keeps) that environment
+    tabs = st.tabs(envs, key=routes.COMPARE_ENV, bind="query-params")
+    for env, tab in zip(envs, tabs):
+        if tab.open:
+            with tab:
+                environment(chosen, summary, env, header=False)

@@ -540,6 +540,7 @@ def test_runs_table_and_curves_of_chosen_runs(tmp_path):
     assert list(table["status"]) == ["finished", "stopping", "queued"]
     assert list(table["duration"]) == ["3 min 45 s", "1 min 40 s", MISSING]  # a running run: to now
     assert list(table["steps"]) == ["2 / 8", "1 / 8", "0 / 8"]
+    assert list(table["model"]) == ["tiny (random)"] * 3
     assert list(table["reward_mean"]) == ["0.250", MISSING, MISSING] and table["error"].tolist() == ["", "", ""]
     assert table.loc[2, "started"] == MISSING and table.loc[0, "started"].startswith("19")
     assert "None" not in table.to_csv()
@@ -548,6 +549,14 @@ def test_runs_table_and_curves_of_chosen_runs(tmp_path):
     assert missing == ["memory-ppo · r2: does not log reward_mean", "calculator-dapo · r3: no RL step yet (queued)"]
     empty, missing = comparison(runs, ["r3"], "kl")
     assert empty.empty and len(missing) == 1
+
+
+def test_every_policy_model_has_a_short_name_in_the_runs_table():
+    from app.presentation.runs import MODEL_LABELS
+    from reference_impls.models import MODEL_NAMES
+
+    assert set(MODEL_LABELS) == set(MODEL_NAMES)
+    assert all(len(label) <= 13 for label in MODEL_LABELS.values())  # what the column's 100 px hold
 
 
 def test_metric_charts_fit_their_axes_to_the_values():

@@ -18,6 +18,9 @@ import pandas as pd
 METRICS = ("reward_mean", "accuracy", "loss", "kl", "clip_frac", "entropy", "grad_norm", "tokens_per_s")
 #: what an empty cell of the runs table reads
 MISSING = "—"
+#: the policy models' names as the Runs table shows them (``reference_impls.models.MODEL_NAMES``; the full name in
+#: the column's help): "smollm2-135m-instruct" did not fit its column at 1440 px
+MODEL_LABELS = {"smollm2-135m-instruct": "SmolLM2-135M", "tiny": "tiny (random)"}
 #: d3 format of a metric axis: up to 4 significant digits, thousands grouped, no trailing zeros
 #: (0.00031, 1.45, 1,500; never "0.000000" or "1.000000")
 VALUE_FORMAT = ",.4~g"
@@ -58,7 +61,8 @@ def runs_frame(runs: Sequence, now: float | None = None) -> pd.DataFrame:
             "id": r.id, "implementation": r.name, "preset": r.preset or MISSING, "status": r.shown_status,
             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)) if r.started else MISSING,
             "duration": duration_text(end - r.started) if r.started and end else MISSING,
-            "steps": f"{int(metrics.get('step', 0))} / {r.config.get('steps', MISSING)}", "model": r.model,
+            "steps": f"{int(metrics.get('step', 0))} / {r.config.get('steps', MISSING)}",
+            "model": MODEL_LABELS.get(r.model, r.model),
             "reward_mean": _number(metrics.get("reward_mean")), "accuracy": _number(metrics.get("accuracy")),
             "error": r.error or "",
         })

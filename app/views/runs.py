@@ -19,13 +19,14 @@ if not runs:
 RUN_COLUMNS = {
     "implementation": st.column_config.TextColumn("implementation", width=140),
     "preset": st.column_config.TextColumn("preset", width=60),
-    "status": st.column_config.TextColumn("status", width=70),
+    "status": st.column_config.TextColumn("status", width=65),
     "started": st.column_config.TextColumn("started", width=120),
     "duration": st.column_config.TextColumn("duration", width=80),
     "steps": st.column_config.TextColumn("steps", help="RL steps done / planned", width=60),
-    "model": st.column_config.TextColumn("model", width=90),
+    "model": st.column_config.TextColumn("model", width=100, help="SmolLM2-135M: SmolLM2-135M-Instruct, the "
+                                         "pretrained policy; tiny (random): a random 3M-parameter Llama"),
     "reward_mean": st.column_config.TextColumn("reward", help="mean reward of the last step", width=60),
-    "accuracy": st.column_config.TextColumn("accuracy", help="accuracy of the last step", width=65),
+    "accuracy": st.column_config.TextColumn("accuracy", help="accuracy of the last step", width=60),
     "id": st.column_config.TextColumn("id", width=170),
 }
 table = runs_frame(runs)

@@ -125,9 +125,21 @@ def test_passk_paired_table_and_reading_under_the_curves(data):
     _write_grid(data, cells, passk)
     at = open_page("compare", grid="demo")
     table = [d.value for d in at.table if "against" in d.value.columns][0]
-    assert list(table["k"]) == [1, 64, 1, 64] and list(table["verdict"])[2:] == ["better", "worse"]
+    # a record without "method" is of the old method (its RL cell picked on the test problems): said in the table
+    assert list(table["k"]) == [1, 64, 1, 64]
+    assert list(table["verdict"])[2:] == ["better (old method)", "worse (old method)"]
     assert list(table["after %"])[2:] == ["25.0", "50.0"]
     assert any("Sharpened and narrowed" in m.value for m in at.markdown)
+
+
+def test_passk_table_marks_only_old_method_rows():
+    from app.presentation.compare import passk_comparison_frame
+    from lab.compare.results import PASSK_LEGACY
+
+    row = {"model": "RL", "against": "warm start", "k": 1, "before": 0.2, "value": 0.3, "verdict": "better",
+           "difference": {"mean": 0.1, "low": 0.02, "high": 0.18}}
+    frame = passk_comparison_frame([{**row, "method": PASSK_LEGACY}, {**row, "method": "named in advance"}])
+    assert list(frame["verdict"]) == ["better (old method)", "better"]
 
 
 def test_node_page_shows_its_algorithms_row(data):

@@ -209,12 +209,16 @@ def env_notes(grid, summary, env: str) -> list[str]:
 
 def passk_comparison_frame(rows: list[dict]) -> pd.DataFrame:
     """``lab.compare.results.passk_comparison`` rows (``summary.passk_rows[env]``) as a table in %: each model
-    against the one it starts from, at k = 1 and the largest k, paired over the same problems."""
+    against the one it starts from, at k = 1 and the largest k, paired over the same problems. A row of an older
+    record (its RL cell picked on the test problems, ``PASSK_LEGACY``) says "(old method)" beside its verdict: the
+    reading under the table says why it is not to be trusted as a test."""
+    from lab.compare.results import PASSK_LEGACY
+
     return pd.DataFrame([{
         "model": r["model"], "against": r["against"], "k": r["k"], "before %": round(100 * r["before"], 1),
         "after %": round(100 * r["value"], 1), "difference (pts)": round(100 * r["difference"]["mean"], 1),
         "95% low": round(100 * r["difference"]["low"], 1), "95% high": round(100 * r["difference"]["high"], 1),
-        "verdict": r["verdict"],
+        "verdict": r["verdict"] + (" (old method)" if r.get("method") == PASSK_LEGACY else ""),
     } for r in rows])
 
 

@@ -32,12 +32,12 @@ import yaml
 from atlas_data import data_dir
 from reference_impls.stats import config_interval
 
-from .board import grid_tests, leaderboard, passk_comparison, progression
+from .board import PASSK_LEGACY, grid_tests, leaderboard, passk_comparison, progression
 from .folder import (DIAGNOSTIC_KEYS, BadRecord, GridDir, bad_records, cell_diagnostics, cell_results,
                      read_record, split_warm_name)
 from .report import passk_reading
 
-__all__ = ["DIAGNOSTIC_KEYS", "RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families",
+__all__ = ["DIAGNOSTIC_KEYS", "PASSK_LEGACY", "RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families",
            "load_results", "passk_comparison", "passk_reading", "summary_key"]
 
 _log = logging.getLogger(__name__)

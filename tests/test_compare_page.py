@@ -413,3 +413,16 @@ def test_a_grid_of_several_environments_draws_one_tab_at_a_time():
     unknown = open_page("compare", grid="core", env="nowhere")
     assert unknown.selectbox(key="cell-calculator")
     assert "env" not in unknown.query_params
+
+
+def test_choosing_another_grid_writes_it_into_the_url():
+    """A link or a reload reopens the grid shown: choosing a grid sets ``grid=``, and its tabs are drawn."""
+    at = open_page("compare", grid="core", env="frozenlake")
+    names = [g.spec.get("name") for g in results.available_results()]
+    other = next(i for i, name in enumerate(names) if name == "envs-planning")
+    at.selectbox(key="compare-grid").set_value(other).run()
+    assert not at.exception
+    assert at.query_params.get("grid") in ("envs-planning", ["envs-planning"])
+    assert [t.label for t in at.tabs][:2] == ["frozenlake", "household"]
+    again = open_page("compare", grid="envs-planning")
+    assert again.selectbox(key="compare-grid").value == other

@@ -84,7 +84,14 @@ labels = [g.label for g in grids]
 param = routes.PAGES["compare"].param
 wanted = first_param(ui.params(), param)
 default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
-chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__)]
+
+
+def _grid_chosen() -> None:  # the URL names the grid shown, so a link (or a reload) reopens it
+    st.query_params[param] = grids[st.session_state["compare-grid"]].spec.get("name", "")
+
+
+chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__,
+                            key="compare-grid", on_change=_grid_chosen)]
 st.caption(grid_intro(chosen))
 st.caption("Budget: " + ui.md(chosen.budget()))
 for problem in chosen.bad:

@@ -95,6 +95,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
         browser = launch_chromium(pw)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.set_default_timeout(120_000)  # a tab's rerun and its charts on a loaded CI machine
             _open_complete(page, app_server.url + "/compare?grid=core", COMPLETE["Compare"][1])
             assert [t.strip() for t in page.locator('[data-testid="stTab"]').all_inner_texts()] == [
                 "calculator", "frozenlake", "search"]
@@ -103,7 +104,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
                 if env != "calculator":  # the first tab is open by default
                     page.get_by_role("tab", name=env, exact=True).click()
                     page.wait_for_function("env => new URLSearchParams(window.location.search).get('env') === env",
-                                           arg=env)
+                                           arg=env, timeout=120_000)
                     wait_script_idle(page)
                 assert page.get_by_role("tab", name=env, exact=True).get_attribute("aria-selected") == "true"
                 main = page.locator('[data-testid="stMain"]')

@@ -426,3 +426,64 @@ def test_choosing_another_grid_writes_it_into_the_url():
     assert [t.label for t in at.tabs][:2] == ["frozenlake", "household"]
     again = open_page("compare", grid="envs-planning")
     assert again.selectbox(key="compare-grid").value == other
+
+
+def test_family_table_shows_each_family_with_its_difference_from_the_warm_start():
+    """Per problem family: held-out % over seeds and the family's problems, and in parentheses the paired difference
+    from the warm start (hand-computed: warm start a = [1, 0], b = [0, 0])."""
+    from app.presentation.compare import family_frame
+
+    cells = [_cell("calculator-grpo", "grpo", 0, [1, 1, 0, 0]), _cell("calculator-grpo", "grpo", 1, [1, 0, 0, 0]),
+             _cell("calculator-ppo", "ppo", 0, [1, 1, 1, 0]), _cell("calculator-ppo", "ppo", 1, [1, 1, 1, 1])]
+    warm = {"calculator": {"heldout": 0.25, "heldout_by_problem": [1, 0, 0, 0]}}
+    board = leaderboard(cells, warm=warm, families={"calculator": ["a", "a", "b", "b"]})["calculator"]
+    frame = family_frame(board)
+    assert list(frame.columns) == ["a (2)", "b (2)"]
+    assert frame.to_dict("index") == {"calculator-ppo": {"a (2)": "100 (+50)", "b (2)": "75 (+75)"},
+                                      "calculator-grpo": {"a (2)": "75 (+25)", "b (2)": "0 (+0)"}}
+    # without families (or too few problems per family) there is no table, and no row reads None
+    assert family_frame(leaderboard(cells, warm=warm)["calculator"]) is None
+    alone = family_frame(leaderboard(cells, families={"calculator": ["a", "a", "b", "b"]})["calculator"])
+    assert alone.loc["calculator-grpo"].tolist() == ["75", "0"] and "None" not in alone.to_string()
+
+
+def test_compare_page_draws_the_family_table_of_the_shipped_calculator():
+    at = open_page("compare", grid="core", env="calculator")
+    tables = [t.value for t in at.table]
+    [families] = [t for t in tables if any(col.startswith("add (") for col in t.columns)]
+    assert list(families.index) == list(tables[0].index)  # the leaderboard's rows, in its order
+    assert any("per problem family" in c.value for c in at.caption)
+
+
+def test_budget_table_says_what_each_cell_spent():
+    from app.presentation.compare import budget_frame
+
+    def spent(impl, algo, seed, updates, critic=0, complete=True):
+        c = _cell(impl, algo, seed, [1, 0, 0, 0])
+        c.update(complete=complete, incomplete_reason=None if complete else "stopped by the wall-time cap",
+                 budget={"policy_steps": 8, "policy_steps_done": 8 if complete else 5, "policy_updates": updates,
+                         "episodes": 256, "critic_updates": critic})
+        return c
+
+    cells = [spent("calculator-dapo", "grpo", 1, 80), spent("calculator-dapo", "grpo", 0, 128),
+             spent("calculator-ppo", "ppo", 0, 32, critic=40, complete=False)]
+    frame = budget_frame(cells)
+    assert list(frame["cell"]) == ["calculator-dapo-s0", "calculator-dapo-s1", "calculator-ppo-s0"]
+    assert list(frame["RL steps"]) == ["8/8", "8/8", "5/8"] and list(frame["policy updates"]) == [128, 80, 32]
+    assert list(frame["critic updates"]) == [0, 0, 40]
+    assert list(frame["complete"]) == ["yes", "yes", "no: stopped by the wall-time cap"]
+    assert list(frame["train min"]) == [1.0, 1.0, 1.0] and "None" not in frame.to_string()
+    # no critic, no critic column; records from before the budget record: no table
+    assert "critic updates" not in budget_frame(cells[:2]).columns
+    assert budget_frame([_cell("calculator-grpo", "grpo", 0, [1, 0, 0, 0])]) is None
+
+
+def test_compare_page_lists_each_cells_budget(data):
+    cells = [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)]
+    for c in cells:
+        c["budget"] = {"policy_steps": 3, "policy_steps_done": 3, "policy_updates": 6, "episodes": 96}
+    _write_grid(data, cells)
+    at = open_page("compare", grid="demo")
+    assert "Budget spent, per cell" in [e.label for e in at.expander]
+    [spent] = [t.value for t in at.table if "policy updates" in t.value.columns]
+    assert list(spent.index) == ["calculator-grpo-s0", "calculator-grpo-s1"] and list(spent["RL steps"]) == ["3/3"] * 2

@@ -207,6 +207,51 @@ def env_notes(grid, summary, env: str) -> list[str]:
     return notes
 
 
+def family_frame(rows: list[dict]) -> pd.DataFrame | None:
+    """One environment's held-out success per problem family (``by_family`` of the board's rows), in %: a column
+    per family named with its number of problems, a row per implementation; beside each figure, in parentheses,
+    the paired difference from the rows' own warm starts in points, where the records pair them. None when no row
+    has families (an environment without them, or a grid whose problems are too few per family)."""
+    names = list(dict.fromkeys(name for r in rows for name in r.get("by_family", {})))
+    if not names:
+        return None
+    sizes = {name: e["problems"] for r in rows for name, e in r.get("by_family", {}).items()}
+
+    def shown(entry: dict | None) -> str:
+        if entry is None:
+            return NOT_APPLICABLE
+        vs = (entry.get("vs") or {}).get("mean")
+        return f"{100 * entry['heldout']:.0f}" + ("" if vs is None else f" ({100 * vs:+.0f})")
+
+    return pd.DataFrame([{"implementation": r["implementation"],
+                          **{f"{name} ({sizes[name]})": shown(r.get("by_family", {}).get(name)) for name in names}}
+                         for r in rows]).set_index("implementation")
+
+
+def budget_frame(cells: list[dict]) -> pd.DataFrame | None:
+    """The budget each cell actually spent (its record's ``budget``, lab/compare/stages.py): RL steps done of those
+    planned, the policy's updates (mu per step, fewer where DAPO's dynamic sampling left a step's groups without
+    signal), the episodes sampled, PPO's critic updates, the tokens generated and the training time, and whether the
+    cell is complete (an incomplete one is left out of every verdict). None when no cell's record has a budget
+    (records from before issue 41)."""
+    cells = sorted((c for c in cells if c.get("budget")), key=lambda c: (c["implementation"], c["seed"]))
+    if not cells:
+        return None
+    critic = any(c["budget"].get("critic_updates") for c in cells)
+
+    def row(c: dict) -> dict:
+        b = c["budget"]
+        done = b.get("policy_steps_done", c.get("steps_done"))
+        return {"cell": c["cell"], "RL steps": f"{done}/{b['policy_steps']}",
+                "policy updates": b.get("policy_updates", NOT_APPLICABLE),
+                "episodes": b.get("episodes", NOT_APPLICABLE),
+                **({"critic updates": b.get("critic_updates") or 0} if critic else {}),
+                "tokens": int(c.get("tokens", 0)), "train min": round(c.get("train_s", 0.0) / 60, 1),
+                "complete": "yes" if c.get("complete", True) else f"no: {c.get('incomplete_reason') or 'stopped'}"}
+
+    return pd.DataFrame([row(c) for c in cells])
+
+
 def passk_comparison_frame(rows: list[dict]) -> pd.DataFrame:
     """``lab.compare.results.passk_comparison`` rows (``summary.passk_rows[env]``) as a table in %: each model
     against the one it starts from, at k = 1 and the largest k, paired over the same problems. A row of an older

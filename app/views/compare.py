@@ -6,9 +6,10 @@ import streamlit as st
 from app import routes, state, ui
 from app.presentation.common import first_param
 from app.presentation.docs import link_doc_paths
-from app.presentation.compare import (as_text, curves_chart, diagnostic_chart, diagnostic_choices, diagnostics_frame,
-                                      diagnostics_notes, env_notes, grid_intro, interval_chart, leaderboard_frame,
-                                      passk_chart, passk_comparison_frame, progression_frame, references)
+from app.presentation.compare import (as_text, budget_frame, curves_chart, diagnostic_chart, diagnostic_choices,
+                                      diagnostics_frame, diagnostics_notes, env_notes, family_frame, grid_intro,
+                                      interval_chart, leaderboard_frame, passk_chart, passk_comparison_frame,
+                                      progression_frame, references)
 
 
 @st.fragment
@@ -44,6 +45,12 @@ def environment(chosen, summary, env: str, header: bool) -> None:
     st.table(as_text(leaderboard_frame(rows), "implementation"))
     for note in env_notes(chosen, summary, env):
         st.markdown(link_doc_paths(note))  # benchmarks/... and docs/... named in a note open in the app
+    families = family_frame(rows)
+    if families is not None:
+        st.caption("Held-out % per problem family (its number of problems in the header), mean over seeds; in "
+                   "parentheses the paired difference from each seed's own warm start, in points. Descriptive: no "
+                   "verdict is drawn per family (few problems each, and not in the Holm family).")
+        st.table(families)
     curves = curves_chart(summary.curves, env)
     if curves:
         st.caption("Mean training reward per step (over seeds); DPO rows are not drawn: their per-step number "
@@ -59,8 +66,13 @@ def environment(chosen, summary, env: str, header: bool) -> None:
         if paired:
             st.table(as_text(passk_comparison_frame(paired), "model"))
             st.markdown(ui.md(summary.passk_readings[env]))
+    cells = [c for c in chosen.cells if c["env"] == env]
+    spent = budget_frame(cells)
+    if spent is not None:
+        with st.expander("Budget spent, per cell"):
+            st.caption("The same budget of work was planned for every cell (above); this is what each spent.")
+            st.table(as_text(spent, "cell"))
     with st.expander("Reproduce a cell"):
-        cells = [c for c in chosen.cells if c["env"] == env]
         pick = st.selectbox("Cell", range(len(cells)), format_func=lambda i: cells[i]["cell"],
                             key=f"cell-{env}")
         cell = cells[pick]

@@ -487,3 +487,24 @@ def test_compare_page_lists_each_cells_budget(data):
     assert "Budget spent, per cell" in [e.label for e in at.expander]
     [spent] = [t.value for t in at.table if "policy updates" in t.value.columns]
     assert list(spent.index) == ["calculator-grpo-s0", "calculator-grpo-s1"] and list(spent["RL steps"]) == ["3/3"] * 2
+
+
+def test_a_reproduced_grid_of_a_shipped_name_has_its_own_link(tmp_path, monkeypatch):
+    """A user who runs ``lab.compare run core`` has a folder named like the shipped grid: a link names each grid
+    by its key (``core``, ``yours:core``), choosing the user's writes that key, and a link reopens it."""
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    shipped = results.RESULTS / "core" / "grid.yaml"
+    (tmp_path / "compare" / "core" / "cells").mkdir(parents=True)
+    (tmp_path / "compare" / "core" / "grid.yaml").write_text(shipped.read_text())
+    cell = _cell("calculator-grpo", "grpo", 0, [1, 0, 0, 0])
+    (tmp_path / "compare" / "core" / "cells" / "calculator-grpo-s0").mkdir()
+    (tmp_path / "compare" / "core" / "cells" / "calculator-grpo-s0" / "result.json").write_text(json.dumps(cell))
+    grids = results.available_results()
+    keys = [g.key for g in grids]
+    assert "core" in keys and "yours:core" in keys and len(set(keys)) == len(keys)
+    mine = keys.index("yours:core")
+    at = open_page("compare", grid="core")
+    assert at.selectbox(key="compare-grid").value == keys.index("core")  # the shipped grid keeps its plain link
+    at.selectbox(key="compare-grid").set_value(mine).run()
+    assert not at.exception and at.query_params.get("grid") in ("yours:core", ["yours:core"])
+    assert open_page("compare", grid="yours:core").selectbox(key="compare-grid").value == mine

@@ -116,8 +116,9 @@ def test_mechanistic_debate_note_points_to_pass_at_k():
     assert "no curves yet" in none.heading and "lab.compare passk" in none.text and none.link == routes.compare()
     grids = [grid("core", {}), grid("my_grid", {"search": {}, "calculator": {}})]
     found = passk_note(grids)
-    assert found.link == routes.compare(grid="my_grid", env="calculator") and found.link_label == "See the pass@k curves"
-    assert found.link.url == "compare?grid=my_grid&env=calculator"  # the grid, on its first environment's tab
+    # the grid (a user's folder, by its key), on its first environment's tab
+    assert found.link == routes.compare(grid="yours:my_grid", env="calculator")
+    assert found.link_label == "See the pass@k curves"
     assert r"grid *my\_grid*: calculator, search" in found.text
     assert "What they show" not in found.text  # records without per-problem counts: curves only, no reading
     counts = {"samples": 64, "curves": {"warm start": {"correct_counts": [8] * 20 + [1] * 20},

@@ -38,13 +38,14 @@ def test_comparison_lines_name_the_grid_and_link_to_it(catalog):
     row = {"implementation": "calculator-grpo", "seeds": 2, "heldout": 0.5, "low": 0.4, "high": 0.6,
            "verdict": "better than the baseline"}
     summary = SimpleNamespace(progression={}, board={"calculator": [row]})
-    grid = SimpleNamespace(spec={"name": "my_grid"}, cells=[{"implementation": "calculator-grpo"}],
+    grid = SimpleNamespace(spec={"name": "my_grid"}, key="yours:my_grid", cells=[{"implementation": "calculator-grpo"}],
                            summary=lambda: summary)
     [block] = shown(catalog, "alg-grpo", grids=[grid])["comparison"]
     [line] = parts([block], "caption")
     assert line.body == (r"In the comparison grid *my\_grid* (calculator, 2 seeds): held-out 50.0 % [40.0, 60.0]; "
                          "better than the baseline.")
-    assert parts([block], "link")[0].body == routes.compare(grid="my_grid") and not block.boxed
+    # the text names the grid, the link opens it by its key (a user's folder: ``yours:<folder>``)
+    assert parts([block], "link")[0].body == routes.compare(grid="yours:my_grid") and not block.boxed
 
 
 def test_a_value_search_record_is_a_box_with_its_table_and_verdicts(catalog):
@@ -72,7 +73,7 @@ def test_a_node_without_an_implementation_shows_its_proxy_or_why_not(catalog):
 
 
 def test_only_the_mechanistic_debate_node_shows_the_pass_at_k_note(catalog):
-    grids = [SimpleNamespace(spec={"name": "core"}, passk={}, cells=[])]
+    grids = [SimpleNamespace(spec={"name": "core"}, key="core", passk={}, cells=[])]
     [block] = shown(catalog, PASSK_NODE, grids=grids)["pass@k"]
     note = passk_note(grids)
     assert block.parts[0] == Part("note", f"**{note.heading}** {note.text}", icon=":material/query_stats:")

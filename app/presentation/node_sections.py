@@ -166,14 +166,14 @@ def _family(ctx: NodeContext) -> list[Block]:
 
 # -- comparison grids -----------------------------------------------------------------------------------
 def node_comparison_lines(grids, impl_ids: set[str]) -> list[tuple[str, str]]:
-    """(grid name, one line) per comparison row of the node's implementations: the leaderboard row and its
+    """(grid key for a link, one line) per comparison row of the node's implementations: the leaderboard row and its
     verdict against the grid's baseline; in a base / SFT / SFT + RL grid, the stages and RL's paired
     verdict against the warm start instead. The lines are Markdown with the names escaped."""
     lines = []
     for grid in grids:
         if not any(c.get("implementation") in impl_ids for c in grid.cells):
             continue  # not scored at all: its summary may not be computed yet
-        name = grid.spec.get("name", "")
+        name, key = grid.spec.get("name", ""), grid.key
         summary = grid.summary()  # computed once per results (lab.compare.results.grid_summary)
         stages = summary.progression
         for env, rows in summary.board.items():
@@ -189,10 +189,10 @@ def node_comparison_lines(grids, impl_ids: set[str]) -> list[tuple[str, str]]:
                     versus = [mine["verdict"] or "no warm start measured"]
                     if row["verdict"] and row["verdict"] != "baseline":  # and against the grid's baseline
                         versus.append(row["verdict"])
-                    lines.append((name, f"{where}: {before}; SFT + RL held-out {held}; "
+                    lines.append((key, f"{where}: {before}; SFT + RL held-out {held}; "
                                         f"{md_escape('; '.join(versus))}."))
                 else:
-                    lines.append((name, f"{where}: held-out {held}; "
+                    lines.append((key, f"{where}: held-out {held}; "
                                         f"{md_escape(row['verdict'] or 'no baseline in the grid')}."))
     return lines
 
@@ -288,14 +288,14 @@ def passk_note(grids) -> ProxyNote:
     """The mechanistic-debate node's note: where pass@k curves of base, warm-start and RL models are measured
     (grids with a passk file, shipped or the user's own), with a link to the first grid's first such environment on
     the Compare page, or how to measure them when none is."""
-    measured = [(g.spec.get("name", ""), sorted(g.passk)) for g in grids if g.passk]
+    measured = [(g.spec.get("name", ""), sorted(g.passk), g.key) for g in grids if g.passk]
     how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1..64, "
            "unbiased estimator, temperature 1, on held-out problems); the curves then appear on the Compare page.")
     if not measured:
         return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",
                          "No pass@k curves are shipped or in your grids yet. " + how, routes.compare(),
                          "Open the Compare page")
-    where = "; ".join(f"grid *{md_escape(name)}*: {md_escape(', '.join(envs))}" for name, envs in measured)
+    where = "; ".join(f"grid *{md_escape(name)}*: {md_escape(', '.join(envs))}" for name, envs, _ in measured)
     readings = [f"{md_escape(env)}: {md_escape(reading)}" for g in grids if g.passk
                 for env, reading in sorted(g.summary().passk_readings.items()) if reading]
     found = f" What they show: {' '.join(readings)}" if readings else ""
@@ -304,7 +304,7 @@ def passk_note(grids) -> ProxyNote:
                      f"large k, it sharpened what the base model could already sample rather than adding an "
                      f"ability. Curves of the untrained model, the warm start and RL checkpoints (each reading says "
                      f"which and how they were chosen): {where}.{found}",
-                     routes.compare(grid=measured[0][0], env=measured[0][1][0]), "See the pass@k curves")
+                     routes.compare(grid=measured[0][2], env=measured[0][1][0]), "See the pass@k curves")
 
 
 def node_proxy_note(node_id: str) -> ProxyNote | None:

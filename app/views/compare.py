@@ -95,11 +95,13 @@ if not grids:
 labels = [g.label for g in grids]
 param = routes.PAGES["compare"].param
 wanted = first_param(ui.params(), param)
-default = next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0)
+# a link names a grid by its key; an older link by the grid's name (the shipped grid first, where both have it)
+default = next((i for i, g in enumerate(grids) if g.key == wanted),
+               next((i for i, g in enumerate(grids) if g.spec.get("name") == wanted), 0))
 
 
 def _grid_chosen() -> None:  # the URL names the grid shown, so a link (or a reload) reopens it
-    st.query_params[param] = grids[st.session_state["compare-grid"]].spec.get("name", "")
+    st.query_params[param] = grids[st.session_state["compare-grid"]].key
 
 
 chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_func=labels.__getitem__,

@@ -62,6 +62,13 @@ class GridResults:
     # <results>/map-blind/<env>.json): {"best": {turn: held-out success}, "maps": n, ...}
     map_blind: dict[str, dict] = field(default_factory=dict)
 
+    @property
+    def key(self) -> str:
+        """How a link names this grid (``compare?grid=...``), unique among ``available_results``: a shipped grid by
+        its name, a grid folder of the user's by ``yours:<folder>``, since a user who reproduces a shipped grid
+        (``lab.compare run core``) has a folder of the same name."""
+        return self.spec.get("name", self.folder.name) if self.shipped else f"yours:{self.folder.name}"
+
     def summary(self) -> "GridSummary":
         """Every statistic the explorer shows, computed once per content (``grid_summary``)."""
         return grid_summary(self)

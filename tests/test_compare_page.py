@@ -508,3 +508,29 @@ def test_a_reproduced_grid_of_a_shipped_name_has_its_own_link(tmp_path, monkeypa
     at.selectbox(key="compare-grid").set_value(mine).run()
     assert not at.exception and at.query_params.get("grid") in ("yours:core", ["yours:core"])
     assert open_page("compare", grid="yours:core").selectbox(key="compare-grid").value == mine
+
+
+def test_a_grid_not_finished_says_how_far_it_has_run(data):
+    from pathlib import Path
+
+    from app.presentation.compare import progress_note
+
+    cells = [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)] + [
+        _cell("calculator-ppo", "ppo", 0, [1, 1, 0, 0])]
+    spec = {"name": "g", "seeds": [0, 1], "implementations": ["calculator-grpo", "calculator-ppo", "frozenlake-grpo"]}
+    note = progress_note(results.GridResults("g", Path("g"), spec, cells, {}, False))
+    assert note.startswith("**Not finished:** 3 of the grid's 6 cells (3 implementations x 2 seeds)")
+    assert note.endswith("No cell yet: frozenlake-grpo.")
+    whole = {**spec, "implementations": ["calculator-grpo"], "seeds": [0, 1]}
+    assert progress_note(results.GridResults("g", Path("g"), whole, cells, {}, False)) is None
+    # on the page: the demo grid plans 2 implementations x 2 seeds and has 3 cells
+    _write_grid(data, cells)
+    at = open_page("compare", grid="demo")
+    assert any(i.value.startswith("**Not finished:** 3 of the grid's 4 cells") for i in at.info)
+
+
+def test_every_shipped_grid_is_finished():
+    """The shipped grids are whole: the page shows no "Not finished" note for any of them."""
+    from app.presentation.compare import progress_note
+
+    assert [g.key for g in results.available_results() if g.shipped and progress_note(g)] == []

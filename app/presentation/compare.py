@@ -169,6 +169,27 @@ def grid_intro(grid) -> str:
     return text
 
 
+def progress_note(grid) -> str | None:
+    """How far the grid has run when not every planned cell (its grid file's implementations x seeds) has a
+    record: a grid still running, or stopped, shows what has finished, and its verdicts read only those cells
+    (Markdown). None when every planned cell has one."""
+    impls, seeds = grid.spec.get("implementations") or [], grid.spec.get("seeds") or []
+    planned = {(i, s) for i in impls for s in seeds}
+    done = {(c.get("implementation"), c.get("seed")) for c in grid.cells} & planned
+    if not planned or len(done) == len(planned):
+        return None
+    started = {i for i, _ in done}
+    missing = [i for i in impls if i not in started]
+    text = (f"**Not finished:** {len(done)} of the grid's {len(planned)} cells ({len(impls)} implementations x "
+            f"{len(seeds)} seeds) have results; the tables, charts and verdicts read those only, so a row's seed "
+            f"count says how many it has.")
+    if missing:
+        shown = ", ".join(md_escape(i) for i in missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4
+                                                                   else "")
+        text += f" No cell yet: {shown}."
+    return text
+
+
 def env_notes(grid, summary, env: str) -> list[str]:
     """What an environment's results say and what limits them, as Markdown lines: each comparison's verdict in
     the board's own words, one-seed rows, the map-blind bar, and why greedy held-out and pass@1 differ."""

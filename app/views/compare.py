@@ -9,7 +9,7 @@ from app.presentation.docs import link_doc_paths
 from app.presentation.compare import (as_text, budget_frame, curves_chart, diagnostic_chart, diagnostic_choices,
                                       diagnostics_frame, diagnostics_notes, env_notes, family_frame, grid_intro,
                                       interval_chart, leaderboard_frame, passk_chart, passk_comparison_frame,
-                                      progression_frame, references)
+                                      progress_note, progression_frame, references)
 
 
 @st.fragment
@@ -108,6 +108,9 @@ chosen = grids[st.selectbox("Grid", range(len(grids)), index=default, format_fun
                             key="compare-grid", on_change=_grid_chosen)]
 st.caption(grid_intro(chosen))
 st.caption("Budget: " + ui.md(chosen.budget()))
+progress = progress_note(chosen)
+if progress:
+    st.info(progress, icon=":material/hourglass_top:")
 for problem in chosen.bad:
     st.warning("Left out a record that cannot be read: " + ui.md(problem))
 if not chosen.cells:

@@ -65,9 +65,10 @@ class GridResults:
     @property
     def key(self) -> str:
         """How a link names this grid (``compare?grid=...``), unique among ``available_results``: a shipped grid by
-        its name, a grid folder of the user's by ``yours:<folder>``, since a user who reproduces a shipped grid
-        (``lab.compare run core``) has a folder of the same name."""
-        return self.spec.get("name", self.folder.name) if self.shipped else f"yours:{self.folder.name}"
+        its folder under ``lab/results`` (its grid's name, unless two shipped runs of one grid sit side by side), a
+        grid folder of the user's by ``yours:<folder>``, since a user who reproduces a shipped grid (``lab.compare
+        run core``) has a folder of the same name."""
+        return self.folder.name if self.shipped else f"yours:{self.folder.name}"
 
     def summary(self) -> "GridSummary":
         """Every statistic the explorer shows, computed once per content (``grid_summary``)."""

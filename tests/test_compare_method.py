@@ -241,6 +241,30 @@ def test_steal_from_proc_stat_by_hand():
     assert steal_fraction(start, end) == 0.04 and steal_fraction(None, end) is None
 
 
+def test_dirty_means_changed_code_not_the_grids_own_records(tmp_path):
+    """A grid updates tracked records while it runs (its committed pass@k partial file): that leaves the checkout
+    clean; a changed source file does not."""
+    import subprocess
+
+    from lab.compare.provenance import git_state
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "lab" / "grid-runs" / "core" / "passk").mkdir(parents=True)
+    (tmp_path / "lab" / "grid-runs" / "core" / "passk" / ".calculator.partial.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    assert git_state(tmp_path)["dirty"] is False
+    (tmp_path / "lab" / "grid-runs" / "core" / "passk" / ".calculator.partial.json").write_text('{"seed": 0}')
+    assert git_state(tmp_path)["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    state = git_state(tmp_path)
+    assert state["dirty"] is True and len(state["commit"]) == 40
+
+
 # -- the tiny grid, end to end (CI) ------------------------------------------------------------------------
 
 def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):

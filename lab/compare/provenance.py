@@ -52,8 +52,15 @@ def load_1min() -> float | None:
         return None
 
 
+#: records that grids write while they run, tracked so that a grid can span sessions (lab/grid-runs: a cell's
+#: pass@k counts go into a committed partial file) or shipped (lab/results), and their load logs: data, not the
+#: code a record is about, so changes there do not make a checkout "dirty"
+RECORD_PATHS = ("lab/grid-runs", "lab/results")
+
+
 def git_state(root: Path = ROOT) -> dict:
-    """{"commit": sha or None, "dirty": bool or None} of the checkout the code runs from (None outside git)."""
+    """{"commit": sha or None, "dirty": bool or None} of the checkout the code runs from (None outside git).
+    ``dirty``: tracked files changed and not committed, outside the grids' own records (``RECORD_PATHS``)."""
     def git(*args):
         try:
             out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20)
@@ -62,7 +69,8 @@ def git_state(root: Path = ROOT) -> dict:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                 *(f":(exclude){p}" for p in RECORD_PATHS)) if commit else None
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 

@@ -13,7 +13,7 @@ from lab.compare.report import passk_reading
 from lab.compare.folder import (DIAGNOSTIC_KEYS, LEGACY_BASIS, GridDir, budget_status, cell_diagnostics,
                                 cell_results, read_diagnostics_file)
 from lab.compare.grid import Grid, cell_config, policy_steps, updates_per_batch
-from lab.compare.provenance import cpu_times, steal_fraction
+from lab.compare.provenance import cpu_info, cpu_times, steal_fraction
 from reference_impls.envs import get_env
 from reference_impls.measure.evaluate import problem_content, validation_problems
 from reference_impls.options import ConfigError
@@ -239,6 +239,13 @@ def test_steal_from_proc_stat_by_hand():
     end = cpu_times("cpu  200 0 100 1600 20 0 0 80 0 0\n")
     assert start == (40.0, 1000.0) and end == (80.0, 2000.0)
     assert steal_fraction(start, end) == 0.04 and steal_fraction(None, end) is None
+
+
+def test_cpu_model_and_vector_sets_from_proc_cpuinfo():
+    text = ("processor\t: 0\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu sse2 avx avx2 fma avx512f avx512_bf16\n\n"
+            "processor\t: 1\nmodel name\t: other\nflags\t\t: fpu\n")
+    assert cpu_info(text) == {"model": "AMD EPYC 9R14", "isa": ["avx", "avx2", "fma", "avx512f", "avx512_bf16"]}
+    assert cpu_info("flags : sse2\n") == {"model": None, "isa": []}
 
 
 def test_dirty_means_changed_code_not_the_grids_own_records(tmp_path):
@@ -586,6 +593,7 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     record = json.loads((warm / "done.json").read_text())
     digest = record["weights_sha256"]
     assert len(digest) == 64 and digest == stages.weights_digest(warm) and "heldout" in record
+    assert gdir.result("calculator-grpo", 0)["warm_weights_sha256"] == digest  # the cell names what it started from
 
     def carry():  # what a commit of the folder keeps: the records, no weights, no run folders
         for f in warm.iterdir():
@@ -611,3 +619,22 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     (warm / "done.json").write_text(json.dumps({k: v for k, v in record.items() if k != "weights_sha256"}))
     assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 1
     assert "records no weights_sha256" in (gdir.path / "warm-restore-calculator.log").read_text()
+
+    # --restore-by-heldout: other weights that answer every held-out problem as recorded are kept, and said so
+    other = {**record, "weights_sha256": "0" * 64}
+    flipped = [1 - record["heldout_by_problem"][0], *record["heldout_by_problem"][1:]]
+    (warm / "done.json").write_text(json.dumps({**other, "heldout_by_problem": flipped}))
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path), restore_by_heldout=True) == 1
+    assert "answers 1 of 4 held-out test problems otherwise" in (gdir.path / "warm-restore-calculator.log").read_text()
+    assert [f.name for f in warm.iterdir()] == ["done.json"]
+    (warm / "done.json").write_text(json.dumps(other))
+    calls.clear()
+    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path), restore_by_heldout=True) == 0
+    assert calls == ["_warmrestore"]  # the cell is kept: it started from the recorded weights
+    kept = json.loads((warm / "done.json").read_text())
+    assert kept["weights_sha256"] == "0" * 64  # the record of what the cells started from stays
+    [restore] = kept["restored"]
+    assert restore["weights_sha256"] == digest == stages.weights_digest(warm)
+    assert restore["heldout_by_problem_equal"] is True and restore["provenance"]["cpu"] is not None
+    assert {k: v for k, v in kept.items() if k != "restored"} == other
+    assert not list(warm.parent.glob(".*restore*"))

@@ -1,6 +1,7 @@
 """The comparison grid: algorithms under one model, one warm start, one budget and several seeds.
 
-    python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV]   # resumable: finished stages are kept
+    python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV] [--restore-by-heldout]
+                                     # resumable: finished stages are kept
     python -m lab.compare status GRID [--dir DIR]
     python -m lab.compare report GRID [--dir DIR] [--json | --comparisons | --markdown]
     python -m lab.compare passk  GRID --env ENV [--dir DIR]     # what the grid's passk names (run does it too)
@@ -9,7 +10,8 @@
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
 (see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval`` (each
 ``--warm-seed W``: one of the grid's ``warm_seeds``), ``_warmrestore`` (a warm start recorded without its
-weights: trained again, kept if its digest is the recorded one), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver
+weights: trained again, kept if its digest is the recorded one or, with ``--restore-by-heldout``, if it answers
+every held-out test problem as the recorded one did), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver
 starts, each in its own process.
 
 Owns the command line only: ``main`` parses it and calls the stages, the driver, the readers and the reports.
@@ -109,6 +111,11 @@ def main(argv=None) -> int:
                            help="the untrained / SFT / SFT + RL table as Markdown (grids with base: true)")
         if name in ("passk", "_passk", "_warm", "_warmeval", "_warmrestore", "_baseeval"):
             s.add_argument("--env", required=True)
+        if name in ("run", "_warmrestore"):
+            s.add_argument("--restore-by-heldout", action="store_true",
+                           help="a warm start trained again with other weights than recorded (another CPU's "
+                                "arithmetic) is kept if it answers every held-out test problem as the recorded one "
+                                "did; done.json's 'restored' says so")
         if name in ("_warm", "_warmeval", "_warmrestore"):
             s.add_argument("--warm-seed", type=int, default=None,
                            help="which of the grid's warm_seeds (default: the first, warm/<env>)")
@@ -139,7 +146,7 @@ def main(argv=None) -> int:
         warm_stage(grid, gdir, args.env, args.warm_seed)
     elif args.command == "_warmrestore":
         try:  # a refusal (weights that differ, no digest) is a reason for the log, not a traceback
-            warm_restore_stage(grid, gdir, args.env, args.warm_seed)
+            warm_restore_stage(grid, gdir, args.env, args.warm_seed, by_heldout=args.restore_by_heldout)
         except ConfigError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -155,7 +162,8 @@ def main(argv=None) -> int:
         passk_stage(grid, gdir, args.env, seeds=None if args.seed is None else [args.seed])
     elif args.command == "run":
         try:
-            return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid, env=args.env) else 0
+            return 1 if run(grid, gdir, args.max_cells, grid_arg=args.grid, env=args.env,
+                            restore_by_heldout=args.restore_by_heldout) else 0
         except ConfigError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

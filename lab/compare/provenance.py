@@ -1,5 +1,5 @@
 """What a cell record stores so that it can be reproduced and its times read: the code, the packages and the
-host it ran on (issue 41, item 7).
+host it ran on (issue 41, item 7), with the CPU's model and vector instruction sets (``cpu_info``).
 
 ``Host`` samples the machine when a cell starts and when it ends: ``provenance(start)`` then gives the git
 commit (and whether the tree had uncommitted changes), the versions of torch, transformers and trl, the thread
@@ -84,6 +84,29 @@ def versions() -> dict:
     return found
 
 
+#: the vector instruction sets that decide which kernels torch's CPU build runs, so the bits a float op gives
+#: (a warm start trained again on a CPU without AVX-512 got other weights, with SFT losses equal to ~1e-6)
+ISA_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+
+
+def cpu_info(cpuinfo: str | None = None) -> dict | None:
+    """{"model": the CPU's model name, "isa": which of ``ISA_FLAGS`` it has} from ``/proc/cpuinfo``
+    (``cpuinfo``: its text, for tests); None where there is no such file."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return None
+    model, flags = None, set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model is None:
+            model = value.strip()
+        elif key.strip() == "flags" and not flags:
+            flags = set(value.split())
+    return {"model": model, "isa": [f for f in ISA_FLAGS if f in flags]}
+
+
 @dataclass(frozen=True)
 class Host:
     """The host's counters at one moment (a cell's start)."""
@@ -101,7 +124,7 @@ def provenance(start: Host) -> dict:
     import torch
 
     end = Host.sample()
-    return {**git_state(), "versions": versions(), "platform": sys.platform,
+    return {**git_state(), "versions": versions(), "platform": sys.platform, "cpu": cpu_info(),
             "threads": {"torch": torch.get_num_threads(), "cpu_count": os.cpu_count(),
                         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
             "load_1min": {"start": start.load_1min, "end": end.load_1min},

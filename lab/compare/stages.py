@@ -3,7 +3,8 @@
 Stages: the untrained model's held-out (``base_eval_stage``), an environment's warm start (``warm_stage``, one per
 warm seed of the grid: ``warm/<env>`` for the first, ``warm/<env>@w<seed>`` for the others) and its held-out
 (``warm_eval_stage``), the weights of a warm start recorded without them (``warm_restore_stage``: trained again
-and kept only if their digest is the recorded one), a cell (``cell_stage``: train, then evaluate held-out) and pass@k
+and kept only if their digest is the recorded one, or, when asked, if they answer every held-out test problem as
+the recorded ones did), a cell (``cell_stage``: train, then evaluate held-out) and pass@k
 (``passk_stage``). Each runs in its own process (``python -m lab.compare _baseeval / _warm / _warmeval /
 _warmrestore / _cell / _passk``), one at a time: a crash or OOM costs one cell, and the peak memory is the cell's own.
 
@@ -112,11 +113,18 @@ def has_weights(folder: Path) -> bool:
     return any(folder.glob("*.safetensors"))
 
 
-def warm_restore_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None) -> None:
+def warm_restore_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None,
+                       by_heldout: bool = False) -> None:
     """Bring back the weights of a warm start whose record is here but whose weights are not: train it again
     from its settings and keep the result only if its ``weights_sha256`` is the recorded one, so every cell,
     whenever it ran, starts from the same weights. The record (with its held-out) is kept as it was.
-    ConfigError, nothing changed, when the record has no digest or the new weights differ."""
+    ConfigError, nothing changed, when the record has no digest or the new weights differ.
+
+    ``by_heldout``: weights that differ are kept when they answer every held-out test problem as the record
+    says the recorded ones did (greedy, so a test of behaviour on exactly the problems every cell is read on).
+    Another CPU's arithmetic (e.g. without AVX-512) gives the same SFT losses to about 1e-6 but other bits;
+    the grid cannot go on on such a machine otherwise. What was kept is appended to ``done.json``'s
+    ``restored`` (digest, losses, CPU, provenance), and each later cell records the digest it started from."""
     out = gdir.warm(warm_name(grid, env, warm_seed))
     done = json.loads((out / "done.json").read_text())
     recorded = done.get("weights_sha256")
@@ -126,17 +134,40 @@ def warm_restore_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | Non
                           f"started from; move {out} away to train this warm start (and re-run its cells) anew")
     scratch = out.with_name(f".{out.name}.restore")
     try:
+        host = Host.sample()
         again = _train_warm(grid, env, warm_seed, scratch)
         if again["weights_sha256"] != recorded:
-            raise ConfigError(f"{out}: the warm start trained again has weights {again['weights_sha256'][:12]}..., "
-                              f"not the recorded {recorded[:12]}... (another machine, library version or thread "
-                              f"count?); its cells started from the recorded ones, so nothing was changed. Train "
-                              f"the grid anew in another folder, or finish it where the warm start was trained")
+            if not by_heldout:
+                raise ConfigError(
+                    f"{out}: the warm start trained again has weights {again['weights_sha256'][:12]}..., not the "
+                    f"recorded {recorded[:12]}... (another machine, library version or thread count?); its cells "
+                    f"started from the recorded ones, so nothing was changed. Train the grid anew in another "
+                    f"folder, finish it where the warm start was trained, or run with --restore-by-heldout to "
+                    f"keep weights that answer every held-out test problem as the recorded ones did")
+            _accept_by_heldout(grid, env, out, done, again, scratch, host)
         for f in scratch.iterdir():
             if f.name != "done.json":
                 os.replace(f, out / f.name)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _accept_by_heldout(grid: Grid, env: str, out: Path, done: dict, again: dict, scratch: Path, host: Host) -> None:
+    """``warm_restore_stage``'s check for weights with another digest: score them on the held-out test problems;
+    ConfigError unless every problem's 0/1 equals the record's; else append the restore to ``done.json``."""
+    if "heldout_by_problem" not in done:
+        raise ConfigError(f"{out}: its weights differ from the recorded ones and done.json has no held-out record "
+                          f"(heldout_by_problem) to compare their answers with; nothing was changed")
+    scored = _reference_heldout(grid, env, str(scratch))
+    differ = [i for i, (a, b) in enumerate(zip(scored["heldout_by_problem"], done["heldout_by_problem"])) if a != b]
+    if differ or len(scored["heldout_by_problem"]) != len(done["heldout_by_problem"]):
+        raise ConfigError(f"{out}: the warm start trained again has other weights ({again['weights_sha256'][:12]}..."
+                          f") and answers {len(differ)} of {len(done['heldout_by_problem'])} held-out test problems "
+                          f"otherwise than the recorded one (first: problem {differ[:1]}); nothing was changed")
+    restored = {"weights_sha256": again["weights_sha256"], "losses": again["losses"], "wall_s": again["wall_s"],
+                "heldout_by_problem_equal": True, "eval_s": scored["eval_s"],
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "provenance": provenance(host)}
+    atomic_json(out / "done.json", {**done, "restored": [*done.get("restored", []), restored]})
 
 
 def _reference_heldout(grid: Grid, env: str, model: str) -> dict:
@@ -249,6 +280,8 @@ def _train(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr: fl
         "cell": cell_id(impl, seed), "implementation": impl, "algo": config["algo"], "env": env, "seed": seed,
         # the warm start it started from (its name under warm/: the board pairs the cell with that one's held-out)
         "warm_start": warm_name(grid, env, warm_seed), "warm_seed": warm_seed,
+        # the digest of those weights: the recorded one, or a restore's kept by held-out (done.json "restored")
+        "warm_weights_sha256": weights_digest(Path(config["model"])) if has_weights(Path(config["model"])) else None,
         "config": config, "steps_done": steps_done, "resumed_from_step": resumed_from,
         "stopped_by_wall_cap": not complete,
         "budget": work_done(config, metrics, pair_stats), "complete": complete,
@@ -616,9 +649,10 @@ def sweep(grid: Grid, gdir: GridDir, impls: list[str], grid_arg: str, out=sys.st
 
 
 def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout, grid_arg: str | None = None,
-        env: str | None = None) -> int:
+        env: str | None = None, restore_by_heldout: bool = False) -> int:
     """Run every missing stage in order (only ``env``'s warm start and cells when given: a grid can be
-    finished one environment at a time); returns the number of failed stages."""
+    finished one environment at a time); returns the number of failed stages. ``restore_by_heldout``: see
+    ``warm_restore_stage``'s ``by_heldout``."""
     validate(grid, gdir)
     if env is not None and env not in grid.envs():
         raise ConfigError(f"--env {env}: the grid has no cells on it; its environments: {', '.join(grid.envs())}")
@@ -645,7 +679,8 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
             elif not has_weights(gdir.warm(warm)):  # its record came without its weights (another session)
                 print(f"weights of the {name} warm start{_seed_words(grid, warm_seed)}: trained again and checked "
                       f"against the recorded digest ...", file=out, flush=True)
-                if stage_process(["_warmrestore", grid_arg, "--dir", str(gdir.path), *which],
+                by_heldout = ["--restore-by-heldout"] if restore_by_heldout else []
+                if stage_process(["_warmrestore", grid_arg, "--dir", str(gdir.path), *which, *by_heldout],
                                  gdir.path / f"warm-restore-{warm}.log"):
                     print(f"  failed: see {gdir.path / f'warm-restore-{warm}.log'}", file=out, flush=True)
                     return failures + 1

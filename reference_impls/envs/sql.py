@@ -121,13 +121,37 @@ def _db_dir() -> Path:
     return d
 
 
+_build_lock = threading.Lock()  # one builder per process: threads (the app's page and its warm-up) share a temp name
+
+
+def _complete(path: Path, domain: str) -> bool:
+    """Whether the database file holds every table of ``domain``'s schema with rows (a file left by an interrupted
+    or raced build, before the lock, may not)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            wanted = {ddl.split()[2] for ddl in SCHEMAS[domain]}
+            return wanted <= tables and all(con.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in wanted)
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
 @lru_cache(maxsize=256)
 def database(domain: str, key: str) -> str:
-    """Path of the database ``key`` of ``domain`` (built once, deterministically, then read-only)."""
+    """Path of the database ``key`` of ``domain`` (built once, deterministically, then read-only). Built under a
+    lock into a temporary file of this process, then renamed, so concurrent builders (threads or processes) never
+    leave a partial file; a file that is not complete is built again."""
     name = hashlib.sha256(f"v1/{domain}/{key}".encode()).hexdigest()[:20]
     path = _db_dir() / f"{domain}-{name}.sqlite"
-    if not path.exists():
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
+    if path.exists() and _complete(path, domain):
+        return str(path)
+    with _build_lock:
+        if path.exists() and _complete(path, domain):  # another thread built it meanwhile
+            return str(path)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")  # other processes: their own pid
         tmp.unlink(missing_ok=True)
         con = sqlite3.connect(tmp)
         for ddl in SCHEMAS[domain]:

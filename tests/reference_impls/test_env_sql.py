@@ -159,3 +159,49 @@ def test_each_wall_alone_refuses_writes(stmt):
         with pytest.raises(sqlite3.OperationalError):
             ro.execute(stmt)
     assert _digest(p.db_path) == before
+
+
+def test_databases_built_at_once_by_threads_are_whole(tmp_path, monkeypatch):
+    """The app's page and its warm-up may build the same database in two threads of one process: each gets the
+    whole database, and none sees an error (they used to share a temporary file: 'disk I/O error', and a file with
+    some tables missing that stayed in the cache)."""
+    import threading
+
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    errors, paths = [], []
+    for trial in range(5):
+        barrier = threading.Barrier(6)
+
+        def build(key=f"race/{trial}"):
+            barrier.wait()
+            try:
+                paths.append(sql.database.__wrapped__("school", key))  # past the cache: every thread builds
+            except Exception as err:  # noqa: BLE001 - any error is the failure
+                errors.append(repr(err))
+
+        threads = [threading.Thread(target=build) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == [] and len(paths) == 30
+    for path in set(paths):
+        con = sqlite3.connect(path)
+        assert all(con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] > 0
+                   for t in ("students", "courses", "enrollments"))
+        con.close()
+
+
+def test_a_partial_database_in_the_cache_is_built_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    path = sql.database.__wrapped__("school", "partial/0")
+    whole = sqlite3.connect(path).execute("SELECT COUNT(*) FROM courses").fetchone()[0]
+    import os
+    os.chmod(path, 0o644)
+    os.unlink(path)
+    con = sqlite3.connect(path)  # what a raced build left: one empty table, the others missing
+    con.execute(sql.SCHEMAS["school"][0])
+    con.commit()
+    con.close()
+    assert sql.database.__wrapped__("school", "partial/0") == path
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM courses").fetchone()[0] == whole

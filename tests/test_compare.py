@@ -317,9 +317,16 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
                         prog="python -m lab.compare")
 
     out = report("--json")
-    records = [json.loads(line) for line in out.stdout.splitlines()]
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    records = [r for r in lines if r["record"] == "cell"]
     assert {(r["algo"], r["seed"]) for r in records} == {("grpo", 0), ("grpo", 1), ("rloo", 0), ("rloo", 1)}
     assert all({"heldout", "heldout_interval", "train_s", "tokens", "peak_rss_mb"} <= set(r) for r in records)
+    # each cell's budget spent and its diagnostics per step, from its record
+    assert all(r["budget"]["policy_steps_done"] == r["steps_done"] and r["complete"] for r in records)
+    assert all(len(r["diagnostics"]) == r["steps_done"] and r["warm_weights_sha256"] for r in records)
+    # then the comparisons (rloo against grpo, each against the warm start), each with its detectable effect
+    tests = [r for r in lines if r["record"] == "comparison"]
+    assert len(tests) == len(lines) - len(records) and tests and all("detectable" in t for t in tests)
 
     shipped = tmp_path / "shipped"
     assert export(grid, gdir, shipped) == 4

@@ -459,7 +459,7 @@ def test_an_exported_folder_of_two_warm_starts_loads_and_pairs(tmp_path):
     out = run_main(main, ["report", str(folder / "grid.yaml"), "--dir", str(folder), "--json"],
                    env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
     assert out.returncode == 0, out.stderr
-    named = {r["cell"]: r["warm_start"] for r in map(json.loads, out.stdout.splitlines())}
+    named = {r["cell"]: r["warm_start"] for r in map(json.loads, out.stdout.splitlines()) if r["record"] == "cell"}
     assert named == {"calculator-grpo-s0": "calculator", "calculator-grpo-s1": "calculator@w1",
                      "calculator-rloo-s0": "calculator", "calculator-rloo-s1": "calculator@w1"}
 

@@ -489,6 +489,54 @@ def test_compare_page_lists_each_cells_budget(data):
     assert list(spent.index) == ["calculator-grpo-s0", "calculator-grpo-s1"] and list(spent["RL steps"]) == ["3/3"] * 2
 
 
+def _choice(impl, chosen, trials, seed=0):
+    """A cell record's ``validation``: the learning-rate choice it trained with (stages.choose_lr's record)."""
+    return {"implementation": impl, "lr": chosen, "seed": seed, "split": {"n": 100, "seed": 5151},
+            "trials": [{"lr": lr, "validation": v, "complete": done, "validation_by_problem": []}
+                       for lr, v, done in trials]}
+
+
+def test_learning_rates_chosen_on_validation_by_hand():
+    from app.presentation.compare import lr_frame
+    from lab.compare.report import lr_choices, lr_choices_text
+
+    grpo = [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)]
+    ppo = [_cell("calculator-ppo", "ppo", 0, [1, 1, 0, 0])]
+    for c in grpo:
+        c.update(validation=_choice("calculator-grpo", 1e-5, [(1e-5, 0.59, True), (3e-5, 0.38, True),
+                                                                (1e-4, 0.07, True)]), budget={"mu": 2})
+    ppo[0].update(validation=_choice("calculator-ppo", 3e-5, [(1e-5, 0.43, True), (3e-5, 0.49, True),
+                                                             (1e-4, 0.9, False)]), budget={"mu": 4})
+    rows = lr_choices(grpo + ppo + [_cell("calculator-rloo", "rloo", 0, [0, 0, 0, 0])])  # rloo: no choice
+    assert [r["implementation"] for r in rows] == ["calculator-grpo", "calculator-ppo"]  # one row each
+    assert [(r["mu"], r["chosen"], r["edge"]) for r in rows] == [(2, 1e-5, "smallest"), (4, 3e-5, "")]
+    assert rows[1]["trials"][2] == {"lr": 1e-4, "validation": 0.9, "complete": False}
+    text = lr_choices_text(rows)
+    assert "(100 problems, seed 5151;" in text
+    assert "- calculator-grpo (mu 2): 1e-05: 0.590, 3e-05: 0.380, 0.0001: 0.070 -> 1e-05  (the sweep's smallest" \
+        in text
+    assert "0.0001: 0.900 (stopped) -> 3e-05\n" in text  # a stopped trial is not chosen, however high
+    frame = lr_frame(rows)
+    assert frame.to_dict("index") == {
+        "calculator-grpo": {"mu": 2, "validation success per rate": "1e-05: 59%; 3e-05: 38%; 0.0001: 7%",
+                            "chosen": "1e-05", "at the sweep's edge": "smallest"},
+        "calculator-ppo": {"mu": 4, "validation success per rate": "1e-05: 43%; 3e-05: 49%; 0.0001: 90% (stopped)",
+                           "chosen": "3e-05", "at the sweep's edge": "no"}}
+    assert lr_frame([]) is None and lr_choices_text([]) == ""
+
+
+def test_compare_page_shows_the_learning_rate_choice(data):
+    cells = [_cell("calculator-grpo", "grpo", s, [1, 0, 0, 0]) for s in (0, 1)]
+    for c in cells:
+        c["validation"] = _choice("calculator-grpo", 3e-5, [(1e-5, 0.2, True), (3e-5, 0.4, True), (1e-4, 0.1, True)])
+    _write_grid(data, cells)
+    at = open_page("compare", grid="demo")
+    assert "Learning rates, chosen on validation" in [e.label for e in at.expander]
+    [rates] = [t.value for t in at.table if "chosen" in t.value.columns]
+    assert rates.loc["calculator-grpo"].tolist() == ["–", "1e-05: 20%; 3e-05: 40%; 0.0001: 10%", "3e-05", "no"]
+    assert any("100 validation problems (seed 5151)" in c.value for c in at.caption)
+
+
 def test_a_reproduced_grid_of_a_shipped_name_has_its_own_link(tmp_path, monkeypatch):
     """A user who runs ``lab.compare run core`` has a folder named like the shipped grid: a link names each grid
     by its key (``core``, ``yours:core``), choosing the user's writes that key, and a link reopens it."""

@@ -108,11 +108,17 @@ def test_shipped_core_grid_reads_with_families_and_corrected_verdicts():
 @pytest.mark.parametrize("name", ["core", "envs-code-web", "envs-planning", "envs-reasoning-trust", "longhorizon"])
 def test_report_json_prints_one_line_per_shipped_cell(name, capsys):
     assert main(["report", name, "--dir", str(RESULTS / name), "--json"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     shipped = sorted(p.stem for p in (RESULTS / name / "cells").glob("*.json"))
-    records = [json.loads(line) for line in lines]
-    assert sorted(r["cell"] for r in records) == shipped and len(lines) == len(shipped)
+    records = [r for r in lines if r["record"] == "cell"]
+    assert sorted(r["cell"] for r in records) == shipped
     assert all(isinstance(r["heldout"], float) and r["heldout_by_family"] is not None for r in records)
+    # then every comparison of the grid, as --comparisons prints them: the verdict and the detectable effect
+    tests = lines[len(records):]
+    assert main(["report", name, "--dir", str(RESULTS / name), "--comparisons"]) == 0
+    alone = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [{k: v for k, v in t.items() if k != "record"} for t in tests] == alone
+    assert all(t["record"] == "comparison" and {"verdict", "detectable"} <= set(t) for t in tests)
 
 
 def test_report_text_and_comparisons_of_the_core_grid(capsys):

@@ -249,6 +249,23 @@ def family_frame(rows: list[dict]) -> pd.DataFrame | None:
                          for r in rows]).set_index("implementation")
 
 
+def lr_frame(rows: list[dict]) -> pd.DataFrame | None:
+    """``GridResults.lr_choices`` of one environment as a table: per implementation its mu, each rate tried with
+    its validation success in %, the chosen rate, and whether that rate is at an end of the sweep (the best rate
+    may then lie beyond what was tried). None when the grid chose no rate (no ``lr_sweep``)."""
+    if not rows:
+        return None
+
+    def tried(r: dict) -> str:
+        return "; ".join(f"{t['lr']:g}: {100 * t['validation']:.0f}%" + ("" if t["complete"] else " (stopped)")
+                         for t in r["trials"])
+
+    return pd.DataFrame([{"implementation": r["implementation"],
+                          "mu": NOT_APPLICABLE if r["mu"] is None else r["mu"],
+                          "validation success per rate": tried(r), "chosen": f"{r['chosen']:g}",
+                          "at the sweep's edge": r["edge"] or "no"} for r in rows]).set_index("implementation")
+
+
 def budget_frame(cells: list[dict]) -> pd.DataFrame | None:
     """The budget each cell actually spent (its record's ``budget``, lab/compare/stages.py): RL steps done of those
     planned, the policy's updates (mu per step, fewer where DAPO's dynamic sampling left a step's groups without

@@ -8,7 +8,7 @@ from app.presentation.common import first_param
 from app.presentation.docs import link_doc_paths
 from app.presentation.compare import (as_text, budget_frame, curves_chart, diagnostic_chart, diagnostic_choices,
                                       diagnostics_frame, diagnostics_notes, env_notes, family_frame, grid_intro,
-                                      interval_chart, leaderboard_frame, passk_chart, passk_comparison_frame,
+                                      interval_chart, leaderboard_frame, lr_frame, passk_chart, passk_comparison_frame,
                                       progress_note, progression_frame, references)
 
 
@@ -67,6 +67,17 @@ def environment(chosen, summary, env: str, header: bool) -> None:
             st.table(as_text(passk_comparison_frame(paired), "model"))
             st.markdown(ui.md(summary.passk_readings[env]))
     cells = [c for c in chosen.cells if c["env"] == env]
+    choices = chosen.lr_choices(env)
+    rates = lr_frame(choices)
+    if rates is not None:
+        with st.expander("Learning rates, chosen on validation"):
+            split = choices[0]["split"]
+            st.caption(f"Each implementation trained once per rate, as its cell of seed {choices[0]['seed']} would, "
+                       f"and was scored on "
+                       f"{split.get('n')} validation problems (seed {split.get('seed')}), none of them a test "
+                       f"problem; its cells train with the best rate (ties: the first). The rates were fixed before "
+                       f"any trial ran.")
+            st.table(rates)
     spent = budget_frame(cells)
     if spent is not None:
         with st.expander("Budget spent, per cell"):

@@ -3,7 +3,7 @@
     python -m lab.compare run    GRID [--dir DIR] [--max-cells N] [--env ENV] [--restore-by-heldout]
                                      # resumable: finished stages are kept
     python -m lab.compare status GRID [--dir DIR]
-    python -m lab.compare report GRID [--dir DIR] [--json | --comparisons | --markdown]
+    python -m lab.compare report GRID [--dir DIR] [--json | --comparisons | --markdown]   # --json: cells, then tests
     python -m lab.compare passk  GRID --env ENV [--dir DIR]     # what the grid's passk names (run does it too)
     python -m lab.compare export GRID [--dir DIR] --to FOLDER      # the small result files, to ship
 
@@ -28,16 +28,19 @@ from reference_impls.options import ConfigError
 from .board import passk_comparison
 from .folder import GridDir, bad_records
 from .grid import Grid, cell_id
-from .report import export, passk_reading, progression_markdown, progression_text, report_text
+from .report import (export, lr_choices_text, passk_reading, progression_markdown, progression_text,
+                     report_text)
 from .results import load_results
 from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run,
                      stage_process, status, trial_stage, warm_eval_stage, warm_restore_stage, warm_stage, warm_status)
 
 
-#: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval);
-#: a record lacking one prints null
+#: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval):
+#: its result and cost, the budget it actually spent, its diagnostics step by step, the learning rate it trained
+#: with and how that was chosen, and the warm weights it started from; a record lacking one prints null
 CELL_FIELDS = ("cell", "implementation", "algo", "env", "seed", "heldout", "heldout_interval", "train_s", "eval_s",
-               "tokens", "peak_rss_mb", "steps_done", "stopped_by_wall_cap")
+               "tokens", "peak_rss_mb", "steps_done", "stopped_by_wall_cap", "complete", "incomplete_reason",
+               "budget", "diagnostics", "warm_weights_sha256")
 
 
 def _report(grid: Grid, gdir: GridDir, args) -> int:
@@ -72,9 +75,15 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
             # the warm start the cell started from, where its record names one (grids with warm_seeds; an older
             # record started from warm/<env> and prints as it always did)
             warm = {"warm_start": r["warm_start"]} if "warm_start" in r else {}
-            print(json.dumps({**{k: r.get(k) for k in CELL_FIELDS}, **warm,
+            choice = r.get("validation") if isinstance(r.get("validation"), dict) else None
+            print(json.dumps({"record": "cell", **{k: r.get(k) for k in CELL_FIELDS}, **warm,
+                              "lr": (r.get("config") or {}).get("lr"),
+                              "lr_trials": None if choice is None else [
+                                  {k: t.get(k) for k in ("lr", "validation", "complete")} for t in choice["trials"]],
                               "heldout_interval_method": r.get("heldout_interval_method", LEGACY_HELDOUT_INTERVAL),
                               "heldout_by_family": {n: sum(v) / len(v) for n, v in by_family.items()}}))
+        for test in loaded.tests().values():  # then every comparison: its Holm-adjusted verdict, detectable effect
+            print(json.dumps({"record": "comparison", **test}))
     elif args.comparisons:
         for test in loaded.tests().values():
             print(json.dumps(test))
@@ -82,6 +91,9 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
         print(progression_markdown(loaded.progression(), loaded.cells, loaded.warm))
     else:
         print(report_text(loaded.board()))
+        choices = lr_choices_text(loaded.lr_choices())
+        if choices:
+            print(choices)
         stages = progression_text(loaded.progression())
         if stages:
             print(stages)
@@ -104,7 +116,10 @@ def main(argv=None) -> int:
             s.add_argument("--max-cells", type=int, default=None, help="stop after this many cells")
             s.add_argument("--env", default=None, help="only this environment's warm start and cells")
         if name == "report":
-            s.add_argument("--json", action="store_true", help="one JSON record per finished cell")
+            s.add_argument("--json", action="store_true",
+                           help="JSON lines: one per finished cell (\"record\": \"cell\": result, budget spent, "
+                                "diagnostics, per-family held-out, learning rate), then one per comparison "
+                                "(\"record\": \"comparison\": Holm-adjusted verdict, detectable effect)")
             s.add_argument("--comparisons", action="store_true",
                            help="one JSON record per comparison (statistics, Holm-adjusted p, verdict)")
             s.add_argument("--markdown", action="store_true",

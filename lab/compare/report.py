@@ -155,6 +155,46 @@ def report_text(board: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
+def lr_choices(cells: list[dict]) -> list[dict]:
+    """Each implementation's learning-rate choice as its cells record it (``validation``: the trials of
+    ``stages.choose_lr``, scored on the validation split before any cell was tested), in the cells' order: one row
+    per implementation with ``env``, ``implementation``, ``mu`` (policy updates per rollout batch), ``trials``
+    ([{"lr", "validation", "complete"}] in the sweep's order), the ``chosen`` rate, ``edge`` ("smallest" or
+    "largest" when the chosen rate is at that end of the sweep: the best rate may lie beyond it, "" otherwise),
+    the validation ``split`` ({"n", "seed"}), and the ``seed`` whose warm start the trials started from. Cells
+    without a choice (grids with no ``lr_sweep``) give none."""
+    rows: dict[str, dict] = {}
+    for c in cells:
+        choice = c.get("validation")
+        if not isinstance(choice, dict) or c.get("implementation") in rows or not choice.get("trials"):
+            continue
+        trials = [{"lr": t["lr"], "validation": t["validation"], "complete": bool(t.get("complete", True))}
+                  for t in choice["trials"]]
+        rates = [t["lr"] for t in trials]
+        edge = ("" if len(rates) < 2 else "smallest" if choice["lr"] == min(rates)
+                else "largest" if choice["lr"] == max(rates) else "")
+        rows[c["implementation"]] = {"env": c.get("env"), "implementation": c["implementation"],
+                                     "mu": (c.get("budget") or {}).get("mu"), "trials": trials,
+                                     "chosen": choice["lr"], "edge": edge, "split": choice.get("split") or {},
+                                     "seed": choice.get("seed")}
+    return list(rows.values())
+
+
+def lr_choices_text(rows: list[dict]) -> str:
+    """``lr_choices`` as text, one line per implementation ("" when there are none)."""
+    if not rows:
+        return ""
+    split = rows[0]["split"]
+    lines = [f"Learning rates, chosen on validation ({split.get('n')} problems, seed {split.get('seed')}; highest "
+             f"mean success among complete trials)"]
+    for r in rows:
+        tried = ", ".join(f"{t['lr']:g}: {t['validation']:.3f}" + ("" if t["complete"] else " (stopped)")
+                          for t in r["trials"])
+        edge = f"  (the sweep's {r['edge']} rate)" if r["edge"] else ""
+        lines.append(f"- {r['implementation']} (mu {r['mu']}): {tried} -> {r['chosen']:g}{edge}")
+    return "\n".join(lines) + "\n"
+
+
 def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
     """Copy the small files (grid.yaml, results, pass@k) to ``dest``; returns the number of cells."""
     dest.mkdir(parents=True, exist_ok=True)

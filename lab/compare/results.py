@@ -35,7 +35,7 @@ from reference_impls.stats import config_interval
 from .board import PASSK_LEGACY, grid_tests, leaderboard, passk_comparison, progression
 from .folder import (DIAGNOSTIC_KEYS, BadRecord, GridDir, bad_records, cell_diagnostics, cell_results,
                      read_record, split_warm_name)
-from .report import passk_reading
+from .report import lr_choices, passk_reading
 
 __all__ = ["DIAGNOSTIC_KEYS", "PASSK_LEGACY", "RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families",
            "load_results", "passk_comparison", "passk_reading", "summary_key"]
@@ -110,6 +110,11 @@ class GridResults:
         (``warm/<env>``) and ``@w<seed>`` for the others (grids with several ``warm_seeds``)."""
         return [("" if name == env else name.removeprefix(env), r) for name, r in self.warm.items()
                 if split_warm_name(name)[0] == env]
+
+    def lr_choices(self, env: str | None = None) -> list[dict]:
+        """Each implementation's learning-rate choice on validation (``report.lr_choices``), of ``env`` only when
+        given."""
+        return [r for r in lr_choices(self.cells) if env is None or r["env"] == env]
 
     def reference_line(self, env: str) -> str:
         """The references' held-out success in words (the untrained model where measured, then the warm

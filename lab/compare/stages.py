@@ -507,8 +507,8 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout, seeds=None)
     Resumable: each problem's count is saved as it is measured (``passk/.<env>.partial.json``), and each
     problem's samples draw from their own seed (the eval seed + the problem's index), so a killed stage
     resumes at the next problem and ends with the same counts as one that was never stopped. A model's counts
-    are kept while its source is the same (the base model's name, the warm start's weights digest, the cell's
-    finishing time); other settings start over.
+    are kept while its source is the same (the base model's name, the digest of the warm start's weights as they
+    are on disk, the cell's finishing time); other settings start over.
 
     ``seeds``: count only those seeds' cells, into the partial file (``run`` does it right after each such cell
     trains, so that a grid carried across sessions without weights still has every seed's counts); the record
@@ -542,9 +542,10 @@ def passk_stage(grid: Grid, gdir: GridDir, env: str, out=sys.stdout, seeds=None)
             sources[label] = f"{cells[label]['cell']} finished {finished}"
         elif label == "base":
             sources[label] = str(name)
-        else:
+        else:  # the weights it samples: the recorded ones, or a restore's kept by held-out (warm_restore_stage)
             done = json.loads((Path(name) / "done.json").read_text())
-            sources[label] = done.get("weights_sha256") or str(name)
+            sources[label] = (weights_digest(Path(name)) if has_weights(Path(name)) else None
+                              ) or done.get("weights_sha256") or str(name)
     (gdir.path / "passk").mkdir(exist_ok=True)
     partial_path = gdir.path / "passk" / f".{env}.partial.json"
     partial = json.loads(partial_path.read_text()) if partial_path.exists() else None

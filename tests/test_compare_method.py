@@ -456,6 +456,10 @@ def test_an_exported_folder_of_two_warm_starts_loads_and_pairs(tmp_path):
     assert loaded.tests()[("calculator", "calculator-grpo", WARM)]["difference"] == pytest.approx(0.125)
     assert "Warm start alone (no RL): 50.0%" in loaded.reference_line("calculator")
     assert "Warm start @w1 alone (no RL): 12.5%" in loaded.reference_line("calculator")
+    # the stages table shows each warm start on its own (pooled, two warm starts give an interval of [0, 100])
+    from lab.compare.report import progression_markdown
+    table = progression_markdown(loaded.progression(), loaded.cells, loaded.warm)
+    assert "| 50% [16, 84] (warm/calculator); 12% [0, 53] (warm/calculator@w1) |" in table
     out = run_main(main, ["report", str(folder / "grid.yaml"), "--dir", str(folder), "--json"],
                    env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
     assert out.returncode == 0, out.stderr

@@ -1,8 +1,8 @@
 """What a grid's results say, as text, and the small result files to ship.
 
 Owns the text tables of ``python -m lab.compare report`` (``report_text``, ``progression_text``,
-``progression_markdown``), the pass@k sentence (``passk_reading``), durations in words (``duration``) and
-``export`` (a grid folder's small files, with this machine's paths made relative, to ``lab/results/<grid>``).
+``progression_markdown``, ``lr_choices_text``), the pass@k sentence (``passk_reading``), durations in words
+(``duration``), each implementation's learning-rate choice (``lr_choices``) and ``export`` (a grid folder's small files, with this machine's paths made relative, to ``lab/results/<grid>``).
 """
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import os
 import shutil
 from pathlib import Path
 
+from reference_impls.stats import config_interval
+
 from .board import PASSK_LEGACY
-from .folder import GridDir, atomic_json, cell_results
+from .folder import GridDir, atomic_json, cell_results, split_warm_name
 from .grid import Grid
 
 
@@ -96,15 +98,31 @@ def progression_text(prog: dict[str, list[dict]]) -> str:
 
 def progression_markdown(prog: dict[str, list[dict]], cells: list[dict], warm: dict[str, dict]) -> str:
     """One Markdown row per (environment, RL implementation) of a base / SFT / SFT + RL grid: the three
-    held-out figures with intervals, RL's paired difference to SFT, and what each stage cost."""
+    held-out figures with intervals (several warm starts: each on its own), RL's paired difference to SFT (each
+    seed against its own warm start), and what each stage cost."""
     def pct(r):
         return f"{100 * r['heldout']:.0f}% [{100 * r['low']:.0f}, {100 * r['high']:.0f}]" if r else "-"
+
+    def each_warm(env: str) -> str | None:
+        """Several warm starts: each on its own, with its one-run interval over the problems (their pooled
+        interval has one degree of freedom per warm start less one: [0, 100] for two); None for one."""
+        records = [(name, r) for name, r in warm.items()
+                   if split_warm_name(name)[0] == env and r.get("heldout_by_problem")]
+        if len(records) < 2:
+            return None
+        shown = []
+        for name, r in records:
+            ci = config_interval([r["heldout_by_problem"]])
+            which = f"warm seed {r['seed']}" if isinstance(r.get("seed"), int) else f"warm/{name}"
+            shown.append(f"{100 * r['heldout']:.0f}% [{100 * ci.low:.0f}, {100 * ci.high:.0f}] ({which})")
+        return "; ".join(shown)
 
     lines = ["| environment | untrained | SFT (warm start) | SFT + RL | RL - SFT, paired (pts) | verdict | "
              "SFT time | RL time (steps) |", "|---|---|---|---|---|---|---|---|"]
     for env, rows in prog.items():
         untrained = next((r for r in rows if r["stage"] == "untrained"), None)
         sft_row = next((r for r in rows if r["stage"] == "SFT (warm start)"), None)
+        sft_shown = each_warm(env) or pct(sft_row)
         sft_s = warm.get(env, {}).get("wall_s")
         for r in [r for r in rows if r["implementation"] is not None] or [None]:
             mine = [c for c in cells if r and c["implementation"] == r["implementation"]]
@@ -113,8 +131,9 @@ def progression_markdown(prog: dict[str, list[dict]], cells: list[dict], warm: d
             verdict = r["verdict"] if r and r["verdict"] else "-"
             rl_time = (f"{duration(sum(c['train_s'] for c in mine) / len(mine))} "
                        f"({', '.join(str(c['steps_done']) for c in mine)}"
-                       f"{', wall cap' if any(c.get('stopped_by_wall_cap') for c in mine) else ''})") if mine else "-"
-            lines.append(f"| {env}{' (' + r['implementation'] + ')' if r else ''} | {pct(untrained)} | {pct(sft_row)} "
+                       f"{', wall cap' if any(c.get('stopped_by_wall_cap') for c in mine) else ''})"
+                       ) if mine and all("train_s" in c for c in mine) else "-"
+            lines.append(f"| {env}{' (' + r['implementation'] + ')' if r else ''} | {pct(untrained)} | {sft_shown} "
                          f"| {pct(r)} | {diff} | {verdict} | {duration(sft_s) if sft_s else '-'} | {rl_time} |")
     return "\n".join(lines)
 

@@ -642,3 +642,49 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     assert restore["heldout_by_problem_equal"] is True and restore["provenance"]["cpu"] is not None
     assert {k: v for k, v in kept.items() if k != "restored"} == other
     assert not list(warm.parent.glob(".*restore*"))
+
+
+def test_export_of_one_environment_ships_only_its_records(tmp_path):
+    """A grid run on fewer environments than its file plans ships as what ran: ``export --env`` writes that
+    environment's cells, warm starts and pass@k, and a grid.yaml naming only its implementations (so the shipped
+    grid is whole), with a comment naming what was not run; a folder with files is never written into."""
+    import yaml
+
+    from lab.compare.cli import main
+    from lab.compare.folder import atomic_json
+    from lab.compare.report import export
+    from lab.compare.results import load_results
+
+    grid = Grid.from_dict(_grid_data(implementations=["calculator-grpo", "frozenlake-grpo"], seeds=[0]), "g.yaml")
+    gdir = GridDir(tmp_path / "g")
+    gdir.path.mkdir()
+    (gdir.path / "grid.yaml").write_text(yaml.safe_dump(grid.as_dict(), sort_keys=False))
+    for impl, env in (("calculator-grpo", "calculator"), ("frozenlake-grpo", "frozenlake")):
+        folder = gdir.cell(impl, 0)
+        folder.mkdir(parents=True)
+        atomic_json(folder / "result.json", {"cell": f"{impl}-s0", "implementation": impl, "algo": "grpo", "env": env,
+                                             "seed": 0, "heldout": 0.5, "heldout_by_problem": [1, 0],
+                                             "config": {"model": "x", "out": "y"}})
+        gdir.warm(env).mkdir(parents=True)
+        atomic_json(gdir.warm(env) / "done.json", {"heldout": 0.5, "heldout_by_problem": [1, 0]})
+    (gdir.path / "passk").mkdir()
+    for env in ("calculator", "frozenlake"):
+        atomic_json(gdir.path / "passk" / f"{env}.json", {"env": env, "curves": {}})
+
+    dest = tmp_path / "shipped"
+    assert export(grid, gdir, dest, env="calculator") == 1
+    assert sorted(p.name for p in dest.rglob("*.json")) == ["calculator-grpo-s0.json", "calculator.json",
+                                                             "calculator.json"]
+    text = (dest / "grid.yaml").read_text()
+    assert text.startswith("# tiny as run, exported for calculator only") and "not run here: frozenlake-grpo" in text
+    shipped = load_results(dest, shipped=True)
+    assert shipped.spec["implementations"] == ["calculator-grpo"] and [c["cell"] for c in shipped.cells] == [
+        "calculator-grpo-s0"]
+    # the folder now has files: a second export is refused, with the reason, and changes nothing
+    before = sorted(p.name for p in dest.rglob("*"))
+    with pytest.raises(ConfigError, match="is not empty"):
+        export(grid, gdir, dest)
+    assert sorted(p.name for p in dest.rglob("*")) == before
+    assert main(["export", str(gdir.path / "grid.yaml"), "--dir", str(gdir.path), "--to", str(tmp_path / "x"),
+                 "--env", "search"]) == 2
+    assert not (tmp_path / "x").exists()

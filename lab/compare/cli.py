@@ -5,7 +5,7 @@
     python -m lab.compare status GRID [--dir DIR]
     python -m lab.compare report GRID [--dir DIR] [--json | --comparisons | --markdown]   # --json: cells, then tests
     python -m lab.compare passk  GRID --env ENV [--dir DIR]     # what the grid's passk names (run does it too)
-    python -m lab.compare export GRID [--dir DIR] --to FOLDER      # the small result files, to ship
+    python -m lab.compare export GRID [--dir DIR] --to FOLDER [--env ENV]   # the small result files, to ship
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
 (see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval`` (each
@@ -135,7 +135,9 @@ def main(argv=None) -> int:
             s.add_argument("--warm-seed", type=int, default=None,
                            help="which of the grid's warm_seeds (default: the first, warm/<env>)")
         if name == "export":
-            s.add_argument("--to", required=True, help="destination folder (e.g. lab/results/<grid>)")
+            s.add_argument("--to", required=True, help="destination folder, new or empty (e.g. lab/results/<grid>)")
+            s.add_argument("--env", default=None,
+                           help="this environment only; the shipped grid.yaml then names only its implementations")
         if name == "_passk":
             s.add_argument("--seed", type=int, default=None,
                            help="count only this seed's cell (run does it right after the cell trains)")
@@ -209,5 +211,9 @@ def main(argv=None) -> int:
         return stage_process(["_passk", args.grid, "--dir", str(gdir.path), "--env", args.env],
                              gdir.path / f"passk-{args.env}.log")
     elif args.command == "export":
-        print(f"{export(grid, gdir, Path(args.to))} cells exported to {args.to}")
+        try:
+            print(f"{export(grid, gdir, Path(args.to), env=args.env)} cells exported to {args.to}")
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     return 0

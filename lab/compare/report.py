@@ -214,12 +214,37 @@ def lr_choices_text(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
-    """Copy the small files (grid.yaml, results, pass@k) to ``dest``; returns the number of cells."""
+def export(grid: Grid, gdir: GridDir, dest: Path, env: str | None = None) -> int:
+    """Copy the small files (grid.yaml, results, pass@k) to ``dest``, a new or empty folder (a folder with files,
+    such as an earlier export, is refused: the two would mix); returns the number of cells. ``env``: that
+    environment only, and the shipped grid.yaml names only its implementations (a grid run on fewer environments
+    than its file plans), with a comment that says so."""
+    from reference_impls.options import ConfigError
+
+    if dest.exists() and any(dest.iterdir()):
+        raise ConfigError(f"--to {dest}: the folder is not empty (an earlier export?); move it away first, so that "
+                          f"its records and this grid's do not mix")
+    if env is not None and env not in grid.envs():
+        raise ConfigError(f"--env {env}: the grid has no cells on it; its environments: {', '.join(grid.envs())}")
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy(gdir.path / "grid.yaml", dest / "grid.yaml")
+    if env is None:
+        shutil.copy(gdir.path / "grid.yaml", dest / "grid.yaml")
+    else:
+        import yaml
+
+        from .grid import env_of
+
+        ran = Grid.from_dict(yaml.safe_load((gdir.path / "grid.yaml").read_text()), str(gdir.path / "grid.yaml"))
+        spec = ran.as_dict()
+        left = [i for i in spec["implementations"] if env_of(i) != env]
+        spec["implementations"] = [i for i in spec["implementations"] if env_of(i) == env]
+        (dest / "grid.yaml").write_text(
+            f"# {grid.name} as run, exported for {env} only (python -m lab.compare export {grid.name} --env {env}); "
+            f"not run here: {', '.join(left) or 'nothing'}\n" + yaml.safe_dump(spec, sort_keys=False))
     n = 0
     for r in cell_results(grid, gdir):
+        if env is not None and r["env"] != env:
+            continue
         (dest / "cells").mkdir(exist_ok=True)
         # the warm start's and the run's folders are this machine's; shipped, the config names them relative to
         # a grid folder (GridResults.reproduce says how to rebuild it) and the warm start's settings travel beside it
@@ -228,15 +253,17 @@ def export(grid: Grid, gdir: GridDir, dest: Path) -> int:
                              "out": f"cells/{r['cell']}/run"}}
         atomic_json(dest / "cells" / f"{r['cell']}.json", r)
         n += 1
-    for env in grid.envs():
-        for _, name in gdir.warm_starts(grid, env):  # warm/<env>.json, warm/<env>@w<seed>.json
+    for each in [e for e in grid.envs() if env is None or e == env]:
+        for _, name in gdir.warm_starts(grid, each):  # warm/<env>.json, warm/<env>@w<seed>.json
             if (gdir.warm(name) / "done.json").exists():
                 (dest / "warm").mkdir(exist_ok=True)
                 shutil.copy(gdir.warm(name) / "done.json", dest / "warm" / f"{name}.json")
-        if gdir.base(env).exists():
+        if gdir.base(each).exists():
             (dest / "base").mkdir(exist_ok=True)
-            shutil.copy(gdir.base(env), dest / "base" / f"{env}.json")
+            shutil.copy(gdir.base(each), dest / "base" / f"{each}.json")
     for p in sorted((gdir.path / "passk").glob("[!.]*.json")):  # not a stage's partial file
+        if env is not None and p.stem != env:
+            continue
         (dest / "passk").mkdir(exist_ok=True)
         record = json.loads(p.read_text())
         for curve in record.get("curves", {}).values():  # this machine's folders, relative to the grid folder

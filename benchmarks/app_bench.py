@@ -100,7 +100,7 @@ COMPLETE = {
     "Compare": ("/compare", [("h1", "Compare algorithms"), ('[data-testid="stTab"]', "calculator"),
                              ('[data-testid="stTab"]', "search"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
                              ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
-    "Compare, a linked tab": ("/compare?grid=core&env=frozenlake", [
+    "Compare, a linked tab": ("/compare?grid=core-first&env=frozenlake", [
         ("h1", "Compare algorithms"), ('[data-testid="stTab"][aria-selected="true"]', "frozenlake"),
         ("p", "Map-blind bar:"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
         ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),

@@ -96,7 +96,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.set_default_timeout(120_000)  # a tab's rerun and its charts on a loaded CI machine
-            _open_complete(page, app_server.url + "/compare?grid=core", COMPLETE["Compare"][1])
+            _open_complete(page, app_server.url + "/compare?grid=core-first", COMPLETE["Compare"][1])
             assert [t.strip() for t in page.locator('[data-testid="stTab"]').all_inner_texts()] == [
                 "calculator", "frozenlake", "search"]
             said, seen = [], []
@@ -140,7 +140,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
             assert "Map-blind bar:" in said[1] and "Map-blind bar:" not in said[0]
 
             # a link to a tab opens it
-            _open_complete(page, app_server.url + "/compare?grid=core&env=search",
+            _open_complete(page, app_server.url + "/compare?grid=core-first&env=search",
                            [('[data-testid="stTab"][aria-selected="true"]', "search"),
                             ('[data-testid="stVegaLiteChart"] svg.marks', "", 2)])
         finally:

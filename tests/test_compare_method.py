@@ -117,7 +117,7 @@ def test_budget_status_reads_new_and_legacy_records():
 def test_shipped_results_still_load_as_legacy():
     """Records written before the method (lab/results/*) lack budget, diagnostics and provenance: they read as
     legacy, budget by wall time, with no diagnostics; the core grid's capped PPO cells are out of verdicts."""
-    folder = os.path.join(ROOT, "lab", "results", "core")
+    folder = os.path.join(ROOT, "lab", "results", "core-first")
     records = cell_results(None, GridDir(folder))
     assert len(records) >= 21
     statuses = [budget_status(r) for r in records]

@@ -385,10 +385,10 @@ def test_compare_notes_link_the_files_they_name():
     from app.presentation.compare import env_notes
     from app.presentation.docs import link_doc_paths
 
-    grid = next(g for g in results.available_results() if g.spec.get("name") == "core")
+    grid = next(g for g in results.available_results() if g.key == "core-first")
     notes = [link_doc_paths(n) for n in env_notes(grid, grid.summary(), "frozenlake")]
     assert any("](source?path=benchmarks%2Ffrozenlake_open_loop.py)" in n for n in notes)
-    at = open_page("compare", grid="core", env="frozenlake")
+    at = open_page("compare", grid="core-first", env="frozenlake")
     shown = "\n".join(str(e.value) for e in at.markdown)
     assert "](source?path=benchmarks%2Ffrozenlake_open_loop.py)" in shown
 
@@ -399,25 +399,25 @@ def test_a_grid_of_several_environments_draws_one_tab_at_a_time():
     def drawn(at) -> list[str]:
         return [c.proto.spec for c in at.get("vega_lite_chart")]
 
-    first = open_page("compare", grid="core")
+    first = open_page("compare", grid="core-first")
     assert [t.label for t in first.tabs] == ["calculator", "frozenlake", "search"]
     assert first.selectbox(key="cell-calculator") and "cell-frozenlake" not in first.session_state
     assert len(drawn(first)) == 3  # the interval chart, the training curves and pass@k of the open tab alone
     assert not any("Map-blind bar" in str(m.value) for m in first.markdown)
 
-    linked = open_page("compare", grid="core", env="frozenlake")
+    linked = open_page("compare", grid="core-first", env="frozenlake")
     assert linked.selectbox(key="cell-frozenlake") and "cell-calculator" not in linked.session_state
     assert any("Map-blind bar" in str(m.value) for m in linked.markdown)
     assert linked.query_params.get("env") in ("frozenlake", ["frozenlake"])
 
-    unknown = open_page("compare", grid="core", env="nowhere")
+    unknown = open_page("compare", grid="core-first", env="nowhere")
     assert unknown.selectbox(key="cell-calculator")
     assert "env" not in unknown.query_params
 
 
 def test_choosing_another_grid_writes_it_into_the_url():
     """A link or a reload reopens the grid shown: choosing a grid sets ``grid=``, and its tabs are drawn."""
-    at = open_page("compare", grid="core", env="frozenlake")
+    at = open_page("compare", grid="core-first", env="frozenlake")
     names = [g.spec.get("name") for g in results.available_results()]
     other = next(i for i, name in enumerate(names) if name == "envs-planning")
     at.selectbox(key="compare-grid").set_value(other).run()
@@ -448,7 +448,7 @@ def test_family_table_shows_each_family_with_its_difference_from_the_warm_start(
 
 
 def test_compare_page_draws_the_family_table_of_the_shipped_calculator():
-    at = open_page("compare", grid="core", env="calculator")
+    at = open_page("compare", grid="core-first", env="calculator")
     tables = [t.value for t in at.table]
     [families] = [t for t in tables if any(col.startswith("add (") for col in t.columns)]
     assert list(families.index) == list(tables[0].index)  # the leaderboard's rows, in its order
@@ -538,24 +538,25 @@ def test_compare_page_shows_the_learning_rate_choice(data):
 
 
 def test_a_reproduced_grid_of_a_shipped_name_has_its_own_link(tmp_path, monkeypatch):
-    """A user who runs ``lab.compare run core`` has a folder named like the shipped grid: a link names each grid
-    by its key (``core``, ``yours:core``), choosing the user's writes that key, and a link reopens it."""
+    """A user who reproduces a shipped grid into a folder of the shipped folder's name (``lab.compare run core``
+    makes ``compare/core``): a link names each grid by its key (``<folder>``, ``yours:<folder>``), choosing the
+    user's writes that key, and a link reopens it."""
     monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
-    shipped = results.RESULTS / "core" / "grid.yaml"
-    (tmp_path / "compare" / "core" / "cells").mkdir(parents=True)
-    (tmp_path / "compare" / "core" / "grid.yaml").write_text(shipped.read_text())
+    name = "core-first"  # a shipped folder
+    mine_dir = tmp_path / "compare" / name
+    (mine_dir / "cells" / "calculator-grpo-s0").mkdir(parents=True)
+    (mine_dir / "grid.yaml").write_text((results.RESULTS / name / "grid.yaml").read_text())
     cell = _cell("calculator-grpo", "grpo", 0, [1, 0, 0, 0])
-    (tmp_path / "compare" / "core" / "cells" / "calculator-grpo-s0").mkdir()
-    (tmp_path / "compare" / "core" / "cells" / "calculator-grpo-s0" / "result.json").write_text(json.dumps(cell))
+    (mine_dir / "cells" / "calculator-grpo-s0" / "result.json").write_text(json.dumps(cell))
     grids = results.available_results()
     keys = [g.key for g in grids]
-    assert "core" in keys and "yours:core" in keys and len(set(keys)) == len(keys)
-    mine = keys.index("yours:core")
-    at = open_page("compare", grid="core")
-    assert at.selectbox(key="compare-grid").value == keys.index("core")  # the shipped grid keeps its plain link
+    assert name in keys and f"yours:{name}" in keys and len(set(keys)) == len(keys)
+    mine = keys.index(f"yours:{name}")
+    at = open_page("compare", grid=name)
+    assert at.selectbox(key="compare-grid").value == keys.index(name)  # the shipped grid keeps its plain link
     at.selectbox(key="compare-grid").set_value(mine).run()
-    assert not at.exception and at.query_params.get("grid") in ("yours:core", ["yours:core"])
-    assert open_page("compare", grid="yours:core").selectbox(key="compare-grid").value == mine
+    assert not at.exception and at.query_params.get("grid") in (f"yours:{name}", [f"yours:{name}"])
+    assert open_page("compare", grid=f"yours:{name}").selectbox(key="compare-grid").value == mine
 
 
 def test_a_grid_not_finished_says_how_far_it_has_run(data):

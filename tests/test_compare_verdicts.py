@@ -87,7 +87,7 @@ def test_heldout_families_follow_the_generator():
 
 
 def test_shipped_core_grid_reads_with_families_and_corrected_verdicts():
-    grid = load_results(RESULTS / "core", shipped=True)
+    grid = load_results(RESULTS / "core-first", shipped=True)
     assert {env: len(set(v)) for env, v in grid.families().items()} == {"calculator": 9, "search": 5, "frozenlake": 3}
     tests = grid.tests()
     family = [t for t in tests.values() if t["p_holm"] is not None]
@@ -105,9 +105,16 @@ def test_shipped_core_grid_reads_with_families_and_corrected_verdicts():
     assert all(r["low"] <= r["heldout"] <= r["high"] for rows in board.values() for r in rows)
 
 
-@pytest.mark.parametrize("name", ["core", "envs-code-web", "envs-planning", "envs-reasoning-trust", "longhorizon"])
+SHIPPED = sorted(p.name for p in RESULTS.iterdir() if (p / "grid.yaml").is_file())
+
+
+def test_the_shipped_grids_are_these():  # the loop below is not empty, and a new shipped grid is read by it
+    assert {"core-first", "envs-code-web", "envs-planning", "envs-reasoning-trust", "longhorizon"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_report_json_prints_one_line_per_shipped_cell(name, capsys):
-    assert main(["report", name, "--dir", str(RESULTS / name), "--json"]) == 0
+    assert main(["report", str(RESULTS / name / "grid.yaml"), "--dir", str(RESULTS / name), "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     shipped = sorted(p.stem for p in (RESULTS / name / "cells").glob("*.json"))
     records = [r for r in lines if r["record"] == "cell"]
@@ -115,19 +122,19 @@ def test_report_json_prints_one_line_per_shipped_cell(name, capsys):
     assert all(isinstance(r["heldout"], float) and r["heldout_by_family"] is not None for r in records)
     # then every comparison of the grid, as --comparisons prints them: the verdict and the detectable effect
     tests = lines[len(records):]
-    assert main(["report", name, "--dir", str(RESULTS / name), "--comparisons"]) == 0
+    assert main(["report", str(RESULTS / name / "grid.yaml"), "--dir", str(RESULTS / name), "--comparisons"]) == 0
     alone = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [{k: v for k, v in t.items() if k != "record"} for t in tests] == alone
     assert all(t["record"] == "comparison" and {"verdict", "detectable"} <= set(t) for t in tests)
 
 
 def test_report_text_and_comparisons_of_the_core_grid(capsys):
-    assert main(["report", "core", "--dir", str(RESULTS / "core"), "--comparisons"]) == 0
+    assert main(["report", "core", "--dir", str(RESULTS / "core-first"), "--comparisons"]) == 0
     out = capsys.readouterr().out
     assert "Infinity" not in out and "NaN" not in out  # strict JSON, for any reader
     tests = [json.loads(line) for line in out.splitlines()]
     assert len(tests) == 39 and all({"p_raw", "p_holm", "test", "detectable", "verdict"} <= set(t) for t in tests)
-    assert main(["report", "core", "--dir", str(RESULTS / "core")]) == 0
+    assert main(["report", "core", "--dir", str(RESULTS / "core-first")]) == 0
     text = capsys.readouterr().out
     assert "Per problem family" in text and "Holm-adjusted p" in text
     assert "significant" not in text and " equal" not in text

@@ -82,11 +82,9 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
                                   {k: t.get(k) for k in ("lr", "validation", "complete")} for t in choice["trials"]],
                               "heldout_interval_method": r.get("heldout_interval_method", LEGACY_HELDOUT_INTERVAL),
                               "heldout_by_family": {n: sum(v) / len(v) for n, v in by_family.items()}}))
-        for test in loaded.tests().values():  # then every comparison: its Holm-adjusted verdict, detectable effect
-            print(json.dumps({"record": "comparison", **test}))
-    elif args.comparisons:
-        for test in loaded.tests().values():
-            print(json.dumps(test))
+    if args.json or args.comparisons:  # every comparison: its Holm-adjusted verdict, detectable effect
+        for test in loaded.tests().values():  # --json: after the cells, tagged as such
+            print(json.dumps({"record": "comparison", **test} if args.json else test))
     elif args.markdown:
         print(progression_markdown(loaded.progression(), loaded.cells, loaded.warm))
     else:

@@ -460,6 +460,14 @@ def test_an_exported_folder_of_two_warm_starts_loads_and_pairs(tmp_path):
     from lab.compare.report import progression_markdown
     table = progression_markdown(loaded.progression(), loaded.cells, loaded.warm)
     assert "| 50% [16, 84] (warm/calculator); 12% [0, 53] (warm/calculator@w1) |" in table
+    from lab.compare.report import progression_text
+    text = progression_text(loaded.progression(), loaded.warm).splitlines()
+    sft = next(i for i, line in enumerate(text) if line.startswith("SFT (warm start)"))
+    assert "each below" in text[sft] and "[0.000, 1.000]" not in text[sft]
+    assert text[sft + 1].split() == ["warm/calculator", "0.500", "[0.157,", "0.843]"]
+    assert text[sft + 2].split()[:2] == ["warm/calculator@w1", "0.125"]
+    # without the warm records (or with one warm start) the stage keeps its own interval
+    assert "each below" not in progression_text(loaded.progression())
     out = run_main(main, ["report", str(folder / "grid.yaml"), "--dir", str(folder), "--json"],
                    env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
     assert out.returncode == 0, out.stderr

@@ -92,7 +92,7 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
         choices = lr_choices_text(loaded.lr_choices())
         if choices:
             print(choices)
-        stages = progression_text(loaded.progression())
+        stages = progression_text(loaded.progression(), loaded.warm)
         if stages:
             print(stages)
         for env, record in loaded.passk.items():

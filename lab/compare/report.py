@@ -2,8 +2,9 @@
 
 Owns the text tables of ``python -m lab.compare report`` (``report_text``, ``progression_text``,
 ``progression_markdown``, ``lr_choices_text``), the pass@k sentence (``passk_reading``), durations in words
-(``duration``), each implementation's learning-rate choice (``lr_choices``) and ``export`` (a grid folder's small
-files, with this machine's paths made relative, to ``lab/results/<grid>``).
+(``duration``), each warm start on its own (``each_warm_start``), each implementation's learning-rate choice
+(``lr_choices``) and ``export`` (a grid folder's small files, with this machine's paths made relative, to
+``lab/results/<grid>``).
 """
 from __future__ import annotations
 
@@ -80,19 +81,41 @@ def passk_reading(rows: list[dict]) -> str | None:
     return head + text + tail
 
 
-def progression_text(prog: dict[str, list[dict]]) -> str:
-    """The stages table of ``progression`` as text (only environments with a reference stage measured)."""
+def each_warm_start(warm: dict[str, dict], env: str) -> list[tuple[str, float, float, float]]:
+    """``env``'s warm starts, each on its own: (name, held-out, low, high), the interval one run's over the problems.
+    Empty for fewer than two: their pooled interval has one degree of freedom per warm start less one ([0, 1] for
+    two), so a grid with several shows each instead."""
+    records = [(name, r) for name, r in warm.items()
+               if split_warm_name(name)[0] == env and r.get("heldout_by_problem")]
+    if len(records) < 2:
+        return []
+    shown = []
+    for name, r in records:
+        ci = config_interval([r["heldout_by_problem"]])
+        shown.append((f"warm seed {r['seed']}" if isinstance(r.get("seed"), int) else f"warm/{name}",
+                      r["heldout"], ci.low, ci.high))
+    return shown
+
+
+def progression_text(prog: dict[str, list[dict]], warm: dict[str, dict] | None = None) -> str:
+    """The stages table of ``progression`` as text (only environments with a reference stage measured). With the
+    grid's ``warm`` records, several warm starts are each shown on its own line under the stage they make up."""
     lines = []
     for env, rows in prog.items():
         if not any(r["implementation"] is None for r in rows):
             continue
         lines.append(f"## {env}: untrained -> SFT -> SFT + RL")
         lines.append(f"{'stage':<40} {'held-out':>9} {'95% interval':>16} {'vs stage before':>24}  verdict")
+        each = each_warm_start(warm or {}, env)
         for r in rows:
-            interval = "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
+            several = each and r["stage"] == "SFT (warm start)"
+            interval = "each below" if several else "[{:.3f}, {:.3f}]".format(r["low"], r["high"])
             vs = "" if r["vs"] is None else "{:+.3f} [{:+.3f}, {:+.3f}]".format(r["vs"]["mean"], r["vs"]["low"],
                                                                             r["vs"]["high"])
             lines.append(f"{r['stage']:<40} {r['heldout']:>9.3f} {interval:>16} {vs:>24}  {r['verdict']}")
+            if several:
+                for which, heldout, low, high in each:
+                    lines.append(f"{'  ' + which:<40} {heldout:>9.3f} {f'[{low:.3f}, {high:.3f}]':>16}")
         lines.append("")
     return "\n".join(lines)
 
@@ -104,19 +127,9 @@ def progression_markdown(prog: dict[str, list[dict]], cells: list[dict], warm: d
     def pct(r):
         return f"{100 * r['heldout']:.0f}% [{100 * r['low']:.0f}, {100 * r['high']:.0f}]" if r else "-"
 
-    def each_warm(env: str) -> str | None:
-        """Several warm starts: each on its own, with its one-run interval over the problems (their pooled
-        interval has one degree of freedom per warm start less one: [0, 100] for two); None for one."""
-        records = [(name, r) for name, r in warm.items()
-                   if split_warm_name(name)[0] == env and r.get("heldout_by_problem")]
-        if len(records) < 2:
-            return None
-        shown = []
-        for name, r in records:
-            ci = config_interval([r["heldout_by_problem"]])
-            which = f"warm seed {r['seed']}" if isinstance(r.get("seed"), int) else f"warm/{name}"
-            shown.append(f"{100 * r['heldout']:.0f}% [{100 * ci.low:.0f}, {100 * ci.high:.0f}] ({which})")
-        return "; ".join(shown)
+    def each_warm(env: str) -> str | None:  # several warm starts: each on its own (None for one)
+        return "; ".join(f"{100 * heldout:.0f}% [{100 * low:.0f}, {100 * high:.0f}] ({which})"
+                         for which, heldout, low, high in each_warm_start(warm, env)) or None
 
     lines = ["| environment | untrained | SFT (warm start) | SFT + RL | RL - SFT, paired (pts) | verdict | "
              "SFT time | RL time (steps) |", "|---|---|---|---|---|---|---|---|"]

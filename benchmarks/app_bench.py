@@ -94,12 +94,18 @@ COMPLETE = {
     "Import": ("/imports", [("h1", "Import your works"), ("h3", "Your works")]),
     "Lab": ("/lab", [("h1", "Lab"), ("button", "Launch")]),
     "Runs": ("/runs", [("h1", "Runs"), ('[data-testid="stAlert"]', "No runs yet")]),
-    # one environment per tab, only the open one drawn (the first by default, ``env=`` picks another); charts and
-    # tables are drawn a moment after their element arrives: the tab's 3 charts (its interval chart, training curves
-    # and pass@k) and 2 tables, whichever kind of table the page uses
-    "Compare": ("/compare", [("h1", "Compare algorithms"), ('[data-testid="stTab"]', "calculator"),
-                             ('[data-testid="stTab"]', "search"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
+    # the default grid (the re-run, lab/results/core) has one environment: drawn under its header, no tabs. Charts and
+    # tables are drawn a moment after their element arrives: 3 charts (the interval chart, training curves and
+    # pass@k) and 2 tables, whichever kind of table the page uses
+    "Compare": ("/compare", [("h1", "Compare algorithms"), ("h2", "calculator"),
+                             ('[data-testid="stExpander"] summary', "Reproduce a cell"),
                              ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
+    # a grid of several environments: one per tab, only the open one drawn (the first by default, ``env=`` picks
+    # another)
+    "Compare, the first core grid": ("/compare?grid=core-first", [
+        ("h1", "Compare algorithms"), ('[data-testid="stTab"]', "calculator"), ('[data-testid="stTab"]', "search"),
+        ('[data-testid="stExpander"] summary', "Reproduce a cell"),
+        ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
     "Compare, a linked tab": ("/compare?grid=core-first&env=frozenlake", [
         ("h1", "Compare algorithms"), ('[data-testid="stTab"][aria-selected="true"]', "frozenlake"),
         ("p", "Map-blind bar:"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),

@@ -96,7 +96,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.set_default_timeout(120_000)  # a tab's rerun and its charts on a loaded CI machine
-            _open_complete(page, app_server.url + "/compare?grid=core-first", COMPLETE["Compare"][1])
+            _open_complete(page, app_server.url + "/compare?grid=core-first", COMPLETE["Compare, the first core grid"][1])
             assert [t.strip() for t in page.locator('[data-testid="stTab"]').all_inner_texts()] == [
                 "calculator", "frozenlake", "search"]
             said, seen = [], []
@@ -143,5 +143,43 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
             _open_complete(page, app_server.url + "/compare?grid=core-first&env=search",
                            [('[data-testid="stTab"][aria-selected="true"]', "search"),
                             ('[data-testid="stVegaLiteChart"] svg.marks', "", 2)])
+        finally:
+            browser.close()
+
+
+def test_default_compare_page_is_the_rerun_of_the_core_grid(require_chromium, app_server):
+    """With no grid named, the page opens the re-run of the core grid (lab/results/core): its one environment under
+    a header, no tabs; the interval chart carries each warm start as its own labelled line and no map-blind bar;
+    the page states each comparison's verdict with what it could detect, and the pass@k reading of every GRPO
+    seed; no table cell reads None and none is cut at 1440 px."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.app_bench import COMPLETE
+
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.set_default_timeout(120_000)
+            _open_complete(page, app_server.url + "/compare", COMPLETE["Compare"][1])
+            assert page.locator('[data-testid="stTab"]').count() == 0
+            main = page.locator('[data-testid="stMain"]')
+            chart = main.locator('[data-testid="stVegaLiteChart"]').filter(
+                has=page.locator("svg text", has_text="held-out success (%)"))
+            assert chart.count() == 1
+            warm = chart.first.locator("svg text", has_text=re.compile(r"^warm start (@w\d+ )?\d+%$"))
+            warm.first.wait_for()
+            assert warm.count() == 2  # warm seeds 0 and 1, each its own line
+            assert chart.first.locator("svg text", has_text=re.compile("^map-blind")).count() == 0
+            text = main.inner_text()
+            assert "calculator-dpo" in text and "calculator-rloo" in text
+            assert "detectable with 80% power" in text
+            assert "pass@k on held-out problems" in text
+            tables = main.locator('[data-testid="stTable"]')
+            assert tables.count() >= 2
+            for i in range(tables.count()):
+                cell_text = tables.nth(i).inner_text()
+                assert "None" not in cell_text and "nan" not in cell_text.split()
+                assert tables.nth(i).evaluate("e => e.scrollWidth <= e.clientWidth + 1"), cell_text[:200]
         finally:
             browser.close()

@@ -109,7 +109,7 @@ SHIPPED = sorted(p.name for p in RESULTS.iterdir() if (p / "grid.yaml").is_file(
 
 
 def test_the_shipped_grids_are_these():  # the loop below is not empty, and a new shipped grid is read by it
-    assert {"core-first", "envs-code-web", "envs-planning", "envs-reasoning-trust", "longhorizon"} <= set(SHIPPED)
+    assert {"core", "core-first", "envs-code-web", "envs-planning", "envs-reasoning-trust", "longhorizon"} <= set(SHIPPED)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -121,11 +121,31 @@ def test_report_json_prints_one_line_per_shipped_cell(name, capsys):
     assert sorted(r["cell"] for r in records) == shipped
     assert all(isinstance(r["heldout"], float) and r["heldout_by_family"] is not None for r in records)
     # then every comparison of the grid, as --comparisons prints them: the verdict and the detectable effect
-    tests = lines[len(records):]
+    tests = [r for r in lines if r["record"] == "comparison"]
+    assert lines[:len(records) + len(tests)] == records + tests
     assert main(["report", str(RESULTS / name / "grid.yaml"), "--dir", str(RESULTS / name), "--comparisons"]) == 0
     alone = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [{k: v for k, v in t.items() if k != "record"} for t in tests] == alone
-    assert all(t["record"] == "comparison" and {"verdict", "detectable"} <= set(t) for t in tests)
+    assert all({"verdict", "detectable"} <= set(t) for t in tests)
+    # last, each pass@k test of the grid's records, as the page's pass@k table reads them
+    passk = lines[len(records) + len(tests):]
+    assert all(r["record"] == "passk" and {"env", "model", "against", "k", "p_holm", "verdict"} <= set(r)
+               for r in passk)
+    assert {r["env"] for r in passk} <= {p.stem for p in (RESULTS / name / "passk").glob("*.json")}
+
+
+def test_report_json_of_the_core_rerun_names_every_test_and_the_passk_tests(capsys):
+    """The re-run (lab/results/core): 70 cells, 13 comparisons in one Holm family, then the pass@k tests of GRPO's
+    ten seeds against their warm starts at the k named in the grid file, each a verdict with its Holm p."""
+    assert main(["report", "core", "--dir", str(RESULTS / "core"), "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    kinds = [r["record"] for r in lines]
+    assert kinds == ["cell"] * 70 + ["comparison"] * 13 + ["passk"] * 4
+    assert all(r["tests"] == 13 and r["seeds"] == 10 and r["problems"] == 200 for r in lines if r["record"] == "comparison")
+    rl = [r for r in lines if r["record"] == "passk" and r["against"] == "warm start"]
+    assert [r["k"] for r in rl] == [1, 64] and all(r["seeds"] == 10 and r["tests"] == 4 for r in rl)
+    for r in rl:  # the verdict follows the Holm-adjusted p, never the raw one
+        assert (r["verdict"] in ("better", "worse")) == (r["p_holm"] < 0.05)
 
 
 def test_report_text_and_comparisons_of_the_core_grid(capsys):

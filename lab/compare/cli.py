@@ -85,6 +85,10 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
     if args.json or args.comparisons:  # every comparison: its Holm-adjusted verdict, detectable effect
         for test in loaded.tests().values():  # --json: after the cells, tagged as such
             print(json.dumps({"record": "comparison", **test} if args.json else test))
+        if args.json:  # then each pass@k test (its own Holm family: the record's), tagged as such
+            for env, record in loaded.passk.items():
+                for row in passk_comparison(record):
+                    print(json.dumps({"record": "passk", "env": env, **row}))
     elif args.markdown:
         print(progression_markdown(loaded.progression(), loaded.cells, loaded.warm))
     else:

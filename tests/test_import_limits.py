@@ -30,6 +30,7 @@ def named_values(message: str) -> list[str]:
     """What an import error names, in order: quoted names and sizes (``'title'``, ``52,428,800``, ``16 MiB``)."""
     return re.findall(r"'[^']+'|\d[\d,]*(?: MiB)?", message)
 
+
 def test_csv_long_abstract_from_the_form_is_imported(tmp_path):
     path = tmp_path / "form.csv"
     path.write_text(_csv([["A planner with a long abstract", "2026", "word " * 30_400]]))  # 152 KB

@@ -16,6 +16,12 @@ from urllib.parse import urlsplit
 from app import routes
 from papers import Catalog
 
+
+def _url(link: routes.Link) -> str:
+    """A page's URL path from the server's root, as the browser opens it."""
+    return "/" + link.url
+
+
 #: the shipped catalog's size, as the Overview's first metric shows it on a fresh data folder
 WORKS = str(len(Catalog.load().works))
 
@@ -31,33 +37,33 @@ BENCH_QUERY = "memory agents that learn what to store"
 COMPLETE = {
     "Overview": ("/", [("h1", "Agentic RL Atlas"), ('[data-testid="stMetricValue"]', WORKS),
                        ("svg text", "Perception"), ("h2", "Where to go next")]),
-    "Taxonomy tree": ("/taxonomy", [("h1", "Taxonomy"), ("svg text", "Memory (22)")]),
-    "Node page (GRPO)": ("/taxonomy?node=alg-grpo", [
+    "Taxonomy tree": (_url(routes.page("taxonomy")), [("h1", "Taxonomy"), ("svg text", "Memory (22)")]),
+    "Node page (GRPO)": (_url(routes.node("alg-grpo")), [
         ("h1", "GRPO"), ("p", "Reference implementation"), ('[data-testid="stCaptionContainer"]',
                                                           "In the comparison grid"),
         ("h3", "Works ("), ("h3", "In the survey's tables"), ("h3", "Related nodes"), (TABLES, "", 2)]),
-    "Search, no query": ("/search", [("h1", "Search"), ('[data-testid="stCaptionContainer"]', "Browsing all")]),
-    "Search, a query": (f"/search?q={BENCH_QUERY.replace(' ', '+')}", [("h1", "Search"), ("p", f"for “{BENCH_QUERY}”"),
+    "Search, no query": (_url(routes.search()), [("h1", "Search"), ('[data-testid="stCaptionContainer"]', "Browsing all")]),
+    "Search, a query": (_url(routes.search(q=BENCH_QUERY)), [("h1", "Search"), ("p", f"for “{BENCH_QUERY}”"),
                                                                       ("p", "1. ")]),
-    "Work (Search-R1)": ("/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts"), ("h3", "Similar works"),
+    "Work (Search-R1)": (_url(routes.work("search-r1")), [("h1", "Search-R1"), ("h3", "Facts"), ("h3", "Similar works"),
                                                  ('[data-testid="stTabs"] p', "Similar in content")]),
-    "Algorithms": ("/algorithms", [("h1", "RL algorithms"), ("h2", "Side by side"), (TABLES, "", 2)]),
-    "Import": ("/imports", [("h1", "Import your works"), ("h3", "Your works")]),
-    "Lab": ("/lab", [("h1", "Lab"), ("button", "Launch")]),
-    "Runs": ("/runs", [("h1", "Runs"), ('[data-testid="stAlert"]', "No runs yet")]),
+    "Algorithms": (_url(routes.page("algorithms")), [("h1", "RL algorithms"), ("h2", "Side by side"), (TABLES, "", 2)]),
+    "Import": (_url(routes.page("imports")), [("h1", "Import your works"), ("h3", "Your works")]),
+    "Lab": (_url(routes.lab()), [("h1", "Lab"), ("button", "Launch")]),
+    "Runs": (_url(routes.page("runs")), [("h1", "Runs"), ('[data-testid="stAlert"]', "No runs yet")]),
     # the default grid (the re-run, lab/results/core) has one environment: drawn under its header, no tabs. Charts and
     # tables are drawn a moment after their element arrives: 3 charts (the interval chart, training curves and
     # pass@k) and 2 tables, whichever kind of table the page uses
-    "Compare": ("/compare", [("h1", "Compare algorithms"), ("h2", "calculator"),
+    "Compare": (_url(routes.compare()), [("h1", "Compare algorithms"), ("h2", "calculator"),
                              ('[data-testid="stExpander"] summary', "Reproduce a cell"),
                              ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
     # a grid of several environments: one per tab, only the open one drawn (the first by default, ``env=`` picks
     # another)
-    "Compare, the first core grid": ("/compare?grid=core-first", [
+    "Compare, the first core grid": (_url(routes.compare(grid="core-first")), [
         ("h1", "Compare algorithms"), ('[data-testid="stTab"]', "calculator"), ('[data-testid="stTab"]', "search"),
         ('[data-testid="stExpander"] summary', "Reproduce a cell"),
         ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
-    "Compare, a linked tab": ("/compare?grid=core-first&env=frozenlake", [
+    "Compare, a linked tab": (_url(routes.compare(grid="core-first", env="frozenlake")), [
         ("h1", "Compare algorithms"), ('[data-testid="stTab"][aria-selected="true"]', "frozenlake"),
         ("p", "Map-blind bar:"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
         ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
@@ -91,12 +97,12 @@ def page_of(url_path: str) -> str:
 EXPLORER_SHOTS = [
     ("overview.png", "/", HOME_READY, None),
     ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
-    ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),
-    ("taxonomy-graph.png", "/taxonomy?dim=capability&view=graph", [("svg text", "Memory")], "Scroll to zoom"),
-    ("node.png", "/taxonomy?node=memory", [("h1", "Memory"), ("h3", "Works")], None),
-    ("search.png", "/search?q=web+search+agents+trained+with+outcome+rewards&kind=method",
+    ("taxonomy-tree.png", _url(routes.page("taxonomy", dim="task")), [("svg text", "Code agent (42)")], None),
+    ("taxonomy-graph.png", _url(routes.page("taxonomy", dim="capability", view="graph")), [("svg text", "Memory")], "Scroll to zoom"),
+    ("node.png", _url(routes.node("memory")), [("h1", "Memory"), ("h3", "Works")], None),
+    ("search.png", _url(routes.search(q="web search agents trained with outcome rewards", kind="method")),
      [("p", "for “web search agents"), ("span", "why")], None),
-    ("work.png", "/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts")], None),
+    ("work.png", _url(routes.work("search-r1")), [("h1", "Search-R1"), ("h3", "Facts")], None),
 ]
 #: the shots that need a training run (the Lab and Runs show it)
 RUN_SHOTS = ("lab.png", "runs.png")
@@ -114,14 +120,14 @@ def screenshot_shots(run_id: str | None = None, preset: str = "quick") -> list[t
     rerun = COMPLETE["Compare"][1]  # the default grid (the re-run of the core grid), every chart and table drawn
     return [
         *EXPLORER_SHOTS,
-        ("algorithms.png", "/algorithms", [("h1", "RL algorithms")], None),
+        ("algorithms.png", _url(routes.page("algorithms")), [("h1", "RL algorithms")], None),
         # the shipped grids' results (lab/results/<grid>), drawn from the repository's files
-        ("compare.png", "/compare", rerun, None),
-        ("compare_search.png", "/compare?grid=core-first&env=search", _compare_tab("search"), None),
-        ("compare_frozenlake.png", "/compare?grid=core-first&env=frozenlake", _compare_tab("frozenlake"), None),
-        ("compare_passk.png", "/compare", rerun, "pass@k on held-out problems"),
-        ("compare_envs.png", "/compare?grid=envs-code-web", [("h1", "Compare algorithms")], None),
-        ("import.png", "/imports", [("h1", "Import your works")], None),
-        ("lab.png", f"/lab?impl=calculator-grpo&preset={preset}&run={run_id}", [("h3", f"Run {run_id}")], f"Run {run_id}"),
-        ("runs.png", "/runs", [("h1", "Runs")], None),
+        ("compare.png", _url(routes.compare()), rerun, None),
+        ("compare_search.png", _url(routes.compare(grid="core-first", env="search")), _compare_tab("search"), None),
+        ("compare_frozenlake.png", _url(routes.compare(grid="core-first", env="frozenlake")), _compare_tab("frozenlake"), None),
+        ("compare_passk.png", _url(routes.compare()), rerun, "pass@k on held-out problems"),
+        ("compare_envs.png", _url(routes.compare(grid="envs-code-web")), [("h1", "Compare algorithms")], None),
+        ("import.png", _url(routes.page("imports")), [("h1", "Import your works")], None),
+        ("lab.png", _url(routes.lab(impl="calculator-grpo", preset=preset, run=run_id or "")), [("h3", f"Run {run_id}")], f"Run {run_id}"),
+        ("runs.png", _url(routes.page("runs")), [("h1", "Runs")], None),
     ]

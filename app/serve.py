@@ -21,10 +21,13 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent / "streamlit_app.py"
-#: what the pages import besides Streamlit (pandas, the presentation, the catalog and search code)
+#: what the Explore section's pages import besides Streamlit (pandas, the presentation, the catalog and search code);
+#: the Lab section's pages (torch) warm up in the background instead. tests/test_extending.py fails when an Explore
+#: page imports a module of the project that these leave unloaded
 PRELOAD_MODULES = ("app.presentation.search", "app.presentation.taxonomy", "app.presentation.node_sections",
                    "app.presentation.overview", "app.presentation.work", "app.presentation.algorithms",
-                   "papers.search.index", "papers.worksets", "papers.authors", "app.ui", "app.state")
+                   "app.presentation.imports", "papers.search.index", "papers.worksets", "papers.authors",
+                   "papers.companion", "app.ui", "app.state")
 
 _log = logging.getLogger(__name__)
 

@@ -4,6 +4,7 @@ Shared by the browser tests, ``benchmarks/app_bench.py`` and ``scripts/screensho
 app package (it knows how the app is served) so that all three import it the same way, as
 ``app.testing``; the tests folder is not a package and benchmarks must not depend on it. It imports no
 Streamlit and needs a source checkout (it runs ``make`` in it).
+What each page shows once it is complete, and the screenshots, are in ``app.page_checks``.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ off (``ATLAS_WARM_SEARCH=0``, the "before") and on (the default, "after"), alter
 
 Every page complete (the default): a fresh server on a fresh, empty data folder (``ATLAS_DATA_DIR``); each
 page is opened by its URL in turn ("fresh": its first visit, caches empty), then every page again on the same
-server ("warm"). A page is complete when every one of its sections is on screen (``COMPLETE``: a selector and
+server ("warm"). A page is complete when every one of its sections is on screen (``app.page_checks.COMPLETE``: a selector and
 text per section, the last section included, none of it left over from the page before) and Streamlit's
 running indicator is gone; "after first render" is complete minus the moment its title showed. Before the
 warm pass it waits until Search answers from the full index (the background load, on a fresh data folder the
@@ -49,20 +49,16 @@ import sys
 import time
 from pathlib import Path
 
+from app.page_checks import COMPLETE, COMPLETE_JS, EXPLORER_SHOTS, HOME_FIRST, HOME_READY, WORKS
 from app.testing import RUNNING, free_port, launch_chromium, start_app, stop_app, wait_healthy
 
 # what "this page is on screen" means: a CSS selector and a text it must contain
 READY = {
-    "Overview": ('[data-testid="stMetricValue"]', "573"),
+    "Overview": ('[data-testid="stMetricValue"]', WORKS),
     "Taxonomy": ("svg text", "Memory (22)"),
     "Search": ("h1", "Search"),
     "Algorithms": ("h2", "Side by side"),
 }
-# first meaningful render: the title and the counts, the first screenful of the home page
-HOME_FIRST = [("h1", "Agentic RL Atlas"), ('[data-testid="stMetricValue"]', "573")]
-# home complete: also the capability x task heat map (below the fold, drawn by ECharts)
-HOME_READY = HOME_FIRST + [("svg text", "Perception")]
-
 WAIT_JS = """([checks, idle]) => {
   if (idle && document.querySelector('[data-testid="stStatusWidget"]')) return false;
   for (const [sel, text] of checks) {
@@ -72,56 +68,8 @@ WAIT_JS = """([checks, idle]) => {
   return performance.now();
 }"""
 
-
-# every page by its URL and what "complete" means there: each of its sections on screen (selector, text), or at
-# least n of them (selector, text, n)
-TABLES = '[data-testid="stTable"], [data-testid="stDataFrame"]'
-BENCH_QUERY = "memory agents that learn what to store"
-COMPLETE = {
-    "Overview": ("/", [("h1", "Agentic RL Atlas"), ('[data-testid="stMetricValue"]', "573"),
-                       ("svg text", "Perception"), ("h2", "Where to go next")]),
-    "Taxonomy tree": ("/taxonomy", [("h1", "Taxonomy"), ("svg text", "Memory (22)")]),
-    "Node page (GRPO)": ("/taxonomy?node=alg-grpo", [
-        ("h1", "GRPO"), ("p", "Reference implementation"), ('[data-testid="stCaptionContainer"]',
-                                                          "In the comparison grid"),
-        ("h3", "Works ("), ("h3", "In the survey's tables"), ("h3", "Related nodes"), (TABLES, "", 2)]),
-    "Search, no query": ("/search", [("h1", "Search"), ('[data-testid="stCaptionContainer"]', "Browsing all")]),
-    "Search, a query": (f"/search?q={BENCH_QUERY.replace(' ', '+')}", [("h1", "Search"), ("p", f"for “{BENCH_QUERY}”"),
-                                                                      ("p", "1. ")]),
-    "Work (Search-R1)": ("/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts"), ("h3", "Similar works"),
-                                                 ('[data-testid="stTabs"] p', "Similar in content")]),
-    "Algorithms": ("/algorithms", [("h1", "RL algorithms"), ("h2", "Side by side"), (TABLES, "", 2)]),
-    "Import": ("/imports", [("h1", "Import your works"), ("h3", "Your works")]),
-    "Lab": ("/lab", [("h1", "Lab"), ("button", "Launch")]),
-    "Runs": ("/runs", [("h1", "Runs"), ('[data-testid="stAlert"]', "No runs yet")]),
-    # the default grid (the re-run, lab/results/core) has one environment: drawn under its header, no tabs. Charts and
-    # tables are drawn a moment after their element arrives: 3 charts (the interval chart, training curves and
-    # pass@k) and 2 tables, whichever kind of table the page uses
-    "Compare": ("/compare", [("h1", "Compare algorithms"), ("h2", "calculator"),
-                             ('[data-testid="stExpander"] summary', "Reproduce a cell"),
-                             ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
-    # a grid of several environments: one per tab, only the open one drawn (the first by default, ``env=`` picks
-    # another)
-    "Compare, the first core grid": ("/compare?grid=core-first", [
-        ("h1", "Compare algorithms"), ('[data-testid="stTab"]', "calculator"), ('[data-testid="stTab"]', "search"),
-        ('[data-testid="stExpander"] summary', "Reproduce a cell"),
-        ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
-    "Compare, a linked tab": ("/compare?grid=core-first&env=frozenlake", [
-        ("h1", "Compare algorithms"), ('[data-testid="stTab"][aria-selected="true"]', "frozenlake"),
-        ("p", "Map-blind bar:"), ('[data-testid="stExpander"] summary', "Reproduce a cell"),
-        ('[data-testid="stVegaLiteChart"] svg.marks', "", 3), (TABLES, "", 2)]),
-}
+# every page by its URL and what "complete" means there: app.page_checks.COMPLETE
 TITLE_OF = {name: checks[0] for name, (_, checks) in COMPLETE.items()}
-
-COMPLETE_JS = """([checks, running]) => {
-  if (document.querySelector(running)) return false;
-  for (const [sel, text, n] of checks) {
-    const els = Array.from(document.querySelectorAll(sel));
-    const found = els.filter(e => (e.textContent || '').includes(text) && !e.closest('[data-stale="true"]'));
-    if (found.length < (n || 1)) return false;
-  }
-  return performance.now();
-}"""
 
 
 def visit_complete(page, base: str, name: str, timeout_ms: int = 300_000) -> dict:
@@ -371,20 +319,6 @@ def page_switches(pw, rounds: int, shots: Path | None) -> tuple[dict[str, list[f
     finally:
         browser.close()
         stop_app(proc)
-
-
-#: the explorer's screenshots for the README: (file, path, ready checks, what to scroll to: a text, or an ARIA
-#: (role, exact name) such as ("heading", "search")); scripts/screenshots.py adds the Lab, Runs, Compare ...
-EXPLORER_SHOTS = [
-    ("overview.png", "/", HOME_READY, None),
-    ("heatmap.png", "/?cap=tool-use&task=search-research", HOME_READY + [("h3", "8 works")], "Capabilities × tasks"),
-    ("taxonomy-tree.png", "/taxonomy?dim=task", [("svg text", "Code agent (42)")], None),
-    ("taxonomy-graph.png", "/taxonomy?dim=capability&view=graph", [("svg text", "Memory")], "Scroll to zoom"),
-    ("node.png", "/taxonomy?node=memory", [("h1", "Memory"), ("h3", "Works")], None),
-    ("search.png", "/search?q=web+search+agents+trained+with+outcome+rewards&kind=method",
-     [("p", "for “web search agents"), ("span", "why")], None),
-    ("work.png", "/work?key=search-r1", [("h1", "Search-R1"), ("h3", "Facts")], None),
-]
 
 
 HEADER_PX = 72  # Streamlit's fixed header bar (60 px) and a little air

@@ -83,9 +83,9 @@ def train_fields() -> list[OptionSpec]:
 
 
 def algo_fields(impl: Implementation) -> list[OptionSpec]:
-    from reference_impls.train import ALGORITHMS
+    from reference_impls import registry
 
-    return specs(ALGORITHMS[impl.algo].Config)
+    return specs(registry.algorithms()[impl.algo].Config)
 
 
 def env_fields(impl: Implementation) -> list[OptionSpec]:

@@ -1,12 +1,12 @@
-"""The README's screenshots, at 1440x900: the explorer's pages (``benchmarks.app_bench.EXPLORER_SHOTS``), Import,
-Algorithms, Compare and the pages that need a training run (Lab, Runs).
+"""The screenshots of docs/tour.md (the README shows the first), at 1440x900: every shot of
+``app.page_checks.screenshot_shots``, the pages that need a training run (Lab, Runs) included.
 
-    .venv/bin/python scripts/screenshots.py            # every screenshot of the README, into docs/screenshots/
+    .venv/bin/python scripts/screenshots.py            # every screenshot, into docs/screenshots/
     .venv/bin/python scripts/screenshots.py --only compare.png compare_envs.png   # some of them
     .venv/bin/python scripts/screenshots.py --no-run   # all but lab.png and runs.png (no training run)
 
 It runs the app (``make app``) on a private, empty data directory where it first trains one run of calculator-grpo
-with a Lab preset (``--preset``; the README's shots: ``--preset learn``, SmolLM2 learning one-operation sums in
+with a Lab preset (``--preset``; the shipped shots: ``--preset learn``, SmolLM2 learning one-operation sums in
 about 4 minutes) through the run manager, so the Lab shows a real run's curves, equation, source and
 transcripts; before the first shot it waits until Search answers from the full index (the data directory is
 new, so the search index is built first). Developer tool, not a test.
@@ -21,11 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from app.page_checks import RUN_SHOTS, screenshot_shots
 from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
-from benchmarks.app_bench import COMPLETE, EXPLORER_SHOTS, take_screenshots, wait_full_search
+from benchmarks.app_bench import take_screenshots, wait_full_search
 
 VIEWPORT = {"width": 1440, "height": 900}
-RUN_SHOTS = ("lab.png", "runs.png")  # the shots that need a training run
 
 
 def main() -> int:
@@ -48,25 +48,7 @@ def main() -> int:
         run = manager.submit(preset_config(get("calculator-grpo"), a.preset), impl_id="calculator-grpo", preset=a.preset)
         print(f"run {run.id}: {manager.wait(run.id, timeout=900).status}", file=sys.stderr, flush=True)
         run_id = run.id
-    rerun = COMPLETE["Compare"][1]  # the default grid (the re-run of the core grid), every chart and table drawn
-
-    def tab(env: str) -> list:  # another environment's tab, opened by its link, drawn down to "Reproduce a cell"
-        return [("h1", "Compare algorithms"), ('[data-testid="stTab"][aria-selected="true"]', env),
-                ('[data-testid="stExpander"] summary', "Reproduce a cell"), ('[data-testid="stVegaLiteChart"] svg.marks', "", 2)]
-
-    shots = [
-        *EXPLORER_SHOTS,
-        ("algorithms.png", "/algorithms", [("h1", "RL algorithms")], None),
-        # the shipped grids' results (lab/results/<grid>), drawn from the repository's files
-        ("compare.png", "/compare", rerun, None),
-        ("compare_search.png", "/compare?grid=core-first&env=search", tab("search"), None),
-        ("compare_frozenlake.png", "/compare?grid=core-first&env=frozenlake", tab("frozenlake"), None),
-        ("compare_passk.png", "/compare", rerun, "pass@k on held-out problems"),
-        ("compare_envs.png", "/compare?grid=envs-code-web", [("h1", "Compare algorithms")], None),
-        ("import.png", "/imports", [("h1", "Import your works")], None),
-        ("lab.png", f"/lab?impl=calculator-grpo&preset={a.preset}&run={run_id}", [("h3", f"Run {run_id}")], f"Run {run_id}"),
-        ("runs.png", "/runs", [("h1", "Runs")], None),
-    ]
+    shots = screenshot_shots(run_id, a.preset)
     unknown = wanted - {name for name, *_ in shots}
     if unknown:
         p.error(f"--only: no screenshot named {', '.join(sorted(unknown))}")

@@ -74,7 +74,7 @@ def test_leaderboard_reproduce_and_open_in_lab(compare_app):
 def _open_complete(page, url: str, checks) -> None:
     """Open ``url`` and wait until every (selector, text) check holds and the script has finished."""
     from app.testing import RUNNING
-    from benchmarks.app_bench import COMPLETE_JS
+    from app.page_checks import COMPLETE_JS
 
     page.goto(url)
     page.wait_for_timeout(300)  # the running indicator shows a moment after the script starts
@@ -89,7 +89,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
     from playwright.sync_api import sync_playwright
 
     from app.testing import RUNNING, wait_script_idle
-    from benchmarks.app_bench import COMPLETE, COMPLETE_JS
+    from app.page_checks import COMPLETE, COMPLETE_JS
 
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
@@ -154,7 +154,7 @@ def test_default_compare_page_is_the_rerun_of_the_core_grid(require_chromium, ap
     seed; no table cell reads None and none is cut at 1440 px."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.app_bench import COMPLETE
+    from app.page_checks import COMPLETE
 
     with sync_playwright() as pw:
         browser = launch_chromium(pw)

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("app-server")]
 def test_grpo_node_page_renders_every_section(require_chromium, app_server):
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.app_bench import COMPLETE
+    from app.page_checks import COMPLETE
 
     with sync_playwright() as pw:
         browser = launch_chromium(pw)

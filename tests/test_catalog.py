@@ -1,13 +1,28 @@
 
+import csv
+from pathlib import Path
+
 import pytest
+import yaml
 
 from papers import Catalog, UnknownKeyError
 from taxonomy import DataError, Taxonomy
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def work_rows(papers_dir: Path = ROOT / "papers" / "data") -> int:
+    """The works of a works.csv, counted by the csv module alone (not the loader under test)."""
+    with open(papers_dir / "works.csv", newline="") as f:
+        return sum(1 for _ in csv.DictReader(f))
+
 
 def test_counts(catalog):
     s = catalog.stats()
-    assert (s["works"], s["nodes"], s["tables"]) == (573, 140, 10)
+    nodes = yaml.safe_load((ROOT / "taxonomy" / "data" / "nodes.yaml").read_text())["nodes"]
+    tables = list((ROOT / "papers" / "data" / "tables").glob("*.csv"))
+    assert (s["works"], s["nodes"], s["tables"]) == (work_rows(), len(nodes), len(tables))
+    assert (s["nodes"], s["tables"]) == (140, 10)  # the survey's taxonomy and tables, all of them
     assert s["nodes_without_description"] == 0
     assert s["works_without_node"] == 0
     assert s["works_without_summary"] == 0
@@ -127,7 +142,7 @@ def test_bad_summaries_named(data_copy):
 
 def test_shipped_data_loads_unchanged(data_copy):
     papers_dir, tax_dir = data_copy
-    assert len(_load(papers_dir, tax_dir)) == 573
+    assert len(_load(papers_dir, tax_dir)) == work_rows(papers_dir) > 0
 
 
 def test_bad_table_row_named(data_copy):

@@ -23,11 +23,13 @@ def run_subprocess(*args):
     return subprocess.run([sys.executable, "-m", "papers", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def test_stats_json():
+def test_stats_json(catalog):
     r = run("stats", "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
-    assert (s["works"], s["nodes"], s["tables"], s["nodes_without_description"], s["works_without_node"]) == (573, 140, 10, 0, 0)
+    expected = catalog.stats()
+    assert {k: s[k] for k in expected} == expected  # the CLI prints the catalog's own counts
+    assert (s["nodes_without_description"], s["works_without_node"]) == (0, 0)
 
 
 def test_list_bibtex_all_works_reparses(catalog):

@@ -6,6 +6,7 @@ dropped without a word (a 152 KB abstract from the form among them), and a 50 MB
 import csv
 import io
 import json
+import re
 import time
 
 import pytest
@@ -23,6 +24,11 @@ def _csv(rows, header=("title", "year", "abstract")):
     w.writerow(header)
     w.writerows(rows)
     return buf.getvalue()
+
+
+def named_values(message: str) -> list[str]:
+    """What an import error names, in order: quoted names and sizes (``'title'``, ``52,428,800``, ``16 MiB``)."""
+    return re.findall(r"'[^']+'|\d[\d,]*(?: MiB)?", message)
 
 
 def test_csv_long_abstract_from_the_form_is_imported(tmp_path):
@@ -49,12 +55,10 @@ def test_csv_oversized_fields_skip_only_their_row(tmp_path):
     assert time.monotonic() - t0 < 30
     good = [r.work.title for r in records if r.work]
     assert good == ["First good work", "Second good work", "Third good work", "Fourth good work"]
-    errors = {r.line: r.error for r in records if r.error}
-    assert errors == {
-        3: "field 'abstract' is 307,200 characters long; at most 262,144 are allowed",
-        7: "field 'title' is over 16 MiB; at most 1,000 characters are allowed",
-        10: "field 'abstract' is over 16 MiB; at most 262,144 characters are allowed",
-    }, errors
+    errors = {r.line: named_values(r.error) for r in records if r.error}
+    # each error names the field, its size and the limit
+    assert errors == {3: ["'abstract'", "307,200", "262,144"], 7: ["'title'", "16 MiB", "1,000"],
+                      10: ["'abstract'", "16 MiB", "262,144"]}, errors
 
 
 def test_a_50_mb_title_is_refused_in_every_format(tmp_path, catalog):
@@ -65,11 +69,11 @@ def test_a_50_mb_title_is_refused_in_every_format(tmp_path, catalog):
     store = UserStore(tmp_path / "user.sqlite")
     report = import_file(jsonl, catalog, store)
     assert report.added == 1
-    assert report.skipped == [(1, "field 'title' is 52,428,800 characters long; at most 1,000 are allowed")]
+    assert [(line, named_values(reason)) for line, reason in report.skipped] == [(1, ["'title'", "52,428,800", "1,000"])]
     bib = tmp_path / "big.bib"
     bib.write_text("@misc{big, title = {" + title + "}}\n@misc{fine, title = {Another fine title}}\n")
     records = list(read_records(bib))
-    assert [r.error for r in records][0].startswith("field 'title' is 52,428,800 characters long")
+    assert named_values(records[0].error) == ["'title'", "52,428,800", "1,000"]
     assert records[1].work.title == "Another fine title"
 
 

@@ -1,5 +1,6 @@
 """The project is an installed package: its commands run from any directory, with no PYTHONPATH and
 no sys.path tricks anywhere in the code."""
+import csv
 import json
 import os
 import re
@@ -25,7 +26,9 @@ def test_papers_cli_runs_from_another_directory(tmp_path):
     r = run(["-m", "papers", "stats", "--json"], tmp_path)
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)
-    assert stats["works"] >= 573 and stats["nodes"] == 140  # the shipped data files were found
+    with open(ROOT / "papers" / "data" / "works.csv", newline="") as f:
+        shipped = sum(1 for _ in csv.DictReader(f))
+    assert stats["works"] >= shipped > 0 and stats["nodes"] == 140  # the shipped data files were found
     r = run(["-m", "papers", "show", "search-r1"], tmp_path)
     assert r.returncode == 0 and "Search-R1" in r.stdout, r.stderr
 

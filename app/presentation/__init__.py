@@ -15,6 +15,8 @@ module (and from ``common``); this package re-exports nothing, so a name has one
     lab            "Run this" links into the Lab, a training transcript as HTML
     runs           the run history and runs' metrics side by side
     imports        the one-work form, the user's works and their placements
+    docs           the project's docs/*.md for the docs page, and documentation and source paths as links
+    source         a source file of the checkout for the source page, never one outside its folders
 
 Colours, chart specs and page data shaping live here, in the app (the ``papers`` package holds the catalog,
 not its looks); links come from ``app.routes``. Chart specs are plain ECharts option dicts (JSON-compatible),

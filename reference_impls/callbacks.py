@@ -54,6 +54,29 @@ class JsonlLogger:
         self.samples.close()
 
 
+class HealthLogger:
+    """Training health while the run trains (``reference_impls.health``): each warning the step raises is printed to
+    the log (stderr) and appended to ``health.jsonl``. A resumed run starts a fresh monitor from its checkpoint's
+    step, so a warning can show again after a resume; the file keeps both."""
+
+    def __init__(self, out: Path, max_completion_tokens: int | None = None, sequence_level_clip: bool = False):
+        from .health import HealthMonitor
+        from .rundir import RunDir
+
+        self.monitor = HealthMonitor(max_completion_tokens, sequence_level_clip)
+        self.path = RunDir(out).health_path
+
+    def __call__(self, trainer) -> None:
+        samples = [s.to_json() for s in trainer.last_samples]
+        for warning in self.monitor.update(trainer.last_metrics, samples):
+            print(warning.line(), file=sys.stderr, flush=True)
+            with open(self.path, "a") as f:
+                f.write(json.dumps(warning.as_dict()) + "\n")
+
+    def close(self, trainer=None) -> None:
+        pass
+
+
 class TensorBoardLogger:
     """Scalars of every step in ``log_dir`` (the run folder's ``RunDir.tb_dir``; ``purge_step`` drops events a
     resumed run will redo)."""

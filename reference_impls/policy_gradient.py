@@ -54,7 +54,8 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
                            auxiliary: Callable[[], dict] | None = None) -> Metrics:
     """Returns ``loss`` (mean loss per optimiser step), token-weighted ``kl``, ``clip_frac`` and ``entropy``,
     the ratio diagnostics (``diagnostics.ratio_diagnostics``: ``ratio_mean``, ``ratio_max``,
-    ``clip_frac_low``, ``clip_frac_high``), ``grad_norm`` (of the last step), ``policy_updates`` (optimiser
+    ``clip_frac_low``, ``clip_frac_high``), ``grad_norm`` and ``grad_norm_max`` (the mean and the largest pre-clip
+    gradient norm over the step's optimiser steps: the last one alone hid the others), ``policy_updates`` (optimiser
     steps taken) and ``groups_kept_frac``.
 
     ``sample_inputs``: per-sample tensors passed to ``loss_fn`` as keyword arguments, sliced to the
@@ -69,7 +70,7 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
     parts = split_minibatches(kept, n_parts) if n_parts else []
     n_steps = num_iterations * len(parts)
 
-    losses, grad_norm, ratio_max = [], 0.0, 1.0
+    losses, grad_norms, ratio_max = [], [], 1.0
     weighted = Metrics()  # kl, clip_frac, entropy, ratio and clip diagnostics: weighted by model tokens
     for _ in range(num_iterations):
         for part in parts:
@@ -109,13 +110,14 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
                     ratio_max = max(ratio_max, ratio["ratio_max"])
             if auxiliary is not None:
                 weighted.update(auxiliary(), 1.0 / n_steps)
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(ctx.policy.parameters(), train.max_grad_norm))
+            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(ctx.policy.parameters(), train.max_grad_norm)))
             ctx.optimizer.step()
     # every rank reports every name, even with no tokens
     for name in ("kl", "clip_frac", "entropy", "ratio_mean", "clip_frac_low", "clip_frac_high"):
         weighted.add_total(name, 0.0, 0.0)
     weighted.add("loss", sum(losses) / max(1, n_steps))
-    weighted.add("grad_norm", grad_norm)
+    weighted.add("grad_norm", sum(grad_norms) / len(grad_norms) if grad_norms else 0.0)
+    weighted.add("grad_norm_max", max(grad_norms, default=0.0))
     weighted.add("ratio_max", ratio_max)  # under DDP: the mean of the ranks' maxima
     weighted.add("policy_updates", float(n_steps))
     weighted.add("groups_kept_frac", len(kept) / max(len(samples), 1), float(len(samples)))

@@ -7,6 +7,7 @@
       status.json          {"state": running|completed|stopped|failed, "step", "steps", "updated", ...}
       metrics.jsonl        one line per optimisation step
       samples.jsonl        a few transcripts per step
+      health.jsonl         training-health warnings, one line each as the run raises it (reference_impls.health)
       warm_start.jsonl     one line per SFT warm-start step (when --sft-steps > 0)
       reference.safetensors  the warm-started model, when a reference (KL, DPO) is kept and --sft-steps > 0
       pairs.jsonl          DPO's preference pairs (and its variants')
@@ -31,7 +32,8 @@ MODEL_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE = "model.safetensors", "optimizer
 CHECKPOINT_FILES = (MODEL_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE)
 
 #: the top-level entries of the layout above: all a new run with ``--overwrite`` may remove from a run folder
-OWNED = ("config.json", "status.json", "metrics.jsonl", "samples.jsonl", "warm_start.jsonl", "reference.safetensors",
+OWNED = ("config.json", "status.json", "metrics.jsonl", "samples.jsonl", "health.jsonl", "warm_start.jsonl",
+         "reference.safetensors",
          "pairs.jsonl", "episodes.jsonl", "log.txt", "tb", "checkpoints")
 
 
@@ -77,6 +79,11 @@ class RunDir:
     @property
     def samples_path(self) -> Path:
         return self.path / "samples.jsonl"
+
+    @property
+    def health_path(self) -> Path:
+        """Training-health warnings (``reference_impls.health``), one JSON line each."""
+        return self.path / "health.jsonl"
 
     @property
     def warm_start_path(self) -> Path:

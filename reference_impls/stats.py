@@ -403,14 +403,31 @@ def _pts(x: float) -> str:
     return f"{100 * x:+.1f}"
 
 
+def conditional_clause(warm_starts: int) -> str:
+    """What a comparison whose seeds share ``warm_starts`` warm starts speaks about. The crossed test counts
+    seeds as independent draws; seeds that share a warm start are not, and the warm-start level has only
+    ``warm_starts - 1`` degrees of freedom, so the test's size holds for these warm starts only (in a simulation
+    matched to the core grid, a warm-start population null was rejected 28-30% of the time; issue 60)."""
+    plural = "s" if warm_starts != 1 else ""
+    return (f"conditional on these {warm_starts} warm start{plural} (each shared by several seeds; the test does "
+            f"not count the variation between warm starts, so it says nothing about a new one)")
+
+
 def verdict_sentence(comparison: Comparison, against: str, p_adjusted: float | None, tests: int,
-                     alpha: float = ALPHA) -> str:
+                     alpha: float = ALPHA, warm_starts: int | None = None,
+                     simultaneous: tuple[float, float, int] | None = None) -> str:
     """The one wording of a comparison, for the page, the report and the docs. "better than" / "worse than"
     only when the Holm-adjusted p (over ``tests`` tests) is below ``alpha``; otherwise "no difference detected"
     with what the interval could not rule out and the effect the comparison could have detected (80% power at
     alpha / tests, Holm's strictest step); a single run a side is "one seed: ..." with no p and no verdict. A p is
-    never printed without its correction."""
+    never printed without its correction.
+
+    ``warm_starts``: the number of warm starts the paired seeds came from, when fewer than the seeds (seeds
+    share them): the sentence then ends with ``conditional_clause``. ``simultaneous``: (low, high, m), the
+    Bonferroni interval over the m comparisons of its kind; what the sentence says cannot be ruled out names
+    both intervals, the one read alone and the one read together with the other m - 1."""
     c = comparison
+    condition = f"; {conditional_clause(warm_starts)}" if warm_starts is not None else ""
     size = f"{c.seeds} seed{'s' if c.seeds != 1 else ''} x {c.problems} problems"
     if c.one_run:
         differ = (f"; {c.gained + c.lost} problems differ: {c.gained} solved only by this run, {c.lost} only by "
@@ -425,10 +442,14 @@ def verdict_sentence(comparison: Comparison, against: str, p_adjusted: float | N
              f"{c.test}, Holm-adjusted p {shown(p_adjusted)} over {tests} test{'s' if tests != 1 else ''} "
              f"(uncorrected p {shown(c.p_value)}); {size}")
     if rel in ("better", "worse"):
-        return f"{rel} than {against} ({stats})"
+        return f"{rel} than {against} ({stats}{condition})"
     bound = 100 * max(abs(c.low), abs(c.high))
     detectable = 100 * detectable_after_holm(c, tests, alpha)
     detectable_text = (f"detectable with {int(100 * POWER)}% power: {detectable:.1f} points" if detectable < 100 else
                        f"no effect within +-100 points is detectable with {int(100 * POWER)}% power")
-    return (f"no difference detected from {against}; could not rule out +-{bound:.1f} points; {detectable_text} "
-            f"({stats})")
+    unruled = f"could not rule out +-{bound:.1f} points"
+    if simultaneous is not None:
+        low, high, m = simultaneous
+        unruled = (f"read alone, its interval could not rule out +-{bound:.1f} points; read with the other {m - 1} "
+                   f"of its kind (Bonferroni over {m}), {_pts(low)} to {_pts(high)}")
+    return f"no difference detected from {against}; {unruled}; {detectable_text} ({stats}{condition})"

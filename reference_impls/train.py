@@ -52,7 +52,7 @@ import torch
 
 from . import distributed
 from .algorithm import Algorithm, Context, Metrics, RolloutBatch, step_seed
-from .callbacks import JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
+from .callbacks import HealthLogger, JsonlLogger, ProgressBar, TensorBoardLogger, truncate_jsonl
 from .common import adamw, seed_everything
 from .diagnostics import episode_diagnostics
 from .envs import ENVS, EnvSpec, get_env, load_env_module
@@ -748,7 +748,9 @@ def main(argv=None) -> int:
         # a resumed run drops whatever was logged after its checkpoint, so no line is lost or doubled
         truncate_jsonl(run_dir.metrics_path, trainer.step)
         truncate_jsonl(run_dir.samples_path, trainer.step)
+        sequence_clip = getattr(trainer.algo_cfg, "importance_sampling_level", None) == "sequence"  # GSPO
         loggers = [JsonlLogger(run_dir.path, cfg.samples_per_step),
+                   HealthLogger(run_dir.path, cfg.max_completion_tokens, sequence_clip),
                    TensorBoardLogger(run_dir.tb_dir, purge_step=trainer.step + 1), ProgressBar(cfg.steps, trainer.step)]
         for logger in loggers:
             trainer.add_callback("on_step_end", logger)

@@ -51,10 +51,69 @@ def leaderboard_frame(rows: list[dict]) -> pd.DataFrame:
         "held-out %": round(100 * r["heldout"], 1), "95% low": round(100 * r["low"], 1),
         "95% high": round(100 * r["high"], 1),
         **({"vs baseline (pts)": "baseline" if r["verdict"] == "baseline" else _points(
-            (r["vs_baseline"] or {}).get("mean")), "verdict": r["verdict"] or NOT_APPLICABLE} if compared else {}),
+            (r["vs_baseline"] or {}).get("mean")),
+            "interval alone / all at once (pts)": _both_intervals(r.get("tests", {}).get("baseline")),
+            "verdict": r["verdict"] or NOT_APPLICABLE} if compared else {}),
         "train min": round(r["train_s"] / 60, 1), "tokens": int(r["tokens"]), "peak MB": int(r["peak_rss_mb"]),
     } for r in rows])
     return frame
+
+
+def _both_intervals(test: dict | None) -> str:
+    """A comparison's 95% interval read alone and, where it is one of several of its kind, its Bonferroni interval
+    read with all of them (``simultaneous``): a sentence that rules a difference out over every row rests on the
+    second."""
+    if test is None or test.get("one_run"):
+        return NOT_APPLICABLE
+    alone = f"{_points(test['low'])} to {_points(test['high'])}"
+    sim = test.get("simultaneous")
+    return alone if not sim else f"{alone} / {_points(sim['low'])} to {_points(sim['high'])} (over {sim['over']})"
+
+
+def warm_start_effects_frame(rows: list[dict]) -> pd.DataFrame | None:
+    """Each implementation's effect from each warm start on its own (RL minus the warm start its seeds started
+    from, ``lab.compare.report.warm_start_effects``), in points: where a pooled "no difference from the warm start"
+    averages a loss from one warm start with a gain from another, this table shows both. None for a grid whose
+    seeds share one warm start or each have their own."""
+    from lab.compare.report import warm_start_effects
+
+    effects = warm_start_effects(rows)
+    if not effects:
+        return None
+    return pd.DataFrame([{
+        "implementation": e["implementation"], "warm start": f"{e['label']} ({100 * e['heldout_warm']:.1f}%)",
+        "seeds": e["seeds"], "RL - warm start (pts)": _points(e["difference"]),
+        "95% low": _points(e["low"]), "95% high": _points(e["high"]),
+        "Holm p": f"{e['p_holm']:.3f}", "verdict": e["relation"],
+    } for e in effects])
+
+
+def warm_start_effects_chart(rows: list[dict]) -> dict | None:
+    """``warm_start_effects_frame`` drawn: per implementation, each warm start's effect as a point with its 95%
+    interval, one colour per warm start, and a line at zero. None where the frame is None."""
+    from lab.compare.report import warm_start_effects
+
+    effects = warm_start_effects(rows)
+    if not effects:
+        return None
+    values = [{"implementation": e["implementation"], "warm start": e["label"], "effect": 100 * e["difference"],
+               "low": 100 * e["low"], "high": 100 * e["high"]} for e in effects]
+    y = {"field": "implementation", "type": "nominal", "title": None}
+    color = {"field": "warm start", "type": "nominal"}
+    return {"data": {"values": values}, "height": 24 * len({v["implementation"] for v in values}) + 40,
+            "encoding": {"y": y, "yOffset": {"field": "warm start"}, "color": color},
+            "layer": [
+                {"mark": "rule", "encoding": {"x": {"field": "low", "type": "quantitative",
+                                                    "title": "RL minus its warm start (points, 95% interval)"},
+                                              "x2": {"field": "high"}}},
+                {"mark": {"type": "point", "filled": True, "size": 60},
+                 "encoding": {"x": {"field": "effect", "type": "quantitative"},
+                              "tooltip": [{"field": f} for f in ("implementation", "warm start", "effect", "low",
+                                                                 "high")]}},
+                {"data": {"values": [{"zero": 0}]}, "mark": {"type": "rule", "strokeDash": [4, 4]},
+                 "encoding": {"x": {"field": "zero", "type": "quantitative"}, "y": None, "yOffset": None,
+                              "color": None}},
+            ]}
 
 
 def progression_frame(rows: list[dict]) -> pd.DataFrame:

@@ -9,7 +9,8 @@ from app.presentation.docs import link_doc_paths
 from app.presentation.compare import (as_text, budget_frame, curves_chart, diagnostic_chart, diagnostic_choices,
                                       diagnostics_frame, diagnostics_notes, env_notes, family_frame, grid_intro,
                                       interval_chart, leaderboard_frame, lr_frame, passk_chart, passk_comparison_frame,
-                                      progress_note, progression_frame, references)
+                                      progress_note, progression_frame, references, warm_start_effects_chart,
+                                      warm_start_effects_frame)
 
 
 @st.fragment
@@ -43,6 +44,14 @@ def environment(chosen, summary, env: str, header: bool) -> None:
         st.table(as_text(progression_frame(summary.progression[env]), "stage"))
     st.vega_lite_chart(interval_chart(rows, references(chosen, env)), width="stretch")
     st.table(as_text(leaderboard_frame(rows), "implementation"))
+    effects = warm_start_effects_frame(rows)
+    if effects is not None:
+        st.subheader("Each warm start's effect")
+        st.caption("RL minus the warm start its seeds started from, for each warm start on its own (Holm over these "
+                   "tests; each conditional on its warm start). The pooled comparison with the warm start averages "
+                   "these; where they point in opposite directions, the pooled figure hides both.")
+        st.vega_lite_chart(warm_start_effects_chart(rows), width="stretch")
+        st.table(as_text(effects, "implementation"))
     for note in env_notes(chosen, summary, env):
         st.markdown(link_doc_paths(note))  # benchmarks/... and docs/... named in a note open in the app
     families = family_frame(rows)

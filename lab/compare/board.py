@@ -14,7 +14,7 @@ one before it (every seed of the implementation the grid named in advance agains
 from __future__ import annotations
 
 from reference_impls.stats import (ALPHA, ONE_SEED, Comparison, compare, config_interval, detectable_after_holm,
-                                   holm, relation, verdict_sentence)
+                                   holm, mcnemar_exact, relation, verdict_sentence)
 
 from .folder import split_warm_name
 
@@ -81,27 +81,58 @@ def _row(record: dict) -> list[int] | None:
     return record.get("heldout_by_problem") if record else None
 
 
+def _shared_warm_starts(names: list[str]) -> int | None:
+    """The number of warm starts behind a comparison's paired seeds (``names``: each seed's), when the seeds share
+    them (fewer warm starts than seeds, more than one seed): the comparison is then conditional on them
+    (``stats.conditional_clause``); None when every seed has its own (the warm-start variance is in the seeds')."""
+    distinct = len(set(names))
+    return distinct if len(names) > 1 and distinct < len(names) else None
+
+
 def grid_tests(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict] | None = None,
                base: dict[str, dict] | None = None) -> dict[tuple[str, str, str], dict]:
     """Every comparison of the grid, keyed (env, subject, against): the statistics of ``compare`` (``as_dict``),
     ``p_holm`` (Holm over all the grid's tests with several seeds; None for a single run a side, which gives no
     verdict), ``tests`` (the family's size), ``relation``, ``detectable`` (80% power at Holm's strictest level)
     and ``verdict`` (the sentence). Subjects: implementation ids and ``WARM``; against: the baseline's
-    implementation, ``WARM`` or ``UNTRAINED``."""
+    implementation, ``WARM`` or ``UNTRAINED``.
+
+    Also, per comparison: ``warm_starts`` (how many warm starts its seeds share, or None when each seed has its
+    own: a comparison over shared warm starts is conditional on them, and its verdict says so);
+    ``simultaneous`` (the Bonferroni interval over the environment's comparisons of the same kind: every
+    implementation against the baseline, or every one against the warm start; None where there is one); and, for
+    an implementation against the warm start, ``by_warm_start``: its effect from each warm start on its own (the
+    seeds that started from it against its row), Holm over all of the environment's per-warm-start tests.
+    An effect that reverses between warm starts is averaged away in the pooled test; this is where it shows."""
     base = base or {}
     warm_rows, own = _warm_rows(warm), _warm_names(cells)
     found: dict[tuple[str, str, str], Comparison] = {}
+    rows_of: dict[tuple[str, str, str], tuple[list, list]] = {}
+    shared: dict[tuple[str, str, str], int | None] = {}
+    per_warm: dict[tuple[str, str], dict[str, tuple[list, list]]] = {}  # (env, impl) -> warm name -> (rows, row)
     for env, impls in _by_env_impl(cells).items():
         reference = _baseline_of(impls, baseline)
         for impl, seeds in impls.items():
             if reference is not None and impl != reference:
                 common = sorted(set(seeds) & set(impls[reference]))
                 if common:
-                    found[(env, impl, reference)] = compare([seeds[s] for s in common],
-                                                            [impls[reference][s] for s in common])
-            paired = _against_warm(seeds, {s: own[(env, impl, s)] for s in seeds}, warm_rows.get(env, {}))
+                    key = (env, impl, reference)
+                    rows_of[key] = ([seeds[s] for s in common], [impls[reference][s] for s in common])
+                    found[key] = compare(*rows_of[key])
+                    shared[key] = _shared_warm_starts([own[(env, impl, s)] for s in common])
+            names = {s: own[(env, impl, s)] for s in seeds}
+            paired = _against_warm(seeds, names, warm_rows.get(env, {}))
             if paired is not None:
-                found[(env, impl, WARM)] = compare([seeds[s] for s in paired[0]], paired[1])
+                key = (env, impl, WARM)
+                rows_of[key] = ([seeds[s] for s in paired[0]], paired[1])
+                found[key] = compare(*rows_of[key])
+                shared[key] = _shared_warm_starts([names[s] for s in paired[0]])
+                groups: dict[str, list[int]] = {}
+                for s in paired[0]:
+                    groups.setdefault(names[s], []).append(s)
+                if len(groups) > 1:
+                    per_warm[(env, impl)] = {name: ([seeds[s] for s in ss], [warm_rows[env][name]])
+                                             for name, ss in groups.items()}
     for env, named in warm_rows.items():  # every warm start of the environment (a seed each) against the one base row
         base_row = _row(base.get(env, {}))
         rows = [r for r in named.values() if base_row is not None and len(r) == len(base_row)]
@@ -109,13 +140,40 @@ def grid_tests(cells: list[dict], baseline: str = "grpo", warm: dict[str, dict] 
             found[(env, WARM, UNTRAINED)] = compare(rows, [base_row])
     family = [key for key, c in found.items() if not c.one_run]
     adjusted = dict(zip(family, holm([found[k].p_value for k in family])))
+    kinds: dict[tuple[str, bool], list] = {}  # (env, against the warm start?) -> the keys of that kind
+    for key in rows_of:
+        if not found[key].one_run:
+            kinds.setdefault((key[0], key[2] == WARM), []).append(key)
+    simultaneous = {}
+    for keys in kinds.values():
+        if len(keys) > 1:
+            level = 1 - ALPHA / len(keys)
+            for key in keys:
+                c = compare(*rows_of[key], level=level)
+                simultaneous[key] = {"low": c.low, "high": c.high, "level": level, "over": len(keys)}
+    by_warm: dict[tuple[str, str], list[dict]] = {}
+    for env in {env for env, _ in per_warm}:  # Holm over the environment's per-warm-start tests, all warm starts
+        tested = [(impl, name, compare(*groups[name])) for (e, impl), groups in per_warm.items() if e == env
+                  for name in warm_rows.get(env, {}) if name in groups]
+        tested = [(impl, name, c) for impl, name, c in tested if not c.one_run]
+        for (impl, name, c), p in zip(tested, holm([c.p_value for _, _, c in tested])):
+            seed = (warm or {}).get(name, {}).get("seed")
+            by_warm.setdefault((env, impl), []).append(
+                {"warm_start": name, "label": f"warm seed {seed}" if isinstance(seed, int) else f"warm/{name}",
+                 "heldout_warm": sum(warm_rows[env][name]) / len(warm_rows[env][name]),
+                 **c.as_dict(), "p_holm": p, "tests": len(tested), "relation": relation(c, p)})
     out = {}
     for key, c in found.items():
         p_holm = adjusted.get(key)
+        sim = simultaneous.get(key)
         out[key] = {"env": key[0], "subject": key[1], "against": key[2], **c.as_dict(), "p_holm": p_holm,
                     "tests": len(family), "alpha": ALPHA, "relation": relation(c, p_holm),
                     "detectable": None if c.one_run else detectable_after_holm(c, len(family)),
-                    "verdict": verdict_sentence(c, key[2], p_holm, len(family))}
+                    "warm_starts": shared.get(key), "simultaneous": sim,
+                    "verdict": verdict_sentence(c, key[2], p_holm, len(family), warm_starts=shared.get(key),
+                                                simultaneous=(sim["low"], sim["high"], sim["over"]) if sim else None)}
+        if key[2] == WARM and (key[0], key[1]) in by_warm:
+            out[key]["by_warm_start"] = by_warm[(key[0], key[1])]
     return out
 
 
@@ -278,7 +336,11 @@ def passk_comparison(passk: dict) -> list[dict]:
     sampled) tests at its ``k``; one checkpoint a side is an observation ("one run", out of the Holm family, as
     in ``grid_tests``). An older record (no ``method``: the best RL cell was picked on the test problems) is
     read as it always was (k = 1 and k = samples, Holm over its 4 tests) and every row carries ``method`` =
-    ``PASSK_LEGACY``, which the reading prints first. Empty for records without per-problem counts."""
+    ``PASSK_LEGACY``, which the reading prints first. Empty for records without per-problem counts.
+
+    Each row also counts the seeds whose own mean moved up and down (``seeds_up``, ``seeds_down``) with the exact
+    two-sided sign test over them (``sign_p``): a seed-level reading that ignores the problem draw, so it is shown
+    beside the crossed test, never in its place."""
     from reference_impls.stats import pass_at_k
 
     n, curves = passk.get("samples"), passk.get("curves", {})
@@ -291,27 +353,58 @@ def passk_comparison(passk: dict) -> list[dict]:
     cells = passk.get("cells", {})
     for (before, b_labels), (after, a_labels) in zip(groups, groups[1:]):
         own = [cells.get(label, {}).get("warm_curve") for label in a_labels]
+        shared = None
         if len(b_labels) > 1 and all(o in b_labels for o in own):  # RL seeds, each against its own warm start
             b_labels = own if len(set(own)) > 1 else own[:1]
+            shared = _shared_warm_starts(own)
         for k in ks:
             a = [[pass_at_k(n, c, k) for c in curves[label]["correct_counts"]] for label in a_labels]
             b = [[pass_at_k(n, c, k) for c in curves[label]["correct_counts"]] for label in b_labels]
-            found.append((after, before, k, a, b, compare(a, b)))
+            found.append((after, before, k, a, b, compare(a, b), shared))
     family = [i for i, row in enumerate(found) if legacy or not row[5].one_run]
     adjusted = dict(zip(family, holm([found[i][5].p_value for i in family])))
     rows = []
-    for i, (after, before, k, a, b, c) in enumerate(found):
+    for i, (after, before, k, a, b, c, shared) in enumerate(found):
         p_holm = adjusted.get(i)
         if legacy:  # one checkpoint a side, read with Holm's p as it always was; the method field says why
             rejected = p_holm < ALPHA and c.difference != 0
             verdict = ("better" if c.difference > 0 else "worse") if rejected else "no difference detected"
         else:
             verdict = relation(c, p_holm)
+        per_seed = [sum(ra) / len(ra) - sum(rb) / len(rb) for ra, rb in zip(a, b if len(b) == len(a) else b * len(a))]
+        up, down = sum(d > 0 for d in per_seed), sum(d < 0 for d in per_seed)
         rows.append({"model": after, "against": before, "k": k, "value": float(sum(map(sum, a)) / (len(a) * len(a[0]))),
+                     "seeds_up": up, "seeds_down": down, "sign_p": mcnemar_exact(up, down) if up + down else 1.0,
                      "before": float(sum(map(sum, b)) / (len(b) * len(b[0]))),
                      "difference": {"mean": c.difference, "low": c.low, "high": c.high}, "p_raw": c.p_value,
                      "test": c.test, "se": c.se, "df": c.as_dict()["df"], "seeds": c.seeds, "one_run": c.one_run,
                      "p_holm": p_holm, "tests": len(family), "correction": "Holm", "verdict": verdict,
-                     "sentence": verdict_sentence(c, before, p_holm, len(family)),
+                     "warm_starts": shared,
+                     "sentence": verdict_sentence(c, before, p_holm, len(family), warm_starts=shared),
                      "method": PASSK_LEGACY if legacy else passk["method"]})
     return rows
+
+
+def sampled_support(passk: dict, cells: list[dict]) -> dict | None:
+    """Where RL's greedy answers come from, for a pass@k record of the declared method: over the record's problems
+    (the first ``problems`` of the held-out draw, as ``passk_stage`` samples them) and every seed's RL cell, the
+    (seed, problem) pairs the cell answers right greedily (``greedy_right``), and how many of those its own warm
+    start never answered right in its ``samples`` samples (``never_sampled``). Few never-sampled pairs mean RL
+    moved greedy decoding toward answers the warm start could already sample. None for other records."""
+    record_cells = passk.get("cells") or {}
+    if passk.get("method") is None or not record_cells:
+        return None
+    by_cell = {c.get("cell"): c for c in cells}
+    curves, n = passk.get("curves", {}), passk.get("problems")
+    right = never = seeds = 0
+    for cell in record_cells.values():
+        greedy = (by_cell.get(cell.get("cell")) or {}).get("heldout_by_problem")
+        counts = curves.get(cell.get("warm_curve"), {}).get("correct_counts")
+        if not greedy or not counts or not n or len(counts) != n or len(greedy) < n:
+            continue
+        seeds += 1
+        for solved, count in zip(greedy[:n], counts):
+            right += solved == 1
+            never += solved == 1 and count == 0
+    return {"seeds": seeds, "problems": n, "samples": passk.get("samples"), "greedy_right": right,
+            "never_sampled": never} if seeds else None

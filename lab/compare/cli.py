@@ -25,7 +25,7 @@ from pathlib import Path
 
 from reference_impls.options import ConfigError
 
-from .board import passk_comparison
+from .board import passk_comparison, sampled_support
 from .folder import GridDir, bad_records
 from .grid import Grid, cell_id
 from .report import (export, lr_choices_text, passk_reading, progression_markdown, progression_text,
@@ -100,7 +100,7 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
         if stages:
             print(stages)
         for env, record in loaded.passk.items():
-            reading = passk_reading(passk_comparison(record))
+            reading = passk_reading(passk_comparison(record), sampled_support(record, loaded.cells))
             if reading:
                 print(f"pass@k, {env}: {reading}")
     return 0

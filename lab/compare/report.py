@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from reference_impls.stats import config_interval
+from reference_impls.stats import conditional_clause, config_interval
 
 from .board import PASSK_LEGACY
 from .folder import GridDir, atomic_json, cell_results, split_warm_name
@@ -26,13 +26,18 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def passk_reading(rows: list[dict]) -> str | None:
+def passk_reading(rows: list[dict], support: dict | None = None) -> str | None:
     """A plain sentence on the last pair of ``passk_comparison`` (the RL model against the warm start): did RL
     raise pass@1 (the smallest tested k), and did it narrow (pass@k at the largest k fell), keep or widen what the
     model can sample? "rose" / "fell" only where the Holm-adjusted test rejects; otherwise "no difference
     detected" with what the interval could not rule out. A record of the declared method reads every seed of
     the named implementation (one seed: an observation, no verdict); an older record starts with
-    ``PASSK_LEGACY`` (its RL cell was picked on the test problems) and says its models are single checkpoints."""
+    ``PASSK_LEGACY`` (its RL cell was picked on the test problems) and says its models are single checkpoints.
+
+    Where the largest k is not detected by the crossed test but the seeds' own means moved one way, the reading
+    says how many seeds moved and the sign test over them (a seed-level figure, beside the verdict, never in its
+    place: "not detected" is not "no difference"). ``support`` (``board.sampled_support``) adds where RL's greedy
+    right answers come from: how many of them its warm start never sampled right."""
     if not rows:
         return None
     last = [r for r in rows if r["model"] == rows[-1]["model"]]
@@ -57,9 +62,10 @@ def passk_reading(rows: list[dict]) -> str | None:
         tail = (f" (Paired over the same problems, {one['test']}; Holm over the record's {one['tests']} tests; one "
                 f"checkpoint each: an observation about these runs, not the algorithm.)")
     else:
+        condition = f"; {conditional_clause(one['warm_starts'])}" if one.get("warm_starts") else ""
         tail = (f" ({one['seeds']} seed{'s' if one['seeds'] != 1 else ''} of the implementation the grid named before "
                 f"any result, paired over the same problems with the {one['against']}: {one['test']}; Holm over the "
-                f"record's {one['tests']} tests.)")
+                f"record's {one['tests']} tests{condition}.)")
     if not legacy and one["one_run"]:
         return head + "One seed: an observation about this run, not the algorithm." + tail
     n = top["k"]
@@ -78,6 +84,17 @@ def passk_reading(rows: list[dict]) -> str | None:
         text = f"pass@1 fell; {undetected(top)}."
     else:
         text = f"Neither sharpened nor widened at this sample size: {undetected(one)}; {undetected(top)}."
+    for r in (one, top):
+        moved = max(r.get("seeds_up", 0), r.get("seeds_down", 0))
+        if r["verdict"] not in ("better", "worse") and r["seeds"] > 1 and moved:
+            way = "rose" if r.get("seeds_up", 0) >= r.get("seeds_down", 0) else "fell"
+            text += (f" Seed by seed, pass@{r['k']} {way} in {moved} of {r['seeds']} seeds (exact sign test over "
+                     f"seeds, p {r['sign_p']:.3f}; it leaves out the problem draw, which the crossed test counts).")
+    if support and support.get("greedy_right"):
+        text += (f" Of the {support['greedy_right']} (seed, problem) pairs that RL answers right greedily on these "
+                 f"{support['problems']} problems, {support['never_sampled']} were never answered right by the seed's "
+                 f"warm start in {support['samples']} samples: RL moved greedy decoding toward answers the warm start "
+                 f"could already sample.")
     return head + text + tail
 
 
@@ -170,6 +187,15 @@ def report_text(board: dict[str, list[dict]]) -> str:
         for r in rows:
             for test in r.get("tests", {}).values():
                 lines.append(f"- {r['implementation']}: {test['verdict']}")
+        each = warm_start_effects(rows)
+        if each:
+            lines.append("")
+            lines.append("Each warm start's effect, RL minus the warm start it started from (points, 95% interval; "
+                         "Holm over these tests; each conditional on its warm start)")
+            for e in each:
+                lines.append(f"- {e['implementation']} from {e['label']} ({100 * e['heldout_warm']:.1f}%): "
+                             f"{100 * e['difference']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}], "
+                             f"{e['seeds']} seeds, Holm p {e['p_holm']:.3f}: {e['relation']}")
         families = [name for r in rows for name in r.get("by_family", {})]
         if families:
             names = list(dict.fromkeys(families))
@@ -184,8 +210,25 @@ def report_text(board: dict[str, list[dict]]) -> str:
                 fam = r.get("by_family", {})
                 lines.append(f"{r['implementation']:<24} " + " ".join(
                     f"{100 * fam[n]['heldout']:>11.0f}" if n in fam else f"{'-':>11}" for n in names))
+            if any(e.get("vs") for r in rows for e in r.get("by_family", {}).values()):
+                lines.append("")
+                lines.append("Per problem family, change from the warm start in points (each seed against its own; "
+                             "descriptive: a mean that moves little can hide families that move apart)")
+                for r in rows:
+                    fam = r.get("by_family", {})
+                    lines.append(f"{r['implementation']:<24} " + " ".join(
+                        f"{100 * fam[n]['vs']['mean']:>+11.0f}" if fam.get(n, {}).get("vs") else f"{'-':>11}"
+                        for n in names))
         lines.append("")
     return "\n".join(lines)
+
+
+def warm_start_effects(rows: list[dict]) -> list[dict]:
+    """One environment's board rows -> each implementation's effect from each warm start on its own
+    (``board.grid_tests``' ``by_warm_start``), flat, in the board's order: empty for a grid whose seeds have one
+    warm start between them or each their own."""
+    return [{"implementation": r["implementation"], **e} for r in rows
+            for e in r.get("tests", {}).get("warm", {}).get("by_warm_start", [])]
 
 
 def lr_choices(cells: list[dict]) -> list[dict]:

@@ -32,7 +32,7 @@ import yaml
 from atlas_data import data_dir
 from reference_impls.stats import config_interval
 
-from .board import PASSK_LEGACY, grid_tests, leaderboard, passk_comparison, progression
+from .board import PASSK_LEGACY, grid_tests, leaderboard, passk_comparison, progression, sampled_support
 from .folder import (DIAGNOSTIC_KEYS, BadRecord, GridDir, bad_records, cell_diagnostics, cell_results,
                      read_record, split_warm_name)
 from .report import lr_choices, passk_reading
@@ -216,7 +216,8 @@ class GridSummary:
     def compute(cls, grid: GridResults, key: str) -> "GridSummary":
         rows = {env: passk_comparison(record) for env, record in sorted(grid.passk.items())}
         return cls(key, grid.board(), grid.progression(), grid.curves(), rows,
-                   {env: passk_reading(r) for env, r in rows.items()}, grid.diagnostics())
+                   {env: passk_reading(r, sampled_support(grid.passk[env], grid.cells)) for env, r in rows.items()},
+                   grid.diagnostics())
 
 
 SUMMARY_VERSION = 2  # the shape of GridSummary: a new field or meaning makes every stored summary stale

@@ -150,3 +150,24 @@ def test_mu_exports_to_trl_as_steps_per_generation():
     assert export.verl_config(cfg, kwargs)["actor_rollout_ref"]["actor"]["ppo_mini_batch_size"] == 1
     with pytest.raises(ConfigError, match="--mini-batches 3 does not divide the step's 32 episodes"):
         export.trl_config({**cfg, "mini_batches": 3})
+
+
+def test_grad_norm_is_the_mean_and_max_over_the_steps_updates(fresh_tiny, tmp_path, monkeypatch):
+    """With mu updates per batch, ``grad_norm`` is the mean of the step's pre-clip norms and ``grad_norm_max`` their
+    largest (issue 60: the logged figure was the last minibatch's only). The norms are recorded as torch computes
+    them, so the check does not depend on their values."""
+    import reference_impls.policy_gradient as pg
+
+    seen, clip = [], torch.nn.utils.clip_grad_norm_
+
+    def recording_clip(*args, **kwargs):
+        norm = clip(*args, **kwargs)
+        seen.append(float(norm))
+        return norm
+
+    monkeypatch.setattr(pg.torch.nn.utils, "clip_grad_norm_", recording_clip)
+    algo, config = row("calculator-grpo")
+    _, metrics = one_step(fresh_tiny, tmp_path, algo, config, mu=4)
+    assert len(seen) == 4 and len(set(seen)) > 1
+    assert metrics["grad_norm"] == pytest.approx(sum(seen) / 4)
+    assert metrics["grad_norm_max"] == pytest.approx(max(seen))

@@ -422,7 +422,7 @@ class PPO(Algorithm):
         mb_size = max(1, math.ceil(B / max(1, cfg.num_mini_batches)))
         policy_params = [p for p in policy.parameters() if p.requires_grad]
         critic_params = [p for p in critic.parameters() if p.requires_grad]
-        rows, ent, ratios, grad_norm = [], [], [], 0.0
+        rows, ent, ratios, grad_norms = [], [], [], []
         warmup = ctx.step < cfg.critic_warmup_steps
         # VAPO positive-example LM loss: the episodes that solved their problem, as an extra NLL target
         positive = torch.tensor([float(s.info.get("correct", s.reward > 0)) for s in samples], device=device)
@@ -464,7 +464,7 @@ class PPO(Algorithm):
                     ent.append((float((entropy * m).sum()), w))
                 if ctx.world > 1:
                     distributed.sum_gradients(policy_params + critic_params)
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(policy_params, tcfg.max_grad_norm))
+                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(policy_params, tcfg.max_grad_norm)))
                 torch.nn.utils.clip_grad_norm_(critic_params, tcfg.max_grad_norm)  # clipped apart from the policy
                 ctx.optimizer.step()
 
@@ -490,7 +490,8 @@ class PPO(Algorithm):
             "values_mean": float(old_values.sum() / n_mask),
             "returns_mean": float(returns.sum() / n_mask),
             "advantages_mean": adv_raw_mean,
-            "grad_norm": grad_norm,
+            "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else 0.0,  # mean over the step's updates
+            "grad_norm_max": max(grad_norms, default=0.0),
             "critic_warmup": float(warmup),
             # the budget's count: a warm-up step fits the critic only, so it is no policy update (docs/compare.md)
             "policy_updates": 0.0 if warmup else float(max(1, cfg.num_iterations) * n_minibatches),

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from papers.authors import fold, is_truncated, split_authors
 from papers.csvio import read_csv_rows
+from papers.venues import arxiv_year, rule_year
 from taxonomy import DataError
 
 VERIFICATION_DIR = Path(__file__).resolve().parent / "data" / "verification"
@@ -196,9 +197,16 @@ def vague_summary(title: str, summary: str) -> str:
     return ""
 
 
+def ruled_by_year_rule(key: str, current: dict[tuple[str, str], str]) -> bool:
+    """Whether the year rule (``papers.venues``) dates this work from its venue or arXiv id, so that a
+    ``year`` fact is a check of the rule's input, never a change of its own."""
+    return rule_year(current.get((key, "venue"), ""), current.get((key, "arxiv_id"), "")) is not None
+
+
 def propose(facts: list[Fact], current: dict[tuple[str, str], str], previous: list[Change]) -> list[Change]:
     """The changes the facts call for, in the facts' order. A reviewer's earlier decision on the very
-    same proposal is kept; a proposal the data already carries (applied) stays listed with its decision."""
+    same proposal is kept; a proposal the data already carries (applied) stays listed with its decision.
+    A year fact is proposed only for a work the year rule leaves to its source (no venue year, no arXiv id)."""
     decided = {(c.key, c.field, c.proposed): c for c in previous}
     out: list[Change] = []
     for f in facts:
@@ -208,6 +216,8 @@ def propose(facts: list[Fact], current: dict[tuple[str, str], str], previous: li
         old = decided.get((f.key, f.field, f.value))
         if old is not None:
             out.append(old)
+        elif f.field == "year" and ruled_by_year_rule(f.key, current):
+            continue
         elif not same_value(f.field, cur, f.value):
             out.append(Change(f.key, f.field, cur, f.value, f.source, f.checked_by))
     return out
@@ -229,6 +239,24 @@ def apply_to_works(rows: list[dict[str, str]], changes: list[Change]) -> int:
                 n += 1
             if field == "arxiv_id" and c is not None and not r["url"]:
                 r["url"] = f"https://arxiv.org/abs/{c.proposed}"
+    return n
+
+
+def apply_year_rule(rows: list[dict[str, str]]) -> int:
+    """Date every ``works.csv`` row by the year rule (``papers.venues``), in place: ``year_arxiv`` from the
+    arXiv id, ``year`` from the venue (published) or the arXiv id (unpublished) where the rule gives one;
+    the number of cells changed. Run after the accepted changes, so a verified venue sets the year."""
+    n = 0
+    for r in rows:
+        first = arxiv_year(r.get("arxiv_id", ""))
+        values = {"year_arxiv": str(first) if first else ""}
+        ruled = rule_year(r.get("venue", ""), r.get("arxiv_id", ""))
+        if ruled is not None:
+            values["year"] = str(ruled)
+        for field, value in values.items():
+            if r.get(field, "") != value:
+                r[field] = value
+                n += 1
     return n
 
 

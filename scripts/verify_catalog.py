@@ -29,8 +29,9 @@ from pathlib import Path
 from papers import Catalog
 from papers.authors import is_truncated, split_authors
 from papers.csvio import read_csv_rows
+from papers.venues import arxiv_year, is_published, rule_year
 from papers.verification import (
-    CHANGE_COLUMNS, VERIFICATION_DIR, FIELDS, apply_to_authors, apply_to_works, load_changes, load_facts,
+    CHANGE_COLUMNS, VERIFICATION_DIR, FIELDS, apply_to_authors, apply_to_works, apply_year_rule, load_changes, load_facts,
     propose, same_people, same_value, title_verdict, vague_summary, write_rows,
 )
 
@@ -118,6 +119,12 @@ def apply_changes(data_dir: Path, changes_file: Path = VERIFICATION_DIR / "chang
             reader = csv.DictReader(f)
             columns, rows = tuple(reader.fieldnames or ()), list(reader)
         n = applier(rows, changes)
+        if name == "works.csv":
+            if "year_arxiv" not in columns:  # data written before the year rule: the column goes after year
+                at = columns.index("year") + 1
+                columns = columns[:at] + ("year_arxiv",) + columns[at:]
+                n += 1
+            n += apply_year_rule(rows)  # after the accepted venues: a published work takes its venue's year
         if n:
             write_rows(path, columns, rows)
         if name == "works.csv":
@@ -134,14 +141,18 @@ def _rows_at(rev: str, name: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def _year_verdict(year: str, arxiv_fact: str, venue_fact: str) -> str:
-    """A script check: the year must be the arXiv submission year or the verified venue's year."""
-    years = set(re.findall(r"(?:19|20)\d\d", venue_fact))
-    if arxiv_fact:
-        years.add("20" + arxiv_fact[:2])
-    if not years:
+def _year_verdict(year: str, venue: str, arxiv_fact: str, venue_fact: str) -> str:
+    """A script check of the year rule (``papers.venues``) on verified inputs: a work with a verified
+    published venue must carry that venue's year; an unpublished one the year of its verified arXiv id."""
+    if venue_fact:
+        expected = rule_year(venue_fact, arxiv_fact)
+    elif not is_published(venue):
+        expected = arxiv_year(arxiv_fact)
+    else:
+        expected = None
+    if expected is None:
         return "unchecked"
-    return "ok" if year in years else "differs"
+    return "ok" if year == str(expected) else "differs"
 
 
 def field_verdicts(works: dict[str, dict[str, str]], authors: dict[str, str], facts: dict[tuple[str, str], str],
@@ -164,7 +175,7 @@ def field_verdicts(works: dict[str, dict[str, str]], authors: dict[str, str], fa
         out["venue"] = "ok" if w["venue"] == f[key, "venue"] else "missing" if w["venue"] in ("", "arXiv") else "differs"
     else:
         out["venue"] = "unchecked"
-    out["year"] = _year_verdict(w["year"], f.get((key, "arxiv_id"), ""), f.get((key, "venue"), ""))
+    out["year"] = _year_verdict(w["year"], w["venue"], f.get((key, "arxiv_id"), ""), f.get((key, "venue"), ""))
     return out
 
 

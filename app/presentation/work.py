@@ -37,6 +37,8 @@ def work_page(catalog: Catalog, key: str) -> WorkPage:
         ("Title in the survey's reference list",
          w.title_original if w.title_original and w.title_original.casefold() != w.title.casefold() else ""),
         ("Year", str(w.year) if w.year else ""),
+        # a published work is dated by its venue; when it first appeared on arXiv earlier, say so
+        ("First on arXiv", str(w.year_arxiv) if w.year_arxiv and w.year_arxiv != w.year else ""),
         ("Venue", w.venue),
         ("Kind", w.kind),
         ("arXiv", w.arxiv_id),

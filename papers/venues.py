@@ -62,3 +62,50 @@ def rule_year(venue: str, arxiv_id: str) -> int | None:
     if is_published(venue):
         return venue_year(venue)
     return arxiv_year(arxiv_id)
+
+
+_CONFERENCES = {
+    "ICLR": "International Conference on Learning Representations",
+    "ICML": "International Conference on Machine Learning",
+    "NeurIPS": "Advances in Neural Information Processing Systems",
+    "NIPS": "Advances in Neural Information Processing Systems",
+    "ACL": "Annual Meeting of the Association for Computational Linguistics",
+    "EMNLP": "Conference on Empirical Methods in Natural Language Processing",
+    "NAACL": "Conference of the North American Chapter of the Association for Computational Linguistics",
+    "EACL": "Conference of the European Chapter of the Association for Computational Linguistics",
+    "COLING": "International Conference on Computational Linguistics",
+    "COLM": "Conference on Language Modeling",
+    "CVPR": "IEEE/CVF Conference on Computer Vision and Pattern Recognition",
+    "ICCV": "IEEE/CVF International Conference on Computer Vision",
+    "ECCV": "European Conference on Computer Vision",
+    "AAAI": "AAAI Conference on Artificial Intelligence",
+    "IJCAI": "International Joint Conference on Artificial Intelligence",
+    "CoRL": "Conference on Robot Learning",
+    "RSS": "Robotics: Science and Systems",
+    "KDD": "ACM SIGKDD Conference on Knowledge Discovery and Data Mining",
+    "AISTATS": "International Conference on Artificial Intelligence and Statistics",
+    "AAMAS": "International Conference on Autonomous Agents and Multiagent Systems",
+    "ICSE": "IEEE/ACM International Conference on Software Engineering",
+    "EuroSys": "European Conference on Computer Systems",
+    "CPAL": "Conference on Parsimony and Learning",
+}
+_JOURNAL_NAMES = {"JMLR": "Journal of Machine Learning Research", "TMLR": "Transactions on Machine Learning Research"}
+_CONF_LABEL = re.compile(r"(?:(Findings of) )?([A-Za-z]+) ((?:19|20)\d\d)")
+
+
+def venue_title(venue: str) -> str:
+    """The venue as a BibTeX ``booktitle``/``journal``: a bare "CONF YEAR" label spelled out with the label
+    kept ("ICLR 2026" -> "International Conference on Learning Representations (ICLR 2026)"; "Findings of
+    ACL 2025" -> "Findings of the Association for Computational Linguistics: ACL 2025"), "JMLR"/"TMLR [year]"
+    spelled out; any other label (a workshop, a track, a journal's own name) as it is."""
+    label = venue.strip()
+    m = _CONF_LABEL.fullmatch(label)
+    if m:
+        findings, conf, year = m.groups()
+        if findings and conf in ("ACL", "EMNLP", "NAACL", "EACL"):
+            return f"Findings of the Association for Computational Linguistics: {conf} {year}"
+        if not findings and conf in _CONFERENCES:
+            return f"{_CONFERENCES[conf]} ({conf} {year})"
+        if not findings and conf in _JOURNAL_NAMES:
+            return _JOURNAL_NAMES[conf]
+    return _JOURNAL_NAMES.get(label, label)

@@ -16,6 +16,9 @@ Two files under ``papers/data/verification/`` (developer data: the app never rea
 
 Fields and where they live: ``title``, ``year``, ``arxiv_id``, ``venue``, ``url`` in ``works.csv``; ``authors``
 (BibTeX ``and`` list) in ``authors.csv``.
+
+The app reads ``facts.csv`` for one thing only: the Work page says what a work's facts rest on
+(``provenance``), which fields were read in an independent source, or that none was.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import csv
 import io
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from papers.authors import fold, is_truncated, split_authors
@@ -274,3 +278,39 @@ def apply_to_authors(rows: list[dict[str, str]], changes: list[Change]) -> int:
                  second_source="")
         n += 1
     return n
+
+
+_FIELD_WORDS = {"title": "title", "authors": "authors", "year": "year", "arxiv_id": "arXiv id", "venue": "venue",
+                "url": "URL"}
+_PAGE_KINDS = {"Web/blog": "a product page or blog post", "SSRN": "an SSRN working-paper page",
+               "GitHub": "a code repository", "Hugging Face": "a model card", "arXiv": "an arXiv record"}
+
+
+@lru_cache(maxsize=1)
+def _checked_fields() -> dict[str, tuple[str, ...]]:
+    path = VERIFICATION_DIR / "facts.csv"
+    if not path.exists():
+        return {}
+    out: dict[str, list[str]] = {}
+    for f in load_facts(path):
+        out.setdefault(f.key, []).append(f.field)
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def provenance(key: str, venue: str, url: str, survey_refs: tuple[str, ...]) -> str:
+    """What a survey work's facts rest on, in a sentence for its page: the fields read in a source
+    independent of the survey, or, for a work no such source reached, that its facts are the survey's
+    reference-list entry and the kind of page it links."""
+    fields = _checked_fields().get(key)
+    if fields:
+        named = [_FIELD_WORDS[f] for f in ("title", "authors", "year", "venue", "arxiv_id", "url") if f in fields]
+        if "year" not in fields and ("arxiv_id" in fields or "venue" in fields):
+            named.append("year (by the year rule, from the checked arXiv id or venue)")
+        return ("Checked against sources independent of the survey (the paper's record, its venue or its "
+                f"authors' page): {', '.join(named)}.")
+    ref = f" (ref. {', '.join(survey_refs)})" if survey_refs else ""
+    kind = _PAGE_KINDS.get(venue, "a web page")
+    page = f" {url}" if url else ""
+    return (f"Not checked against any source independent of the survey: title, authors, year and venue are the "
+            f"survey's reference-list entry{ref}, which points to {kind}{page}; that page could not be read with the sources used for the check, so these "
+            f"facts are unchecked.")

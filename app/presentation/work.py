@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from app.presentation.common import algorithm_nodes, md_escape, safe_url, shorten, sort_works, table_display
+from papers.authors import is_truncated, split_authors
 from papers.catalog import Catalog
 from papers.schema import Work
+from papers.verification import provenance
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,10 @@ def work_page(catalog: Catalog, key: str) -> WorkPage:
         ("Reward", w.reward_type),
         ("Also known as", ", ".join(w.aliases)),
         ("Authors", getattr(w, "authors", "")),
+        ("Author list", f"incomplete: the first {len(split_authors(w.authors))} names only (exports say et al.)"
+         if is_truncated(w.authors) else ""),
+        # what the facts above rest on: an independent source per field, or only the survey's own entry
+        ("Facts rest on", provenance(w.key, w.venue, w.url, w.survey_refs) if w.origin == "survey" else ""),
         ("Survey references", ", ".join(f"[{r}]" for r in w.survey_refs)),
         ("Source in the survey", w.source),
         ("Tags", ", ".join(w.tags)),

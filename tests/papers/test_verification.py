@@ -182,3 +182,22 @@ def test_every_title_fact_is_the_shipped_title_unless_the_review_rejected_it():
     differing = {f.key: (titles[f.key], f.value) for f in facts if titles[f.key] != f.value}
     assert {(k, v) for k, (_, v) in differing.items()} <= rejected, differing
     assert len(differing) <= 2  # TRISHUL and OS-R1, explained in docs/catalog_accuracy.md
+
+
+def test_the_work_page_says_what_a_works_facts_rest_on(catalog):
+    """Issue 64 item 5: a work no independent source reached says so on its page, with the kind of page
+    the survey links; a checked work lists the fields that were checked."""
+    from app.presentation.work import work_page
+
+    checked = {f.key for f in load_facts(VERIFICATION_DIR / "facts.csv")}
+    unchecked = [w.key for w in catalog if w.key not in checked]
+    assert 0 < len(unchecked) <= 9
+    for key in unchecked:
+        said = dict(work_page(catalog, key).facts)["Facts rest on"]
+        assert said.startswith("Not checked against any source independent of the survey"), key
+    claude = dict(work_page(catalog, "claude-code").facts)["Facts rest on"]
+    assert "a product page or blog post https://www.anthropic.com/claude-code" in claude
+    assert dict(work_page(catalog, "gemini").facts)["Author list"].startswith("incomplete: the first 10 names")
+    assert "Author list" not in dict(work_page(catalog, "search-r1").facts)
+    search = dict(work_page(catalog, "search-r1").facts)["Facts rest on"]
+    assert search.startswith("Checked against") and "title" in search and "authors" in search

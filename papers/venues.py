@@ -21,7 +21,7 @@ UNPUBLISHED_VENUES = ("", "arXiv", "Web/blog", "GitHub", "Hugging Face", "OpenRe
 """Venue labels that are not a peer-reviewed publication: a preprint server, a web page, a repository,
 a model card, an OpenReview submission page, a working-paper archive, a technical report."""
 WEB_VENUES = ("Web/blog", "GitHub", "Hugging Face")
-_JOURNALS = re.compile(r"^(JMLR|TMLR|Nature|Science|IEEE|ACM|Transactions|Journal|Psychological Review)", re.I)
+_JOURNALS = re.compile(r"^(JMLR|TMLR|JAIR|Nature|Science|IEEE T|ACM (?!MM\b)|Transactions|Journal|Psychological Review)")
 _YEAR = re.compile(r"(?<!\d)(19|20)\d\d(?!\d)")
 _NEW_ID = re.compile(r"(\d{2})(\d{2})\.\d{4,5}(v\d+)?")
 _OLD_ID = re.compile(r"[a-z-]+(?:\.[A-Z]{2})?/(\d{2})(\d{2})\d{3}(v\d+)?")
@@ -88,8 +88,12 @@ _CONFERENCES = {
     "ICSE": "IEEE/ACM International Conference on Software Engineering",
     "EuroSys": "European Conference on Computer Systems",
     "CPAL": "Conference on Parsimony and Learning",
+    "ICRA": "IEEE International Conference on Robotics and Automation",
+    "CHI": "CHI Conference on Human Factors in Computing Systems",
 }
-_JOURNAL_NAMES = {"JMLR": "Journal of Machine Learning Research", "TMLR": "Transactions on Machine Learning Research"}
+_JOURNAL_NAMES = {"JMLR": "Journal of Machine Learning Research", "TMLR": "Transactions on Machine Learning Research",
+                  "JAIR": "Journal of Artificial Intelligence Research"}
+_YEAR_SUFFIX = re.compile(r"\s+(19|20)\d\d$")
 _CONF_LABEL = re.compile(r"(?:(Findings of) )?([A-Za-z]+) ((?:19|20)\d\d)")
 
 
@@ -99,6 +103,9 @@ def venue_title(venue: str) -> str:
     ACL 2025" -> "Findings of the Association for Computational Linguistics: ACL 2025"), "JMLR"/"TMLR [year]"
     spelled out; any other label (a workshop, a track, a journal's own name) as it is."""
     label = venue.strip()
+    if is_journal(label):  # a journal's name without the year label ("Nature 2025" -> "Nature")
+        name = _YEAR_SUFFIX.sub("", label)
+        return _JOURNAL_NAMES.get(name, name)
     m = _CONF_LABEL.fullmatch(label)
     if m:
         findings, conf, year = m.groups()

@@ -201,3 +201,32 @@ def test_the_work_page_says_what_a_works_facts_rest_on(catalog):
     assert "Author list" not in dict(work_page(catalog, "search-r1").facts)
     search = dict(work_page(catalog, "search-r1").facts)["Facts rest on"]
     assert search.startswith("Checked against") and "title" in search and "authors" in search
+
+
+def test_merge_validates_batches_and_keeps_earlier_readings(tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    facts_before = (data / "verification" / "facts.csv").read_text(encoding="utf-8")
+    old = next(f for f in load_facts(data / "verification" / "facts.csv") if f.field == "venue")
+    fresh = next(r["key"] for r in rows(data / "works.csv")
+                 if (r["key"], "venue") not in {(f.key, f.field) for f in load_facts(data / "verification" / "facts.csv")})
+    good = tmp_path / "batch.csv"
+    good.write_text("key,field,value,source,checked_by,date,note\n"
+                    f"{fresh},venue,ICLR 2026,https://openreview.net/forum?id=x,search,2026-12-06,published title: Other\n"
+                    f"{old.key},venue,{old.value},https://example.org/same,search,2026-12-06,\n"
+                    "# DONE\n", encoding="utf-8")
+    r = run_script("merge", "--data", str(data), str(good))
+    assert r.returncode == 0, r.stderr
+    assert "added 1, already_recorded 1, conflicts_kept_out 0" in r.stdout
+    merged = {(f.key, f.field): f for f in load_facts(data / "verification" / "facts.csv")}
+    assert merged[fresh, "venue"].source == "https://openreview.net/forum?id=x (published title: Other)"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("key,field,value,source,checked_by,date\n"
+                   f"{fresh},year,2026,seen in a list,search,2026-12-06\n", encoding="utf-8")
+    r = run_script("merge", "--data", str(data), str(bad))
+    assert r.returncode != 0 and "source must be a URL" in r.stderr and "bad.csv" in r.stderr
+    unknown = tmp_path / "unknown.csv"
+    unknown.write_text("key,field,value,source,checked_by,date\nnope,venue,X,https://x,search,2026-12-06\n", encoding="utf-8")
+    r = run_script("merge", "--data", str(data), str(unknown))
+    assert r.returncode != 0 and "unknown work 'nope'" in r.stderr
+    assert facts_before != (data / "verification" / "facts.csv").read_text(encoding="utf-8")

@@ -298,19 +298,23 @@ def _checked_fields() -> dict[str, tuple[str, ...]]:
 
 
 def provenance(key: str, venue: str, url: str, survey_refs: tuple[str, ...]) -> str:
-    """What a survey work's facts rest on, in a sentence for its page: the fields read in a source
-    independent of the survey, or, for a work no such source reached, that its facts are the survey's
-    reference-list entry and the kind of page it links."""
-    fields = _checked_fields().get(key)
-    if fields:
-        named = [_FIELD_WORDS[f] for f in ("title", "authors", "year", "venue", "arxiv_id", "url") if f in fields]
-        if "year" not in fields and ("arxiv_id" in fields or "venue" in fields):
-            named.append("year (by the year rule, from the checked arXiv id or venue)")
-        return ("Checked against sources independent of the survey (the paper's record, its venue or its "
-                f"authors' page): {', '.join(named)}.")
+    """What a survey work's facts rest on, in a sentence or two for its page: the fields read in a source
+    independent of the survey, and those that are only the survey's reference-list entry, with the kind
+    of page that entry links (a product page, a blog post, an SSRN page) where that page was not read."""
+    checked = set(_checked_fields().get(key, ()))
+    if "year" not in checked and checked & {"arxiv_id", "venue"}:
+        checked.add("year")  # the year rule dates it from the checked arXiv id or venue
+    order = ("title", "authors", "year", "venue", "arxiv_id")
+    done = [_FIELD_WORDS[f] for f in order if f in checked]
+    missing = [_FIELD_WORDS[f] for f in ("title", "authors", "year", "venue") if f not in checked]
     ref = f" (ref. {', '.join(survey_refs)})" if survey_refs else ""
-    kind = _PAGE_KINDS.get(venue, "a web page")
-    page = f" {url}" if url else ""
-    return (f"Not checked against any source independent of the survey: title, authors, year and venue are the "
-            f"survey's reference-list entry{ref}, which points to {kind}{page}; that page could not be read with the sources used for the check, so these "
-            f"facts are unchecked.")
+    page = f"{_PAGE_KINDS.get(venue, 'a web page')} {url}".strip()
+    parts = []
+    if done:
+        parts.append("Checked against sources independent of the survey (the paper's record, its venue or its "
+                     f"authors' page): {', '.join(done)}.")
+    if missing:
+        lead = "Not checked against any source independent of the survey" if not done else "Not checked"
+        parts.append(f"{lead}: {', '.join(missing)}, as the survey's reference-list entry{ref} gives them; the page "
+                     f"it points to, {page}, could not be read with the sources used for the check.")
+    return " ".join(parts)

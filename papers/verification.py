@@ -31,7 +31,7 @@ from pathlib import Path
 
 from papers.authors import fold, is_truncated, split_authors
 from papers.csvio import read_csv_rows
-from papers.venues import arxiv_year, rule_year
+from papers.venues import arxiv_year, rule_year, venue_year
 from taxonomy import DataError
 
 VERIFICATION_DIR = Path(__file__).resolve().parent / "data" / "verification"
@@ -302,7 +302,7 @@ def provenance(key: str, venue: str, url: str, survey_refs: tuple[str, ...]) -> 
     independent of the survey, and those that are only the survey's reference-list entry, with the kind
     of page that entry links (a product page, a blog post, an SSRN page) where that page was not read."""
     checked = set(_checked_fields().get(key, ()))
-    if "year" not in checked and checked & {"arxiv_id", "venue"}:
+    if "arxiv_id" in checked or ("venue" in checked and venue_year(venue) is not None):
         checked.add("year")  # the year rule dates it from the checked arXiv id or venue
     order = ("title", "authors", "year", "venue", "arxiv_id")
     done = [_FIELD_WORDS[f] for f in order if f in checked]

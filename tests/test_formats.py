@@ -547,3 +547,38 @@ def test_the_exported_catalog_compiles_with_pdflatex_and_bibtex(tmp_path, catalo
     log = (tmp_path / "doc.log").read_text(encoding="latin-1")
     assert "Citation" not in log or "undefined" not in log
     assert (tmp_path / "doc.pdf").stat().st_size > 10_000
+
+
+def test_an_imported_hostile_csv_exports_as_text_through_the_cli(tmp_path, catalog):
+    """Issue 63 item 3 end to end: a CSV with a hostile title, authors, url, code and venue, imported and
+    exported with ``papers list --format bibtex``, gives one entry per work and no command or entry of its own."""
+    import csv as csv_module
+    import io
+
+    src = tmp_path / "hostile.csv"
+    buf = io.StringIO()
+    writer = csv_module.writer(buf)
+    writer.writerow(["key", "title", "authors", "year", "venue", "url", "code_url"])
+    writer.writerow(["evil-1", "Evil}, note = {\\input{/etc/hostname}}, x = {", "A {B} and {Evil}} @misc{p,}", "2025",
+                     "NeurIPS 2024}, note={\\input{z}}", "https://x.org/}\n@misc{planted,\n", "https://y.org/{\\input{q}}"])
+    writer.writerow(["evil-2", "Line one\n@misc{planted2, title = {x}}", "C D", "2024", "arXiv", "", ""])
+    src.write_text(buf.getvalue(), encoding="utf-8")
+    data = tmp_path / "data"
+    imported = run_in(data, "import", str(src), "--no-place")
+    assert imported.returncode == 0, imported.stderr
+    out = run_in(data, "list", "--format", "bibtex")
+    assert out.returncode == 0, out.stderr
+    entries = check_bibtex_text(out.stdout, len(catalog) + 2)
+    keys = [e.key for e in entries]
+    assert {"evil-1", "evil-2"} <= set(keys) and len(set(keys)) == len(keys)
+    assert "\\input" not in out.stdout and "@misc{planted" not in out.stdout
+
+
+def run_in(data_dir, *args):
+    return papers_cli(*args, data_dir=data_dir, cwd=ROOT)
+
+
+def test_cli_bibtex_of_the_whole_catalog_passes_the_checks(catalog):
+    r = run("list", "--format", "bibtex")
+    assert r.returncode == 0, r.stderr
+    check_bibtex_text(r.stdout, len(catalog))

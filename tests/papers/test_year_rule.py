@@ -41,3 +41,13 @@ def test_the_rule_rewrites_a_wrong_year_and_can_fail():
     assert apply_year_rule(rows) == 4
     assert [(r["year"], r["year_arxiv"]) for r in rows] == [("2026", "2025"), ("2024", "2024"), ("2016", "")]
     assert apply_year_rule(rows) == 0
+
+
+def test_the_work_page_shows_the_arxiv_year_beside_a_later_venue_year(catalog):
+    from app.presentation.work import work_page
+
+    later = next(w for w in catalog if w.year_arxiv and w.year and w.year > w.year_arxiv)
+    facts = dict(work_page(catalog, later.key).facts)
+    assert facts["Year"] == str(later.year) and facts["First on arXiv"] == str(later.year_arxiv)
+    same = next(w for w in catalog if w.year_arxiv and w.year == w.year_arxiv)
+    assert "First on arXiv" not in dict(work_page(catalog, same.key).facts)

@@ -315,8 +315,8 @@ def latex_to_text(text: str, drop_groups: bool = True) -> str:
                 out.append(ch)
             i += 1
             continue
-        if ch == "~":
-            out.append("\u00a0")
+        if ch == "~":  # LaTeX's tie: a space that does not break (J.~Doe)
+            out.append(" ")
             i += 1
             continue
         out.append(ch)

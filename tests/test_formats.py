@@ -582,3 +582,12 @@ def test_cli_bibtex_of_the_whole_catalog_passes_the_checks(catalog):
     r = run("list", "--format", "bibtex")
     assert r.returncode == 0, r.stderr
     check_bibtex_text(r.stdout, len(catalog))
+
+
+@pytest.mark.parametrize("written, text", [
+    ("J.~Doe and Jos{\\'e} \\\"{u}ber \\c{c} {\\\"\\i}", "J. Doe and José über ç ï"),
+    ("{\\l}{\\'o}d{\\'z} {\\ss} {$\\pi_0$} {$\\tau^2$} Memory{$^3$}", "łódź ß π0 τ² Memory³"),
+    ("\\textbraceleft{}\\textbackslash{}input\\textbraceright{} \\& 100\\% \\textemdash{}", "{\\input} & 100% —"),
+])
+def test_latex_to_text_reads_the_forms_written_and_common_hand_written_ones(written, text):
+    assert latex_to_text(written) == text

@@ -65,6 +65,8 @@ def parse_name(raw: str) -> Person:
         family, _, given = name.partition(",")
         return Person(given=given.strip(), family=family.strip())
     words = name.split()
+    if not words:  # a stray brace from a damaged list ("{Evil}} x"): kept as text, never an IndexError
+        return Person(literal=" ".join(raw.split()))
     if len(words) == 1:
         return Person(literal=name)
     if words[-1].lower() in _SUFFIXES and len(words) > 2:

@@ -48,11 +48,12 @@ def _work_from_row(path: Path, line: int, row: dict[str, str], origin: str = "su
     for f in LIST_FIELDS:
         if f in data:
             data[f] = tuple(iter_split(str(data[f])))
-    year = str(data.get("year", ""))
-    if year == "":
-        data["year"] = None
-    elif not re.fullmatch(r"\d{4}", year):
-        raise DataError(path, f"'{year}' is not a year", row=line, field="year")
+    for name in ("year", "year_arxiv"):
+        year = str(data.get(name, ""))
+        if year == "":
+            data[name] = None
+        elif not re.fullmatch(r"\d{4}", year):
+            raise DataError(path, f"'{year}' is not a year", row=line, field=name)
     data["origin"] = origin
     try:
         return Work(**data)

@@ -12,18 +12,25 @@ from collections.abc import Iterable
 
 from papers.authors import split_authors
 from papers.schema import Work
+from papers.venues import WEB_VENUES, is_journal, is_published
 
 _DOI_IN_URL = re.compile(r"(?:doi\.org/|/doi/(?:abs/|full/|pdf/)?)(10\.\d{4,9}/[^\s?#]+)", re.I)
-_NON_PAPER_VENUES = {"Web/blog", "GitHub", "Hugging Face"}
-_JOURNALS = re.compile(r"^(JMLR|TMLR|Nature|Science|IEEE|ACM|Transactions|Journal)", re.I)
+_ARXIV_DOI = re.compile(r"10\.48550/arxiv\.", re.I)
 
 
 def doi_of(work: Work) -> str:
-    """The DOI when it is known: one named in the work's URL, else arXiv's DataCite DOI
-    (``10.48550/arXiv.<id>``, which arXiv registers for every paper)."""
+    """The DOI a citation should carry, never one made up for a published version.
+
+    A published work: the publisher's DOI where its URL names one (the URL is a verified fact for the
+    works whose URL was checked), else none (its arXiv id stays in eprint / archive). An unpublished
+    arXiv work: the DOI its URL names, else arXiv's DataCite DOI (``10.48550/arXiv.<id>``, which arXiv
+    registers for every paper)."""
     m = _DOI_IN_URL.search(work.url or "")
-    if m:
-        return m.group(1).rstrip(".")
+    doi = m.group(1).rstrip(".") if m else ""
+    if is_published(work.venue):
+        return "" if _ARXIV_DOI.match(doi) else doi
+    if doi:
+        return doi
     return f"10.48550/arXiv.{work.arxiv_id}" if work.arxiv_id else ""
 
 
@@ -46,13 +53,11 @@ def primary_class(work: Work) -> str:
 def _genre(work: Work) -> str:
     """'preprint', 'conference', 'journal' or 'web' (drives CSL type and RIS TY)."""
     venue = work.venue
-    if venue in _NON_PAPER_VENUES:
+    if venue in WEB_VENUES:
         return "web"
-    if not venue or venue in ("arXiv", "OpenReview", "SSRN", "Technical report"):
+    if not is_published(venue):
         return "preprint"
-    if _JOURNALS.match(venue):
-        return "journal"
-    return "conference"
+    return "journal" if is_journal(venue) else "conference"
 
 
 _CSL_TYPES = {"preprint": "article", "conference": "paper-conference", "journal": "article-journal", "web": "webpage"}

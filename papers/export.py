@@ -8,11 +8,13 @@ import re
 from collections.abc import Iterable, Iterator
 
 import bibtexparser
-from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field, ParsingFailedBlock
+from bibtexparser.model import DuplicateBlockKeyBlock, Entry, ParsingFailedBlock
 
-from papers.authors import bibtex_author
+from papers.authors import is_truncated, split_authors
+from papers.bibtex_text import bibtex_doi, bibtex_title, bibtex_url, latex_text, latex_to_text
 from papers.citeformats import doi_of, exported_abstract, primary_class, to_arxiv_ids, to_csl_json, to_ris
 from papers.schema import LIST_FIELDS, Work
+from papers.venues import is_journal, is_published, venue_title
 
 EXPORT_FIELDS = (
     "key", "name", "title", "title_original", "year", "venue", "kind", "arxiv_id", "url", "code_url",
@@ -21,126 +23,100 @@ EXPORT_FIELDS = (
 )
 FORMATS = ("bibtex", "csv", "json", "cslj", "ris", "arxiv-ids")
 """Every export format, by its CLI name (``--format``); ``to_format`` writes each."""
-_JOURNALS = re.compile(r"^(JMLR|TMLR|Nature|Science|IEEE|ACM|Transactions|Journal)", re.I)
-_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_UNESCAPE = {v: k for k, v in _LATEX_SPECIALS.items()}
-
-
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
-
-
-_UNESCAPE_RE = re.compile("|".join(re.escape(k) for k in sorted(_UNESCAPE, key=len, reverse=True)) + r"|[{}]")
+    """LaTeX-escaped text for the BibTeX writer: see ``papers.bibtex_text.latex_text``."""
+    return latex_text(text)
 
 
 def latex_unescape(text: str, drop_groups: bool = False) -> str:
-    """Undo ``latex_escape``; with ``drop_groups``, also drop bare braces ({NewAgent} -> NewAgent)."""
-    def repl(m: re.Match) -> str:
-        tok = m.group(0)
-        return _UNESCAPE.get(tok, "" if drop_groups else tok)
-
-    return _UNESCAPE_RE.sub(repl, text)
+    """Plain text from a BibTeX value: escapes, accents and math undone (``bibtex_text.latex_to_text``);
+    with ``drop_groups``, bare braces dropped too ({NewAgent} -> NewAgent)."""
+    return latex_to_text(text, drop_groups=drop_groups)
 
 
 def bibtex_entry_type(work: Work) -> str:
-    venue = work.venue
-    if not venue or venue in ("arXiv", "Web/blog", "GitHub", "Hugging Face", "OpenReview", "SSRN", "Technical report"):
+    """``inproceedings`` for a paper published at a conference or workshop, ``article`` for a journal,
+    ``misc`` only for what is not published (arXiv-only, a blog, a repository, a model card)."""
+    if not is_published(work.venue):
         return "misc"
-    if _JOURNALS.match(venue):
-        return "article"
-    return "inproceedings"
+    return "article" if is_journal(work.venue) else "inproceedings"
+
+
+_HOWPUBLISHED = {"Web/blog": "Web page", "GitHub": "GitHub repository", "Hugging Face": "Hugging Face model card",
+                 "SSRN": "SSRN working paper", "OpenReview": "OpenReview submission", "Technical report": "Technical report"}
+_ARXIV_ID = re.compile(r"\d{4}\.\d{4,5}(v\d+)?|[a-z-]+(\.[A-Z]{2})?/\d{7}(v\d+)?")
+_ARXIV_CLASS = re.compile(r"[a-z-]+(\.[A-Za-z-]+)?")
+
+
+def bibtex_authors(text: str) -> str:
+    """The ``author`` value: ``Family, Given and ...`` with an organisation braced whole ({Qwen Team}),
+    every name through ``latex_text`` (so a name's own braces or backslashes are only text), and
+    ``and others`` (printed "et al.") for a list the source cut short."""
+    out = ["{" + latex_text(p.literal) + "}" if p.literal else latex_text(p.sort_form) for p in split_authors(text)]
+    if out and is_truncated(text):
+        out.append("others")
+    return " and ".join(out)
+
+
+def bibtex_fields(w: Work) -> list[tuple[str, str]]:
+    """(name, value) pairs of one entry, every value already safe to put between braces."""
+    etype = bibtex_entry_type(w)
+    fields: list[tuple[str, str]] = []
+    if w.authors.strip():
+        fields.append(("author", bibtex_authors(w.authors)))
+        if is_truncated(w.authors):
+            n = len(split_authors(w.authors))
+            fields.append(("authornote", f"Author list incomplete: only the first {n} names are recorded here "
+                                         "(printed as et al.); see the paper for the full list"))
+    fields.append(("title", bibtex_title(w.title, names=(w.name, *w.aliases))))
+    if w.year is not None:
+        fields.append(("year", str(w.year)))
+    if etype == "inproceedings":
+        fields.append(("booktitle", latex_text(venue_title(w.venue))))
+    elif etype == "article":
+        fields.append(("journal", latex_text(venue_title(w.venue))))
+    elif w.venue in _HOWPUBLISHED:
+        fields.append(("howpublished", _HOWPUBLISHED[w.venue]))
+    elif w.venue and w.venue != "arXiv":
+        fields.append(("howpublished", latex_text(w.venue)))
+    if _ARXIV_ID.fullmatch(w.arxiv_id):
+        fields += [("eprint", w.arxiv_id), ("archiveprefix", "arXiv")]
+        if _ARXIV_CLASS.fullmatch(primary_class(w)):
+            fields.append(("primaryclass", primary_class(w)))
+    doi = bibtex_doi(doi_of(w))
+    if doi:
+        fields.append(("doi", doi))
+    if w.url or w.arxiv_url:
+        fields.append(("url", bibtex_url(w.url or w.arxiv_url)))
+    if w.code_url:
+        fields.append(("code", bibtex_url(w.code_url)))
+    if exported_abstract(w):
+        fields.append(("abstract", latex_text(exported_abstract(w))))
+    if w.summary:
+        fields.append(("annote", latex_text(w.summary)))
+    if w.keywords:
+        fields.append(("keywords", latex_text(", ".join(w.keywords))))
+    return fields
+
+
+def bibtex_entry(w: Work) -> str:
+    """One entry, cite key = work key (the schema allows only letters, digits and ``._:-`` in a key)."""
+    body = "".join(f"  {name} = {{{value}}},\n" for name, value in bibtex_fields(w))
+    return f"@{bibtex_entry_type(w)}{{{w.key},\n{body}}}\n"
 
 
 def to_bibtex(works: Iterable[Work]) -> str:
-    """One entry per work, cite key = work key. In titles only the words a style's re-casing would
-    break are braced (``bibtex_title``), so a style can still sentence-case the rest.
+    """One entry per work, in order, separated by a blank line; ASCII only, every field brace-balanced
+    (``papers.bibtex_text``).
 
-    Fields: author (``Family, Given and ...``), title, year, venue, eprint/archiveprefix/primaryclass
-    (arXiv works), doi (where known, see ``citeformats.doi_of``), url, code, abstract (a user's own
-    imported works only: ``exported_abstract``), annote (our summary), keywords.
+    Fields: author (``Family, Given and ...``; ``authornote`` where the list is cut), title (only names
+    braced: ``bibtex_title``), year (the venue's for a published work: ``papers.venues``), booktitle or
+    journal (the venue, spelled out), howpublished (a web page, repository, ...), eprint/archiveprefix/
+    primaryclass (the arXiv id, kept for published works too), doi (the publisher's where the work's URL
+    names one; arXiv's DataCite DOI only for unpublished arXiv works: ``citeformats.doi_of``), url, code,
+    abstract (a user's own imported works only: ``exported_abstract``), annote (our summary), keywords.
     """
-    lib = bibtexparser.Library()
-    for w in works:
-        etype = bibtex_entry_type(w)
-        fields = []
-        if w.authors.strip():
-            fields.append(Field("author", _escape_keep_braces(bibtex_author(w.authors))))
-        fields.append(Field("title", bibtex_title(w.title)))
-        if w.year is not None:
-            fields.append(Field("year", str(w.year)))
-        if etype == "inproceedings":
-            fields.append(Field("booktitle", latex_escape(w.venue)))
-        elif etype == "article":
-            fields.append(Field("journal", latex_escape(w.venue)))
-        elif w.venue and w.venue != "arXiv":
-            fields.append(Field("howpublished", latex_escape(w.venue)))
-        if w.arxiv_id:
-            fields += [Field("eprint", w.arxiv_id), Field("archiveprefix", "arXiv")]
-            if primary_class(w):
-                fields.append(Field("primaryclass", primary_class(w)))
-        if doi_of(w):
-            fields.append(Field("doi", doi_of(w)))
-        if w.url or w.arxiv_url:
-            fields.append(Field("url", w.url or w.arxiv_url))
-        if w.code_url:
-            fields.append(Field("code", w.code_url))
-        if exported_abstract(w):
-            fields.append(Field("abstract", latex_escape(exported_abstract(w))))
-        if w.summary:
-            fields.append(Field("annote", latex_escape(w.summary)))
-        if w.keywords:
-            fields.append(Field("keywords", latex_escape(", ".join(w.keywords))))
-        lib.add(Entry(etype, w.key, fields))
-    return bibtexparser.write_string(lib)
-
-
-_WORD = re.compile(r"^([\"'(\[]*)(.*?)([\"')\]:;,.?!]*)$")
-_SENTENCE_START = re.compile(r"[:.?!]$")
-
-
-def _needs_protection(core: str, proper_noun: bool) -> bool:
-    """A word whose casing a BibTeX style must not touch: an inner capital or a capital next to a digit
-    in any hyphen part (DigiRL, LLMs, UI-TARS-2, R1, 3D), a non-ASCII letter (τ²-bench, π0, β-DPO),
-    or a capitalised word that is a proper noun (``proper_noun``: decided by the caller)."""
-    if any(ch.isalpha() and not ch.isascii() for ch in core):
-        return True
-    for part in re.split(r"[-/]", core):
-        if any(ch.isupper() for ch in part[1:]) or (part[:1].isupper() and any(ch.isdigit() for ch in part)):
-            return True
-    return proper_noun and core[:1].isupper()
-
-
-def bibtex_title(title: str) -> str:
-    """The BibTeX ``title`` value: LaTeX-escaped, with braces around each word that styles would break.
-
-    Acronyms and mixed-case names are always protected. In a sentence-case title (most words after the
-    first are lower case) every other capitalised word that does not start the title or follow a colon
-    is a proper noun and is protected too; in a Title Case title only known names are (``titlecase``'s
-    brands: Python, Android, ...), because every word there is capitalised.
-    """
-    from papers.titlecase import BRANDS
-
-    words = title.split()
-    inner = [w for i, w in enumerate(words) if i and not _SENTENCE_START.search(words[i - 1])]
-    lower = sum(1 for w in inner if w[:1].islower())
-    sentence_case = bool(inner) and lower * 2 >= len(inner)
-    brands = {b.lower() for b in BRANDS}
-    out = []
-    for i, word in enumerate(words):
-        lead, core, trail = _WORD.match(word).groups()
-        starts = i == 0 or bool(_SENTENCE_START.search(words[i - 1]))
-        proper = (sentence_case and not starts) or core.lower() in brands
-        text = latex_escape(core)
-        if core and _needs_protection(core, proper):
-            text = "{" + text + "}"
-        out.append(latex_escape(lead) + text + latex_escape(trail))
-    return " ".join(out)
-
-
-def _escape_keep_braces(text: str) -> str:
-    """LaTeX-escape an author list but keep the braces that group an organisation's name."""
-    return "".join(ch if ch in "{}" else _LATEX_SPECIALS.get(ch, ch) for ch in text)
+    return "\n".join(bibtex_entry(w) for w in works)
 
 
 def parse_bibtex(text: str) -> tuple[list[dict[str, str]], list[str]]:

@@ -16,7 +16,10 @@ class Work(BaseModel):
     name: str = ""
     title: str = Field(min_length=1)
     title_original: str = ""
+    # the year a citation gives: a published work's venue year, else its first arXiv version's (papers.venues)
     year: int | None = Field(default=None, ge=1900, le=2100)
+    # the year of the first arXiv version (from the id's yymm), whatever the venue; None without an id
+    year_arxiv: int | None = Field(default=None, ge=1900, le=2100)
     venue: str = ""
     arxiv_id: str = ""
     url: str = ""

@@ -16,6 +16,9 @@ Two files under ``papers/data/verification/`` (developer data: the app never rea
 
 Fields and where they live: ``title``, ``year``, ``arxiv_id``, ``venue``, ``url`` in ``works.csv``; ``authors``
 (BibTeX ``and`` list) in ``authors.csv``.
+
+The app reads ``facts.csv`` for one thing only: the Work page says what a work's facts rest on
+(``provenance``), which fields were read in an independent source, or that none was.
 """
 from __future__ import annotations
 
@@ -23,10 +26,12 @@ import csv
 import io
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from papers.authors import fold, is_truncated, split_authors
 from papers.csvio import read_csv_rows
+from papers.venues import arxiv_year, rule_year, venue_year
 from taxonomy import DataError
 
 VERIFICATION_DIR = Path(__file__).resolve().parent / "data" / "verification"
@@ -196,9 +201,16 @@ def vague_summary(title: str, summary: str) -> str:
     return ""
 
 
+def ruled_by_year_rule(key: str, current: dict[tuple[str, str], str]) -> bool:
+    """Whether the year rule (``papers.venues``) dates this work from its venue or arXiv id, so that a
+    ``year`` fact is a check of the rule's input, never a change of its own."""
+    return rule_year(current.get((key, "venue"), ""), current.get((key, "arxiv_id"), "")) is not None
+
+
 def propose(facts: list[Fact], current: dict[tuple[str, str], str], previous: list[Change]) -> list[Change]:
     """The changes the facts call for, in the facts' order. A reviewer's earlier decision on the very
-    same proposal is kept; a proposal the data already carries (applied) stays listed with its decision."""
+    same proposal is kept; a proposal the data already carries (applied) stays listed with its decision.
+    A year fact is proposed only for a work the year rule leaves to its source (no venue year, no arXiv id)."""
     decided = {(c.key, c.field, c.proposed): c for c in previous}
     out: list[Change] = []
     for f in facts:
@@ -208,6 +220,8 @@ def propose(facts: list[Fact], current: dict[tuple[str, str], str], previous: li
         old = decided.get((f.key, f.field, f.value))
         if old is not None:
             out.append(old)
+        elif f.field == "year" and ruled_by_year_rule(f.key, current):
+            continue
         elif not same_value(f.field, cur, f.value):
             out.append(Change(f.key, f.field, cur, f.value, f.source, f.checked_by))
     return out
@@ -232,6 +246,24 @@ def apply_to_works(rows: list[dict[str, str]], changes: list[Change]) -> int:
     return n
 
 
+def apply_year_rule(rows: list[dict[str, str]]) -> int:
+    """Date every ``works.csv`` row by the year rule (``papers.venues``), in place: ``year_arxiv`` from the
+    arXiv id, ``year`` from the venue (published) or the arXiv id (unpublished) where the rule gives one;
+    the number of cells changed. Run after the accepted changes, so a verified venue sets the year."""
+    n = 0
+    for r in rows:
+        first = arxiv_year(r.get("arxiv_id", ""))
+        values = {"year_arxiv": str(first) if first else ""}
+        ruled = rule_year(r.get("venue", ""), r.get("arxiv_id", ""))
+        if ruled is not None:
+            values["year"] = str(ruled)
+        for field, value in values.items():
+            if r.get(field, "") != value:
+                r[field] = value
+                n += 1
+    return n
+
+
 def apply_to_authors(rows: list[dict[str, str]], changes: list[Change]) -> int:
     """Write accepted author lists into ``authors.csv`` rows (in place): the list, its count, no
     truncation, the new source, check ``verified``."""
@@ -246,3 +278,43 @@ def apply_to_authors(rows: list[dict[str, str]], changes: list[Change]) -> int:
                  second_source="")
         n += 1
     return n
+
+
+_FIELD_WORDS = {"title": "title", "authors": "authors", "year": "year", "arxiv_id": "arXiv id", "venue": "venue",
+                "url": "URL"}
+_PAGE_KINDS = {"Web/blog": "a product page or blog post", "SSRN": "an SSRN working-paper page",
+               "GitHub": "a code repository", "Hugging Face": "a model card", "arXiv": "an arXiv record"}
+
+
+@lru_cache(maxsize=1)
+def _checked_fields() -> dict[str, tuple[str, ...]]:
+    path = VERIFICATION_DIR / "facts.csv"
+    if not path.exists():
+        return {}
+    out: dict[str, list[str]] = {}
+    for f in load_facts(path):
+        out.setdefault(f.key, []).append(f.field)
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def provenance(key: str, venue: str, url: str, survey_refs: tuple[str, ...]) -> str:
+    """What a survey work's facts rest on, in a sentence or two for its page: the fields read in a source
+    independent of the survey, and those that are only the survey's reference-list entry, with the kind
+    of page that entry links (a product page, a blog post, an SSRN page) where that page was not read."""
+    checked = set(_checked_fields().get(key, ()))
+    if "arxiv_id" in checked or ("venue" in checked and venue_year(venue) is not None):
+        checked.add("year")  # the year rule dates it from the checked arXiv id or venue
+    order = ("title", "authors", "year", "venue", "arxiv_id")
+    done = [_FIELD_WORDS[f] for f in order if f in checked]
+    missing = [_FIELD_WORDS[f] for f in ("title", "authors", "year", "venue") if f not in checked]
+    ref = f" (ref. {', '.join(survey_refs)})" if survey_refs else ""
+    page = f"{_PAGE_KINDS.get(venue, 'a web page')} {url}".strip()
+    parts = []
+    if done:
+        parts.append("Checked against sources independent of the survey (the paper's record, its venue or its "
+                     f"authors' page): {', '.join(done)}.")
+    if missing:
+        lead = "Not checked against any source independent of the survey" if not done else "Not checked"
+        parts.append(f"{lead}: {', '.join(missing)}, as the survey's reference-list entry{ref} gives them; the page "
+                     f"it points to, {page}, could not be read with the sources used for the check.")
+    return " ".join(parts)

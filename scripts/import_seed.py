@@ -35,7 +35,7 @@ import verify_catalog  # noqa: E402
 DEFAULT_SEED = ROOT.parent / "shared" / "seed-data"
 NODE_FIELDS = ("id", "name", "parent", "dimension", "survey_section")
 WORK_FIELDS = (
-    "key", "name", "title", "title_original", "year", "venue", "arxiv_id", "url", "code_url",
+    "key", "name", "title", "title_original", "year", "year_arxiv", "venue", "arxiv_id", "url", "code_url",
     "nodes", "algorithms", "kind", "source", "aliases", "survey_refs", "reward_type", "tags",
 )
 

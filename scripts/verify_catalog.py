@@ -8,6 +8,7 @@
     python scripts/verify_catalog.py sample --seed 46 --n 40    # a random sample of work keys to check by hand
     python scripts/verify_catalog.py report --seed 46 --n 40 --before 9734a7f   # field-by-field error rates
     python scripts/verify_catalog.py vague                      # summaries that say where the survey cites a work
+    python scripts/verify_catalog.py merge BATCH.csv ...        # add collected facts (validated) to facts.csv
 
 The facts (``papers/data/verification/facts.csv``) are what the independent sources say, each with its
 source, how it was read and the date (see ``papers.verification``). ``propose`` lists every fact that
@@ -29,8 +30,9 @@ from pathlib import Path
 from papers import Catalog
 from papers.authors import is_truncated, split_authors
 from papers.csvio import read_csv_rows
+from papers.venues import arxiv_year, is_published, rule_year
 from papers.verification import (
-    CHANGE_COLUMNS, VERIFICATION_DIR, FIELDS, apply_to_authors, apply_to_works, load_changes, load_facts,
+    CHANGE_COLUMNS, FACT_COLUMNS, VERIFICATION_DIR, FIELDS, apply_to_authors, apply_to_works, apply_year_rule, load_changes, load_facts,
     propose, same_people, same_value, title_verdict, vague_summary, write_rows,
 )
 
@@ -118,6 +120,12 @@ def apply_changes(data_dir: Path, changes_file: Path = VERIFICATION_DIR / "chang
             reader = csv.DictReader(f)
             columns, rows = tuple(reader.fieldnames or ()), list(reader)
         n = applier(rows, changes)
+        if name == "works.csv":
+            if "year_arxiv" not in columns:  # data written before the year rule: the column goes after year
+                at = columns.index("year") + 1
+                columns = columns[:at] + ("year_arxiv",) + columns[at:]
+                n += 1
+            n += apply_year_rule(rows)  # after the accepted venues: a published work takes its venue's year
         if n:
             write_rows(path, columns, rows)
         if name == "works.csv":
@@ -134,14 +142,18 @@ def _rows_at(rev: str, name: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def _year_verdict(year: str, arxiv_fact: str, venue_fact: str) -> str:
-    """A script check: the year must be the arXiv submission year or the verified venue's year."""
-    years = set(re.findall(r"(?:19|20)\d\d", venue_fact))
-    if arxiv_fact:
-        years.add("20" + arxiv_fact[:2])
-    if not years:
+def _year_verdict(year: str, venue: str, arxiv_fact: str, venue_fact: str) -> str:
+    """A script check of the year rule (``papers.venues``) on verified inputs: a work with a verified
+    published venue must carry that venue's year; an unpublished one the year of its verified arXiv id."""
+    if venue_fact:
+        expected = rule_year(venue_fact, arxiv_fact)
+    elif not is_published(venue):
+        expected = arxiv_year(arxiv_fact)
+    else:
+        expected = None
+    if expected is None:
         return "unchecked"
-    return "ok" if year in years else "differs"
+    return "ok" if year == str(expected) else "differs"
 
 
 def field_verdicts(works: dict[str, dict[str, str]], authors: dict[str, str], facts: dict[tuple[str, str], str],
@@ -164,7 +176,7 @@ def field_verdicts(works: dict[str, dict[str, str]], authors: dict[str, str], fa
         out["venue"] = "ok" if w["venue"] == f[key, "venue"] else "missing" if w["venue"] in ("", "arXiv") else "differs"
     else:
         out["venue"] = "unchecked"
-    out["year"] = _year_verdict(w["year"], f.get((key, "arxiv_id"), ""), f.get((key, "venue"), ""))
+    out["year"] = _year_verdict(w["year"], w["venue"], f.get((key, "arxiv_id"), ""), f.get((key, "venue"), ""))
     return out
 
 
@@ -237,6 +249,49 @@ def cmd_review(data_dir: Path, reviewer: str, reject: list[str]) -> int:
     return 0
 
 
+def merge_batches(data_dir: Path, batches: list[Path]) -> dict[str, int]:
+    """Add the rows of fact batches (facts.csv's columns plus an optional ``note``; lines starting with
+    ``#`` ignored) to facts.csv. Every row is validated as facts.csv is (known work and field, a valid
+    value, a source, ``checked_by``, an ISO date) and its source must be a URL; a ``note`` is kept in the
+    source, in parentheses. A row whose key/field already has a fact is skipped when it agrees and kept
+    out, counted as a conflict, when it does not (the earlier reading stays; a year fact there is the
+    arXiv year, which the year rule no longer needs). A bad row stops the merge with its file and line."""
+    import tempfile
+
+    facts_path = data_dir / "verification" / "facts.csv"
+    keys = {r["key"] for r in _rows(data_dir / "works.csv")}
+    existing = {(f.key, f.field): f for f in load_facts(facts_path, keys=keys)}
+    stats = {"added": 0, "already_recorded": 0, "conflicts_kept_out": 0}
+    new_rows: list[dict[str, str]] = []
+    for batch in batches:
+        lines = [line for line in batch.read_text(encoding="utf-8").splitlines(keepends=True) if not line.startswith("#")]
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / batch.name
+            copy.write_text("".join(lines), encoding="utf-8")
+            try:
+                checked = load_facts(copy, keys=keys)
+            except Exception as e:  # name the batch, not the temporary copy
+                raise SystemExit(f"error: {batch}: {str(e).split(': ', 1)[-1]}") from None
+            notes = [" ".join(r.get("note", "").split()) for _, r in read_csv_rows(copy)[1]]
+        for fact, note in zip(checked, notes):
+            if not re.match(r"https?://", fact.source):
+                raise SystemExit(f"error: {batch}: {fact.key}/{fact.field}: source must be a URL, not '{fact.source[:60]}'")
+            old = existing.get((fact.key, fact.field))
+            if old is not None:
+                stats["already_recorded" if old.value == fact.value else "conflicts_kept_out"] += 1
+                continue
+            source = f"{fact.source} ({note})" if note else fact.source
+            row = {"key": fact.key, "field": fact.field, "value": fact.value, "source": source,
+                   "checked_by": fact.checked_by, "date": fact.date}
+            new_rows.append(row)
+            existing[(fact.key, fact.field)] = fact
+            stats["added"] += 1
+    with facts_path.open("a", encoding="utf-8", newline="") as f:
+        csv.DictWriter(f, fieldnames=list(FACT_COLUMNS), lineterminator="\n").writerows(new_rows)
+    load_facts(facts_path, keys=keys)  # the merged file still loads strictly
+    return stats
+
+
 def sample_keys(data_dir: Path, seed: int, n: int) -> list[str]:
     """``n`` work keys drawn at random (``random.Random(seed)``) from the sorted keys of works.csv."""
     keys = sorted(r["key"] for r in _rows(data_dir / "works.csv"))
@@ -245,7 +300,8 @@ def sample_keys(data_dir: Path, seed: int, n: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("counts", "propose", "review", "apply", "sample", "report", "vague"))
+    ap.add_argument("command", choices=("counts", "propose", "review", "apply", "sample", "report", "vague", "merge"))
+    ap.add_argument("batches", nargs="*", type=Path, help="merge: fact batch files")
     ap.add_argument("--data", type=Path, default=DATA, help="papers/data folder")
     ap.add_argument("--out", type=Path, help="counts: also write them to this JSON file")
     ap.add_argument("--seed", type=int, default=46)
@@ -253,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", default="9734a7f", help="report: the git revision of the catalog before corrections")
     ap.add_argument("--reviewer", default="", help="review: who decided")
     ap.add_argument("--reject", nargs="*", default=[], metavar="KEY:FIELD", help="review: changes refused")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     if args.command == "counts":
         result = counts(Catalog.load(args.data), args.data)
         text = json.dumps(result, indent=1, ensure_ascii=False) + "\n"
@@ -262,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
         print(text, end="")
     elif args.command == "propose":
         return cmd_propose(args.data)
+    elif args.command == "merge":
+        stats = merge_batches(args.data, args.batches)
+        print("merged: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
     elif args.command == "review":
         return cmd_review(args.data, args.reviewer, args.reject)
     elif args.command == "apply":

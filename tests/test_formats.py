@@ -2,6 +2,8 @@
 (a JSON-schema check), RIS (a strict reader below), arXiv ids; the same from the CLI."""
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import bibtexparser
@@ -11,7 +13,9 @@ from bibtexparser.middlewares import SeparateCoAuthors, SplitNameParts
 
 from papers import parse_bibtex, to_format
 from papers.authors import is_truncated, split_authors
+from papers.bibtex_text import latex_to_text
 from papers.schema import Work
+from papers.venues import is_published, venue_title
 
 from inprocess import papers_cli
 
@@ -80,8 +84,7 @@ def test_bibtex_every_work_keeps_key_title_year_and_authors(catalog):
     assert [e.key for e in lib.entries] == [w.key for w in works]
     with_authors = 0
     for e, w in zip(lib.entries, works):
-        # braces protect single words only; LaTeX-escaped titles aside
-        assert re.sub(r"[{}]", "", e["title"]) == w.title or "\\" in e["title"], w.key
+        assert latex_to_text(e["title"]) == w.title, w.key
         assert e.fields_dict.get("year") is None or e["year"] == str(w.year)
         if not w.authors:
             assert "author" not in e.fields_dict, w.key
@@ -95,18 +98,26 @@ def test_bibtex_every_work_keeps_key_title_year_and_authors(catalog):
         assert len(listed) == len(people), w.key
         for got, want in zip(listed, people):
             if want.literal:
-                assert " ".join(got.last) == "{" + want.literal + "}" or got.last == [want.literal], w.key
+                assert latex_to_text(" ".join(got.last), drop_groups=False) == "{" + want.literal + "}", w.key
             else:
-                assert " ".join(got.von + got.last) == want.family and " ".join(got.first) == want.given, (w.key, got, want)
+                assert latex_to_text(" ".join(got.von + got.last)) == want.family, (w.key, got, want)
+                assert latex_to_text(" ".join(got.first)) == want.given, (w.key, got, want)
     assert with_authors >= 0.95 * len(works)
 
 
 def test_bibtex_arxiv_fields_and_doi(catalog):
-    lib = parse_names_bibtex(to_format([catalog.get("search-r1")], "bibtex"))
-    e = lib.entries[0]
-    assert e["eprint"] == "2503.09516" and e["archiveprefix"] == "arXiv"
-    assert e["doi"] == "10.48550/arXiv.2503.09516" and e["url"] == "https://arxiv.org/abs/2503.09516"
-    assert [" ".join(n.first + n.last) for n in e["author"]][-1] == "Jiawei Han"
+    """An arXiv-only work carries arXiv's DOI; a published one keeps its arXiv id in eprint but never the
+    preprint's DOI (Search-R1 is at COLM 2025); a publisher's DOI named in the URL is kept (Tool Learning)."""
+    preprint = next(w for w in catalog if w.venue == "arXiv" and w.arxiv_id and "doi" not in w.url)
+    lib = parse_names_bibtex(to_format([preprint, catalog.get("search-r1"), catalog.get("tool-learning-foundation-models")],
+                                       "bibtex"))
+    e, published, journal = lib.entries
+    assert e["eprint"] == preprint.arxiv_id and e["archiveprefix"] == "arXiv"
+    assert e["doi"] == f"10.48550/arXiv.{preprint.arxiv_id}" and e["url"] == f"https://arxiv.org/abs/{preprint.arxiv_id}"
+    assert published.entry_type == "inproceedings" and published["eprint"] == "2503.09516"
+    assert "doi" not in published.fields_dict
+    assert [" ".join(n.first + n.last) for n in published["author"]][-1] == "Jiawei Han"
+    assert journal.entry_type == "article" and journal["doi"] == "10.1145/3704435"
 
 
 def test_bibtex_keeps_every_field_of_an_imported_work():
@@ -117,8 +128,10 @@ def test_bibtex_keeps_every_field_of_an_imported_work():
     assert plain["primaryclass"] == "cs.CL" and plain["eprint"] == "2401.00001"
     assert plain["title"] == w.title and plain["abstract"] == w.abstract and plain["keywords"] == "tools, memory"
     e = parse_names_bibtex(text).entries[0]
-    got = [(" ".join(n.first), " ".join(n.von + n.last)) for n in e["author"]]
-    assert got == [("Marc-Alexandre", "Côté"), ("Ludwig", "van Beethoven"), ("", "{OpenAI Research Team}")]
+    got = [(latex_to_text(" ".join(n.first)), latex_to_text(" ".join(n.von + n.last))) for n in e["author"]]
+    assert got == [("Marc-Alexandre", "Côté"), ("Ludwig", "van Beethoven"), ("", "OpenAI Research Team")]
+    assert e["author"][-1].last == ["{OpenAI Research Team}"]  # an organisation stays one unsplit name
+    assert r"C{\^o}t{\'e}" in text  # pdfLaTeX-safe spelling of the accents
 
 
 # -- CSL-JSON -------------------------------------------------------------------------------------
@@ -152,10 +165,14 @@ def test_ris_round_trip(catalog):
         assert r.get("PY") == ([str(w.year)] if w.year else None)
         want = [p.sort_form for p in split_authors(w.authors)]
         assert r.get("AU", []) == want, w.key
-        if "doi.org/10." in w.url or "/doi/10." in w.url:  # the publisher's DOI, named in the URL, wins
-            assert r["DO"] == [w.url.split("doi.org/" if "doi.org/10." in w.url else "/doi/")[1]]
+        named = w.url.split("doi.org/" if "doi.org/10." in w.url else "/doi/")[1] if (
+            "doi.org/10." in w.url or "/doi/10." in w.url) else ""
+        if is_published(w.venue):  # the publisher's DOI, named in the URL, or none: never the preprint's
+            assert r.get("DO") == ([named] if named and not named.startswith("10.48550") else None), w.key
+        elif named:
+            assert r["DO"] == [named], w.key
         elif w.arxiv_id:
-            assert r["DO"] == [f"10.48550/arXiv.{w.arxiv_id}"]
+            assert r["DO"] == [f"10.48550/arXiv.{w.arxiv_id}"], w.key
 
 
 def test_ris_values_stay_on_one_line():
@@ -322,7 +339,7 @@ def _sentence_case(bibtex_title: str) -> str:
         depth += ch == "{"
         depth -= ch == "}"
         out.append(ch if depth or i == 0 or ch in "{}" else ch.lower())
-    return re.sub(r"[{}]", "", "".join(out))
+    return latex_to_text("".join(out))
 
 
 @pytest.mark.parametrize("key, kept", [
@@ -359,3 +376,218 @@ def test_only_organisations_are_exported_as_one_unsplit_name(catalog):
     weng, qwen = lib.entries[0]["author"][0], lib.entries[1]["author"][0]
     assert (weng.first, weng.last) == (["Lilian"], ["Weng"])
     assert qwen.last == ["{Qwen Team}"]
+
+
+# -- BibTeX a LaTeX user can paste: entry types, the brace rule, ASCII, balance, hostile input --------
+def test_published_works_are_inproceedings_or_articles_with_their_venue(catalog):
+    lib = bibtexparser.parse_string(to_format(list(catalog), "bibtex"))
+    by_key = {e.key: e for e in lib.entries}
+    for w in catalog:
+        e = by_key[w.key]
+        if not is_published(w.venue):
+            assert e.entry_type == "misc", w.key
+            continue
+        assert e.entry_type in ("inproceedings", "article"), w.key
+        place = e.fields_dict.get("booktitle" if e.entry_type == "inproceedings" else "journal")
+        assert place is not None, w.key
+        assert latex_to_text(place.value) == venue_title(w.venue), w.key
+        assert not e.fields_dict.get("doi") or not e["doi"].startswith("10.48550"), w.key  # never the preprint's DOI
+        if w.arxiv_id:
+            assert e["eprint"] == w.arxiv_id and e["archiveprefix"] == "arXiv", w.key
+    published = sum(1 for w in catalog if is_published(w.venue))
+    assert published > 100 and sum(1 for e in lib.entries if e.entry_type == "misc") == len(catalog) - published
+
+
+@pytest.mark.parametrize("title, names, expected", [
+    ("WebArena: A Realistic Web Environment", (), "{WebArena}: A Realistic Web Environment"),
+    ("Attention in the Transformer", (), "Attention in the Transformer"),
+    ("Open Deep Research with LLMs", (), "Open Deep Research with {LLMs}"),
+    ("LLM-Based Agents", (), "{LLM}-Based Agents"),
+    ("Verified Code Generation in Dafny and Python", (), "Verified Code Generation in {Dafny} and {Python}"),
+    ("GPT-4V(ision) is a Generalist Web Agent, if Grounded", (),
+     "{GPT-4V(ision)} is a Generalist Web Agent, if Grounded"),
+    ("(VisTA): Visual Tool Agents", (), "({VisTA}): Visual Tool Agents"),
+    ("UI-TARS-2 Technical Report", (), "{UI-TARS}-2 Technical Report"),
+    ("Search-R1: Training LLMs", ("Search-R1",), "{Search-R1}: Training {LLMs}"),
+    ("τ²-Bench: Evaluating Agents", ("τ²-bench",), "{{$\\tau^2$}-Bench}: Evaluating Agents"),
+    ("π0: A Flow Model", ("π0",), "{{$\\pi_0$}}: A Flow Model"),
+    ("β-DPO: Dynamic β", (), "{$\\beta$}-{DPO}: Dynamic {$\\beta$}"),
+    ("Memory³: Explicit Memory", (), "{Memory{$^3$}}: Explicit Memory"),
+    ("Côté’s “Quoted” Agents — Revisited", (),
+     "C{\\^o}t{\\'e}\\textquoteright{}s \\textquotedblleft{}Quoted\\textquotedblright{} Agents \\textemdash{} Revisited"),
+])
+def test_bibtex_title_braces_only_what_must_keep_its_case(title, names, expected):
+    from papers.bibtex_text import bibtex_title
+
+    written = bibtex_title(title, names)
+    assert written == expected
+    assert latex_to_text(written) == title
+
+
+def _balanced(value: str) -> bool:
+    """Every brace counted, escaped or not: that is how BibTeX counts them."""
+    depth = 0
+    for ch in value:
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+_BIBTEX_LINE = re.compile(r"@(misc|inproceedings|article)\{[A-Za-z0-9._:-]+,|  [a-z]+ = \{.*\},|\}|")
+
+
+def check_bibtex_text(text: str, n_entries: int) -> list:
+    """The export's own guarantees, independent of any parser: ASCII only; every line an entry head, one
+    ``  name = {value},`` field line or a closing brace; every value brace-balanced; then a real parser
+    finds exactly ``n_entries`` entries and nothing else."""
+    assert text.isascii()
+    for n, line in enumerate(text.splitlines(), 1):
+        assert _BIBTEX_LINE.fullmatch(line), f"line {n}: {line[:120]!r}"
+        if line.startswith("  "):
+            value = line.split(" = ", 1)[1][1:-2]
+            assert _balanced(value), f"line {n}: unbalanced {value[:120]!r}"
+    lib = bibtexparser.parse_string(text)
+    assert not lib.failed_blocks and not lib.strings and not lib.preambles
+    assert len(lib.entries) == len(lib.blocks) == n_entries
+    return lib.entries
+
+
+def test_every_exported_entry_is_ascii_balanced_and_parses(catalog):
+    check_bibtex_text(to_format(list(catalog), "bibtex"), len(catalog))
+
+
+def test_the_shipped_catalog_needs_no_fallback_spelling(catalog):
+    from papers.bibtex_text import unmapped_characters
+
+    fields = ("title", "authors", "venue", "summary", "name")
+    found = {w.key: unmapped_characters(" ".join(str(getattr(w, f)) for f in fields) + " ".join(w.keywords))
+             for w in catalog}
+    assert {k: v for k, v in found.items() if v} == {}
+    assert unmapped_characters("中文 «x»") == {"中", "文", "«", "»"}  # the check can fail
+
+
+def test_the_balance_and_line_checks_can_fail():
+    assert not _balanced("a}{b") and not _balanced("\\{") and _balanced("{\\'e}")
+    with pytest.raises(AssertionError):
+        check_bibtex_text("@misc{a,\n  title = {x}},\n}\n", 1)
+    with pytest.raises(AssertionError):
+        check_bibtex_text("@misc{a,\n  title = {\u00e9},\n}\n", 1)
+
+
+HOSTILE = {
+    "title closes the field": dict(title="Evil}, note = {\\input{/etc/hostname}}, x = {"),
+    "title plants an entry": dict(title="Line one\n@misc{planted, title = {x}}\nthe end"),
+    "title unbalanced": dict(title="{{{ open { never closed"),
+    "authors": dict(authors="A {B} and {Evil}} @misc{p,} and C \\input{x} and {Org {Inner}"),
+    "url and code": dict(url="https://x.org/}\n@misc{planted2,\n", code_url="https://y.org/{\\input{/etc/passwd}}"),
+    "venue": dict(venue="NeurIPS 2024}, note={\\input{z}}"),
+    "journal venue": dict(venue="Journal of {Evil\n@misc{j,"),
+    "arxiv id": dict(arxiv_id="2401.00001}, note={\\input{z}"),
+    "keywords and summary": dict(keywords=("a}b", "@misc{k,"), summary="x}\n@comment{ \\input{q}"),
+    "control characters": dict(title="Bell\x07 and\rreturn\x00 null"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_imported_value_stays_inside_its_field(case):
+    """Issue 63: an imported CSV's title, authors, url, code or venue carried entries and commands into
+    the BibTeX. Now a value is only text: one entry per work, no LaTeX command from the value, and the
+    title reads back as it was (whitespace normalised)."""
+    w = user_work(key="victim", **HOSTILE[case])
+    text = to_format([w, user_work(key="after")], "bibtex")
+    entries = check_bibtex_text(text, 2)
+    assert [e.key for e in entries] == ["victim", "after"]
+    assert "\\input" not in text and "@misc{planted" not in text and "@comment{" not in text
+    fields = {f.key for f in entries[0].fields}
+    assert "note" not in fields and "x" not in fields
+    (plain, _), failed = parse_bibtex(text)
+    assert not failed
+    assert plain["title"] == " ".join("".join(c if c.isprintable() else " " for c in w.title).split())
+
+
+def test_bibtex_marks_a_list_cut_with_et_al(catalog):
+    cut = [w for w in catalog if is_truncated(w.authors)]
+    entries = check_bibtex_text(to_format(cut, "bibtex"), len(cut))
+    for e, w in zip(entries, cut):
+        assert e["author"].endswith(" and others") and "incomplete" in e["authornote"], w.key
+
+
+# T1 font encoding: the ogonek of one author's name ({\k{a}}, Mądry) has no OT1 glyph
+_LATEX_DOC = r"""\documentclass{article}
+\usepackage[T1]{fontenc}
+\usepackage{natbib}
+\usepackage{url}
+\begin{document}
+\nocite{*}
+\bibliographystyle{plainnat}
+\bibliography{catalog}
+\end{document}
+"""
+
+
+@pytest.mark.skipif(not (shutil.which("pdflatex") and shutil.which("bibtex")), reason="no LaTeX toolchain (pdflatex, bibtex)")
+def test_the_exported_catalog_compiles_with_pdflatex_and_bibtex(tmp_path, catalog):
+    """The whole catalog and the hostile cases, typeset: bibtex and pdflatex exit 0 (no error)."""
+    hostile = [user_work(key=f"hostile-{i}", **kw) for i, kw in enumerate(HOSTILE.values())]
+    (tmp_path / "catalog.bib").write_text(to_format([*catalog, user_work(), *hostile], "bibtex"), encoding="ascii")
+    (tmp_path / "doc.tex").write_text(_LATEX_DOC, encoding="ascii")
+
+    def run_tool(*cmd):
+        return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, errors="replace", timeout=240)
+
+    first = run_tool("pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex")
+    assert first.returncode == 0, first.stdout[-2000:]
+    bib = run_tool("bibtex", "doc")
+    assert bib.returncode in (0, 1), bib.stdout[-2000:]  # 1: warnings only (e.g. a misc without a howpublished)
+    assert "error message" not in bib.stdout, bib.stdout[-2000:]
+    for _ in range(2):
+        done = run_tool("pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex")
+        assert done.returncode == 0, done.stdout[-3000:]
+    log = (tmp_path / "doc.log").read_text(encoding="latin-1")
+    assert "Citation" not in log or "undefined" not in log
+    assert (tmp_path / "doc.pdf").stat().st_size > 10_000
+
+
+def test_an_imported_hostile_csv_exports_as_text_through_the_cli(tmp_path, catalog):
+    """Issue 63 item 3 end to end: a CSV with a hostile title, authors, url, code and venue, imported and
+    exported with ``papers list --format bibtex``, gives one entry per work and no command or entry of its own."""
+    import csv as csv_module
+    import io
+
+    src = tmp_path / "hostile.csv"
+    buf = io.StringIO()
+    writer = csv_module.writer(buf)
+    writer.writerow(["key", "title", "authors", "year", "venue", "url", "code_url"])
+    writer.writerow(["evil-1", "Evil}, note = {\\input{/etc/hostname}}, x = {", "A {B} and {Evil}} @misc{p,}", "2025",
+                     "NeurIPS 2024}, note={\\input{z}}", "https://x.org/}\n@misc{planted,\n", "https://y.org/{\\input{q}}"])
+    writer.writerow(["evil-2", "Line one\n@misc{planted2, title = {x}}", "C D", "2024", "arXiv", "", ""])
+    src.write_text(buf.getvalue(), encoding="utf-8")
+    data = tmp_path / "data"
+    imported = run_in(data, "import", str(src), "--no-place")
+    assert imported.returncode == 0, imported.stderr
+    out = run_in(data, "list", "--format", "bibtex")
+    assert out.returncode == 0, out.stderr
+    entries = check_bibtex_text(out.stdout, len(catalog) + 2)
+    keys = [e.key for e in entries]
+    assert {"evil-1", "evil-2"} <= set(keys) and len(set(keys)) == len(keys)
+    assert "\\input" not in out.stdout and "@misc{planted" not in out.stdout
+
+
+def run_in(data_dir, *args):
+    return papers_cli(*args, data_dir=data_dir, cwd=ROOT)
+
+
+def test_cli_bibtex_of_the_whole_catalog_passes_the_checks(catalog):
+    r = run("list", "--format", "bibtex")
+    assert r.returncode == 0, r.stderr
+    check_bibtex_text(r.stdout, len(catalog))
+
+
+@pytest.mark.parametrize("written, text", [
+    ("J.~Doe and Jos{\\'e} \\\"{u}ber \\c{c} {\\\"\\i}", "J. Doe and José über ç ï"),
+    ("{\\l}{\\'o}d{\\'z} {\\ss} {$\\pi_0$} {$\\tau^2$} Memory{$^3$}", "łódź ß π0 τ² Memory³"),
+    ("\\textbraceleft{}\\textbackslash{}input\\textbraceright{} \\& 100\\% \\textemdash{}", "{\\input} & 100% —"),
+])
+def test_latex_to_text_reads_the_forms_written_and_common_hand_written_ones(written, text):
+    assert latex_to_text(written) == text

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from app.presentation.common import algorithm_nodes, md_escape, safe_url, shorten, sort_works, table_display
+from papers.authors import is_truncated, split_authors
 from papers.catalog import Catalog
 from papers.schema import Work
+from papers.verification import provenance
 
 
 @dataclass(frozen=True)
@@ -37,12 +39,18 @@ def work_page(catalog: Catalog, key: str) -> WorkPage:
         ("Title in the survey's reference list",
          w.title_original if w.title_original and w.title_original.casefold() != w.title.casefold() else ""),
         ("Year", str(w.year) if w.year else ""),
+        # a published work is dated by its venue; when it first appeared on arXiv earlier, say so
+        ("First on arXiv", str(w.year_arxiv) if w.year_arxiv and w.year_arxiv != w.year else ""),
         ("Venue", w.venue),
         ("Kind", w.kind),
         ("arXiv", w.arxiv_id),
         ("Reward", w.reward_type),
         ("Also known as", ", ".join(w.aliases)),
         ("Authors", getattr(w, "authors", "")),
+        ("Author list", f"incomplete: the first {len(split_authors(w.authors))} names only (exports say et al.)"
+         if is_truncated(w.authors) else ""),
+        # what the facts above rest on: an independent source per field, or only the survey's own entry
+        ("Facts rest on", provenance(w.key, w.venue, w.url, w.survey_refs) if w.origin == "survey" else ""),
         ("Survey references", ", ".join(f"[{r}]" for r in w.survey_refs)),
         ("Source in the survey", w.source),
         ("Tags", ", ".join(w.tags)),

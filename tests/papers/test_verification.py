@@ -170,3 +170,65 @@ def test_same_people_compares_family_names_and_initials_in_order():
     assert not same_people("Kunal Singh and Mukund Khanna", "Mukund Khanna and Kunal Singh")
     assert not same_people("A B and C D and others", "A B and C D and E F")
     assert not same_people("{Lilian Weng}", "Lilian Weng")
+
+
+def test_every_title_fact_is_the_shipped_title_unless_the_review_rejected_it():
+    """A checked title is shipped as the source writes it; the only exceptions are facts the review
+    rejected (each with its reviewer), e.g. a later version's new title kept out with its old authors."""
+    titles = {r["key"]: r["title"] for r in rows(DATA / "works.csv")}
+    rejected = {(c.key, c.proposed) for c in load_changes(VERIFICATION_DIR / "changes.csv")
+                if c.field == "title" and c.decision == "reject" and c.reviewed_by}
+    facts = [f for f in load_facts(VERIFICATION_DIR / "facts.csv") if f.field == "title"]
+    differing = {f.key: (titles[f.key], f.value) for f in facts if titles[f.key] != f.value}
+    assert {(k, v) for k, (_, v) in differing.items()} <= rejected, differing
+    assert len(differing) <= 2  # TRISHUL and OS-R1, explained in docs/catalog_accuracy.md
+
+
+def test_the_work_page_says_what_a_works_facts_rest_on(catalog):
+    """Issue 64 item 5: a work whose title and authors no independent source gave (product pages, blog
+    posts, an SSRN survey) says so on its page, with the kind of page the survey links; a checked work
+    lists the fields that were checked."""
+    from app.presentation.work import work_page
+
+    facts = load_facts(VERIFICATION_DIR / "facts.csv")
+    read = {(f.key, f.field) for f in facts}
+    unsourced = [w.key for w in catalog if (w.key, "title") not in read and (w.key, "authors") not in read]
+    assert unsourced and "claude-code" in unsourced
+    for key in unsourced:
+        said = dict(work_page(catalog, key).facts)["Facts rest on"]
+        assert "Not checked" in said and "title, authors" in said and "survey's reference-list entry" in said, key
+    claude = dict(work_page(catalog, "claude-code").facts)["Facts rest on"]
+    assert "a product page or blog post https://www.anthropic.com/claude-code" in claude
+    assert dict(work_page(catalog, "gemini").facts)["Author list"].startswith("incomplete: the first 10 names")
+    assert "Author list" not in dict(work_page(catalog, "search-r1").facts)
+    search = dict(work_page(catalog, "search-r1").facts)["Facts rest on"]
+    assert search.startswith("Checked against") and "title, authors, year, venue" in search and "Not checked" not in search
+
+
+def test_merge_validates_batches_and_keeps_earlier_readings(tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    facts_before = (data / "verification" / "facts.csv").read_text(encoding="utf-8")
+    old = next(f for f in load_facts(data / "verification" / "facts.csv") if f.field == "venue")
+    fresh = next(r["key"] for r in rows(data / "works.csv")
+                 if (r["key"], "venue") not in {(f.key, f.field) for f in load_facts(data / "verification" / "facts.csv")})
+    good = tmp_path / "batch.csv"
+    good.write_text("key,field,value,source,checked_by,date,note\n"
+                    f"{fresh},venue,ICLR 2026,https://openreview.net/forum?id=x,search,2026-12-06,published title: Other\n"
+                    f"{old.key},venue,{old.value},https://example.org/same,search,2026-12-06,\n"
+                    "# DONE\n", encoding="utf-8")
+    r = run_script("merge", "--data", str(data), str(good))
+    assert r.returncode == 0, r.stderr
+    assert "added 1, already_recorded 1, conflicts_kept_out 0" in r.stdout
+    merged = {(f.key, f.field): f for f in load_facts(data / "verification" / "facts.csv")}
+    assert merged[fresh, "venue"].source == "https://openreview.net/forum?id=x (published title: Other)"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("key,field,value,source,checked_by,date\n"
+                   f"{fresh},year,2026,seen in a list,search,2026-12-06\n", encoding="utf-8")
+    r = run_script("merge", "--data", str(data), str(bad))
+    assert r.returncode != 0 and "source must be a URL" in r.stderr and "bad.csv" in r.stderr
+    unknown = tmp_path / "unknown.csv"
+    unknown.write_text("key,field,value,source,checked_by,date\nnope,venue,X,https://x,search,2026-12-06\n", encoding="utf-8")
+    r = run_script("merge", "--data", str(data), str(unknown))
+    assert r.returncode != 0 and "unknown work 'nope'" in r.stderr
+    assert facts_before != (data / "verification" / "facts.csv").read_text(encoding="utf-8")

@@ -222,6 +222,14 @@ def _launch(work: Path, spec: dict, log) -> None:
           f"{time.time() - t0:.0f} s", file=log, flush=True)
 
 
+def _remove_work(work: Path) -> None:
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        work.parent.rmdir()  # the environment's .work, once empty
+    except OSError:
+        pass
+
+
 def run(out: Path, envs: list[str], seeds: list[int], model: str | None = None, overrides: dict | None = None,
         eval_n: int = EVAL_N, memory_sessions: int = MEMORY_SESSIONS, keep_runs: bool = False, log=sys.stdout) -> int:
     """Every missing stage of ``envs`` x ``seeds`` x ``ARMS`` in order (seed by seed, RL then control), then the
@@ -239,7 +247,7 @@ def run(out: Path, envs: list[str], seeds: list[int], model: str | None = None, 
                 work = Path(out) / env / ".work" / stage_name(arm, seed)
                 _launch(work, spec, log)
                 if not keep_runs:  # a SmolLM2 checkpoint is 1.6 GB: the record holds what the benchmark needs
-                    shutil.rmtree(work, ignore_errors=True)
+                    _remove_work(work)
                 done += 1
         if env == "memory" and not add_only_path(out).is_file():
             spec = {"kind": "add_only", "env": "memory", "record": str(add_only_path(out)),
@@ -247,7 +255,7 @@ def run(out: Path, envs: list[str], seeds: list[int], model: str | None = None, 
                     "eval_seed": EVAL_SEED, "memory_sessions": memory_sessions}
             work = Path(out) / "memory" / ".work" / "add_only"
             _launch(work, spec, log)
-            shutil.rmtree(work, ignore_errors=True)
+            _remove_work(work)
             done += 1
     return done
 
@@ -326,9 +334,19 @@ def memory_table(records: dict[str, dict[int, dict]], add_only: dict | None, see
     return table
 
 
+def _settings_key(record: dict) -> str:
+    """A record's settings apart from what differs by design between stages (seed, learning rate, folder)."""
+    config = {k: v for k, v in (record.get("config") or {}).items() if k not in ("seed", "lr", "out")}
+    return json.dumps({"model": record.get("model"), **config}, sort_keys=True)
+
+
 def env_report(out: Path, env: str) -> dict:
     """The report line of one environment (every key present; None where nothing was measured)."""
     records = read_records(out, env)
+    settings = {_settings_key(r) for arm in ARMS for r in records[arm].values()}
+    if len(settings) > 1:
+        raise SystemExit(f"{Path(out) / env}: the records were run with different settings (model, preset or "
+                         f"--set); a report pairs like with like: move the odd ones to another --dir")
     seeds = sorted(set(records["rl"]) & set(records["control"]))
     rl = [records["rl"][s] for s in seeds]
     control = [records["control"][s] for s in seeds]

@@ -319,3 +319,13 @@ def test_memory_stages_score_the_memory_r1_comparison_on_tiny(tmp_path):
     assert len(add_only["memory_r1"]["em_by_question"]) == questions
     table = lp.env_report(out, "memory")["memory_r1"]
     assert set(table) >= {"rl", "warm_start", "add_only", "metric"} and table["questions"] == questions
+
+
+def test_report_refuses_records_of_different_settings(tmp_path):
+    out = tmp_path / "records"
+    make_env(out, "calculator", [0, 1, 2], lambda s: [0.2, 0.9], lambda s: [0.2, 0.2])
+    odd = fake_record("calculator", "rl", 1, [0.2, 0.9], [1, 1, 1, 1])
+    odd["model"] = "smollm2-135m-instruct"
+    write(out, odd)
+    with pytest.raises(SystemExit, match="different settings"):
+        lp.env_report(out, "calculator")

@@ -279,12 +279,10 @@ def test_end_to_end_on_the_tiny_model(tmp_path):
     nothing. About 1-2 minutes on an idle 2-core machine (the tiny model: the harness, not a measurement)."""
     import sys
 
-    from reference_impls.common import ROOT
-
     out = tmp_path / "records"
     args = [sys.executable, "-m", "benchmarks.learn_presets", "run", "--env", "calculator", "--seeds", "0",
             "--model", "tiny", "--eval-n", "4", "--dir", str(out), *[x for s in TINY for x in ("--set", s)]]
-    subprocess.run(args, cwd=ROOT, check=True)
+    subprocess.run(args, cwd=lp.ROOT, check=True)
     rl = json.loads(lp.record_path(out, "calculator", "rl", 0).read_text())
     control = json.loads(lp.record_path(out, "calculator", "control", 0).read_text())
     assert rl["steps"] == 2 and len(rl["rewards"]) == 2 and len(rl["step_time"]) == 2

@@ -327,3 +327,19 @@ def test_report_refuses_records_of_different_settings(tmp_path):
     write(out, odd)
     with pytest.raises(SystemExit, match="different settings"):
         lp.env_report(out, "calculator")
+
+
+def test_settings_text_and_memory_rows():
+    text = learning.settings_text("memory")
+    assert text.startswith("memory-grpo, smollm2-135m-instruct: 3 warm-start steps on memory-format, then 8 RL")
+    assert "levels [1]" in learning.settings_text("calculator")
+    assert learning.settings_text("nope") == ""
+    block = {"memory_r1": {"rl": {"mean": 0.5, "low": 0.4, "high": 0.6},
+                           "warm_start": {"mean": 0.3, "low": 0.2, "high": 0.4},
+                           "add_only": {"mean": 0.35, "low": 0.25, "high": 0.45},
+                           "rl_vs_warm_start": {"difference": 0.2, "low": 0.1, "high": 0.3},
+                           "rl_vs_add_only": {"difference": 0.15, "low": -0.05, "high": 0.35}}}
+    rows = learning.memory_r1_rows(block)
+    assert [r["manager"] for r in rows] == ["RL manager", "warm start (no RL)", "add-only baseline"]
+    assert rows[1]["rl_minus_this"] == "+0.200 [+0.100, +0.300]" and "rl_minus_this" not in rows[0]
+    assert learning.memory_r1_rows({}) == []

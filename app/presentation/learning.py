@@ -116,3 +116,38 @@ def measured_curve_spec(env: str, band: dict | None = None, live_rewards: list[f
              "encoding": {"y": {"field": "mean", "type": "quantitative"}}},
         ],
     }
+
+
+def settings_text(env: str) -> str:
+    """The learning preset's settings on ``env`` in one line (what the node page shows beside the curve)."""
+    from lab import catalog
+
+    preset = recipes.env_presets("learn").get(env)
+    if preset is None:
+        return ""
+    c = catalog.preset_config(catalog.get(preset["impl"]), "learn")
+    options = ", ".join(f"{k} {v}" for k, v in sorted(c["env_options"].items())
+                        if k in (recipes.load("learn").get("env", {}).get(env, {}).get("env_options") or {}))
+    return (f"{preset['impl']}, {c['model']}: {c['sft_steps']} warm-start steps"
+            f"{' on ' + c['sft_env'] if c.get('sft_env') else ''}, then {c['steps']} RL steps of "
+            f"{c['prompts_per_step']} problems x {c['group_size']} samples, learning rate {c['lr']:g}, up to "
+            f"{c['max_new_tokens_per_turn']} tokens a turn and {c['max_completion_tokens']} an episode"
+            f"{'; ' + options if options else ''}.")
+
+
+def memory_r1_rows(block: dict) -> list[dict]:
+    """The Memory-R1 table of a measured memory preset: one row per manager (RL manager, its warm start, the
+    add-only baseline) with its exact match and 95% interval, and the RL manager's difference against the
+    other two with theirs; [] when the block has no table."""
+    table = block.get("memory_r1") or {}
+    rows = []
+    for key, name, versus in (("rl", "RL manager", None), ("warm_start", "warm start (no RL)", "rl_vs_warm_start"),
+                              ("add_only", "add-only baseline", "rl_vs_add_only")):
+        if table.get(key):
+            row = {"manager": name, "exact_match": table[key]["mean"], "low": table[key]["low"],
+                   "high": table[key]["high"]}
+            if versus and table.get(versus):
+                d = table[versus]
+                row["rl_minus_this"] = f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+            rows.append(row)
+    return rows

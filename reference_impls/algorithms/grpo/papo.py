@@ -171,7 +171,7 @@ class PAPO(GRPO):
 
         def with_perception(logps, old_logps, advantages, mask, masked_logps=None, token_normalizer=None, **kw):
             loss, metrics = grpo_part(logps, old_logps, advantages, mask, token_normalizer=token_normalizer, **kw)
-            masked = masked_logps[:, :logps.shape[1]].to(logps.dtype)
+            masked = masked_logps[:, :logps.shape[1]].detach().to(logps.dtype)  # no gradient: the authors' default
             kl = perception_kl(logps, masked, mask, clip).sum() / (token_normalizer or mask.sum().clamp(min=1.0))
             self.perception_total += float(kl.detach()) * float(mask.sum())
             self.perception_weight += float(mask.sum())

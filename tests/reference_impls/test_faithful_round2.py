@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from reference_impls.algorithms.dpo import dpo_variants, lcpo
-from reference_impls.algorithms.grpo import dars, grpo, greso, papo, posterior_grpo, srpo, starpo, step_grpo
+from reference_impls.algorithms.grpo import dars, grpo, greso, ktae, papo, posterior_grpo, srpo, starpo, step_grpo
 from reference_impls.algorithms.ppo import vineppo
 from reference_impls.options import build
 from reference_impls.registry import get_implementation as implementation
@@ -249,6 +249,18 @@ def test_step_grpo_states_the_authors_beta():
     row = implementation("calculator-step-grpo")
     assert cfg_of(step_grpo).beta == 0.0 and cfg_of(step_grpo).step_accuracy_weight == 0.1
     assert "--beta 0.04" in row.changes and "0.04" in step_grpo.__doc__
+
+
+# ---- 8. defaults the authors' code settles --------------------------------------------------------------
+def test_ktae_weights_are_the_authors_scripts():
+    cfg = cfg_of(ktae)
+    assert (cfg.ktae_fisher_weight, cfg.ktae_ig_weight, cfg.ktae_scale) == (1.0, 2.0, 1.0)
+    assert "xiaolizh1/KTAE" in implementation("calculator-ktae").changes
+
+
+def test_ghpo_row_names_the_authors_schedule():
+    assert "hkgc-1/GHPO" in implementation("calculator-ghpo").changes
+    assert "not checked" not in implementation("calculator-ghpo").changes
 
 
 # ---- 7. the smaller items ---------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def split_minibatches(rows: list[int], n: int) -> list[list[int]]:
 
 def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.Tensor, keep: torch.Tensor,
                            loss_fn: LossFn, num_iterations: int = 1, sample_inputs: dict | None = None,
-                           auxiliary: Callable[[], dict] | None = None) -> Metrics:
+                           auxiliary: Callable[[list[int]], dict] | None = None) -> Metrics:
     """Returns ``loss`` (mean loss per optimiser step), token-weighted ``kl``, ``clip_frac`` and ``entropy``,
     the ratio diagnostics (``diagnostics.ratio_diagnostics``: ``ratio_mean``, ``ratio_max``,
     ``clip_frac_low``, ``clip_frac_high``), ``grad_norm`` and ``grad_norm_max`` (the mean and the largest pre-clip
@@ -59,8 +59,10 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
     steps taken) and ``groups_kept_frac``.
 
     ``sample_inputs``: per-sample tensors passed to ``loss_fn`` as keyword arguments, sliced to the
-    micro-batch's rows. ``auxiliary()``: run once per optimiser step after the micro-batches and before the
-    clip and step; it calls backward on an extra loss itself and returns metrics (reported as step means)."""
+    micro-batch's rows. ``auxiliary(part)``: run once per optimiser step after the micro-batches and before the
+    clip and step, with that step's minibatch (this rank's sample indices, so a per-sample term covers the
+    step's own samples and its weight does not grow with the number of minibatches); it calls backward on an
+    extra loss itself and returns metrics (reported as step means)."""
     train, samples = ctx.train, batch.samples
     kept = [i for i in range(len(samples)) if keep[i]]
     mu = getattr(train, "mini_batches", 1)
@@ -109,7 +111,7 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
                     weighted.add_total("clip_frac_high", ratio["clip_high_sum"], n)
                     ratio_max = max(ratio_max, ratio["ratio_max"])
             if auxiliary is not None:
-                weighted.update(auxiliary(), 1.0 / n_steps)
+                weighted.update(auxiliary(part), 1.0 / n_steps)
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(ctx.policy.parameters(), train.max_grad_norm)))
             ctx.optimizer.step()
     # every rank reports every name, even with no tokens

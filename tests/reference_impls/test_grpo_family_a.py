@@ -186,7 +186,7 @@ def test_srpo_drops_exactly_the_prompts_every_sample_solved():
         solved |= {drawn[0]} if drawn[0] % 2 == 0 else set()
     assert sorted(epoch_one) == list(range(6)) and algo.epoch == 1 and solved
     epoch_two = uids(algo.draw(ctx, rng))
-    assert algo.epoch == 2 and algo.solved_last_epoch == solved
+    assert algo.epoch == 2 and algo.active == set(range(6)) - solved
     while len(algo.order):
         epoch_two += uids(algo.draw(ctx, rng))
     assert sorted(epoch_two) == sorted(set(range(6)) - solved)  # all-wrong and mixed prompts stay
@@ -263,6 +263,7 @@ def test_greso_exploration_probability_adapts():
     cfg = greso.Config(greso_p_init=0.5, greso_target_zero_variance=0.3)  # targets: easy 0.1, hard 0.2
     algo = greso.GRESO(fake_ctx(config=cfg))
     algo.drawn = list(range(10))
+    algo.step_epoch = 1  # p adapts from the second epoch on (test_faithful_round2 checks the first)
     # 2/10 easy >= 0.1 -> p_easy falls; 1/10 hard < 0.2 -> p_hard rises
     algo.record([True, True] + [False] * 8, [False, False, True] + [False] * 7)
     assert algo.p_easy == pytest.approx(0.49) and algo.p_hard == pytest.approx(0.51)
@@ -322,7 +323,7 @@ def test_posterior_grpo_rewards_process_only_when_correct():
              {"correct": True, "tool_steps": steps((True, True), (True, False))},
              {"correct": False, "tool_steps": steps((True, True))},  # a perfect process with a wrong answer: nothing
              {"correct": False, "tool_steps": []}]
-    cfg = posterior_grpo.Config(process_weight=0.5)
+    cfg = posterior_grpo.Config(process_weight=0.5)  # an ablation weight: the default is the paper's 1
     algo = posterior_grpo.PosteriorGRPO(calc_ctx(cfg))
     adv, keep = algo.advantages(calc_ctx(cfg), fake_batch([1.0, 1.0, 0.0, 0.0], infos, 4))
     expected = grpo.group_advantages(torch.tensor([1.5, 1.25, 0.0, 0.0]), 4)
@@ -488,8 +489,8 @@ def test_ktae_fisher_and_information_gain_by_hand():
 
 
 def test_ktae_key_values_and_token_advantages():
-    # 2 correct rollouts [7, 5], [7, 5, 5]; 2 wrong [9, 5], [9, 9] (token 0: padding, masked)
-    cfg = ktae.Config()
+    # 2 correct rollouts [7, 5], [7, 5, 5]; 2 wrong [9, 5], [9, 9] (token 0: padding, masked); equal weights
+    cfg = ktae.Config(ktae_ig_weight=1.0)
     token_ids = torch.tensor([[7, 5, 0], [7, 5, 5], [9, 5, 0], [9, 9, 0]])
     mask = torch.tensor([[1.0, 1, 0], [1, 1, 1], [1, 1, 0], [1, 1, 0]])
     correct = torch.tensor([True, True, False, False])

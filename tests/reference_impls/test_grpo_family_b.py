@@ -121,10 +121,13 @@ def test_luffy_check_leaves_an_on_policy_rollout():
 
 # ---- DARS -----------------------------------------------------------------------------------------------
 def test_dars_extra_counts_by_hand():
+    # G = 4, the authors' schedules (a = 0 read as 1/8); a cap of 64 never binds here
     acc = [0.0, 0.25, 0.5, 1.0]
-    assert dars.extra_counts(acc, "equal", 4, 0.5) == [4, 4, 0, 0]
-    # hardness: ceil(4 * (0.5 - a) / 0.5): a=0 -> 4, a=0.25 -> 2
-    assert dars.extra_counts(acc, "hardness", 4, 0.5) == [4, 2, 0, 0]
+    # equal: ceil(4 (1 / (4 a (1 - a)) - 1)): a = 1/8 -> ceil(36/7) = 6, a = 1/4 -> ceil(4/3) = 2
+    assert dars.extra_counts(acc, "equal", 4, 64) == [6, 2, 0, 0]
+    # hardness: ceil(4 (1 / (2a) - 1)): a = 1/8 -> 12, a = 1/4 -> 4
+    assert dars.extra_counts(acc, "hardness", 4, 64) == [12, 4, 0, 0]
+    assert dars.extra_counts(acc, "hardness", 4, 10) == [6, 4, 0, 0]  # capped at N_max - G
 
 
 def test_dars_advantages_per_group_of_any_size():
@@ -159,14 +162,15 @@ def test_dars_collect_tops_up_hard_groups(monkeypatch):
     problems = list(task.problems("train", n=2, seed=0))
     hard = problems[0]
     monkeypatch.setattr(rollout_module, "rollout", _fake_rollout(lambda pr, user: 0.0 if pr == hard else 1.0))
-    algo = dars.DARS(SimpleNamespace(config=cfg_of(dars, schedule="equal", extra_rollouts=3)))
+    # accuracy 0 counts as 1/(2G) = 1/8: equal treatment asks ceil(4 (16/7 - 1)) = 6 extra, capped at 7 - 4 = 3
+    algo = dars.DARS(SimpleNamespace(config=cfg_of(dars, schedule="equal", max_rollouts=7)))
     ctx = _fake_ctx(task)
     ctx.rollout_config = rollout_module.RolloutConfig(group_size=4)
     batch, stats = algo.collect(ctx, problems)
     assert [s.group for s in batch.samples] == [0] * 7 + [1] * 4  # 4 + 3 extra for the hard one
     assert stats["generated_tokens"] == 2 * 11
     adv, keep = algo.advantages(ctx, batch)
-    assert adv.abs().sum() == 0 and keep.all()  # both groups constant here
+    assert adv.abs().sum() == 0 and not keep.any()  # both groups constant here: the authors' filter drops both
 
 
 # ---- GHPO -----------------------------------------------------------------------------------------------

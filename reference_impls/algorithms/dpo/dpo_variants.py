@@ -27,15 +27,18 @@ discrepancy, and a filter that drops outlying pairs. With M_i the pair's log-rat
 h_i = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)] (measured, as in the authors' code,
 without the beta_0 factor), a running threshold M_0 and spread sigma (moving averages with momentum m)::
 
-    M_0 <- m M_0 + (1 - m) mean_i M_i,   sigma <- m sigma + (1 - m) std_i M_i    (the running threshold)
+    M_0 <- m M_0 + (1 - m) mean_i M_i,   sigma <- m sigma + (1 - m) std_i M_i    (the running threshold;
+                                                  std_i with Bessel's correction, as the authors' M.std())
     keep (1 - rho) of the batch, drawn without replacement with probability
          proportional to exp(-(M_i - M_0)^2 / (2 sigma^2))                  (beta-guided data filtering)
     beta_batch = beta_0 * (1 + alpha * (mean_{kept} M_i - M_0))              (batch-level beta calibration)
     L = mean_{kept} -log sigmoid(beta_batch * h_i)          (beta_batch is a constant for the gradient)
 
 (Named by the paper's components rather than equation numbers: not verified, paper text not available
-here; the order of the updates, the filter's draw and the clamp beta_batch >= 1e-3 follow the authors'
-released code, github.com/junkangwu/beta-DPO.)
+here; the order of the updates, the filter's draw, the unbiased batch std, the mean over the *kept* pairs
+in beta_batch and the clamp beta_batch >= 1e-3 follow the authors' released code, github.com/junkangwu/beta-DPO,
+``trainers.py``: ``update_and_sync_tensor_mean`` and ``preference_loss`` with ``mode_loss=beta_DPO``; the
+defaults rho = 0.2, alpha = 0.6, beta_0 = 0.1 and m = 0.9 are its README's command line and its ``gamma=0.9``.)
 
 A batch is a step's ``pairs_per_step`` pairs; their margins come from one extra forward pass without
 gradient, so the statistics cover the whole step however it is split into micro-batches. M_0 and sigma
@@ -189,7 +192,7 @@ class BetaDPO(DPO):
     @classmethod
     def objective(cls, cfg: BetaDPOConfig) -> str:
         return (r"\mathcal{L}=-\log\sigma\big(\beta_{\mathrm{batch}}\,h\big),\ \beta_{\mathrm{batch}}="
-                rf"{latex_number(cfg.beta)}\big(1+{latex_number(cfg.alpha)}(\mathbb{{E}}_{{i\in\mathrm{{batch}}}}[M_i]-M_0)\big),\ "
+                rf"{latex_number(cfg.beta)}\big(1+{latex_number(cfg.alpha)}(\mathrm{{mean}}_{{i\in\mathrm{{kept}}}}M_i-M_0)\big),\ "
                 rf"\text{{kept: }}{latex_number(1 - cfg.filter_ratio)}\text{{ of the pairs, drawn}}\propto e^{{-(M_i-M_0)^2/2\sigma^2}}")
 
     def __init__(self, ctx: Context):
@@ -216,7 +219,8 @@ class BetaDPO(DPO):
                 margins += [float(lp[j] - p.ref_chosen - lp[len(part) + j] + p.ref_rejected)
                             for j, p in enumerate(part)]
         m = torch.tensor(margins, dtype=torch.float64)
-        batch_mean, batch_std = float(m.mean()), float(m.std(unbiased=False))
+        batch_mean = float(m.mean())
+        batch_std = float(m.std()) if len(m) > 1 else 0.0  # Bessel-corrected, as the authors' gap_local.std()
         if self.margin_mean is None:
             self.margin_mean, self.margin_std = batch_mean, batch_std
         else:
@@ -278,7 +282,7 @@ IMPLEMENTATIONS = (
                 "from the running threshold are dropped by a Gaussian-weighted draw, so a few outlying pairs cannot "
                 "set the batch's beta. The running threshold and spread are moving averages kept across steps "
                 "(saved in checkpoints)."
-                " Defaults: beta_0 0.1, alpha 0.6, 20% of pairs filtered, momentum 0.9; the paper's "
-                "values were not checked here (no copy of its text).",
+                " Defaults as the authors' code (junkangwu/beta-DPO: README's command line, trainers.py): "
+                "beta_0 0.1, alpha 0.6, 20% of pairs filtered, momentum 0.9, the unbiased batch std.",
         paper="beta-DPO: Direct Preference Optimization with Dynamic beta (Wu et al.; arXiv 2407.08639)"),
 )

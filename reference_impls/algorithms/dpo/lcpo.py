@@ -141,6 +141,16 @@ class Config(PairOptions):
                         choices=("easy", "medium", "difficult", "unfiltered", "solved"))
 
 
+#: what y_w and y_l are under each ``split`` (length_pairs), as the objective shows it; s the problem's pass rate
+SPLIT_PAIRS_LATEX = {
+    "easy": r"y_w,\,y_l\text{ the shortest and the longest episode of a problem with }s=1\text{ (both correct)}",
+    "medium": r"y_w,\,y_l\text{ the shortest and the longest episode of a problem with }0<s<1",
+    "difficult": r"y_w,\,y_l\text{ the shortest and the longest episode of a problem with }s=0\text{ (both wrong)}",
+    "unfiltered": r"y_w,\,y_l\text{ the shortest and the longest episode of any problem}",
+    "solved": r"y_w,\,y_l\text{ the shortest and the longest correct episode of a problem with }s>0",
+}
+
+
 class LCPO(DPO):
     """DPO's offline machinery (pairs file, step draw, resume) with LCPO's pairs and loss."""
 
@@ -153,7 +163,7 @@ class LCPO(DPO):
         lam = "" if cfg.lam == 1 else latex_number(cfg.lam)
         return (rf"\mathcal{{L}}=-\log\sigma\Big({lam}\big[\log\tfrac{{p_\theta(y_w|x)}}{{1-p_\theta(y_w|x)}}"
                 r"-\log\tfrac{p_\theta(y_l|x)}{1-p_\theta(y_l|x)}\big]\Big),\ "
-                r"p_\theta(y|x)=e^{\frac{1}{|y|}\log\pi_\theta(y|x)},\ y_w\text{ the shortest, }y_l\text{ the longest correct}")
+                r"p_\theta(y|x)=e^{\frac{1}{|y|}\log\pi_\theta(y|x)},\ " + SPLIT_PAIRS_LATEX[cfg.split])
     no_pairs_reason = "no kept problem had episodes of different lengths (see --split)"
 
     @classmethod

@@ -134,7 +134,7 @@ class CHORD(GRPO):
         mu, demos, mbs = self.mu(ctx), self.demos, ctx.train.micro_batch_size
         n_tokens = float(sum(sum(d.loss_mask) for d in demos))
 
-        def sft_term() -> dict:
+        def sft_term(part: list[int]) -> dict:  # the demonstrations, whatever the minibatch ``part``
             total = 0.0
             for start in range(0, len(demos), mbs):
                 mb = collate(demos[start:start + mbs], ctx.tokenizer.pad_token_id, ctx.device)

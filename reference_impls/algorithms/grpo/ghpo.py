@@ -139,9 +139,9 @@ IMPLEMENTATIONS = (
                            "beginning of the reference solution (the calculator demonstration's first tool calls "
                            "and results) appended to the problem, showing a larger share at each stage until some "
                            "sample succeeds. Problems the policy can solve stay plain on-policy RL."
-                           " Defaults against the paper: 3 hint stages of a quarter of the reference "
-                           "solution each; the paper's hint schedule was not checked here (no copy of "
-                           "its text).",
+                           " Defaults as the authors' code (hkgc-1/GHPO, src/ghpo/ghpo_trainer.py: hints of 25%, "
+                           "50% and 75% of the solution, tried in turn on the groups still all wrong): 3 hint "
+                           "stages of a quarter of the reference solution each.",
                    paper="GHPO: Adaptive Guidance for Stable and Efficient LLM Reinforcement Learning "
                          "(arXiv 2507.10628)",
                    survey_vs_paper="The survey's table lists the objective as a policy gradient with a plain reward; "

@@ -13,16 +13,28 @@ so a prompt never seen, or last seen with mixed outcomes, is always rolled out, 
 skipped with probability up to 0.99 (it is still re-tried now and then, in case the policy has changed).
 Candidates are drawn uniformly from the pool and filtered until the step has its P prompts.
 
-The exploration probabilities adapt (the paper's adaptive scheme): after each step, if the fraction of
-rolled-out prompts that were easy (hard) zero-variance is at or above its target, p_easy (p_hard) drops by
-0.01 (skip more), else rises by 0.01, within [0.05, 0.95]. The targets split the overall zero-variance
-target alpha as alpha/3 for easy and 2 alpha/3 for hard (hard prompts are kept more often, as they are the
-ones rising rewards turn informative). The update is GRPO's (``grpo.grpo_loss``).
+The exploration probabilities adapt (the paper's adaptive scheme): after each step from the second epoch
+on, if the fraction of rolled-out prompts that were easy (hard) zero-variance is at or above its target,
+p_easy (p_hard) drops by 0.01 (skip more), else rises by 0.01, within [0.05, 0.95]. The targets split the
+overall zero-variance target alpha as alpha/3 for easy and 2 alpha/3 for hard (hard prompts are kept more
+often, as they are the ones rising rewards turn informative). An epoch is one pool's worth of candidates
+(``len(pool)`` draws); in the first no prompt has a history, nothing is skipped, and p stays where it
+started (``greso_adapt_from_epoch``, 1; 0 adapts from the first step).
+
+GRESO is a filter in front of dynamic sampling: the zero-variance groups that slip past it are dropped
+before the update (``dynamic_sampling``, on by default here; DAPO eq. 11), so they do not dilute the
+loss's mean. The authors' dynamic sampling then draws more prompts until the batch is full; the project's
+(the same switch as DAPO's row, ``grpo.dynamic_sampling_keep``) trains on the smaller batch instead. The
+update is GRPO's (``grpo.grpo_loss``).
 
 History and probabilities live in ``state_dict`` so a resumed run skips exactly as the original would.
 
-Equation numbers: not verified: paper text not available here (issue 19's check,
-docs/algorithms_grpo_family.md).
+Checked against the authors' released code (github.com/Infini-AI-Lab/GRESO): ``filter_examples_all_probabilistic``
+in ``verl/trainer/ttis/presampling_selector.py``, the adaptation of p (``epoch > 0``, +-0.01 within
+[min_p 0.05, max_p 0.95], targets alpha/3 and 2 alpha/3) in ``verl/trainer/ppo/ray_trainer.py``, and the
+training scripts ``train-scripts/*_greso.sh`` (p_easy = p_hard = 0.5, target_zero_variance = 0.25,
+``ttis.type=dynamic_sampling``, no KL). Equation numbers: not verified: paper text not available here
+(docs/algorithms_grpo_family.md).
 
 Data parallel (torchrun): one history, the same on every rank. ``draw`` filters candidates for the
 whole world (world x P prompts, with the rank-independent stream ``algorithm.shared_rng``) and each rank
@@ -43,7 +55,10 @@ from .successes import successes
 
 @dataclass
 class Config(grpo.Config):
-    """GRPO's switches plus GRESO's filter."""
+    """GRPO's switches (GRESO: dynamic sampling on) plus GRESO's filter."""
+
+    dynamic_sampling: bool = option(True, "Drop groups whose rewards are all equal before the update (GRESO runs "
+                                    "on top of DAPO's dynamic sampling in the authors' scripts).")
 
     greso_p_init: float = option(0.5, "Initial exploration probability p of zero-variance prompts (easy and hard).",
                                  low=0.0, high=1.0)
@@ -52,6 +67,8 @@ class Config(grpo.Config):
     greso_p_step: float = option(0.01, "Step by which p adapts after each training step.", low=0.0, high=1.0)
     greso_p_min: float = option(0.05, "Lower bound of p.", low=0.0, high=1.0)
     greso_p_max: float = option(0.95, "Upper bound of p.", low=0.0, high=1.0)
+    greso_adapt_from_epoch: int = option(1, "First epoch (0-based; one epoch = len(pool) candidates) after whose "
+                                         "steps p adapts; the authors' code: 1.", low=0, high=1_000_000)
 
 
 def skip_probability(streak: int, p: float) -> float:
@@ -74,6 +91,8 @@ class GRESO(grpo.GRPO):
         self.hard_streak: dict[int, int] = {}  # pool index -> consecutive all-wrong rollouts
         self.drawn: list[int] = []
         self.skipped = 0
+        self.candidates_seen = 0  # candidates drawn so far (kept or skipped): len(pool) of them make an epoch
+        self.step_epoch = 0  # the epoch this step's draw started in
 
     def keep(self, index: int, rng) -> bool:
         """One filter decision: False = skip this candidate (draws from ``rng`` only for a streak)."""
@@ -84,6 +103,7 @@ class GRESO(grpo.GRPO):
     def draw(self, ctx: Context, rng) -> list:
         rng = shared_rng(ctx, rng)  # every rank filters the same candidates
         self.drawn, self.skipped = [], 0
+        self.step_epoch = self.candidates_seen // max(len(ctx.pool), 1)
         P = ctx.train.prompts_per_step
         budget = 100 * P * ctx.world  # a pool the filter rejects almost entirely still trains
         while len(self.drawn) < P * ctx.world:
@@ -93,6 +113,7 @@ class GRESO(grpo.GRPO):
             else:
                 self.skipped += 1
             budget -= 1
+            self.candidates_seen += 1
         return [ctx.pool[i] for i in self.drawn[ctx.rank * P:(ctx.rank + 1) * P]]
 
     def record(self, all_correct: list[bool], all_wrong: list[bool]) -> None:
@@ -100,8 +121,10 @@ class GRESO(grpo.GRPO):
         for index, easy, hard in zip(self.drawn, all_correct, all_wrong):
             self.easy_streak[index] = self.easy_streak.get(index, 0) + 1 if easy else 0
             self.hard_streak[index] = self.hard_streak.get(index, 0) + 1 if hard else 0
-        n = max(len(all_correct), 1)
         cfg = self.cfg
+        if self.step_epoch < cfg.greso_adapt_from_epoch:  # first epoch: no history yet, p stays
+            return
+        n = max(len(all_correct), 1)
         target_easy, target_hard = cfg.greso_target_zero_variance / 3, cfg.greso_target_zero_variance * 2 / 3
 
         def adapt(p: float, ratio: float, target: float) -> float:
@@ -124,7 +147,7 @@ class GRESO(grpo.GRPO):
 
     def state_dict(self) -> dict:
         # JSON object keys are strings
-        return {"p_easy": self.p_easy, "p_hard": self.p_hard,
+        return {"p_easy": self.p_easy, "p_hard": self.p_hard, "candidates_seen": self.candidates_seen,
                 "easy_streak": {str(k): v for k, v in self.easy_streak.items() if v},
                 "hard_streak": {str(k): v for k, v in self.hard_streak.items() if v}}
 
@@ -132,6 +155,7 @@ class GRESO(grpo.GRPO):
         if not state:
             return
         self.p_easy, self.p_hard = float(state["p_easy"]), float(state["p_hard"])
+        self.candidates_seen = int(state.get("candidates_seen", 0))  # older checkpoints: adapt as in the first epoch
         self.easy_streak = {int(k): int(v) for k, v in state["easy_streak"].items()}
         self.hard_streak = {int(k): int(v) for k, v in state["hard_streak"].items()}
 
@@ -148,9 +172,11 @@ IMPLEMENTATIONS = (
                 "all-correct or all-wrong groups (1 - p^streak). The exploration probabilities p adapt after "
                 "every step to hold the share of zero-variance prompts near a target. The loss is GRPO's; only "
                 "the rollouts spent on useless prompts are saved."
-                " Defaults against the paper: p starts at 0.5, moves by 0.01 within [0.05, 0.95] "
-                "towards a 0.25 share of zero-variance prompts; the paper's values were not checked "
-                "here (no copy of its text).",
+                " Zero-variance groups that slip past the filter are dropped by dynamic sampling, as in the "
+                "authors' scripts; their dynamic sampling refills the batch, here the batch shrinks (as DAPO's "
+                "row). Defaults as the authors' code (Infini-AI-Lab/GRESO: train-scripts/*_greso.sh, "
+                "ray_trainer.py): p starts at 0.5, moves by 0.01 within [0.05, 0.95] from the second epoch "
+                "on, towards a 0.25 share of zero-variance prompts.",
         paper="Act Only When It Pays: Efficient Reinforcement Learning for LLM Reasoning via Selective Rollouts "
               "(Zheng et al., 2025), arXiv 2506.02177"),
 )

@@ -332,8 +332,9 @@ class GRPO(Algorithm):
         return None
 
     def auxiliary(self, ctx: Context, batch: RolloutBatch):
-        """None, or a callable run once per optimisation pass before the optimizer step: it backpropagates
-        an extra loss of its own (an SFT or perception term) and returns its metrics."""
+        """None, or a callable run once per optimiser step before the step, given that step's minibatch (sample
+        indices): it backpropagates an extra loss of its own (an SFT or perception term) and returns its
+        metrics."""
         return None
 
     def update(self, ctx: Context, batch: RolloutBatch):

@@ -25,8 +25,11 @@ BM25-style saturation); 1e-5 guards the ratios. A group with no correct or no wr
 values (the contrast is undefined) and keeps GRPO's advantages; the end-of-sequence token gets none
 either. The loss is GRPO's (``grpo.grpo_loss``) with these (N, K) advantages.
 
-Equation numbers: not verified: paper text not available here (issue 19's check,
-docs/algorithms_grpo_family.md).
+Checked against the authors' released code (github.com/xiaolizh1/KTAE): ``verl/workers/actor/compute_key_tokens.py``
+(the combination (alpha F + beta IG) x / (alpha + beta), then 2 tau (sigmoid - 1/2)) and every training script
+(``examples/grpo_trainer/run_qwen2.5_*.sh``, ``recipe/dapo/run_dapo_qwen2.5_*.sh``: alpha = 1, beta_ig = 2,
+top = tau = 1), whose values are the defaults here. Equation numbers: not verified: paper text not available
+here (docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 
@@ -49,7 +52,8 @@ class Config(grpo.Config):
     """GRPO's switches plus KTAE's weights."""
 
     ktae_fisher_weight: float = option(1.0, "alpha: weight of the Fisher-test association.", low=0.0, high=100.0)
-    ktae_ig_weight: float = option(1.0, "beta: weight of the information gain.", low=0.0, high=100.0)
+    ktae_ig_weight: float = option(2.0, "beta: weight of the information gain (the authors' scripts: 2).", low=0.0,
+                                   high=100.0)
     ktae_scale: float = option(1.0, "tau: largest key-token value added to a token's advantage.", low=0.0, high=100.0)
 
 
@@ -154,8 +158,8 @@ IMPLEMENTATIONS = (
                 "prompt: a Fisher exact test and the information gain on a 2x2 presence table set its strength, and a "
                 "frequency contrast between correct and wrong rollouts its sign. No extra model is trained; groups "
                 "that are all right or all wrong keep GRPO's advantages."
-                " Defaults against the paper: alpha = beta = tau = 1; the paper's values were not "
-                "checked here (no copy of its text).",
+                " Defaults as the authors' training scripts (xiaolizh1/KTAE, run_qwen2.5_*.sh): alpha 1, "
+                "beta 2 (information gain), tau 1.",
         paper="KTAE: A Model-Free Algorithm to Key-Tokens Advantage Estimation in Mathematical Reasoning (Sun et al., "
               "2025), arXiv 2505.16826"),
 )

@@ -9,13 +9,18 @@ process:
     r'_i = r_i + lambda * 1[o_i correct] * r^proc_i                 then GRPO's group advantages on r'
     A_i  = (r'_i - mean_j r'_j) / (std_j r'_j + 1e-4)
 
+With lambda = 1 (the default) this is the paper's reward R = R_f + R_o + R_o * R_t with a binary outcome
+R_o (the process reward R_t enters with weight 1, gated by the outcome); the calculator's reward r_i plays
+R_f + R_o (it has no separate format term). ``process_weight`` scales R_t for ablations.
+
 The paper's process reward is a learned model scoring the thinking of code solutions. Here the process is
 the calculator's tool calls and r^proc is the fraction of them that were correct steps (a call whose value is
 an intermediate value of a correct solution, ``info["tool_steps"]`` recorded by the calculator). The loss
 is GRPO's (``grpo.grpo_loss``).
 
-Equation numbers: not verified: paper text not available here (issue 19's check,
-docs/algorithms_grpo_family.md).
+Checked against the paper's reward R = R_f + R_o + R_o R_t as issue 62's audit quotes it (arXiv 2508.05170);
+no training code by the authors was found in the code index, and a third-party reimplementation states the
+same formula. Equation numbers: not verified: paper text not available here (docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 
@@ -33,8 +38,9 @@ from .successes import reshaped_advantages, successes, tool_step_accuracy
 class Config(grpo.Config):
     """GRPO's switches plus the process-reward weight."""
 
-    process_weight: float = option(0.5, "lambda: weight of the process reward (fraction of correct tool steps), "
-                                   "added only to correct episodes.", low=0.0, high=10.0)
+    process_weight: float = option(1.0, "lambda: weight of the process reward (fraction of correct tool steps), "
+                                   "added only to correct episodes (1 = the paper's R_f + R_o + R_o R_t).",
+                                   low=0.0, high=10.0)
 
 
 def posterior_rewards(rewards: torch.Tensor, correct: torch.Tensor, process: torch.Tensor, weight: float):
@@ -69,7 +75,7 @@ IMPLEMENTATIONS = (
                 "process and never rewards a wrong one. The paper scores code reasoning with a learned reward "
                 "model; here the process is the calculator calls and its score is the fraction of calls that "
                 "computed an intermediate value of a correct solution."
-                " Defaults against the paper: lambda 0.5; the paper's weight was not checked here (no "
-                "copy of its text).",
+                " Defaults as the paper: lambda 1, its reward R_f + R_o + R_o R_t (as issue 62's audit quotes it; "
+                "no authors' code found).",
         paper="Posterior-GRPO: Rewarding Reasoning Processes in Code Generation (Fan et al., 2025), arXiv 2508.05170"),
 )

@@ -11,7 +11,8 @@ masked). With the critic-free GRPO estimator (the paper's StarPO-GRPO variant)::
 
 StarPO-S adds three stabilisers against the "echo trap" collapse the paper reports (Sec. 4.2):
 
-    trajectory filtering   keep only the top ``keep_fraction`` of groups by the std of their rewards
+    trajectory filtering   keep only the top int(``keep_fraction`` * P) groups (at least one) by the std of
+                           their rewards
                            (uncertainty-based filtering, U(pi, M, s_0) = Std_{tau ~ pi(.|s_0)} R(tau): low-variance
                            groups teach little and drive collapse; the paper's default keeps 25%)
     critic incorporation   the paper's StarPO-S runs PPO with a critic; this class is the critic-free GRPO
@@ -29,6 +30,8 @@ advantage and the per-trajectory token mean, (1/G) sum_i (1/|tau_i|) sum_t), Sec
 filter, keep 25%, KL removal and clip-higher). The paper's equations are unnumbered, so none is cited by number.
 It agrees with the code above except: the paper's StarPO-S also incorporates a critic (see above), and its
 training adds an entropy bonus (0.001) and a format penalty (-0.1) (Sec. 3.2) that this class does not.
+The number of groups kept follows the authors' code (github.com/RAGEN-AI/RAGEN, ``ragen/trainer/agent_trainer.py``:
+int(p P), rounded down; it differs from ceil(p P) at P = 5, 6, 7 and 10 with p = 0.25), kept at one or more.
 """
 from __future__ import annotations
 
@@ -52,11 +55,12 @@ class Config(GRPOConfig):
 
 
 def variance_filter(rewards: torch.Tensor, group_size: int, keep_fraction: float) -> torch.Tensor:
-    """Per-sample keep mask: the ceil(keep_fraction * P) groups with the largest reward std (ties: earlier
-    group first); at least one group."""
+    """Per-sample keep mask: the int(keep_fraction * P) groups with the largest reward std, rounded down as
+    RAGEN's ``agent_trainer.py`` (``topk(int(rollout_filter_ratio * num_groups))``), but at least one group
+    (RAGEN asserts its batch keeps enough; here a step always trains); ties: earlier group first."""
     grouped = rewards.view(-1, group_size)
     P = grouped.shape[0]
-    n_keep = max(1, min(P, int(-(-keep_fraction * P // 1))))
+    n_keep = max(1, min(P, int(keep_fraction * P + 1e-9)))  # + 1e-9: 0.3 * 10 is 2.9999999999999996
     std = grouped.std(dim=1) if group_size > 1 else torch.zeros(P)
     order = sorted(range(P), key=lambda g: (-float(std[g]), g))
     keep_groups = torch.zeros(P, dtype=torch.bool)
@@ -90,7 +94,8 @@ IMPLEMENTATIONS = (
                            "also brings in a critic (PPO) as its third stabiliser; this row is the critic-free GRPO "
                            "form the paper trains as well, without its entropy bonus and format penalty."
                            " Defaults as the paper's StarPO-S: keep the top 25% of groups by reward "
-                           "spread, clip 0.2/0.28, no KL.",
+                           "spread (int(0.25 P), at least one, rounded down as RAGEN's agent_trainer.py), clip "
+                           "0.2/0.28, no KL.",
                    paper="RAGEN: Understanding Self-Evolution in LLM Agents via Multi-Turn Reinforcement Learning "
                          "(arXiv 2504.20073)"),
 )

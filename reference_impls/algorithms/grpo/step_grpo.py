@@ -21,8 +21,12 @@ On the calculator the key steps K are the intermediate values of a correct solut
 them the episode's tool calls computed (``info["reference_steps_matched"]``); a response is valid when it
 made at least one tool call, every call evaluated (no syntax errors), and it ended with an <answer>.
 
-Equation numbers: not verified: paper text not available here (issue 19's check,
-docs/algorithms_grpo_family.md).
+Checked against the authors' released code (github.com/jingyi0000/R1-VL): ``src/r1-vl/src/open_r1/grpo.py``
+(``accuracy_reward`` adds 0.1 times the matched key-step share: alpha = 0.1) and its GRPO trainer
+(``src/r1-vl/src/open_r1/trainer/grpo_trainer.py``: TRL's GRPO with a k3 KL term, ``beta = args.beta``, which the
+training scripts leave at TRL's default 0.04). Deliberate difference: ``beta`` defaults to 0 here, as for
+every GRPO-family row (no frozen reference model on a CPU run); ``--beta 0.04`` is the authors' setting.
+Equation numbers: not verified: paper text not available here (docs/algorithms_grpo_family.md).
 """
 from __future__ import annotations
 
@@ -92,8 +96,10 @@ IMPLEMENTATIONS = (
                 "trajectory. The paper checks key steps in multimodal chains of thought; here key steps are the "
                 "reference solution's intermediate values reached by calculator calls, and a trajectory is valid "
                 "when every call evaluates and it ends with an answer."
-                " Defaults against the paper: alpha 0.1 for the key-step share and the validity reward "
-                "on; the paper's values were not checked here (no copy of its text).",
+                " Defaults against the authors' code (R1-VL's open_r1/grpo.py and GRPO trainer): alpha 0.1 "
+                "for the key-step share as theirs, the validity reward on; deliberately no KL term (beta 0, no "
+                "reference model on a CPU run) where their TRL-based trainer keeps TRL's beta 0.04: --beta 0.04 "
+                "is theirs.",
         paper="R1-VL: Learning to Reason with Multimodal Large Language Models via Step-wise Group Relative Policy "
               "Optimization (Zhang et al., 2025), arXiv 2503.12937"),
 )

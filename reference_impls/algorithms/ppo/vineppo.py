@@ -28,7 +28,12 @@ of the batch are then whitened over its model tokens (the authors' PPO trainer, 
 
 (their whitening divides by the Bessel-corrected std, ours by the population std: the same up to a factor
 sqrt((n - 1) / n) over n model tokens), so a batch whose rewards and continuation rewards are all equal has A = 0 everywhere and no policy-gradient
-signal. The KL to the reference stays out of the advantages: as in the authors' VinePPO configs
+signal. Deliberate difference in *where* it whitens: here once, over the model tokens of the whole rollout
+batch, before the update; the authors' trainer whitens inside each training step, over that step's
+precomputed advantages (``ppo_trainer.py``, ``masked_whiten(..., distributed=True, unbiased_variance=True)`` in
+its step's loss), so each optimiser step's advantages have mean 0 and std 1 on their own. The two agree when a
+batch is one optimiser step (``--mini-batches 1``, the default); with several minibatches each minibatch here
+keeps the batch's mean and scale. The KL to the reference stays out of the advantages: as in the authors' VinePPO configs
 (McGill-NLP/VinePPO ``configs/polIter_*_vineppo_*.jsonnet`` import ``trainers/refKl0.0001.jsonnet`` and
 ``trainers/klLoss.jsonnet``; the loss in ``src/treetune/trainers/ppo_trainer.py``) it is a loss term of its own,
 the k3 estimate per token clipped to [0, 10], summed over a sequence's tokens and averaged over sequences::
@@ -73,7 +78,8 @@ class Config(Options):
     beta: float = option(1e-4, "Weight of the KL loss term (k3 per token, clipped to [0, 10], summed over a "
                          "sequence, averaged over sequences; the authors' klLoss with refKl 1e-4); 0 skips the "
                          "reference model.", low=0.0, high=10.0)
-    whiten_advantages: bool = option(True, "Whiten advantages over the model tokens of the batch.")
+    whiten_advantages: bool = option(True, "Whiten advantages over the model tokens of the whole rollout batch "
+                                     "(the authors whiten per training step: the same with --mini-batches 1).")
     num_iterations: int = option(2, "Optimisation passes over each rollout batch (the paper: 2 PPO epochs).", low=1,
                                  high=16)
 
@@ -248,6 +254,8 @@ IMPLEMENTATIONS = (
                            "batch, and the KL to the reference as its own loss term (k3 clipped to [0, 10], summed "
                            "over tokens, averaged over sequences, beta 1e-4), never inside the advantages. It trades "
                            "extra generation for unbiased credit per tool turn. Defaults that differ from the "
-                           "authors' configs: K = 4 continuations per state (the paper: 9).",
+                           "authors' configs: K = 4 continuations per state (the paper: 9); advantages are whitened "
+                           "once over the whole rollout batch where the authors' ppo_trainer.py whitens inside each "
+                           "training step (the same with one minibatch, the default).",
                    paper="VinePPO: Refining Credit Assignment in RL Training of LLMs (Kazemnejad et al. 2024, arXiv 2410.01679)"),
 )

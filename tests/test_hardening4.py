@@ -163,26 +163,31 @@ def fake_checkout(tmp_path, monkeypatch):
 
     (tmp_path / "lab").mkdir()
     (tmp_path / "lab" / "latin.py").write_bytes(b"# caf\xe9\nx = 1\n")
-    (tmp_path / "lab" / "big.yaml").write_bytes(b"a: 1\n" * (source.MAX_SOURCE_BYTES // 5 + 1))
+    (tmp_path / "lab" / "big.yaml").write_bytes(b"a: 1\n" * (2**20 // 5 + 1))  # just over 1 MiB
     (tmp_path / "lab" / "fine.py").write_text("x = 1\n")
     monkeypatch.setattr(source, "ROOT", tmp_path)
     return tmp_path
 
 
 def test_the_source_page_names_a_file_that_is_not_utf8_or_too_large(fake_checkout):
-    """A non-UTF-8 .py was a traceback on the page; a 30 MB yaml took 21 s to render."""
-    from app.presentation.source import SourceUnreadable, source_text
+    """A non-UTF-8 .py was a traceback on the page; a 30 MB yaml took 21 s to render (no size cap)."""
     from test_app_pages import open_page
+
+    for path, message in (("lab/latin.py", "is not UTF-8 text"), ("lab/big.yaml", "at most 1 MiB")):
+        at = open_page("source", path=path)
+        assert not at.exception and any(message in w.value for w in at.warning), [w.value for w in at.warning]
+        assert not at.code
+    assert "x = 1" in open_page("source", path="lab/fine.py").code[0].value
+
+
+def test_source_text_says_why_it_cannot_show_a_file(fake_checkout):
+    from app.presentation.source import SourceUnreadable, source_text
 
     assert source_text("lab/fine.py") == "x = 1\n"
     with pytest.raises(SourceUnreadable, match=r"'lab/latin.py' is not UTF-8 text \(byte 0xe9 at line 1\)"):
         source_text("lab/latin.py")
     with pytest.raises(SourceUnreadable, match=r"'lab/big.yaml' is 1.0 MiB; the page shows files of at most 1 MiB"):
         source_text("lab/big.yaml")
-    for path, message in (("lab/latin.py", "is not UTF-8 text"), ("lab/big.yaml", "at most 1 MiB")):
-        at = open_page("source", path=path)
-        assert not at.exception and any(message in w.value for w in at.warning), [w.value for w in at.warning]
-        assert not at.code
 
 
 # -- minors: icon codes from deep links ---------------------------------------------------------------------------

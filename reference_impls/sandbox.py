@@ -356,7 +356,7 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
     t0 = time.perf_counter()
     proc = None
     cwd = workdir
-    run_uid = None
+    run_uid, drop = None, False
     with contextlib.ExitStack() as stack:
         try:
             # a lone surrogate (model text can hold one) cannot be UTF-8: written as its escape, which inside a

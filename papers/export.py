@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 import bibtexparser
-from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field, ParsingFailedBlock, String
+from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field, ParsingFailedBlock
 
 from papers.authors import bibtex_author
 from papers.citeformats import doi_of, exported_abstract, primary_class, to_arxiv_ids, to_csl_json, to_ris
@@ -157,6 +157,8 @@ def parse_bibtex_blocks(text: str) -> Iterator[tuple[int, dict[str, str] | None,
     Values are read as BibTeX reads them (``papers.bibtex_values``): ``#`` joins parts, ``@string`` names are
     resolved (an ``@string`` may use earlier ones); an undefined name or a value over its size limit makes
     the entry an error naming the field, decided before any other work on the value."""
+    from bibtexparser.model import String
+
     from papers.bibtex_values import MONTH_MACROS, BibValueError, resolve
 
     lib = bibtexparser.parse_string(text, parse_stack=[])  # raw values: resolved below, in file order

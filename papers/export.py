@@ -128,12 +128,31 @@ def parse_bibtex(text: str) -> tuple[list[dict[str, str]], list[str]]:
 
 
 def parse_bibtex_blocks(text: str) -> Iterator[tuple[int, dict[str, str] | None, str | None]]:
-    """(1-based first line, entry dict or None, error or None) for every entry-like block, in order."""
-    lib = bibtexparser.parse_string(text)
+    """(1-based first line, entry dict or None, error or None) for every entry-like block, in order.
+
+    Values are read as BibTeX reads them (``papers.bibtex_values``): ``#`` joins parts, ``@string`` names are
+    resolved (an ``@string`` may use earlier ones); an undefined name or a value over its size limit makes
+    the entry an error naming the field, decided before any other work on the value."""
+    from bibtexparser.model import String
+
+    from papers.bibtex_values import MONTH_MACROS, BibValueError, resolve
+
+    lib = bibtexparser.parse_string(text, parse_stack=[])  # raw values: resolved below, in file order
+    macros = dict(MONTH_MACROS)
     for block in lib.blocks:
         line = block.start_line + 1
-        if isinstance(block, Entry):
-            yield line, _entry_dict(block), None
+        if isinstance(block, String):  # a bad one is reported at its line; an entry using it: "not defined"
+            try:
+                macros[block.key.lower()] = resolve(str(block.value), macros, f"@string '{block.key[:40]}'",
+                                                    _allowed("abstract"))
+            except BibValueError as e:
+                macros.pop(block.key.lower(), None)
+                yield line, None, str(e)[:300]
+        elif isinstance(block, Entry):
+            try:
+                yield line, _entry_dict(block, macros), None
+            except BibValueError as e:
+                yield line, None, str(e)[:300]
         elif isinstance(block, ParsingFailedBlock):
             err = getattr(block, "error", None)
             reason = getattr(err, "abort_reason", None) or str(err or "") or "unparseable entry"
@@ -142,26 +161,25 @@ def parse_bibtex_blocks(text: str) -> Iterator[tuple[int, dict[str, str] | None,
             yield line, None, reason.splitlines()[0][:200]
 
 
-def _entry_dict(e: Entry) -> dict[str, str]:
+def _allowed(field: str) -> int:
+    """What a field may hold once read (``papers.importers.FIELD_MAX_CHARS``, by the work's field name)."""
+    from papers.importers import DEFAULT_MAX_CHARS, FIELD_MAX_CHARS
+
+    return FIELD_MAX_CHARS.get({"author": "authors"}.get(field, field), DEFAULT_MAX_CHARS)
+
+
+def _entry_dict(e: Entry, macros: dict[str, str] | None = None) -> dict[str, str]:
+    """An entry's fields as plain text. With ``macros`` (``parse_bibtex_blocks``) the values are raw and
+    resolved here; without, bibtexparser's default stack has removed their delimiters already."""
+    from papers.bibtex_values import resolve, unwrap
+
     rec = {"key": e.key, "entry_type": e.entry_type}
     for f in e.fields:
         value = str(f.value).strip()
-        while value.startswith("{") and value.endswith("}") and _balanced(value[1:-1]):
-            value = value[1:-1]
-        rec[f.key.lower()] = latex_unescape(" ".join(value.split()), drop_groups=True)
+        if macros is not None:
+            value = resolve(value, macros, f"field '{f.key.lower()[:40]}'", _allowed(f.key.lower())).strip()
+        rec[f.key.lower()] = latex_unescape(" ".join(unwrap(value).split()), drop_groups=True)
     return rec
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == "{" and (i == 0 or text[i - 1] != "\\"):
-            depth += 1
-        elif ch == "}" and (i == 0 or text[i - 1] != "\\"):
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
 
 
 def _dump(work: Work, mode: str = "python") -> dict:

@@ -29,12 +29,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _NEUTRALISED = re.compile(r"^'(?=[=+\-@\t\r])")
 
 
-#: the longest text each field of an imported work may hold, in characters (others: ``_DEFAULT_MAX_CHARS``;
+#: the longest text each field of an imported work may hold, in characters (others: ``DEFAULT_MAX_CHARS``;
 #: list fields: ``_MAX_ITEMS`` items of at most ``_MAX_ITEM_CHARS``). An abstract typed into the Import form
 #: can be long (150 KB and more); a 50 MB title made every later search take over a minute.
 FIELD_MAX_CHARS = {"title": 1000, "title_original": 1000, "name": 1000, "abstract": 256 * 1024,
                    "authors": 100_000, "summary": 20_000}
-_DEFAULT_MAX_CHARS = 2000
+DEFAULT_MAX_CHARS = 2000
 _MAX_ITEMS = 64
 _MAX_ITEM_CHARS = 300
 #: what the CSV reader reads of one field or one physical line at most; a longer one is skipped to its end
@@ -45,7 +45,7 @@ CSV_READ_LIMIT = 16 * 2**20
 def field_problem(name: str, value: object) -> str | None:
     """Why ``value`` is too large for field ``name``, or None."""
     if isinstance(value, str):
-        limit = FIELD_MAX_CHARS.get(name, _DEFAULT_MAX_CHARS)
+        limit = FIELD_MAX_CHARS.get(name, DEFAULT_MAX_CHARS)
         if len(value) > limit:
             return f"field '{name}' is {len(value):,} characters long; at most {limit:,} are allowed"
     elif isinstance(value, (tuple, list)):
@@ -363,7 +363,7 @@ def read_csv_works(path: Path, encoding: str = "utf-8") -> Iterator[ImportRecord
                 if isinstance(e, _LineTooLong) or "field limit" in str(e):
                     column = _overflowing_column("".join(lines.record))
                     name = header[column] if column < len(header) else f"column {column + 1}"
-                    limit = FIELD_MAX_CHARS.get(name, _DEFAULT_MAX_CHARS)
+                    limit = FIELD_MAX_CHARS.get(name, DEFAULT_MAX_CHARS)
                     yield ImportRecord(start, error=f"field '{name}' is over {CSV_READ_LIMIT // 2**20} MiB; at most "
                                                     f"{limit:,} characters are allowed")
                     lines.skip_record()

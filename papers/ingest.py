@@ -154,9 +154,12 @@ class _Dedup:
         self.batch_titles.clear()
 
 
-def _unique_key(store: UserStore, db, catalog, key: str, taken: set[str]) -> str:
+def _unique_key(store: UserStore, db, catalog_keys: set[str], key: str, taken: set[str]) -> str:
+    """``key``, or ``key-2``, ``key-3`` ... if it is taken. Case is ignored (``catalog_keys`` and ``taken`` are
+    lower case): a key differing only in case from another would be the same BibTeX key on export, and
+    would shadow a shipped work's name (``Search-R1``) on lookups."""
     candidate, n = key, 1
-    while candidate in catalog or candidate in taken or store.key_taken(db, candidate):
+    while candidate.lower() in catalog_keys or candidate.lower() in taken or store.key_taken(db, candidate):
         n += 1
         candidate = f"{key}-{n}"
     return candidate
@@ -194,6 +197,7 @@ def import_file(
     try:
         report = ImportReport(import_id, str(path), resumed_after_line=last_line, lines_done=last_line)
         dedup = _Dedup(catalog)
+        catalog_keys = {w.key.lower() for w in catalog}
         batch: list = []
         batches = 0
 
@@ -234,8 +238,8 @@ def import_file(
                     if dup:
                         skips.append((line_no, f"duplicate of '{dup}'"))
                         continue
-                    key = _unique_key(store, db, catalog, work.key, taken)
-                    taken.add(key)
+                    key = _unique_key(store, db, catalog_keys, work.key, taken)
+                    taken.add(key.lower())
                     work = work.model_copy(update={"key": key})
                     if sugg and not work.nodes:
                         work = work.model_copy(update={"nodes": (sugg[0][0],), "tags": (*work.tags, AUTO_TAG)})

@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS works (
 );
 CREATE INDEX IF NOT EXISTS works_arxiv ON works(arxiv_id);
 CREATE INDEX IF NOT EXISTS works_title ON works(norm_title);
+CREATE INDEX IF NOT EXISTS works_key_nocase ON works(key COLLATE NOCASE);  -- key_taken: BibTeX keys ignore case
 CREATE TABLE IF NOT EXISTS placements (
     key TEXT NOT NULL REFERENCES works(key) ON DELETE CASCADE,
     rank INTEGER NOT NULL,
@@ -208,7 +209,9 @@ class UserStore:
         return row["key"] if row else None
 
     def key_taken(self, db: sqlite3.Connection, key: str) -> bool:
-        return db.execute("SELECT 1 FROM works WHERE key=?", (key,)).fetchone() is not None
+        """Is ``key`` taken, ignoring case (BibTeX, and so a reference manager, treats ``Search-R1`` and
+        ``search-r1`` as one key)?"""
+        return db.execute("SELECT 1 FROM works WHERE key=? COLLATE NOCASE", (key,)).fetchone() is not None
 
     def insert(self, db: sqlite3.Connection, work: Work, norm_title: str, import_id: int | None = None) -> None:
         now = time.time()

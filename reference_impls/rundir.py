@@ -19,11 +19,20 @@
 
 A checkpoint is written to ``checkpoints/.tmp-step_N`` and renamed, so a complete one either exists or
 does not; a damaged one (a truncated file, a folder emptied by hand) is skipped with a note and the
-newest good one is used instead.
+newest good one is used instead; a crafted ``model.safetensors`` (a header promising more than the file or
+the model holds) is refused before it is loaded (:meth:`RunDir.weights_problem`).
+
+One trainer at a time trains into a run folder: :meth:`RunDir.acquire_lock` holds an exclusive ``flock`` on
+the folder itself (no file is added to the layout) until the trainer exits; a second ``train --resume`` of
+the same run is refused, naming the process that holds it.
 """
 from __future__ import annotations
 
+import fcntl
 import json
+import math
+import os
+import struct
 import time
 from pathlib import Path
 
@@ -37,8 +46,50 @@ OWNED = ("config.json", "status.json", "metrics.jsonl", "samples.jsonl", "health
          "pairs.jsonl", "episodes.jsonl", "log.txt", "tb", "checkpoints")
 
 
+#: bytes per element of each safetensors dtype
+SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
+                      "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
+#: the safetensors library's own bound on a header
+SAFETENSORS_MAX_HEADER = 100 * 2**20
+
+
 class RunDirError(ValueError):
     """A run folder that cannot be used as asked (names the folder and what is wrong)."""
+
+
+class RunLock:
+    """An exclusive hold on a run folder (:meth:`RunDir.acquire_lock`), released by :meth:`release`, at the
+    end of a ``with`` block, or when the process ends (the kernel drops a dead process's ``flock``)."""
+
+    def __init__(self, path: Path, fd: int):
+        self.path, self._fd = path, fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.release()
+
+
+def _flock_holders(path: Path) -> list[int]:
+    """The processes holding a ``flock`` on ``path`` (from /proc/locks; [] where it cannot be read)."""
+    try:
+        st = os.stat(path)
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == inode and fields[4].isdigit():
+            pids.append(int(fields[4]))
+    return pids
 
 
 def read_jsonl(path: Path, last: int | None = None) -> list[dict]:
@@ -158,6 +209,83 @@ class RunDir:
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
             return f"unreadable trainer_state.json ({type(err).__name__}: {str(err)[:120]})"
         return None
+
+    @staticmethod
+    def weights_problem(path: Path, shapes: dict[str, tuple[int, ...]] | None = None) -> str | None:
+        """Why the safetensors file ``path`` must not be loaded, or None. Reads only its header (at most
+        ``SAFETENSORS_MAX_HEADER`` bytes, and never more than the file holds) and checks it against the file's
+        size: every tensor a known dtype with a shape of non-negative integers, its byte range exactly its
+        elements' size, the ranges back to back and ending where the file ends. With ``shapes`` (the model's
+        ``{name: shape}``) every tensor must be one of the model's, with its shape, so the file cannot ask for
+        more memory than the model has, whatever its size (a crafted file of valid header and gigabytes of
+        sparse data made the loader raise MemoryError)."""
+        path = Path(path)
+        try:
+            size = path.stat().st_size
+            with open(path, "rb") as f:
+                head = f.read(8)
+                if len(head) < 8:
+                    return f"{path.name}: {size} bytes, shorter than the 8-byte header length"
+                (length,) = struct.unpack("<Q", head)
+                if length > min(size - 8, SAFETENSORS_MAX_HEADER):
+                    return (f"{path.name}: its header length says {length:,} bytes; the file holds {size - 8:,} after "
+                            f"it (and a header may have at most {SAFETENSORS_MAX_HEADER:,})")
+                header = json.loads(f.read(length))
+        except OSError as err:
+            return f"{path.name}: cannot be read ({err.strerror or err})"
+        except (ValueError, UnicodeDecodeError) as err:
+            return f"{path.name}: its header is not JSON ({str(err)[:120]})"
+        if not isinstance(header, dict):
+            return f"{path.name}: its header is not a JSON object"
+        data_size = size - 8 - length
+        ranges = []
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            if not (isinstance(info, dict) and info.get("dtype") in SAFETENSORS_DTYPES
+                    and isinstance(info.get("shape"), list) and isinstance(info.get("data_offsets"), list)
+                    and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in info["shape"])
+                    and len(info["data_offsets"]) == 2
+                    and all(isinstance(o, int) and not isinstance(o, bool) for o in info["data_offsets"])):
+                return f"{path.name}: tensor '{str(name)[:80]}' has no valid dtype, shape and data_offsets"
+            begin, end = info["data_offsets"]
+            nbytes = math.prod(info["shape"]) * SAFETENSORS_DTYPES[info["dtype"]]
+            if not 0 <= begin <= end or end - begin != nbytes:
+                return (f"{path.name}: tensor '{str(name)[:80]}' spans bytes {begin:,}..{end:,}; its shape "
+                        f"{info['shape']} of {info['dtype']} needs {nbytes:,}")
+            if shapes is not None:
+                if name not in shapes:
+                    return f"{path.name}: tensor '{str(name)[:80]}' is not one of the model's"
+                if tuple(info["shape"]) != tuple(shapes[name]):
+                    return (f"{path.name}: tensor '{str(name)[:80]}' has shape {info['shape']}; the model's is "
+                            f"{list(shapes[name])}")
+            ranges.append((begin, end))
+        position = 0
+        for begin, end in sorted(ranges):
+            if begin != position:
+                return f"{path.name}: its tensors' bytes are not back to back (a gap or overlap at byte {begin:,})"
+            position = end
+        if position != data_size:
+            return f"{path.name}: its header describes {position:,} bytes of tensors; the file holds {data_size:,}"
+        return None
+
+    def acquire_lock(self) -> RunLock:
+        """Hold this run folder for this process (an exclusive ``flock`` on the folder), so that no second
+        trainer (a second ``train --resume`` of the run) trains into it at the same time. RunDirError, naming
+        the holder, when another process holds it. Take it on one process of a distributed run (rank 0)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as err:
+            raise RunDirError(f"{self.path}: cannot open the run folder to lock it ({err.strerror or err})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holders = [pid for pid in _flock_holders(self.path) if pid != os.getpid()]
+            who = f" (process {', '.join(map(str, holders))})" if holders else ""
+            raise RunDirError(f"{self.path}: another trainer is training into this run folder now{who}; wait for it "
+                              "to finish, or stop it, before resuming the run") from None
+        return RunLock(self.path, fd)
 
     def latest_checkpoint(self) -> Path | None:
         """The newest checkpoint whose files are complete (see :meth:`checkpoint_problem`)."""

@@ -16,9 +16,15 @@ no user site, ``PYTHON*`` variables ignored) in a fresh temporary directory, wit
               device but loopback; the parent is outside the pid namespace. As root, bwrap sets up the
               mounts and ``setpriv`` drops to uid/gid 65534 with no capabilities before Python starts
               (so ``RLIMIT_NPROC`` applies: the kernel exempts uid 0 from it).
-``unshare``   ``unshare --net --pid --fork --mount-proc`` (``-r`` when not root): no network, own pid
-              namespace; the file system is the host's (as uid 65534 when started as root).
-``rlimits``   no namespaces: limits, uid 65534 when root, and an audit hook installed by our bootstrap
+``unshare``   ``unshare --net --pid --ipc --uts --mount --fork --mount-proc`` (``-r`` when not root): no
+              network, own pid and ipc namespaces, and a private mount namespace in which fresh tmpfs mounts
+              hide the host's world-writable folders (``PRIVATE_TMP_DIRS``: ``/tmp``, ``/var/tmp``,
+              ``/dev/shm``, ``/run/lock``); the run's files are copied into its own ``/tmp``, so concurrent
+              runs never see each other's, and everything the code writes there vanishes with the run. The
+              rest of the file system is the host's (as uid 65534 when started as root).
+``rlimits``   no namespaces: limits, as root a uid of its own per run (``RUN_UID_BASE`` + a slot no
+              concurrent run holds; its temp dir is 0700, and what that uid left in the host's world-writable
+              folders is removed after the run), and an audit hook installed by our bootstrap
               (not the model's code) that refuses socket creation, subprocesses and exec (also the
               ``_posixsubprocess`` import), ``ctypes`` and ``os.kill`` outside the group; at the end every
               process of the run is killed, found by its environment (a ``setsid`` grandchild included).
@@ -30,6 +36,8 @@ See docs/env_code_sql.md for what each layer does not protect against and which 
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import selectors
 import shutil
@@ -46,6 +54,34 @@ from pathlib import Path
 LAYERS = ("bwrap", "unshare", "rlimits")
 SANDBOX_UID = 65534  # nobody
 WORKDIR_IN_BWRAP = "/sandbox"
+#: the host's world-writable folders: on the unshare layer each gets a fresh tmpfs of its own per run (if it
+#: exists); on the rlimits layer what the run's uid left at their top is removed after the run
+PRIVATE_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+#: each of those tmpfs mounts: at most this many bytes and files (they are memory)
+TMPFS_OPTIONS = "mode=1777,nosuid,nodev,size=64m,nr_inodes=4096"
+#: the rlimits layer as root runs each concurrent run as its own uid, RUN_UID_BASE + a free slot: a range no
+#: distribution allocates (regular users start at 1000, subordinate uids for containers at 100000 and
+#: rarely reach 10^9), so no file of a real user ever has one of these owners
+RUN_UID_BASE = 1_600_000_000
+RUN_UID_SLOTS = 4096
+
+# the unshare layer's first program, as root inside the new mount namespace: a tmpfs over each world-writable
+# folder, the run's files copied from the host's temp dir (still reachable as the cwd once /tmp is covered)
+# into the same path in the private /tmp, then the uid switch and the interpreter ("$@")
+_UNSHARE_SETUP = r"""
+set -e
+work=$1 owner=$2 opts=$3 mount=$4 dirs=$5; shift 5
+cd "$work"
+for dir in $dirs; do
+    if [ -d "$dir" ] && [ ! -L "$dir" ]; then "$mount" -t tmpfs -o "$opts" tmpfs "$dir"; fi
+done
+mkdir -p "$work"
+cp -a ./. "$work"
+chmod 700 "$work"
+if [ -n "$owner" ]; then chown -R "$owner" "$work"; fi
+cd "$work"
+exec "$@"
+"""
 
 # Our bootstrap (argument of ``-c``, so model code cannot edit it): optional audit hook, then run main.py.
 _BOOTSTRAP = r"""
@@ -214,12 +250,18 @@ def _command(layer: str, workdir: str) -> tuple[list[str], bool, str, str]:
         return argv, False, exe, WORKDIR_IN_BWRAP
     exe, drop = _fallback_interpreter()
     if layer == "unshare":
-        argv = [_program("unshare"), "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        argv = [_program("unshare"), "--net", "--pid", "--ipc", "--uts", "--mount", "--propagation", "private",
+                "--fork", "--kill-child", "--mount-proc"]
+        owner = ""
         if not _is_root():
             argv.insert(1, "-r")
             drop = False
         elif drop:
-            # unshare must run as root to create namespaces; setpriv drops the uid after
+            owner = f"{SANDBOX_UID}:{SANDBOX_UID}"
+        argv += ["/bin/sh", "-c", _UNSHARE_SETUP, "atlas-sandbox", workdir, owner, TMPFS_OPTIONS, _program("mount"),
+                 " ".join(PRIVATE_TMP_DIRS)]
+        if drop:
+            # unshare must run as root to create namespaces (and the setup to mount); setpriv drops the uid after
             argv += ["/usr/bin/setpriv", "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID),
                      "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
             drop = False
@@ -235,7 +277,7 @@ def _prlimit_argv(limits: Limits, nproc_base: int) -> list[str]:
     return [exe, f"--cpu={c}:{c + 1}", f"--as={m}:{m}", f"--fsize={f}:{f}", "--core=0:0", f"--nproc={n}:{n}", "--"]
 
 
-def _preexec(limits: Limits, drop_uid: bool, nproc_base: int):
+def _preexec(limits: Limits, drop_to: int | None, nproc_base: int):
     import resource
 
     def fn():
@@ -245,11 +287,64 @@ def _preexec(limits: Limits, drop_uid: bool, nproc_base: int):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         nproc = nproc_base + limits.nprocs
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        if drop_uid:
+        if drop_to is not None:
             os.setgroups([])
-            os.setgid(SANDBOX_UID)
-            os.setuid(SANDBOX_UID)
+            os.setgid(drop_to)
+            os.setuid(drop_to)
     return fn
+
+
+@contextlib.contextmanager
+def _claimed_run_uid():
+    """A uid for one run of the rlimits layer, held (an exclusive ``flock`` on its slot's file) until the block
+    ends, so no concurrent run, of this process or another, gets the same one: ``RUN_UID_BASE`` + the first
+    free slot. What a run of a crashed process left under that uid is removed before it is used again."""
+    folder = Path(tempfile.gettempdir(), "atlas-sbx-uids")
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not a private folder of this user: cannot claim a uid for the run")
+    for slot in range(RUN_UID_SLOTS):
+        fd = os.open(folder / str(slot), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            uid = RUN_UID_BASE + slot
+            _remove_owned_by(uid)
+            yield uid
+        finally:
+            os.close(fd)  # releases the lock
+        return
+    raise PermissionError(f"all {RUN_UID_SLOTS} sandbox uids are in use")
+
+
+def _remove_owned_by(uid: int) -> int:
+    """Remove what ``uid`` owns at the top of each of ``PRIVATE_TMP_DIRS`` (a folder with all it holds; links
+    are removed, never followed). Run after that uid's processes are gone. Returns how many entries."""
+    removed = 0
+    for folder in PRIVATE_TMP_DIRS:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+                removed += 1
+            except OSError:
+                continue
+    return removed
 
 
 def _env(home: str) -> dict[str, str]:
@@ -261,48 +356,58 @@ def _spawn(layer: str, code: str, stdin: str, limits: Limits, files: dict[str, s
     t0 = time.perf_counter()
     proc = None
     cwd = workdir
-    try:
-        # a lone surrogate (model text can hold one) cannot be UTF-8: written as its escape, which inside a
-        # string literal means the same character and elsewhere is the syntax error the character would be
-        text = dict(encoding="utf-8", errors="backslashreplace")
-        Path(workdir, "main.py").write_text(code, **text)
-        Path(workdir, "stdin.txt").write_text(stdin, **text)
-        extra = dict(files or {})
-        for name, body in extra.items():
-            if "/" in name or name in ("main.py", "stdin.txt", "", ".", ".."):
-                raise ValueError(f"sandbox file name {name!r}")
-            Path(workdir, name).write_text(body, **text)
-        argv, drop, exe, cwd = _command(layer, workdir)
-        as_sandbox_uid = drop or (layer != "rlimits" and _is_root() and (layer == "bwrap" or "setpriv" in " ".join(argv)))
-        if as_sandbox_uid:
-            os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
-            for name in ("main.py", "stdin.txt", *extra):
-                os.chown(Path(workdir, name), SANDBOX_UID, SANDBOX_UID)
-        os.chmod(workdir, 0o700)
-        # RLIMIT_NPROC counts every task of the uid: relative to what that uid already runs
-        nproc_base = _user_tasks(SANDBOX_UID if as_sandbox_uid else os.getuid())
-        hook = layer == "rlimits"
-        boot = _BOOTSTRAP.format(hook=hook, nofork=hook and _is_root() and not drop)
-        with open(Path(workdir, "stdin.txt"), "rb") as fin:
-            # limits via prlimit(1) and the uid switch via Popen's own (C-level) user/group arguments: no
-            # Python runs between fork and exec in a trainer that has threads (preexec_fn only without prlimit)
-            prl = _prlimit_argv(limits, nproc_base)
-            kw = dict(user=SANDBOX_UID, group=SANDBOX_UID, extra_groups=[]) if drop and prl else {}
-            proc = subprocess.Popen(prl + argv + [exe, "-I", "-S", "-c", boot],
-                                    cwd=workdir if layer != "bwrap" else None,
-                                    stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(cwd),
-                                    start_new_session=True, close_fds=True,
-                                    preexec_fn=None if prl else _preexec(limits, drop, nproc_base), **kw)
-        out, err, why, cpu = _collect(proc, limits)
-        rc = proc.returncode
-    except OSError as e:
-        return Result("sandbox_error", None, "", f"{type(e).__name__}: {e}", time.perf_counter() - t0, layer)
-    finally:
-        if proc is not None:
-            _kill_group(proc)
-            if layer == "rlimits":  # no pid namespace: find what left the group (the namespaced layers end with it)
-                _kill_tagged(f"HOME={cwd}".encode())
-        shutil.rmtree(workdir, ignore_errors=True)
+    run_uid, drop = None, False
+    with contextlib.ExitStack() as stack:
+        try:
+            # a lone surrogate (model text can hold one) cannot be UTF-8: written as its escape, which inside a
+            # string literal means the same character and elsewhere is the syntax error the character would be
+            text = dict(encoding="utf-8", errors="backslashreplace")
+            Path(workdir, "main.py").write_text(code, **text)
+            Path(workdir, "stdin.txt").write_text(stdin, **text)
+            extra = dict(files or {})
+            for name, body in extra.items():
+                if "/" in name or name in ("main.py", "stdin.txt", "", ".", ".."):
+                    raise ValueError(f"sandbox file name {name!r}")
+                Path(workdir, name).write_text(body, **text)
+            argv, drop, exe, cwd = _command(layer, workdir)
+            if drop:  # the rlimits layer as root: a uid no concurrent run has (held until the run is cleaned up)
+                run_uid = stack.enter_context(_claimed_run_uid())
+            elif _is_root() and (layer == "bwrap" or "setpriv" in argv):
+                run_uid = SANDBOX_UID
+            # the unshare layer copies the temp dir into its private /tmp and chowns the copy there: the host's
+            # stays the trainer's, 0700, out of reach of any run on another layer
+            if run_uid is not None and layer != "unshare":
+                os.chown(workdir, run_uid, run_uid)
+                for name in ("main.py", "stdin.txt", *extra):
+                    os.chown(Path(workdir, name), run_uid, run_uid)
+            os.chmod(workdir, 0o700)
+            # RLIMIT_NPROC counts every task of the uid: relative to what that uid already runs
+            nproc_base = _user_tasks(run_uid if run_uid is not None else os.getuid())
+            hook = layer == "rlimits"
+            boot = _BOOTSTRAP.format(hook=hook, nofork=hook and _is_root() and not drop)
+            with open(Path(workdir, "stdin.txt"), "rb") as fin:
+                # limits via prlimit(1) and the uid switch via Popen's own (C-level) user/group arguments: no
+                # Python runs between fork and exec in a trainer that has threads (preexec_fn only without prlimit)
+                prl = _prlimit_argv(limits, nproc_base)
+                kw = dict(user=run_uid, group=run_uid, extra_groups=[]) if drop and prl else {}
+                proc = subprocess.Popen(prl + argv + [exe, "-I", "-S", "-c", boot],
+                                        cwd=workdir if layer != "bwrap" else None,
+                                        stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(cwd),
+                                        start_new_session=True, close_fds=True,
+                                        preexec_fn=None if prl else _preexec(limits, run_uid if drop else None,
+                                                                             nproc_base), **kw)
+            out, err, why, cpu = _collect(proc, limits)
+            rc = proc.returncode
+        except OSError as e:
+            return Result("sandbox_error", None, "", f"{type(e).__name__}: {e}", time.perf_counter() - t0, layer)
+        finally:
+            if proc is not None:
+                _kill_group(proc)
+                if layer == "rlimits":  # no pid namespace: find what left the group (the namespaced layers end with it)
+                    _kill_tagged(f"HOME={cwd}".encode())
+            if drop and run_uid is not None:  # before the uid is free for the next run
+                _remove_owned_by(run_uid)
+            shutil.rmtree(workdir, ignore_errors=True)
     wall = time.perf_counter() - t0
     truncated = why == "output_limit"
     if why:

@@ -64,18 +64,21 @@ _MD_CONTEXT = re.compile(r"(:)(?=\S)|^([-+=])|^(\d+)([.)])(?=\s|$)")
 # GFM turns bare URLs, www. names and e-mail addresses into links after escapes are resolved, so a
 # backslash cannot stop it: an invisible WORD JOINER (U+2060) breaks the pattern instead
 _AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)(?=[\w-])", re.IGNORECASE)
+# Streamlit renders ``:material/name:`` as an icon and ``:name:`` as an emoji after escapes are resolved, so
+# ``\:`` does not stop them either: a WORD JOINER right after the opening colon does
+_ICON_CODE = re.compile(r"(?<=:)(?=material/|[\w+-]+:)", re.IGNORECASE)
 
 
 def md_escape(text: object) -> str:
     """User- or URL-supplied text as literal Markdown, on one line.
 
     No link, image (a remote fetch), HTML, heading, list, emphasis, table, ``:color[...]``
-    directive, ``:icon:``, ``$math$`` or bare ``www.`` / ``https://`` / e-mail autolink survives,
-    and plain text ("Search-R1: a 2025 method") is left as it is.
+    directive, ``:emoji:`` or ``:material/icon:`` code, ``$math$`` or bare ``www.`` / ``https://`` / e-mail
+    autolink survives, and plain text ("Search-R1: a 2025 method") is left as it is.
     """
     out = _MD_ALWAYS.sub(r"\\\1", " ".join(str(text).split()))
     out = _MD_CONTEXT.sub(lambda m: "".join(("\\" + g if g and not g.isdigit() else (g or "")) for g in m.groups()), out)
-    return _AUTOLINK.sub("\u2060", out)
+    return _ICON_CODE.sub("\u2060", _AUTOLINK.sub("\u2060", out))
 
 
 def safe_url(url: str) -> str:

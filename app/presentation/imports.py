@@ -2,14 +2,18 @@
 checked and written as CSV (the importer's own format), and the user's works with their placement status.
 
     problem = form_problem(title, year)            # None, or what to fix
-    path.write_text(form_csv(title=title, year=year))
+    path = store_upload(uploads, "form.csv", form_csv(title=title, year=year).encode())
 """
 from __future__ import annotations
 
 import csv
 import io
+import os
 import re
+import tempfile
+import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import pandas as pd
 
@@ -25,6 +29,21 @@ FORM_COLUMNS = ("title", "year", "arxiv_id", "url", "code_url", "abstract")
 def upload_name(name: str) -> str:
     """An uploaded file's name as a stored file's name: never a path, never hidden."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "upload"
+
+
+def store_upload(folder: Path, name: str, data: bytes) -> Path:
+    """Write an upload (or the form's CSV) to a new file in ``folder`` and return its path: named
+    ``<unix second>-<random>-<safe name>`` and created exclusively (``tempfile.mkstemp``, mode 0600), so two
+    uploads of one name in the same second, or two forms sent at once, never share a file. The name ends
+    with the upload's own (safe) name, so its extension still tells the import format."""
+    fd, path = tempfile.mkstemp(prefix=f"{int(time.time())}-", suffix=f"-{upload_name(name)}", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return Path(path)
 
 
 def form_problem(title: str, year: str, **fields: str) -> str | None:

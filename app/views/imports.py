@@ -1,11 +1,10 @@
 """Import: add your own works (file upload or a form), see where they were placed, accept or correct."""
-import time
-
 import pandas as pd
 import streamlit as st
 
 from app import state, ui
-from app.presentation.imports import form_csv, form_problem, node_paths, suggestions_caption, upload_name, user_works_frame
+from app.presentation.imports import (form_csv, form_problem, node_paths, store_upload, suggestions_caption,
+                                      user_works_frame)
 from atlas_data import data_dir, private_dir, private_file
 from papers.ingest import ImportInputError, accept_placement, import_file
 from papers.userstore import UserStore
@@ -43,8 +42,7 @@ with upload_tab:
     file = st.file_uploader("BibTeX (.bib), arXiv metadata JSON lines (.jsonl) or CSV with the catalog's columns (.csv)",
                             type=["bib", "bibtex", "jsonl", "json", "csv"])
     if file is not None and st.button("Import file", type="primary"):
-        path = uploads / f"{int(time.time())}-{upload_name(file.name)}"
-        path.write_bytes(file.getvalue())
+        path = store_upload(uploads, file.name, file.getvalue())  # a new file each time, never a shared name
         private_file(path)
         run_import(path, file.name)
 with form_tab:
@@ -62,9 +60,8 @@ with form_tab:
         if problem:
             st.error(problem)
         else:
-            path = uploads / f"{int(time.time())}-form.csv"
-            path.write_text(form_csv(title=title, year=year, arxiv_id=arxiv_id, url=url, code_url=code_url,
-                                     abstract=abstract), encoding="utf-8")
+            path = store_upload(uploads, "form.csv", form_csv(title=title, year=year, arxiv_id=arxiv_id, url=url,
+                                                              code_url=code_url, abstract=abstract).encode("utf-8"))
             private_file(path)
             run_import(path, "the form")
 

@@ -361,12 +361,15 @@ def warm_settings(grid: Grid, env: str, warm_seed: int | None = None) -> dict:
     seed ``warm_seed`` (one of the grid's ``warm_seeds``; default: the first)."""
     from lab.catalog import available, preset_config
     from reference_impls.sft import BATCH_SIZE as SFT_BATCH_SIZE
+    from reference_impls.train import TrainConfig
 
     impl = next(i for i in available() if i.env == env and i.id in grid.implementations)
     config = {**preset_config(impl, grid.recipe), **{k: v for k, v in grid.options.items() if k.startswith("sft")}}
+    trainer = TrainConfig()  # what the recipe leaves unset is what the trainer's own warm start would use
     settings = {"model": grid.options.get("model", config["model"]), "sft_env": config.get("sft_env") or env,
-                "sft_steps": config.get("sft_steps", 0), "sft_examples": config.get("sft_examples", 96),
-                "sft_lr": config.get("sft_lr", 5e-5),
+                "sft_steps": config.get("sft_steps", trainer.sft_steps),
+                "sft_examples": config.get("sft_examples", trainer.sft_examples),
+                "sft_lr": config.get("sft_lr", trainer.sft_lr),
                 "seed": grid.warm_seed if warm_seed is None else warm_seed}
     micro = grid.options.get("micro_batch_size", config.get("micro_batch_size"))
     if micro is not None and micro < SFT_BATCH_SIZE:  # memory only; named only where it splits the SFT batch
@@ -385,12 +388,30 @@ def _plain(value):
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
-def chosen_env_options(env: str, env_options: dict) -> dict:
-    """The env options a cell's layers (recipe, implementation, grid) set away from the environment's defaults.
+def chosen_env_options(env: str, env_options) -> dict:
+    """The env options a cell's layers (recipe, implementation, grid) set away from the environment's defaults
+    (``env_options``: the cell's typed env config, or a mapping of option values), as plain values.
     A cell's resolved config holds every option, defaults included; handing all of them to the warm start
     would override the env's ``demonstration_options`` with defaults (selfplay-arith's warm start then
     demonstrated proposals only, never solving, and loophole's every family instead of its SFT families)."""
     from reference_impls.envs import get_env
 
     defaults = dataclasses.asdict(get_env(env).options({}))
-    return {k: v for k, v in env_options.items() if k not in defaults or _plain(v) != _plain(defaults[k])}
+    values = dataclasses.asdict(env_options) if dataclasses.is_dataclass(env_options) else env_options
+    return {k: _plain(v) for k, v in values.items() if k not in defaults or _plain(v) != _plain(defaults[k])}
+
+
+def env_config(config: dict):
+    """A cell's environment options, typed once (``EnvSpec.config_of`` of its config's ``env`` and ``env_options``):
+    the one form in which a grid's options reach the warm start's episodes and every held-out evaluation (the
+    cell's own training reads the same options from its ``config.json``)."""
+    from reference_impls.envs import get_env
+
+    return get_env(config["env"]).config_of(config["env_options"])
+
+
+def reference_config(grid: Grid, env: str, model: str) -> dict:
+    """The config of ``env``'s first cell (its first implementation, the warm seed) with ``model``: the env options
+    and lengths the references of ``env`` (the untrained model, the warm starts) are trained and scored under."""
+    impl = next(i for i in grid.implementations if env_of(i) == env)
+    return cell_config(grid, impl, grid.warm_seed, model)

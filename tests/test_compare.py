@@ -278,6 +278,21 @@ def test_the_warm_start_reports_its_steps(tmp_path, capsys):
     assert json.loads((gdir.warm("calculator") / "done.json").read_text())["sft_steps"] == 1
 
 
+def test_the_grids_rows_on_search_and_frozenlake_keep_their_calculator_rows_switches():
+    """The core grid's algorithms on search and FrozenLake are declared in those environments' modules; each is
+    its calculator row's algorithm with the same switches (a variant changed on the calculator only would compare
+    another algorithm on the other environments)."""
+    from reference_impls.registry import by_id
+
+    rows = by_id()
+    pairs = [(rows[f"{env}-{suffix}"], rows[f"calculator-{suffix}"]) for env in ("search", "frozenlake")
+             for suffix in ("dr-grpo", "dapo", "gspo", "rloo", "ppo", "dpo")]
+    for row, calculator in pairs:
+        assert row.source == f"envs/{row.env}.py", row.id
+        assert (row.algo, row.algo_options) == (calculator.algo, calculator.algo_options), row.id
+    assert sum(row.algo_options != {} for row, _ in pairs) == 6  # dr-grpo, dapo, gspo on each: the switches compared
+
+
 def test_the_grid_and_the_trainer_share_one_warm_start(tmp_path):
     """One warm start (``sft.warm_start``): the grid's warm stage and a training run's ``--sft-steps``, given the
     same settings (model, env, examples, steps, lr, seed, micro batch), end with the same weights and losses; what

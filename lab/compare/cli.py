@@ -165,6 +165,11 @@ def main(argv=None) -> int:
         print(f"error: --warm-seed {args.warm_seed}: not one of the grid's warm_seeds {list(grid.warm_seeds)}",
               file=sys.stderr)
         return 2
+    try:  # a grid folder is data: a link in it is refused before any stage reads or writes there
+        gdir.refuse_links()
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.command == "_warm":
         warm_stage(grid, gdir, args.env, args.warm_seed)
     elif args.command == "_warmrestore":

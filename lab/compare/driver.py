@@ -82,6 +82,7 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
     finished one environment at a time); returns the number of failed stages. ``restore_by_heldout``: see
     ``warm_restore_stage``'s ``by_heldout``."""
     validate(grid, gdir)
+    gdir.refuse_links()
     if env is not None and env not in grid.envs():
         raise ConfigError(f"--env {env}: the grid has no cells on it; its environments: {', '.join(grid.envs())}")
     gdir.bind(grid)

@@ -202,6 +202,24 @@ class GridDir:
             return str(err)
         return None
 
+    def refuse_links(self) -> None:
+        """ConfigError naming the first entry inside the grid folder that is a symbolic link or not a regular file
+        or folder (a FIFO, a device). A grid folder is data that travels in git: a stage that wrote, moved or read
+        through a planted link would change or copy files outside it. The folder itself may be reached through a
+        link (a data dir on another disk)."""
+        if not self.path.is_dir():
+            return
+        for root, dirs, files in os.walk(self.path):  # a link to a folder is listed in dirs, never entered
+            for name in sorted(dirs + files):
+                entry = Path(root) / name
+                if entry.is_symlink():
+                    raise ConfigError(f"{entry}: is a symbolic link (to {os.readlink(entry)}); a grid folder holds "
+                                      f"files and folders only, so that no stage writes, moves or reads outside it; "
+                                      f"nothing was changed. Remove the link")
+                if not (entry.is_dir() or entry.is_file()):
+                    raise ConfigError(f"{entry}: is not a regular file or folder; a grid folder holds files and "
+                                      f"folders only; nothing was changed. Remove it")
+
     def is_grid_folder(self) -> bool:
         """Whether the folder is missing, empty, or already a grid folder (one holding ``grid.yaml``)."""
         return not self.path.exists() or (self.path / "grid.yaml").is_file() or (

@@ -6,7 +6,6 @@ answers every held-out test problem as the recorded one did). The training itsel
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from reference_impls.options import ConfigError
 
-from .folder import GridDir, atomic_json, warm_name
+from .folder import BadRecord, GridDir, atomic_json, read_record, warm_name
 from .grid import Grid, chosen_env_options, env_config, reference_config, warm_settings
 from .heldout import reference_heldout
 from .provenance import Host, provenance
@@ -22,7 +21,8 @@ from .provenance import Host, provenance
 
 def _train_warm(grid: Grid, env: str, warm_seed: int | None, dest: Path) -> dict:
     """SFT of ``env``'s warm start of seed ``warm_seed`` (default: the grid's first), saved whole into ``dest``
-    (a fresh folder): the model, its tokenizer and ``done.json`` (settings, losses, time, ``weights_sha256``).
+    (a fresh, empty folder: ``scratch_folder``): the model, its tokenizer and ``done.json`` (settings, losses, time,
+    ``weights_sha256``).
     The training is the trainer's own warm start (``sft.warm_start``) with the grid's settings."""
     from reference_impls.models import load_policy
     from reference_impls.sft import WarmStartSettings, warm_start
@@ -44,7 +44,6 @@ def _train_warm(grid: Grid, env: str, warm_seed: int | None, dest: Path) -> dict
         env=settings["sft_env"], examples=settings["sft_examples"], steps=settings["sft_steps"],
         lr=settings["sft_lr"], seed=settings["seed"], micro_batch_size=settings.get("micro_batch_size"),
         problem_options=settings.get("options"), episode_config=episode_config), log=progress)
-    shutil.rmtree(dest, ignore_errors=True)
     model.save_pretrained(dest)
     tokenizer.save_pretrained(dest)
     done = {**settings, "losses": losses, "wall_s": time.time() - t0, "weights_sha256": weights_digest(dest)}
@@ -52,14 +51,29 @@ def _train_warm(grid: Grid, env: str, warm_seed: int | None, dest: Path) -> dict
     return done
 
 
+def scratch_folder(out: Path, purpose: str) -> Path:
+    """A new empty folder beside ``out`` (inside the grid folder's ``warm/``) for a stage to write into before
+    ``out`` is replaced: made fresh under a name nobody chose (``tempfile.mkdtemp``), never a name reused from an
+    earlier run, so nothing planted there beforehand is written through."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.{purpose}-", dir=out.parent))
+
+
 def warm_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | None = None) -> None:
     """SFT of ``env``'s warm start of seed ``warm_seed`` (default: the grid's first) into ``warm/<name>``
-    (``folder.warm_name``), written whole or not at all (a temporary folder, then one rename)."""
+    (``folder.warm_name``), written whole or not at all (a fresh scratch folder, then one rename). ConfigError,
+    nothing written, when the grid folder holds a link (``GridDir.refuse_links``)."""
+    gdir.refuse_links()
     out = gdir.warm(warm_name(grid, env, warm_seed))
-    tmp = out.with_name(f".{out.name}.tmp")
-    _train_warm(grid, env, warm_seed, tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = scratch_folder(out, "tmp")
+    try:
+        _train_warm(grid, env, warm_seed, tmp)
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def weights_digest(folder: Path) -> str:
@@ -102,17 +116,29 @@ def warm_restore_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | Non
     Another CPU's arithmetic (e.g. without AVX-512) gives the same SFT losses to about 1e-6 but other bits;
     the grid cannot go on on such a machine otherwise. What was kept is appended to ``done.json``'s
     ``restored`` (digest, losses, CPU, provenance), and each later cell records the digest it started from."""
+    gdir.refuse_links()
     out = gdir.warm(warm_name(grid, env, warm_seed))
-    done = json.loads((out / "done.json").read_text())
+    try:
+        done = read_record(out / "done.json")
+    except BadRecord as err:
+        raise ConfigError(f"{err}; nothing was changed") from None
+    if done is None:
+        raise ConfigError(f"{out}: has no done.json, so there is no recorded warm start to restore; run the grid "
+                          f"to train it")
     recorded = done.get("weights_sha256")
+    if recorded is not None and not (isinstance(recorded, str) and len(recorded) == 64):
+        raise ConfigError(f"{out / 'done.json'}: weights_sha256 is {recorded!r}, not a sha256 digest (64 hex "
+                          f"characters); nothing was changed")
     if recorded is None:
         raise ConfigError(f"{out}: the weights are missing and done.json records no weights_sha256 (written before "
                           f"it existed), so weights trained again could not be checked against the ones its cells "
                           f"started from; move {out} away to train this warm start (and re-run its cells) anew")
-    scratch = out.with_name(f".{out.name}.restore")
+    scratch = scratch_folder(out, "restore")
+    written: list[str] = []
     try:
         host = Host.sample()
         again = _train_warm(grid, env, warm_seed, scratch)
+        written = sorted(f.name for f in scratch.iterdir())  # the fresh folder holds only what the stage wrote
         if again["weights_sha256"] != recorded:
             if not by_heldout:
                 raise ConfigError(
@@ -122,9 +148,10 @@ def warm_restore_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | Non
                     f"folder, finish it where the warm start was trained, or run with --restore-by-heldout to "
                     f"keep weights that answer every held-out test problem as the recorded ones did")
             _accept_by_heldout(grid, env, out, done, again, scratch, host)
-        for f in scratch.iterdir():
-            if f.name != "done.json":
-                os.replace(f, out / f.name)
+        for name in written:
+            f = scratch / name
+            if name != "done.json" and f.is_file() and not f.is_symlink():
+                os.replace(f, out / name)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -132,6 +159,9 @@ def warm_restore_stage(grid: Grid, gdir: GridDir, env: str, warm_seed: int | Non
 def _accept_by_heldout(grid: Grid, env: str, out: Path, done: dict, again: dict, scratch: Path, host: Host) -> None:
     """``warm_restore_stage``'s check for weights with another digest: score them on the held-out test problems;
     ConfigError unless every problem's 0/1 equals the record's; else append the restore to ``done.json``."""
+    recorded = done.get("heldout_by_problem")
+    if recorded is not None and not (isinstance(recorded, list) and all(v in (0, 1) for v in recorded)):
+        raise ConfigError(f"{out / 'done.json'}: heldout_by_problem is not a list of 0/1 answers; nothing was changed")
     if "heldout_by_problem" not in done:
         raise ConfigError(f"{out}: its weights differ from the recorded ones and done.json has no held-out record "
                           f"(heldout_by_problem) to compare their answers with; nothing was changed")

@@ -83,11 +83,12 @@ def test_a_warm_restore_refuses_a_planted_link(carried_warm_start, tmp_path, pla
     before = _tree(tmp_path, leave_out=[gdir.path])
     out = run_main(main, ["_warmrestore", str(path), "--dir", str(gdir.path), "--env", "calculator"],
                    env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+    assert _tree(tmp_path, leave_out=[gdir.path]) == before  # first: what the old code broke
+    assert sorted(p.name for p in victim.iterdir()) == ["config.json", "thesis.txt"]
     assert out.returncode == 2 and "is a symbolic link" in out.stderr and planted.split("/")[-1] in out.stderr
     with pytest.raises(ConfigError, match="symbolic link"):
         warm_restore_stage(grid, gdir, "calculator")
     assert _tree(tmp_path, leave_out=[gdir.path]) == before
-    assert sorted(p.name for p in victim.iterdir()) == ["config.json", "thesis.txt"]
 
 
 def test_a_warm_restore_writes_only_into_a_fresh_folder_and_moves_only_what_it_wrote(carried_warm_start, tmp_path):
@@ -161,6 +162,7 @@ def test_export_refuses_a_record_whose_cell_field_disagrees(recorded_grid, tmp_p
     before = _tree(tmp_path, leave_out=[gdir.path])
     out = run_main(main, ["export", str(gdir.path / "grid.yaml"), "--dir", str(gdir.path), "--to",
                           str(tmp_path / "exports" / "out")], prog="python -m lab.compare")
+    assert _tree(tmp_path, leave_out=[gdir.path, tmp_path / "exports" / "out"]) == before  # first: the old damage
     assert out.returncode == 2 and "calculator-grpo-s1" in out.stderr and "nothing was exported" in out.stderr
     assert _tree(tmp_path, leave_out=[gdir.path]) == before
     assert not (tmp_path / "exports" / "out").exists() and not (tmp_path / "x.json").exists()
@@ -174,8 +176,14 @@ def test_export_refuses_a_linked_record_and_copies_no_link_target(recorded_grid,
     gdir.base("calculator").parent.mkdir(parents=True)
     gdir.base("calculator").symlink_to(secret)
     before = _tree(tmp_path, leave_out=[gdir.path])
-    with pytest.raises(ConfigError, match="symbolic link"):
+    try:
         export(grid, gdir, tmp_path / "exports" / "out")
+        refused = None
+    except ConfigError as err:
+        refused = str(err)
+    leaked = [p for p in (tmp_path / "exports").rglob("*") if p.is_file() and "KEY-0123456789" in p.read_text()]
+    assert leaked == []  # first: what the old code copied
+    assert refused is not None and "symbolic link" in refused and "base" in refused
     assert _tree(tmp_path, leave_out=[gdir.path]) == before
     assert not (tmp_path / "exports" / "out").exists()
 
@@ -195,3 +203,88 @@ def test_export_to_a_file_or_of_a_record_without_config_is_an_error_and_leaves_n
     assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == ["a-file"]  # no partial export left
     shutil.rmtree(gdir.cell("calculator-rloo", 1))
     assert export(grid, gdir, tmp_path / "exports" / "out") == 3  # the next export is not refused as non-empty
+
+
+@pytest.mark.parametrize("field", [{"seed": "x"}, {"implementation": ["a"]}, {"curve": "x"}, {"heldout_by_problem": []},
+                                   {"env": 5}, {"heldout": "abc"}, {"diagnostics": {"a": 1}}, {"config": []}])
+def test_a_wrongly_typed_cell_record_is_named_and_left_out(recorded_grid, tmp_path, field):
+    """One wrongly typed field crashed ``report``, ``status`` or the app's loader (issue 63, item 4): every reader
+    checks a cell record against one schema (``folder.RECORD_SCHEMA``), names a bad one and leaves it out."""
+    from lab.compare.results import load_results
+
+    grid, gdir = recorded_grid
+    path = gdir.cell("calculator-grpo", 1) / "result.json"
+    atomic_json(path, {**_cell_record("calculator-grpo", 1), **field})
+    grid_file = str(gdir.path / "grid.yaml")
+    for argv in (["status"], ["report"], ["report", "--json"]):
+        out = run_main(main, [argv[0], grid_file, "--dir", str(gdir.path), *argv[1:]], prog="python -m lab.compare")
+        assert out.returncode == 0 and "Traceback" not in out.stderr, (argv, out.stderr[-2000:])
+    status = run_main(main, ["status", grid_file, "--dir", str(gdir.path)], prog="python -m lab.compare").stdout
+    assert "calculator-grpo-s1" in status and "bad record" in status and next(iter(field)) in status
+    loaded = load_results(gdir.path, shipped=False)
+    assert [str(path) in problem and next(iter(field)) in problem for problem in loaded.bad] == [True]
+    assert sorted(c["cell"] for c in loaded.cells) == ["calculator-grpo-s0", "calculator-rloo-s0", "calculator-rloo-s1"]
+    loaded.board()  # the page's board is drawn from the three good ones
+
+
+def test_records_are_read_from_regular_files_of_bounded_size_only(recorded_grid, tmp_path):
+    """A record that is a link (to a record outside, or to /dev/zero) is a bad record, never followed; so is a
+    record larger than a record may hold (issue 63, item 5)."""
+    from lab.compare.folder import MAX_RECORD_BYTES, BadRecord, read_record
+    from lab.compare.results import load_results
+
+    grid, gdir = recorded_grid
+    outside = tmp_path / "other" / "record.json"
+    outside.write_text(json.dumps(_cell_record("calculator-grpo", 1, heldout=1.0)))
+    linked = gdir.cell("calculator-grpo", 1) / "result.json"
+    linked.unlink()
+    linked.symlink_to(outside)
+    loaded = load_results(gdir.path, shipped=False)
+    assert "calculator-grpo-s1" not in [c["cell"] for c in loaded.cells]
+    assert any("symbolic link" in problem for problem in loaded.bad)
+    with pytest.raises(BadRecord, match="symbolic link"):
+        read_record(linked)
+    big = gdir.cell("calculator-rloo", 1) / "result.json"
+    with open(big, "r+b") as f:  # sparse: larger than the bound without the disk space
+        f.truncate(MAX_RECORD_BYTES + 1)
+    with pytest.raises(BadRecord, match="more than a record may hold"):
+        read_record(big)
+    out = run_main(main, ["status", str(gdir.path / "grid.yaml"), "--dir", str(gdir.path)], prog="python -m lab.compare")
+    assert out.returncode == 2 and "symbolic link" in out.stderr  # the grid folder holds a link: refused whole
+
+
+def test_dev_zero_behind_a_record_is_never_read(recorded_grid):
+    """A ``result.json`` linked to /dev/zero exhausted memory in ``status``. (Not run against the old code: it would
+    exhaust this machine's memory.)"""
+    from lab.compare.folder import BadRecord, read_record
+    from lab.compare.results import load_results
+
+    grid, gdir = recorded_grid
+    linked = gdir.cell("calculator-grpo", 1) / "result.json"
+    linked.unlink()
+    linked.symlink_to("/dev/zero")
+    with pytest.raises(BadRecord, match="symbolic link"):
+        read_record(linked)
+    assert len(load_results(gdir.path, shipped=False).cells) == 3
+
+
+@pytest.mark.parametrize("spec", ["ALIASES", "EVAL_N"])
+def test_a_grid_file_is_read_with_bounds(recorded_grid, tmp_path, spec):
+    """A grid.yaml of nested aliases (1.4 KB that expands to gigabytes) and one asking for 10^8 held-out problems:
+    refused by the runner's loader and left out by the app's (issue 63, item 5)."""
+    from lab.compare.results import load_results
+
+    grid, gdir = recorded_grid
+    data = yaml.safe_load((gdir.path / "grid.yaml").read_text())
+    if spec == "ALIASES":
+        lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+        lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+        text = yaml.safe_dump(data) + "\n".join(lines) + "\n"
+        assert len(text) < 3000
+    else:
+        data["eval"] = {"n": 100_000_000, "seed": 1}
+        text = yaml.safe_dump(data)
+    (gdir.path / "grid.yaml").write_text(text)
+    with pytest.raises(ConfigError, match="aliases are not allowed|eval"):
+        Grid.load(str(gdir.path / "grid.yaml"))
+    assert load_results(gdir.path, shipped=False) is None

@@ -225,7 +225,7 @@ def warm_status(grid: Grid, gdir: GridDir) -> list[dict]:
     for env in grid.envs():
         for warm_seed, name in gdir.warm_starts(grid, env):
             try:
-                record = read_record(gdir.warm(name) / "done.json")
+                record = read_record(gdir.warm(name) / "done.json", cell=True)
             except BadRecord:
                 rows.append({"warm": name, "env": env, "warm_seed": warm_seed, "state": "bad", "heldout": None})
                 continue

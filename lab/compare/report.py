@@ -189,7 +189,7 @@ def report_text(board: dict[str, list[dict]]) -> str:
 
 def lr_choices(cells: list[dict]) -> list[dict]:
     """Each implementation's learning-rate choice as its cells record it (``validation``: the trials of
-    ``stages.choose_lr``, scored on the validation split before any cell was tested), in the cells' order: one row
+    ``trial.choose_lr``, scored on the validation split before any cell was tested), in the cells' order: one row
     per implementation with ``env``, ``implementation``, ``mu`` (policy updates per rollout batch), ``trials``
     ([{"lr", "validation", "complete"}] in the sweep's order), the ``chosen`` rate, ``edge`` ("smallest" or
     "largest" when the chosen rate is at that end of the sweep: the best rate may lie beyond it, "" otherwise),
@@ -268,7 +268,7 @@ def _read_exported(path: Path, keys: tuple[str, ...] = ()) -> dict | None:
     from .folder import BadRecord, read_record
 
     try:
-        return read_record(path, keys)
+        return read_record(path, keys, cell=True)
     except BadRecord as err:
         raise ConfigError(f"{err}; nothing was exported") from None
 

@@ -9,8 +9,8 @@ Nothing here lists them by hand:
   its own ``IMPLEMENTATIONS`` (that environment under an existing algorithm).
 
 So adding an algorithm or an environment is one new file (and its test). A row's ``source`` is the file of
-the module that declares it. The comparison grid's rows on other environments are derived from the
-calculator rows (:func:`_comparison_rows`).
+the module that declares it; the comparison grid's rows on the search and planning environments too (their
+environment modules declare them).
 
 Collecting imports every algorithm module (and so torch); the functions are cached, and modules that only
 need the row type or the node facts import ``reference_impls.implementations``, which imports no model code.
@@ -31,12 +31,6 @@ from .implementations import Implementation
 from .options import ConfigError, close_matches
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
-
-#: the comparison grid's algorithms on other environments: (env, title) x (row suffix, name)
-COMPARISON_ENVS = (("search", "Search-R1-style agent"), ("frozenlake", "FrozenLake planner"))
-COMPARISON_ROWS = (("dr-grpo", "Dr.GRPO"), ("dapo", "DAPO"), ("gspo", "GSPO"), ("rloo", "RLOO"), ("ppo", "PPO"),
-                   ("dpo", "DPO"))
-
 
 def _walk(package: ModuleType, order) -> list[ModuleType]:
     infos = [i for i in pkgutil.walk_packages(package.__path__, package.__name__ + ".") if not i.ispkg]
@@ -82,36 +76,14 @@ def _declared_rows(module: ModuleType) -> list[Implementation]:
 
 @cache
 def implementations() -> tuple[Implementation, ...]:
-    """Every runnable implementation: the algorithm modules' rows, the environment modules' rows, then the
-    comparison grid's derived rows."""
+    """Every runnable implementation: the algorithm modules' rows, then the environment modules' rows."""
     rows = [row for module in algorithm_modules() + env_modules() for row in _declared_rows(module)]
-    rows += _comparison_rows(rows)
     seen: dict[str, Implementation] = {}
     for row in rows:
         if row.id in seen:
             raise RuntimeError(f"two implementation rows have the id {row.id!r} ({seen[row.id].source}, {row.source})")
         seen[row.id] = row
     return tuple(rows)
-
-
-def _comparison_rows(rows: list[Implementation]) -> list[Implementation]:
-    """The core comparison grid's algorithms (lab/recipes/grids/core.yaml) on the search and the planning
-    environment: the calculator rows' algorithms with the same switches, on another environment. They link
-    to no node (the environment's node pages keep their GRPO row); the Compare page and the Lab list them."""
-    by_id = {row.id: row for row in rows}
-    env_source = {spec.name: row_source for module in env_modules()
-                  for spec in getattr(module, "ENV_SPECS", ())
-                  for row_source in [Path(module.__file__).resolve().relative_to(PACKAGE_ROOT).as_posix()]}
-    derived = []
-    for env, title in COMPARISON_ENVS:
-        for suffix, name in COMPARISON_ROWS:
-            if f"{env}-{suffix}" in by_id:
-                continue
-            base = by_id[f"calculator-{suffix}"]
-            derived.append(Implementation(f"{env}-{suffix}", f"{title} ({name})", base.algo, env,
-                                          f"{base.summary} On the {env} environment, for the comparison grid.",
-                                          dict(base.algo_options), source=env_source[env]))
-    return derived
 
 
 @cache

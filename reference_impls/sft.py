@@ -15,8 +15,9 @@ env appends them), so SFT and RL see identical token boundaries::
                                                                predict tool output)
     <answer>68</answer><|im_end|>               loss mask 1   (model)
 
-The trainer can run the same step in-process before RL (``train --sft-steps N``, the Lab's presets):
-see ``train.Trainer.warm_start``.
+The trainer can run the same step in-process before RL (``train --sft-steps N``, the Lab's presets), and the
+comparison grid runs it once per environment (``lab.compare.warm``): both call ``warm_start`` with
+``WarmStartSettings``.
 
 Loss: mean negative log-likelihood over the model tokens of the batch,
 ``L = -(1/sum m) sum_t m_t log pi(x_t | x_<t)``.
@@ -30,11 +31,13 @@ families are where RL has headroom); any environment option given here (``--leve
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
@@ -128,6 +131,47 @@ def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = B
             log(step + 1, losses[-1])
     model.eval()
     return losses
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStartSettings:
+    """What a warm start trains: ``steps`` SFT steps at ``lr`` on ``examples`` demonstrations of ``env``, seeded
+    with ``seed``. ``problem_options``: which problems are demonstrated (over the env's ``demonstration_options``;
+    None = those alone). ``episode_config``: the env config the episodes are played in (typed, or a mapping; None =
+    ``problem_options``, then the env's defaults), so SFT shows the format the run's rollouts use.
+    ``micro_batch_size``: memory only (``sft``)."""
+
+    env: str
+    examples: int
+    steps: int
+    lr: float
+    seed: int
+    micro_batch_size: int | None = None
+    problem_options: dict | None = None
+    episode_config: Any = None
+
+    @classmethod
+    def of_run(cls, cfg, env_config) -> "WarmStartSettings":
+        """A training run's warm start (a ``train.TrainConfig`` and the run's typed env config): its episodes are
+        the run's when it demonstrates its own env (another env's options would not fit the transcripts)."""
+        same_env = not cfg.sft_env or cfg.sft_env == cfg.env
+        return cls(env=cfg.sft_env or cfg.env, examples=cfg.sft_examples, steps=cfg.sft_steps, lr=cfg.sft_lr,
+                   seed=cfg.seed, micro_batch_size=cfg.micro_batch_size,
+                   episode_config=env_config if same_env else None)
+
+
+def warm_start(model, tokenizer, settings: WarmStartSettings,
+               log: Callable[[int, float], None] | None = None) -> list[float]:
+    """The supervised warm start before RL: ``settings.examples`` demonstrations (``demonstrations``), then
+    ``settings.steps`` SFT steps on them (``sft``); ``model`` is trained in place. ``log(step, loss)`` after each
+    step (it may raise to stop). Returns the loss per step (empty when ``steps`` is 0). The one warm start of the
+    trainer (``--sft-steps``) and of the comparison grid: equal settings give equal weights."""
+    if settings.steps <= 0:
+        return []
+    samples = demonstrations(tokenizer, settings.env, settings.examples, settings.seed,
+                             options=settings.problem_options, episode_options=settings.episode_config)
+    return sft(model, tokenizer, samples, settings.steps, lr=settings.lr, seed=settings.seed, log=log,
+               micro_batch_size=settings.micro_batch_size)
 
 
 def main(argv=None) -> int:

@@ -321,14 +321,10 @@ class Trainer:
     def warm_start(self) -> None:
         """SFT on the env's demonstrations (``sft.demonstrations``), its own visible phase: one line per step
         in warm_start.jsonl and ``phase: warm-start`` in status.json."""
-        from .sft import demonstrations, sft
+        from .sft import WarmStartSettings, warm_start
 
         cfg = self.cfg
         t0 = time.time()
-        # the run's env options shape the demonstrated episodes (moves per tag, hints); another env's would not fit
-        same_env = not cfg.sft_env or cfg.sft_env == cfg.env
-        samples = demonstrations(self.tokenizer, cfg.sft_env or cfg.env, cfg.sft_examples, cfg.seed,
-                                 episode_options=self.env_config if same_env else None)
         path = self.run_dir.warm_start_path
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True)
@@ -345,8 +341,8 @@ class Trainer:
                 raise WarmStartStopped(f"stopped during the warm start (SFT step {step}/{cfg.sft_steps})")
 
         # every rank runs the same seeded SFT, so DDP replicas start identical
-        self.warm_start_losses = sft(self.policy, self.tokenizer, samples, cfg.sft_steps, lr=cfg.sft_lr,
-                                     seed=cfg.seed, log=log, micro_batch_size=cfg.micro_batch_size)
+        self.warm_start_losses = warm_start(self.policy, self.tokenizer,
+                                            WarmStartSettings.of_run(cfg, self.env_config), log=log)
 
     def _warm_started_reference(self, ref) -> None:
         """The reference is the warm-started model: a fresh run saves it, a resumed one (whose warm start is

@@ -12,11 +12,13 @@ import time
 import pytest
 import yaml
 
-from lab.compare import stages
+from lab.compare.driver import run as run_grid, status as grid_status, validate as validate_grid
+from lab.compare.passk import PASSK_DECLARED, passk_models, passk_stage
+from lab.compare.warm import warm_stage, weights_digest
 from lab.compare.board import ONE_SEED, PASSK_LEGACY, leaderboard, passk_comparison, progression
 from lab.compare.cli import main
-from lab.compare.folder import GridDir, cell_results
-from lab.compare.grid import GRIDS, Grid, cell_config, cell_id, chosen_env_options
+from lab.compare.folder import GridDir, atomic_json, cell_results
+from lab.compare.grid import GRIDS, Grid, cell_config, cell_id, chosen_env_options, warm_settings
 from lab.compare.report import export, passk_reading
 from lab.compare.results import _records, load_results
 from reference_impls.options import ConfigError
@@ -96,7 +98,7 @@ def test_passk_comparison_of_the_declared_method_tests_every_seed():
 
     n = 8
     seeds = {0: [6] * 25 + [0] * 25, 1: [5] * 25 + [1] * 25, 2: [7] * 25 + [0] * 25, 3: [8] * 50}
-    record = {"samples": n, "method": stages.PASSK_DECLARED, "implementation": "x", "k": [1, 8],
+    record = {"samples": n, "method": PASSK_DECLARED, "implementation": "x", "k": [1, 8],
               "cells": {f"RL (x, seed {s})": {"seed": s, "in_verdicts": s != 3} for s in seeds},
               "curves": {"base": {"correct_counts": [0] * 50}, "warm start": {"correct_counts": [2] * 50},
                          **{f"RL (x, seed {s})": {"correct_counts": c} for s, c in seeds.items()}}}
@@ -156,7 +158,7 @@ def test_shipped_grids_load_and_validate(tmp_path):
     for path in paths:
         grid = Grid.load(str(path))
         assert grid.name == path.stem and grid.cells(), path
-        stages.validate(grid, GridDir(tmp_path / grid.name))
+        validate_grid(grid, GridDir(tmp_path / grid.name))
 
 
 def test_a_cell_trained_under_an_older_recipe_is_marked_stale(tmp_path):
@@ -170,7 +172,7 @@ def test_a_cell_trained_under_an_older_recipe_is_marked_stale(tmp_path):
                          ((other, other_seed), cell_config(grid, other, other_seed, "any/model"))):
         gdir.cell(*cell).mkdir(parents=True)
         (gdir.cell(*cell) / "result.json").write_text(json.dumps({"heldout": 0.5, "config": config}))
-    rows = {r["cell"]: r for r in stages.status(grid, gdir)}
+    rows = {r["cell"]: r for r in grid_status(grid, gdir)}
     assert rows[cell_id(impl, seed)]["state"] == "stale"
     assert rows[cell_id(impl, seed)]["changed"] == ["lr"]
     assert rows[cell_id(other, other_seed)]["state"] == "done"  # out and model are the folder's own
@@ -188,7 +190,7 @@ def test_bad_grids_name_the_problem(tmp_path):
         Grid.load(str(_grid(tmp_path, budget=3)))
     grid = Grid.load(str(_grid(tmp_path, options={"steps": -1})))
     with pytest.raises(ConfigError, match="cell calculator-grpo-s0.*steps"):
-        stages.validate(grid, GridDir(tmp_path / "g"))
+        validate_grid(grid, GridDir(tmp_path / "g"))
 
 
 def test_a_folder_keeps_its_grid(tmp_path):
@@ -271,9 +273,50 @@ def test_the_warm_start_reports_its_steps(tmp_path, capsys):
     """A long warm start shows where it is: each SFT step's loss goes to the stage's output (its log)."""
     grid = Grid.load(str(_grid(tmp_path)))  # tiny.yaml: one SFT step
     gdir = GridDir(tmp_path / "g")
-    stages.warm_stage(grid, gdir, "calculator")
+    warm_stage(grid, gdir, "calculator")
     assert "sft step 1/1 loss" in capsys.readouterr().out
     assert json.loads((gdir.warm("calculator") / "done.json").read_text())["sft_steps"] == 1
+
+
+def test_the_grids_rows_on_search_and_frozenlake_keep_their_calculator_rows_switches():
+    """The core grid's algorithms on search and FrozenLake are declared in those environments' modules; each is
+    its calculator row's algorithm with the same switches (a variant changed on the calculator only would compare
+    another algorithm on the other environments)."""
+    from reference_impls.registry import by_id
+
+    rows = by_id()
+    pairs = [(rows[f"{env}-{suffix}"], rows[f"calculator-{suffix}"]) for env in ("search", "frozenlake")
+             for suffix in ("dr-grpo", "dapo", "gspo", "rloo", "ppo", "dpo")]
+    for row, calculator in pairs:
+        assert row.source == f"envs/{row.env}.py", row.id
+        assert (row.algo, row.algo_options) == (calculator.algo, calculator.algo_options), row.id
+    assert sum(row.algo_options != {} for row, _ in pairs) == 6  # dr-grpo, dapo, gspo on each: the switches compared
+
+
+def test_the_grid_and_the_trainer_share_one_warm_start(tmp_path):
+    """One warm start (``sft.warm_start``): the grid's warm stage and a training run's ``--sft-steps``, given the
+    same settings (model, env, examples, steps, lr, seed, micro batch), end with the same weights and losses; what
+    a grid leaves unset is the trainer's default."""
+    from reference_impls.train import TrainConfig, Trainer
+
+    settings = {"sft_steps": 2, "sft_examples": 8, "sft_lr": 3e-3, "micro_batch_size": 3}
+    grid = Grid.load(str(_grid(tmp_path, options={"model": "tiny", **settings})))
+    gdir = GridDir(tmp_path / "g")
+    gdir.bind(grid)
+    warm_stage(grid, gdir, "calculator")
+    done = json.loads((gdir.warm("calculator") / "done.json").read_text())
+    trainer = Trainer(TrainConfig(algo="grpo", env="calculator", model="tiny", out=str(tmp_path / "run"), steps=1,
+                                  seed=grid.warm_seed, **settings))
+    trainer.policy.save_pretrained(tmp_path / "trained")
+    assert weights_digest(tmp_path / "trained") == done["weights_sha256"]
+    assert trainer.warm_start_losses == done["losses"] and len(done["losses"]) == 2
+    other = Trainer(TrainConfig(algo="grpo", env="calculator", model="tiny", out=str(tmp_path / "other"), steps=1,
+                                seed=grid.warm_seed, **{**settings, "sft_lr": 1e-3}))
+    other.policy.save_pretrained(tmp_path / "other-weights")
+    assert weights_digest(tmp_path / "other-weights") != done["weights_sha256"]  # the digest tells settings apart
+    bare = Grid.load(str(_grid(tmp_path, options={"model": "tiny"})))  # the quick recipe sets neither
+    unset = warm_settings(bare, "calculator")
+    assert (unset["sft_examples"], unset["sft_lr"]) == (TrainConfig().sft_examples, TrainConfig().sft_lr)
 
 
 def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
@@ -285,7 +328,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     first = gdir.cell("calculator-grpo", 0) / "result.json"
     assert first.exists()
     stamp = first.stat().st_mtime_ns
-    assert [r["state"] for r in stages.status(grid, gdir)] == ["done", "pending", "pending", "pending"]
+    assert [r["state"] for r in grid_status(grid, gdir)] == ["done", "pending", "pending", "pending"]
 
     # kill the whole run while the second cell trains, once it has a checkpoint
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -297,11 +340,11 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     proc.wait()
     if GridDir.result(gdir, "calculator-rloo", 0) is not None:
         pytest.skip("the cell finished before it could be killed (machine too fast for this timing)")
-    assert [r["state"] for r in stages.status(grid, gdir)][1] == "partial"
+    assert [r["state"] for r in grid_status(grid, gdir)][1] == "partial"
 
     assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
     assert first.stat().st_mtime_ns == stamp  # a finished cell is never run again
-    assert [r["state"] for r in stages.status(grid, gdir)] == ["done"] * 4
+    assert [r["state"] for r in grid_status(grid, gdir)] == ["done"] * 4
     resumed = gdir.result("calculator-rloo", 0)
     assert resumed["resumed_from_step"] >= 1 and resumed["steps_done"] == 4
     for impl, seed in grid.cells():
@@ -367,7 +410,7 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     gdir = GridDir(tmp_path / "run")
     unnamed = Grid.load(str(path))
     with pytest.raises(ConfigError, match="names no pass@k implementation on calculator"):
-        stages.passk_models(unnamed, gdir, "calculator")
+        passk_models(unnamed, gdir, "calculator")
     # the stage run in this process on 3 problems (a grid file refuses fewer than 50): the mechanics at a test's
     # cost; tests/test_compare_method.py runs a grid file's pass@k through the driver
     named = Grid.from_dict({**yaml.safe_load(path.read_text()),
@@ -378,17 +421,17 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     assert first.returncode == 0
     assert "[1/2] calculator-grpo-s0" in first.stdout  # the progress counts finished cells, not the --max-cells cut
     with pytest.raises(ConfigError, match="calculator-grpo-s1 has not finished"):
-        stages.passk_models(dataclasses.replace(grid, seeds=(0, 1)), gdir, "calculator")
+        passk_models(dataclasses.replace(grid, seeds=(0, 1)), gdir, "calculator")
     snapshots = []  # the partial file as the stage saves it after each problem
-    write = stages.atomic_json
-    monkeypatch.setattr(stages, "atomic_json", lambda path, data: (
+    write = atomic_json
+    monkeypatch.setattr("lab.compare.passk.atomic_json", lambda path, data: (
         snapshots.append(json.loads(json.dumps(data))) if path.name.endswith(".partial.json") else None,
         write(path, data)))
-    stages.passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
+    passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
     full = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     assert list(full["curves"]) == ["base", "warm start", "RL (calculator-grpo, seed 0)"]
     assert (full["method"], full["implementation"], full["k"], full["seeds"]) == (
-        stages.PASSK_DECLARED, "calculator-grpo", [1, 4], [0])
+        PASSK_DECLARED, "calculator-grpo", [1, 4], [0])
     assert full["cells"] == {"RL (calculator-grpo, seed 0)": {"cell": "calculator-grpo-s0", "seed": 0,
                                                                "in_verdicts": True}}
     assert full["curves"]["warm start"]["model"] == str(gdir.warm("calculator"))
@@ -420,7 +463,7 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     assert _records(gdir.path / "passk") == {}
     export(grid, gdir, tmp_path / "shipped")
     assert not (tmp_path / "shipped" / "passk").exists()
-    stages.passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
+    passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
     resumed = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     assert resumed["curves"]["base"]["correct_counts"] == full["curves"]["base"]["correct_counts"]
     assert resumed["curves"]["warm start"]["correct_counts"] == [(c + 1) % 5 for c in true_warm[:2]] + true_warm[2:]
@@ -430,7 +473,7 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     # a partial file of other settings (here 2 samples, not 4) is not mixed in: the stage starts over
     partial["settings"]["samples"] = 2
     (gdir.path / "passk" / ".calculator.partial.json").write_text(json.dumps(partial))
-    stages.passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
+    passk_stage(grid, gdir, "calculator", out=open(os.devnull, "w"))
     restarted = json.loads((gdir.path / "passk" / "calculator.json").read_text())["curves"]
     assert {k: c["correct_counts"] for k, c in restarted.items()} == {
         k: c["correct_counts"] for k, c in full["curves"].items()}
@@ -439,14 +482,14 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     # `_passk --seed S`), into the partial file only; its weights may then go, and the full stage samples the rest
     devnull = open(os.devnull, "w")
     (gdir.path / "passk" / "calculator.json").unlink()
-    stages.passk_stage(grid, gdir, "calculator", out=devnull, seeds=[0])
+    passk_stage(grid, gdir, "calculator", out=devnull, seeds=[0])
     partial_path = gdir.path / "passk" / ".calculator.partial.json"
     assert not (gdir.path / "passk" / "calculator.json").exists()
     assert list(json.loads(partial_path.read_text())["counts"]) == ["RL (calculator-grpo, seed 0)"]
     rl = "RL (calculator-grpo, seed 0)"
     import shutil
     shutil.rmtree(gdir.cell("calculator-grpo", 0) / "run")
-    stages.passk_stage(grid, gdir, "calculator", out=devnull)
+    passk_stage(grid, gdir, "calculator", out=devnull)
     carried = json.loads((gdir.path / "passk" / "calculator.json").read_text())["curves"]
     assert {k: c["correct_counts"] for k, c in carried.items()} == {
         k: c["correct_counts"] for k, c in full["curves"].items()}
@@ -454,7 +497,7 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     # counts not taken while the weights were there cannot be taken now: said, not guessed
     (gdir.path / "passk" / "calculator.json").unlink()
     with pytest.raises(ConfigError, match="0 of 3 problems counted and its checkpoint is gone"):
-        stages.passk_stage(grid, gdir, "calculator", out=devnull)
+        passk_stage(grid, gdir, "calculator", out=devnull)
 
 
 def test_warm_start_can_demonstrate_the_cells_levels(tmp_path, monkeypatch):
@@ -471,7 +514,7 @@ def test_warm_start_can_demonstrate_the_cells_levels(tmp_path, monkeypatch):
         grid = Grid.load(str(_grid(tmp_path, options=options, warm_on_env_options=switch)))
         gdir = GridDir(tmp_path / folder)
         gdir.bind(grid)
-        stages.warm_stage(grid, gdir, "calculator")
+        warm_stage(grid, gdir, "calculator")
         done = json.loads((gdir.warm("calculator") / "done.json").read_text())
         assert (done.get("options") or {}).get("levels") == ([1] if switch else None)
     assert seen[0] is None and seen[1] == {"levels": [1]}  # only what the cells chose: defaults stay out
@@ -510,9 +553,9 @@ def test_run_one_environment_at_a_time(tmp_path):
     grid = Grid.load(str(path))
     gdir = GridDir(tmp_path / "run")
     with pytest.raises(ConfigError, match="--env memory.*calculator, search"):
-        stages.run(grid, gdir, env="memory")
-    assert stages.run(grid, gdir, env="search", grid_arg=str(path)) == 0
-    assert [r["state"] for r in stages.status(grid, gdir)] == ["pending", "done"]
+        run_grid(grid, gdir, env="memory")
+    assert run_grid(grid, gdir, env="search", grid_arg=str(path)) == 0
+    assert [r["state"] for r in grid_status(grid, gdir)] == ["pending", "done"]
     assert (gdir.warm("search") / "done.json").exists() and not gdir.warm("calculator").exists()
 
 
@@ -554,7 +597,7 @@ def test_bad_records_are_reported_and_left_out(tmp_path, capsys):
     good = {"cell": cell_id(other, other_seed), "implementation": other, "algo": "grpo", "env": "calculator",
             "seed": other_seed, "heldout": 0.5, "heldout_per_problem": [1, 0]}
     (gdir.cell(other, other_seed) / "result.json").write_text(json.dumps(good))
-    rows = {r["cell"]: r for r in stages.status(grid, gdir)}
+    rows = {r["cell"]: r for r in grid_status(grid, gdir)}
     assert rows[cell_id(impl, seed)]["state"] == "bad"
     assert "holds a JSON list" in rows[cell_id(impl, seed)]["changed"][0]
     assert [r["implementation"] for r in cell_results(None, gdir)] == [other]

@@ -7,7 +7,11 @@ import time
 
 import pytest
 
-from lab.compare import stages
+from lab.compare.driver import run as run_grid, status as grid_status, warm_status
+from lab.compare.heldout import HELDOUT_INTERVAL_METHOD
+from lab.compare.passk import PASSK_DECLARED
+from lab.compare.training import completion, work_done
+from lab.compare.warm import weights_digest
 from lab.compare.board import passk_comparison
 from lab.compare.report import passk_reading
 from lab.compare.folder import (DIAGNOSTIC_KEYS, LEGACY_BASIS, GridDir, budget_status, cell_diagnostics,
@@ -59,7 +63,7 @@ def test_work_done_counts_the_critic_warm_up_apart():
               "algo": "ppo", "algo_config": {"critic_warmup_steps": 1, "num_iterations": 1, "num_mini_batches": 4}}
     metrics = [_metrics(1, critic_warmup=1.0, policy_updates=0.0, critic_updates=4.0),
                *(_metrics(s, critic_warmup=0.0, critic_updates=4.0) for s in (2, 3, 4))]
-    budget = stages.work_done(config, metrics, {})
+    budget = work_done(config, metrics, {})
     assert budget["policy_steps"] == budget["policy_steps_done"] == 3 and budget["episodes"] == 96
     assert budget["policy_updates"] == 12 and budget["mu"] == 4
     assert (budget["critic_warmup_steps"], budget["critic_warmup_steps_done"], budget["critic_warmup_episodes"],
@@ -70,7 +74,7 @@ def test_work_done_of_an_offline_run_counts_its_episodes_and_usable_pairs():
     config = {"steps": 2, "prompts_per_step": 4, "group_size": 8, "max_wall_s": 0.0, "algo": "dpo",
               "algo_config": {"pair_prompts": 8}}
     metrics = [{"step": 1, "policy_updates": 1.0, "pairs": 5.0}, {"step": 2, "policy_updates": 1.0, "pairs": 5.0}]
-    budget = stages.work_done(config, metrics, {"pair_prompts": 8, "pairs": 5, "samples": 64})
+    budget = work_done(config, metrics, {"pair_prompts": 8, "pairs": 5, "samples": 64})
     assert (budget["episodes"], budget["usable_pairs"], budget["pair_prompts"], budget["policy_updates"]) == (64, 5, 8, 2)
 
 
@@ -89,12 +93,12 @@ def test_a_run_the_safety_cap_stops_is_incomplete(tmp_path, fresh_tiny_model):
     trainer.add_callback("on_step_end", lambda t: rows.append(dict(t.last_metrics)))
     assert trainer.run() == "completed" and trainer.step == 1
     config = dataclasses.asdict(cfg)
-    complete, why = stages.completion(config, rows[-1]["step"])
+    complete, why = completion(config, rows[-1]["step"])
     assert not complete and "after 1 of 3 steps" in why
-    record = {"budget": stages.work_done(config, rows, {}), "complete": complete, "incomplete_reason": why}
+    record = {"budget": work_done(config, rows, {}), "complete": complete, "incomplete_reason": why}
     assert record["budget"]["policy_steps_done"] == 1 and record["budget"]["policy_updates"] == 2
     assert record["budget"]["episodes"] == 4 and not budget_status(record)["in_verdicts"]
-    assert stages.completion(config, 3) == (True, None)
+    assert completion(config, 3) == (True, None)
 
 
 @pytest.fixture
@@ -319,12 +323,12 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
         p = r["provenance"]
         assert len(p["commit"]) == 40 and p["versions"]["torch"] and "transformers" in p["versions"]
         assert p["threads"]["torch"] >= 1 and set(p["load_1min"]) == {"start", "end"} and "steal_frac" in p
-        assert r["heldout_interval_method"] == stages.HELDOUT_INTERVAL_METHOD
+        assert r["heldout_interval_method"] == HELDOUT_INTERVAL_METHOD
         interval = config_interval([r["heldout_by_problem"]])  # the stored interval is the one the page shows
         assert r["heldout_interval"] == [interval.low, interval.high]
     passk = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     named = [f"RL (calculator-grpo, seed {s})" for s in grid.seeds]
-    assert list(passk["curves"]) == ["base", "warm start", *named] and passk["method"] == stages.PASSK_DECLARED
+    assert list(passk["curves"]) == ["base", "warm start", *named] and passk["method"] == PASSK_DECLARED
     assert passk["problems"] == grid.passk["problems"] >= 50 and passk["k"] == [1, 4]
     assert all(len(c["correct_counts"]) == 50 for c in passk["curves"].values())
     # each named cell was counted right after it trained (its own stage and log), the rest at the end
@@ -481,7 +485,7 @@ def test_passk_pairs_each_rl_seed_with_its_own_warm_start():
     tested against the curve of the warm start it started from."""
     from reference_impls.stats import compare, pass_at_k
 
-    record = {"method": stages.PASSK_DECLARED, "implementation": "calculator-grpo", "samples": 4, "k": [1],
+    record = {"method": PASSK_DECLARED, "implementation": "calculator-grpo", "samples": 4, "k": [1],
               "cells": {f"RL (calculator-grpo, seed {s})": {"cell": f"calculator-grpo-s{s}", "seed": s,
                                                               "in_verdicts": True,
                                                               "warm_curve": f"warm start (warm seed {s})"}
@@ -531,8 +535,8 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
         log.write_text(out.stdout + out.stderr)
         return out.returncode
 
-    monkeypatch.setattr(stages, "stage_process", in_process)
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     assert calls == [["_warm", "--env", "calculator", "--warm-seed", "0"],
                      ["_warmeval", "--env", "calculator", "--warm-seed", "0"],
                      ["_warm", "--env", "calculator", "--warm-seed", "1"],
@@ -548,9 +552,9 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     for seed, warm in ((0, first), (1, second)):
         r = gdir.result("calculator-grpo", seed)
         assert r["config"]["model"] == str(warm) and r["warm_start"] == warm.name and r["warm_seed"] == seed
-    assert [(w["warm"], w["state"]) for w in stages.warm_status(grid, gdir)] == [("calculator", "done"),
+    assert [(w["warm"], w["state"]) for w in warm_status(grid, gdir)] == [("calculator", "done"),
                                                                                  ("calculator@w1", "done")]
-    assert [r["warm_start"] for r in stages.status(grid, gdir)] == ["calculator", "calculator@w1"]
+    assert [r["warm_start"] for r in grid_status(grid, gdir)] == ["calculator", "calculator@w1"]
     shown = run_main(main, ["status", str(path), "--dir", str(gdir.path)], prog="python -m lab.compare").stdout
     assert "warm/calculator@w1" in shown.splitlines()[1] and "from warm/calculator@w1" in shown.splitlines()[3]
     shipped = tmp_path / "shipped"
@@ -564,7 +568,7 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     import shutil
     shutil.rmtree(first)
     calls.clear()
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     assert calls == [["_warm", "--env", "calculator", "--warm-seed", "0"],
                      ["_warmeval", "--env", "calculator", "--warm-seed", "0"]]
     assert (second / "done.json").stat().st_mtime_ns == stamp
@@ -599,12 +603,12 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
         log.write_text(out.stdout + out.stderr)
         return out.returncode
 
-    monkeypatch.setattr(stages, "stage_process", in_process)
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     warm = gdir.warm("calculator")
     record = json.loads((warm / "done.json").read_text())
     digest = record["weights_sha256"]
-    assert len(digest) == 64 and digest == stages.weights_digest(warm) and "heldout" in record
+    assert len(digest) == 64 and digest == weights_digest(warm) and "heldout" in record
     assert gdir.result("calculator-grpo", 0)["warm_weights_sha256"] == digest  # the cell names what it started from
 
     def carry():  # what a commit of the folder keeps: the records, no weights, no run folders
@@ -615,38 +619,38 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
 
     carry()
     calls.clear()
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     assert calls == ["_warmrestore"]  # not evaluated again, no cell re-run
-    assert stages.weights_digest(warm) == digest and json.loads((warm / "done.json").read_text()) == record
+    assert weights_digest(warm) == digest and json.loads((warm / "done.json").read_text()) == record
     assert not list(warm.parent.glob(".*restore*"))
 
     # weights that come out different (another machine, version, thread count): refused, nothing changed
     carry()
     (warm / "done.json").write_text(json.dumps({**record, "weights_sha256": "0" * 64}))
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 1
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 1
     log = (gdir.path / "warm-restore-calculator.log").read_text()
     assert "not the recorded 000000000000" in log
     assert [f.name for f in warm.iterdir()] == ["done.json"]
     # a record written before the digest existed cannot be checked: said, not guessed
     (warm / "done.json").write_text(json.dumps({k: v for k, v in record.items() if k != "weights_sha256"}))
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 1
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 1
     assert "records no weights_sha256" in (gdir.path / "warm-restore-calculator.log").read_text()
 
     # --restore-by-heldout: other weights that answer every held-out problem as recorded are kept, and said so
     other = {**record, "weights_sha256": "0" * 64}
     flipped = [1 - record["heldout_by_problem"][0], *record["heldout_by_problem"][1:]]
     (warm / "done.json").write_text(json.dumps({**other, "heldout_by_problem": flipped}))
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path), restore_by_heldout=True) == 1
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path), restore_by_heldout=True) == 1
     assert "answers 1 of 4 held-out test problems otherwise" in (gdir.path / "warm-restore-calculator.log").read_text()
     assert [f.name for f in warm.iterdir()] == ["done.json"]
     (warm / "done.json").write_text(json.dumps(other))
     calls.clear()
-    assert stages.run(grid, gdir, out=sys.stderr, grid_arg=str(path), restore_by_heldout=True) == 0
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path), restore_by_heldout=True) == 0
     assert calls == ["_warmrestore"]  # the cell is kept: it started from the recorded weights
     kept = json.loads((warm / "done.json").read_text())
     assert kept["weights_sha256"] == "0" * 64  # the record of what the cells started from stays
     [restore] = kept["restored"]
-    assert restore["weights_sha256"] == digest == stages.weights_digest(warm)
+    assert restore["weights_sha256"] == digest == weights_digest(warm)
     assert restore["heldout_by_problem_equal"] is True and restore["provenance"]["cpu"] is not None
     assert {k: v for k, v in kept.items() if k != "restored"} == other
     assert not list(warm.parent.glob(".*restore*"))

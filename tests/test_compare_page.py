@@ -272,7 +272,7 @@ def test_shipped_grids_carry_their_current_summary(tmp_path, monkeypatch):
 # -- mechanism diagnostics, step by step (issue 41) ----------------------------------------------------------
 
 def _diagnostic_cell(impl, algo, seed, entropy, **extra):
-    """A cell whose record keeps per-step diagnostics as the cell stage writes them (stages.diagnostic_rows)."""
+    """A cell whose record keeps per-step diagnostics as the cell stage writes them (training.diagnostic_rows)."""
     cell = _cell(impl, algo, seed, [1, 0, 0, 0])
     cell["diagnostics"] = [{"step": s, "phase": "policy", "entropy": e, "kl": None, **{k: v[i] for k, v in extra.items()}}
                            for i, (s, e) in enumerate(zip((1, 2, 3), entropy))]
@@ -490,7 +490,7 @@ def test_compare_page_lists_each_cells_budget(data):
 
 
 def _choice(impl, chosen, trials, seed=0):
-    """A cell record's ``validation``: the learning-rate choice it trained with (stages.choose_lr's record)."""
+    """A cell record's ``validation``: the learning-rate choice it trained with (trial.choose_lr's record)."""
     return {"implementation": impl, "lr": chosen, "seed": seed, "split": {"n": 100, "seed": 5151},
             "trials": [{"lr": lr, "validation": v, "complete": done, "validation_by_problem": []}
                        for lr, v, done in trials]}

@@ -326,7 +326,7 @@ def lr_frame(rows: list[dict]) -> pd.DataFrame | None:
 
 
 def budget_frame(cells: list[dict]) -> pd.DataFrame | None:
-    """The budget each cell actually spent (its record's ``budget``, lab/compare/stages.py): RL steps done of those
+    """The budget each cell actually spent (its record's ``budget``, lab/compare/training.py): RL steps done of those
     planned, the policy's updates (mu per step, fewer where DAPO's dynamic sampling left a step's groups without
     signal), the episodes sampled, PPO's critic updates, the tokens generated and the training time, and whether the
     cell is complete (an incomplete one is left out of every verdict). None when no cell's record has a budget

@@ -3,8 +3,13 @@
     grid      the grid file (``Grid``, ``GRIDS``), cell ids, what the recipe gives a cell and a warm start
     folder    the grid folder (``GridDir``), writing records (``atomic_json``), reading finished cells, a record's
               budget status (``budget_status``) and diagnostics (``cell_diagnostics``)
-    stages    the stages (warm start, held-out of the references, learning-rate trial, cell, pass@k) and the
-              driver (run, status)
+    warm      an environment's warm start (the trainer's ``sft.warm_start``) and the restore of its weights
+    heldout   held-out success: the untrained model's, a warm start's, the record every stage stores
+    training  one training run (a cell's or a trial's) and its record's work part: budget, diagnostics
+    trial     the learning-rate trials, scored on validation, and the choice
+    cell      a cell: trained, then scored once on the test problems
+    passk     pass@k of the models the grid names in advance
+    driver    validate, sweep, run (every missing stage, each in its own process), status
     provenance  what a record stores to be reproduced: commit, package versions, threads, load, steal
     board     statistics over records: leaderboard, progression, pass@k comparison, verdicts (pure functions)
     report    the text and Markdown reports, the pass@k sentence, and ``export`` (the small files, to ship)

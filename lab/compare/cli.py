@@ -31,8 +31,12 @@ from .grid import Grid, cell_id
 from .report import (export, lr_choices_text, passk_reading, progression_markdown, progression_text,
                      report_text)
 from .results import load_results
-from .stages import (LEGACY_HELDOUT_INTERVAL, base_eval_stage, cell_stage, passk_models, passk_stage, run,
-                     stage_process, status, trial_stage, warm_eval_stage, warm_restore_stage, warm_stage, warm_status)
+from .cell import cell_stage
+from .driver import run, stage_process, status, warm_status
+from .heldout import LEGACY_HELDOUT_INTERVAL, base_eval_stage, warm_eval_stage
+from .passk import passk_models, passk_stage
+from .trial import trial_stage
+from .warm import warm_restore_stage, warm_stage
 
 
 #: what ``report --json`` prints of each cell (beside its held-out per family and the name of its stored interval):
@@ -160,6 +164,11 @@ def main(argv=None) -> int:
             and args.warm_seed not in grid.warm_seeds):
         print(f"error: --warm-seed {args.warm_seed}: not one of the grid's warm_seeds {list(grid.warm_seeds)}",
               file=sys.stderr)
+        return 2
+    try:  # a grid folder is data: a link in it is refused before any stage reads or writes there
+        gdir.refuse_links()
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
     if args.command == "_warm":
         warm_stage(grid, gdir, args.env, args.warm_seed)

@@ -33,7 +33,9 @@ time, complete or not, in the verdicts or not) and ``cell_diagnostics`` (the per
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 from pathlib import Path
 
 import yaml
@@ -124,24 +126,89 @@ class BadRecord(ValueError):
     """A record file that is there but cannot be used (names the file and what is wrong)."""
 
 
-def read_record(path: Path, keys: tuple[str, ...] = ()) -> dict | None:
-    """The JSON object in ``path`` (None when there is no file). A file that is not valid JSON, not an object,
-    or lacks one of ``keys`` raises :class:`BadRecord`."""
+#: the largest record file read (the shipped ones are under 200 KB; a cell of thousands of steps stays far below)
+MAX_RECORD_BYTES = 32 * 2**20
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+#: a cell record's fields and what each must be where present (``RECORD_SCHEMA``): every reader (status,
+#: report, export, the Compare page) relies on these types, so a record breaking one is a bad record, left out
+RECORD_SCHEMA = {
+    "cell": ("a string", lambda v: isinstance(v, str)),
+    "implementation": ("a string", lambda v: isinstance(v, str)),
+    "algo": ("a string", lambda v: isinstance(v, str)),
+    "env": ("a string", lambda v: isinstance(v, str)),
+    "warm_start": ("a string", lambda v: isinstance(v, str)),
+    "seed": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "warm_seed": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "steps_done": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "heldout": ("a number in [0, 1]", lambda v: _number(v) and 0 <= v <= 1),
+    "heldout_interval": ("a list of two numbers", lambda v: isinstance(v, list) and len(v) == 2
+                         and all(_number(x) for x in v)),
+    "heldout_by_problem": ("a non-empty list of 0/1 answers", lambda v: isinstance(v, list) and v != [] and all(
+        x in (0, 1) and not isinstance(x, bool) for x in v)),
+    "curve": ("a list of objects", lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)),
+    "diagnostics": ("a list of objects", lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)),
+    "config": ("an object", lambda v: isinstance(v, dict)),
+    "budget": ("an object", lambda v: isinstance(v, dict)),
+    "provenance": ("an object", lambda v: isinstance(v, dict)),
+    "validation": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+    "train_s": ("a number or null", lambda v: v is None or _number(v)),
+    "eval_s": ("a number or null", lambda v: v is None or _number(v)),
+    "peak_rss_mb": ("a number or null", lambda v: v is None or _number(v)),
+    "tokens": ("a number or null", lambda v: v is None or _number(v)),
+}
+
+
+def record_problem(data: dict) -> str | None:
+    """Why a cell record breaks ``RECORD_SCHEMA`` (the first field that does, and what it should be), or None."""
+    for key, (what, ok) in RECORD_SCHEMA.items():
+        if key in data and not ok(data[key]):
+            return f"{key} is {json.dumps(data[key])[:60]}, not {what}"
+    return None
+
+
+def read_record(path: Path, keys: tuple[str, ...] = (), cell: bool = False) -> dict | None:
+    """The JSON object in ``path`` (None when there is no file). A link, a file that is not a regular one or is
+    larger than ``MAX_RECORD_BYTES``, that is not valid JSON, not an object, lacks one of ``keys`` or (``cell``: a
+    cell record) breaks ``RECORD_SCHEMA`` raises :class:`BadRecord`: a reader never follows a link out of the
+    folder, never reads a device or a file without end, and never meets a field of another type than it expects."""
     try:
-        text = path.read_text()
+        info = path.lstat()
     except FileNotFoundError:
         return None
     except OSError as err:
         raise BadRecord(f"{path}: cannot be read ({err.strerror or err})") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise BadRecord(f"{path}: is a symbolic link; records are read from regular files only")
+    if not stat.S_ISREG(info.st_mode):
+        raise BadRecord(f"{path}: is not a regular file")
+    if info.st_size > MAX_RECORD_BYTES:
+        raise BadRecord(f"{path}: {info.st_size} bytes, more than a record may hold ({MAX_RECORD_BYTES})")
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_RECORD_BYTES + 1).decode()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadRecord(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+    if len(text) > MAX_RECORD_BYTES:
+        raise BadRecord(f"{path}: more than a record may hold ({MAX_RECORD_BYTES} bytes)")
     try:
         data = json.loads(text)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise BadRecord(f"{path}: not valid JSON ({err})") from None
     if not isinstance(data, dict):
         raise BadRecord(f"{path}: holds a JSON {type(data).__name__}, not a record (a JSON object)")
     missing = [k for k in keys if k not in data]
     if missing:
         raise BadRecord(f"{path}: lacks {', '.join(missing)}")
+    problem = record_problem(data) if cell else None
+    if problem:
+        raise BadRecord(f"{path}: {problem}")
     return data
 
 
@@ -190,17 +257,35 @@ class GridDir:
     def result(self, impl: str, seed: int) -> dict | None:
         """The cell's record, or None when it has none or a bad one (``result_problem`` says which)."""
         try:
-            return read_record(self.cell(impl, seed) / "result.json", RESULT_KEYS)
+            return read_record(self.cell(impl, seed) / "result.json", RESULT_KEYS, cell=True)
         except BadRecord:
             return None
 
     def result_problem(self, impl: str, seed: int) -> str | None:
         """Why the cell's record cannot be used, or None (no record, or a good one)."""
         try:
-            read_record(self.cell(impl, seed) / "result.json", RESULT_KEYS)
+            read_record(self.cell(impl, seed) / "result.json", RESULT_KEYS, cell=True)
         except BadRecord as err:
             return str(err)
         return None
+
+    def refuse_links(self) -> None:
+        """ConfigError naming the first entry inside the grid folder that is a symbolic link or not a regular file
+        or folder (a FIFO, a device). A grid folder is data that travels in git: a stage that wrote, moved or read
+        through a planted link would change or copy files outside it. The folder itself may be reached through a
+        link (a data dir on another disk)."""
+        if not self.path.is_dir():
+            return
+        for root, dirs, files in os.walk(self.path):  # a link to a folder is listed in dirs, never entered
+            for name in sorted(dirs + files):
+                entry = Path(root) / name
+                if entry.is_symlink():
+                    raise ConfigError(f"{entry}: is a symbolic link (to {os.readlink(entry)}); a grid folder holds "
+                                      f"files and folders only, so that no stage writes, moves or reads outside it; "
+                                      f"nothing was changed. Remove the link")
+                if not (entry.is_dir() or entry.is_file()):
+                    raise ConfigError(f"{entry}: is not a regular file or folder; a grid folder holds files and "
+                                      f"folders only; nothing was changed. Remove it")
 
     def is_grid_folder(self) -> bool:
         """Whether the folder is missing, empty, or already a grid folder (one holding ``grid.yaml``)."""
@@ -258,7 +343,7 @@ def cell_results(grid: Grid | None, gdir: GridDir) -> list[dict]:
     found = []
     for path in _cell_record_paths(gdir):
         try:
-            record = read_record(path, CELL_KEYS)
+            record = read_record(path, CELL_KEYS, cell=True)
         except BadRecord:
             continue
         if record is not None:
@@ -271,7 +356,7 @@ def bad_records(gdir: GridDir) -> list[str]:
     problems = []
     for path in _cell_record_paths(gdir):
         try:
-            read_record(path, CELL_KEYS)
+            read_record(path, CELL_KEYS, cell=True)
         except BadRecord as err:
             problems.append(str(err))
     return problems

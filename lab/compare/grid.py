@@ -17,7 +17,7 @@ apart, never taken from the policy's steps); an offline algorithm (the DPO famil
 many episodes as an online cell samples (``pair_prompts`` = steps x P). A cell stopped by ``max_wall_s``
 has done less work: its record says ``complete: false`` and it is kept out of every verdict. Held-out
 success is measured greedily on the same problems for every cell (paired), once; learning rates are chosen
-on the validation split (``stages.sweep_stage``), never on the test problems.
+on the validation split (``driver.sweep``), never on the test problems.
 
 A variant is an implementation id without its environment (``calculator-gspo`` -> ``gspo``): the key of
 ``mu`` and ``lr_sweep`` (``lr_sweep`` also takes an algorithm name, e.g. ``dpo``, and ``default``).
@@ -87,11 +87,7 @@ class Grid:
         if not path.is_file():
             known = ", ".join(sorted(p.stem for p in GRIDS.glob("*.yaml")))
             raise ConfigError(f"grid {name_or_path!r}: no such file or grid name (known grids: {known})")
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: not valid YAML ({err})") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_grid_file(path), str(path))
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "grid") -> "Grid":
@@ -121,7 +117,13 @@ class Grid:
         val = data.get("validation", {}) or {}
         if not isinstance(val, dict) or not set(val) <= {"n", "seed"}:
             raise ConfigError(f"{where}: field 'validation' is a mapping with n and seed")
-        validation_n = _int_field(val.get("n", 0), f"{where}: field 'validation', n", low=0)
+        validation_n = _int_field(val.get("n", 0), f"{where}: field 'validation', n", low=0, high=MAX_PROBLEMS)
+        if not isinstance(ev, dict) or not set(ev) <= {"n", "seed"}:
+            raise ConfigError(f"{where}: field 'eval' is a mapping with n and seed")
+        _int_field(ev.get("n", 100), f"{where}: field 'eval', n", low=1, high=MAX_PROBLEMS)
+        _int_field(ev.get("seed", 4242), f"{where}: field 'eval', seed", low=0)
+        if not isinstance(data["seeds"], list) or len(data["seeds"]) > 1000:
+            raise ConfigError(f"{where}: field 'seeds' must be a list of at most 1000 seeds")
         mu = _variant_map(data.get("mu"), f"{where}: field 'mu'", known, algos=False)
         for key, value in mu.items():
             _int_field(value, f"{where}: field 'mu', {key}", low=1)
@@ -225,10 +227,52 @@ def _warm_seeds_field(data: dict, where: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _int_field(value, what: str, low: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ConfigError(f"{what}: {value!r} is not an integer >= {low}")
+def _int_field(value, what: str, low: int, high: int = 10**9) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigError(f"{what}: {value!r} is not an integer in [{low}, {high}]")
     return value
+
+
+#: the largest grid file read (the shipped ones are a few KB)
+MAX_GRID_FILE_BYTES = 2**20
+#: the most held-out or validation problems a grid scores (the shipped grids use 100 and 200)
+MAX_PROBLEMS = 100_000
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without anchors and aliases: a grid file has no use for them, and a few nested aliases expand to
+    gigabytes."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases are not allowed in a grid file", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def read_grid_file(path: Path) -> dict:
+    """A grid file's mapping, read with bounds: a regular file (not a link, a FIFO or a device) of at most
+    ``MAX_GRID_FILE_BYTES``, YAML without aliases. FileNotFoundError when there is none; ConfigError naming the
+    file otherwise."""
+    path = Path(path)
+    info = path.lstat()  # FileNotFoundError: no grid file
+    import stat
+
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{path}: is not a regular file (a link, a folder or a device); a grid file is read "
+                          f"from a regular file only")
+    if info.st_size > MAX_GRID_FILE_BYTES:
+        raise ConfigError(f"{path}: {info.st_size} bytes, more than a grid file may hold ({MAX_GRID_FILE_BYTES})")
+    with open(path, "rb") as f:
+        raw = f.read(MAX_GRID_FILE_BYTES + 1)
+    try:
+        data = yaml.load(raw.decode(), Loader=_NoAliasLoader)
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: not valid YAML ({str(err).splitlines()[0] if str(err) else err})") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: holds a YAML {type(data).__name__}, not a grid (a mapping)")
+    return data
 
 
 #: pass@k runs on at least this many test problems (issue 41): fewer would leave pass@k at large k undecided
@@ -296,7 +340,7 @@ def cell_id(impl: str, seed: int) -> str:
 def cell_config(grid: Grid, impl_id: str, seed: int, warm_model: str, lr: float | None = None) -> dict:
     """The cell's TrainConfig data: the implementation's switches, the recipe's layers, the grid's budget
     (``budget_options``); the model is the environment's shared warm start (so no warm start of its own).
-    ``lr``: the learning rate chosen on validation (``stages.sweep_stage``) instead of the recipe's."""
+    ``lr``: the learning rate chosen on validation (``driver.sweep``) instead of the recipe's."""
     from lab.catalog import get, preset_config
     from reference_impls.train import config_from_dict
 
@@ -361,12 +405,15 @@ def warm_settings(grid: Grid, env: str, warm_seed: int | None = None) -> dict:
     seed ``warm_seed`` (one of the grid's ``warm_seeds``; default: the first)."""
     from lab.catalog import available, preset_config
     from reference_impls.sft import BATCH_SIZE as SFT_BATCH_SIZE
+    from reference_impls.train import TrainConfig
 
     impl = next(i for i in available() if i.env == env and i.id in grid.implementations)
     config = {**preset_config(impl, grid.recipe), **{k: v for k, v in grid.options.items() if k.startswith("sft")}}
+    trainer = TrainConfig()  # what the recipe leaves unset is what the trainer's own warm start would use
     settings = {"model": grid.options.get("model", config["model"]), "sft_env": config.get("sft_env") or env,
-                "sft_steps": config.get("sft_steps", 0), "sft_examples": config.get("sft_examples", 96),
-                "sft_lr": config.get("sft_lr", 5e-5),
+                "sft_steps": config.get("sft_steps", trainer.sft_steps),
+                "sft_examples": config.get("sft_examples", trainer.sft_examples),
+                "sft_lr": config.get("sft_lr", trainer.sft_lr),
                 "seed": grid.warm_seed if warm_seed is None else warm_seed}
     micro = grid.options.get("micro_batch_size", config.get("micro_batch_size"))
     if micro is not None and micro < SFT_BATCH_SIZE:  # memory only; named only where it splits the SFT batch
@@ -385,12 +432,30 @@ def _plain(value):
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
-def chosen_env_options(env: str, env_options: dict) -> dict:
-    """The env options a cell's layers (recipe, implementation, grid) set away from the environment's defaults.
+def chosen_env_options(env: str, env_options) -> dict:
+    """The env options a cell's layers (recipe, implementation, grid) set away from the environment's defaults
+    (``env_options``: the cell's typed env config, or a mapping of option values), as plain values.
     A cell's resolved config holds every option, defaults included; handing all of them to the warm start
     would override the env's ``demonstration_options`` with defaults (selfplay-arith's warm start then
     demonstrated proposals only, never solving, and loophole's every family instead of its SFT families)."""
     from reference_impls.envs import get_env
 
     defaults = dataclasses.asdict(get_env(env).options({}))
-    return {k: v for k, v in env_options.items() if k not in defaults or _plain(v) != _plain(defaults[k])}
+    values = dataclasses.asdict(env_options) if dataclasses.is_dataclass(env_options) else env_options
+    return {k: _plain(v) for k, v in values.items() if k not in defaults or _plain(v) != _plain(defaults[k])}
+
+
+def env_config(config: dict):
+    """A cell's environment options, typed once (``EnvSpec.config_of`` of its config's ``env`` and ``env_options``):
+    the one form in which a grid's options reach the warm start's episodes and every held-out evaluation (the
+    cell's own training reads the same options from its ``config.json``)."""
+    from reference_impls.envs import get_env
+
+    return get_env(config["env"]).config_of(config["env_options"])
+
+
+def reference_config(grid: Grid, env: str, model: str) -> dict:
+    """The config of ``env``'s first cell (its first implementation, the warm seed) with ``model``: the env options
+    and lengths the references of ``env`` (the untrained model, the warm starts) are trained and scored under."""
+    impl = next(i for i in grid.implementations if env_of(i) == env)
+    return cell_config(grid, impl, grid.warm_seed, model)

@@ -8,7 +8,6 @@ Owns the text tables of ``python -m lab.compare report`` (``report_text``, ``pro
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from reference_impls.stats import conditional_clause, config_interval
 
 from .board import PASSK_LEGACY
-from .folder import GridDir, atomic_json, cell_results, split_warm_name
+from .folder import GridDir, atomic_json, split_warm_name
 from .grid import Grid
 
 
@@ -233,7 +232,7 @@ def warm_start_effects(rows: list[dict]) -> list[dict]:
 
 def lr_choices(cells: list[dict]) -> list[dict]:
     """Each implementation's learning-rate choice as its cells record it (``validation``: the trials of
-    ``stages.choose_lr``, scored on the validation split before any cell was tested), in the cells' order: one row
+    ``trial.choose_lr``, scored on the validation split before any cell was tested), in the cells' order: one row
     per implementation with ``env``, ``implementation``, ``mu`` (policy updates per rollout batch), ``trials``
     ([{"lr", "validation", "complete"}] in the sweep's order), the ``chosen`` rate, ``edge`` ("smallest" or
     "largest" when the chosen rate is at that end of the sweep: the best rate may lie beyond it, "" otherwise),
@@ -275,23 +274,68 @@ def export(grid: Grid, gdir: GridDir, dest: Path, env: str | None = None) -> int
     """Copy the small files (grid.yaml, results, pass@k) to ``dest``, a new or empty folder (a folder with files,
     such as an earlier export, is refused: the two would mix); returns the number of cells. ``env``: that
     environment only, and the shipped grid.yaml names only its implementations (a grid run on fewer environments
-    than its file plans), with a comment that says so."""
+    than its file plans), with a comment that says so.
+
+    Each record is read, checked and written anew, never copied: a grid folder holding a link is refused
+    (``GridDir.refuse_links``), a cell's file is named after the implementation and seed whose folder holds it (a
+    record whose ``cell``, ``implementation`` or ``seed`` says otherwise is refused), and a record that is not a
+    JSON object is refused. The export is written into a fresh folder beside ``dest`` and renamed to it at the end,
+    so a refusal leaves nothing behind."""
+    import tempfile
+
     from reference_impls.options import ConfigError
 
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        raise ConfigError(f"--to {dest}: is a file or a link, not a folder; give a new or empty folder")
     if dest.exists() and any(dest.iterdir()):
         raise ConfigError(f"--to {dest}: the folder is not empty (an earlier export?); move it away first, so that "
                           f"its records and this grid's do not mix")
     if env is not None and env not in grid.envs():
         raise ConfigError(f"--env {env}: the grid has no cells on it; its environments: {', '.join(grid.envs())}")
-    dest.mkdir(parents=True, exist_ok=True)
+    gdir.refuse_links()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.export-", dir=dest.parent))
+    try:
+        os.chmod(staging, 0o755)  # mkdtemp's folder is private; the export is meant to be shared
+        n = _export_into(grid, gdir, staging, env)
+        os.replace(staging, dest)  # onto a missing or empty folder
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return n
+
+
+def _read_exported(path: Path, keys: tuple[str, ...] = ()) -> dict | None:
+    """A record to export (None when there is none); ConfigError naming it when it is not a record."""
+    from reference_impls.options import ConfigError
+
+    from .folder import BadRecord, read_record
+
+    try:
+        return read_record(path, keys, cell=True)
+    except BadRecord as err:
+        raise ConfigError(f"{err}; nothing was exported") from None
+
+
+def _export_into(grid: Grid, gdir: GridDir, dest: Path, env: str | None) -> int:
+    """``export``'s files, written into ``dest`` (a fresh, empty folder); the number of cells."""
+    import yaml
+
+    from reference_impls.options import ConfigError
+
+    from .folder import CELL_KEYS
+    from .grid import cell_id, env_of
+
+    spec_path = gdir.path / "grid.yaml"
+    if not spec_path.is_file():
+        raise ConfigError(f"{gdir.path}: no grid.yaml (not a grid folder, or the grid has not run); nothing was exported")
+    text = spec_path.read_text()
+    try:
+        ran = Grid.from_dict(yaml.safe_load(text), str(spec_path))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{spec_path}: is not valid YAML ({str(err).splitlines()[0]}); nothing was exported") from None
     if env is None:
-        shutil.copy(gdir.path / "grid.yaml", dest / "grid.yaml")
+        (dest / "grid.yaml").write_text(text)
     else:
-        import yaml
-
-        from .grid import env_of
-
-        ran = Grid.from_dict(yaml.safe_load((gdir.path / "grid.yaml").read_text()), str(gdir.path / "grid.yaml"))
         spec = ran.as_dict()
         left = [i for i in spec["implementations"] if env_of(i) != env]
         spec["implementations"] = [i for i in spec["implementations"] if env_of(i) == env]
@@ -299,32 +343,47 @@ def export(grid: Grid, gdir: GridDir, dest: Path, env: str | None = None) -> int
             f"# {grid.name} as run, exported for {env} only (python -m lab.compare export {grid.name} --env {env}); "
             f"not run here: {', '.join(left) or 'nothing'}\n" + yaml.safe_dump(spec, sort_keys=False))
     n = 0
-    for r in cell_results(grid, gdir):
-        if env is not None and r["env"] != env:
+    for impl, seed in grid.cells():
+        if env is not None and env_of(impl) != env:
             continue
+        path = gdir.cell(impl, seed) / "result.json"
+        r = _read_exported(path)
+        if r is None or any(k not in r for k in CELL_KEYS):  # not finished (status names a bad record)
+            continue
+        name = cell_id(impl, seed)
+        if (r.get("cell"), r.get("implementation"), r.get("seed")) != (name, impl, seed):
+            raise ConfigError(f"{path}: the record names cell {r.get('cell')!r} (implementation "
+                              f"{r.get('implementation')!r}, seed {r.get('seed')!r}) but sits in the folder of "
+                              f"{name}; it was not written by this grid's runner; nothing was exported")
+        if not isinstance(r.get("config"), dict):
+            raise ConfigError(f"{path}: the record has no config (the options the cell trained with), which a "
+                              f"shipped record carries; nothing was exported")
         (dest / "cells").mkdir(exist_ok=True)
         # the warm start's and the run's folders are this machine's; shipped, the config names them relative to
         # a grid folder (GridResults.reproduce says how to rebuild it) and the warm start's settings travel beside it
         # (its own warm start: warm/<env>, or warm/<env>@w<seed> in a grid with several)
         r = {**r, "config": {**r["config"], "model": f"warm/{r.get('warm_start') or r['env']}",
-                             "out": f"cells/{r['cell']}/run"}}
-        atomic_json(dest / "cells" / f"{r['cell']}.json", r)
+                             "out": f"cells/{name}/run"}}
+        atomic_json(dest / "cells" / f"{name}.json", r)
         n += 1
     for each in [e for e in grid.envs() if env is None or e == env]:
         for _, name in gdir.warm_starts(grid, each):  # warm/<env>.json, warm/<env>@w<seed>.json
-            if (gdir.warm(name) / "done.json").exists():
+            record = _read_exported(gdir.warm(name) / "done.json")
+            if record is not None:
                 (dest / "warm").mkdir(exist_ok=True)
-                shutil.copy(gdir.warm(name) / "done.json", dest / "warm" / f"{name}.json")
-        if gdir.base(each).exists():
+                atomic_json(dest / "warm" / f"{name}.json", record)
+        record = _read_exported(gdir.base(each))
+        if record is not None:
             (dest / "base").mkdir(exist_ok=True)
-            shutil.copy(gdir.base(each), dest / "base" / f"{each}.json")
+            atomic_json(dest / "base" / f"{each}.json", record)
     for p in sorted((gdir.path / "passk").glob("[!.]*.json")):  # not a stage's partial file
         if env is not None and p.stem != env:
             continue
+        record = _read_exported(p)
         (dest / "passk").mkdir(exist_ok=True)
-        record = json.loads(p.read_text())
-        for curve in record.get("curves", {}).values():  # this machine's folders, relative to the grid folder
-            if str(curve.get("model", "")).startswith(str(gdir.path) + os.sep):
+        curves = record.get("curves")
+        for curve in (curves.values() if isinstance(curves, dict) else ()):  # this machine's folders, made relative
+            if isinstance(curve, dict) and str(curve.get("model", "")).startswith(str(gdir.path) + os.sep):
                 curve["model"] = os.path.relpath(curve["model"], gdir.path)
         atomic_json(dest / "passk" / p.name, record)
     return n

@@ -27,14 +27,14 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from atlas_data import data_dir
+from reference_impls.options import ConfigError
 from reference_impls.stats import config_interval
 
 from .board import PASSK_LEGACY, grid_tests, leaderboard, passk_comparison, progression, sampled_support
 from .folder import (DIAGNOSTIC_KEYS, BadRecord, GridDir, bad_records, cell_diagnostics, cell_results,
                      read_record, split_warm_name)
+from .grid import Grid, read_grid_file
 from .report import lr_choices, passk_reading
 
 __all__ = ["DIAGNOSTIC_KEYS", "PASSK_LEGACY", "RESULTS", "GridResults", "GridSummary", "available_results", "heldout_families",
@@ -325,7 +325,7 @@ def _records(folder: Path, bad: list[str] | None = None) -> dict[str, dict]:
     found = {}
     for p in sorted(folder.glob("[!.]*.json")):
         try:
-            record = read_record(p)
+            record = read_record(p, cell=True)
         except BadRecord as err:
             if bad is not None:
                 bad.append(str(err))
@@ -339,13 +339,10 @@ def load_results(folder: Path, shipped: bool) -> GridResults | None:
     """A grid folder's or an exported results folder's finished cells, references and pass@k (None without a
     readable grid.yaml)."""
     spec_path = folder / "grid.yaml"
-    if not spec_path.is_file():
-        return None
-    try:
-        spec = yaml.safe_load(spec_path.read_text()) or {}
-    except yaml.YAMLError:
-        return None
-    if not isinstance(spec, dict):
+    try:  # read and checked as the runner reads a grid file: bounded, no aliases, every field valid
+        spec = read_grid_file(spec_path)
+        Grid.from_dict(spec, str(spec_path))
+    except (ConfigError, FileNotFoundError):
         return None
     bad = bad_records(GridDir(folder))
     passk, base = _records(folder / "passk", bad), _records(folder / "base", bad)
@@ -353,7 +350,7 @@ def load_results(folder: Path, shipped: bool) -> GridResults | None:
     for p in sorted((folder / "warm").glob("[!.]*")):  # not a warm stage's temporary folder
         record = p / "done.json" if p.is_dir() else p
         try:
-            loaded = read_record(record)
+            loaded = read_record(record, cell=True)
         except BadRecord as err:
             bad.append(str(err))
             continue

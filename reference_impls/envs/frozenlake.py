@@ -230,4 +230,27 @@ IMPLEMENTATIONS = (
                    changes="The same lake on the larger maps, with a dense per-turn reward (progress towards the goal "
                            "minus a small cost per turn) on top of success. The rollout still credits the episode with "
                            "one number: the turn rewards are summed, and listed per turn in the episode info."),
+    # the core comparison grid's algorithms here (lab/recipes/grids/core.yaml): each with the switches of its
+    # calculator row (algorithms/), which tests/test_compare.py checks they keep
+    Implementation("frozenlake-dr-grpo", "FrozenLake planner (Dr.GRPO)", "grpo", "frozenlake",
+                   "GRPO without length and std normalisation bias: constant normaliser, no std scaling. "
+                   "On the frozenlake environment, for the comparison grid.",
+                   {"loss_type": "dr_grpo", "scale_rewards": False}),
+    Implementation("frozenlake-dapo", "FrozenLake planner (DAPO)", "grpo", "frozenlake",
+                   "GRPO with DAPO's switches: clip-higher, dynamic sampling, token-level loss, overlong shaping. "
+                   "On the frozenlake environment, for the comparison grid.",
+                   {"loss_type": "dapo", "epsilon_high": 0.28, "dynamic_sampling": True, "overlong_buffer": 32}),
+    Implementation("frozenlake-gspo", "FrozenLake planner (GSPO)", "grpo", "frozenlake",
+                   "GRPO with a sequence-level importance ratio (GSPO). "
+                   "On the frozenlake environment, for the comparison grid.",
+                   {"importance_sampling_level": "sequence", "epsilon_low": 3e-4, "epsilon_high": 4e-4}),
+    Implementation("frozenlake-rloo", "FrozenLake planner (RLOO)", "rloo", "frozenlake",
+                   "REINFORCE with a leave-one-out baseline over the group. "
+                   "On the frozenlake environment, for the comparison grid."),
+    Implementation("frozenlake-ppo", "FrozenLake planner (PPO)", "ppo", "frozenlake",
+                   "PPO with a value head, token-level GAE over model tokens, clipped policy and value losses. "
+                   "On the frozenlake environment, for the comparison grid."),
+    Implementation("frozenlake-dpo", "FrozenLake planner (DPO)", "dpo", "frozenlake",
+                   "Offline preference optimisation on correct vs incorrect rollouts of the same prompt. "
+                   "On the frozenlake environment, for the comparison grid."),
 )

@@ -376,4 +376,24 @@ IMPLEMENTATIONS = (
     Implementation("search-grpo", "Search-R1-style agent (GRPO)", "grpo", "search", "An agent whose tool searches this catalog; rewarded by exact match of its final answer.",
                    nodes=SEARCH_NODES),
     Implementation("search-ppo", "Search-R1-style agent (PPO)", "ppo", "search", "The search agent trained with PPO and a critic."),
+    # the core comparison grid's algorithms here (lab/recipes/grids/core.yaml): each with the switches of its
+    # calculator row (algorithms/), which tests/test_compare.py checks they keep
+    Implementation("search-dr-grpo", "Search-R1-style agent (Dr.GRPO)", "grpo", "search",
+                   "GRPO without length and std normalisation bias: constant normaliser, no std scaling. "
+                   "On the search environment, for the comparison grid.",
+                   {"loss_type": "dr_grpo", "scale_rewards": False}),
+    Implementation("search-dapo", "Search-R1-style agent (DAPO)", "grpo", "search",
+                   "GRPO with DAPO's switches: clip-higher, dynamic sampling, token-level loss, overlong shaping. "
+                   "On the search environment, for the comparison grid.",
+                   {"loss_type": "dapo", "epsilon_high": 0.28, "dynamic_sampling": True, "overlong_buffer": 32}),
+    Implementation("search-gspo", "Search-R1-style agent (GSPO)", "grpo", "search",
+                   "GRPO with a sequence-level importance ratio (GSPO). "
+                   "On the search environment, for the comparison grid.",
+                   {"importance_sampling_level": "sequence", "epsilon_low": 3e-4, "epsilon_high": 4e-4}),
+    Implementation("search-rloo", "Search-R1-style agent (RLOO)", "rloo", "search",
+                   "REINFORCE with a leave-one-out baseline over the group. "
+                   "On the search environment, for the comparison grid."),
+    Implementation("search-dpo", "Search-R1-style agent (DPO)", "dpo", "search",
+                   "Offline preference optimisation on correct vs incorrect rollouts of the same prompt. "
+                   "On the search environment, for the comparison grid."),
 )

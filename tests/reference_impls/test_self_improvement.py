@@ -218,7 +218,7 @@ def test_selfplay_episode_rewards_and_demonstrations():
 def test_selfplay_heldout_measures_the_solver(monkeypatch):
     """Held-out success of a self-play run is the solver's on seeded expressions: the training pool holds
     proposals, which have no right answer, so evaluating them would score every model 0."""
-    import lab.compare.stages
+    import lab.compare.heldout
     import reference_impls.measure.evaluate as ev
     import reference_impls.models
 
@@ -238,7 +238,7 @@ def test_selfplay_heldout_measures_the_solver(monkeypatch):
     monkeypatch.setattr(reference_impls.models, "load_policy", lambda name: (None, None))
     assert ev.main(["--model", "m", "--env", "selfplay-arith", "--n", "4", "--json"]) == 0
     assert ev.main(["--model", "m", "--env", "selfplay-arith", "--n", "4", "--roles", "propose", "--json"]) == 0
-    assert lab.compare.stages.evaluate_heldout("m", "selfplay-arith", {}, 4, 0, 8, 8) == [0, 0, 0, 0]
+    assert lab.compare.heldout.evaluate_heldout("m", "selfplay-arith", {}, 4, 0, 8, 8) == [0, 0, 0, 0]
     assert [{p.role for p in problems} for problems in seen] == [{"solve"}, {"propose"}, {"solve"}]
 
 

@@ -93,3 +93,25 @@ def test_micro_batched_sft_takes_the_same_steps_as_one_pass(fresh_tiny):
     assert parts == pytest.approx(full, rel=1e-5) and full[-1] < full[0]
     for a, b in zip(full_params, part_params):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_trainer_runs_the_one_warm_start(tmp_path, fresh_tiny):
+    """``Trainer.warm_start`` is ``sft.warm_start`` with the run's settings (``WarmStartSettings.of_run``): called
+    directly on a fresh copy of the model with those settings, it gives the same losses and weights. Its episodes
+    are the run's only when it demonstrates the run's own env; no steps, no change."""
+    from reference_impls.sft import WarmStartSettings, warm_start
+
+    cfg = TrainConfig(**FAST, out=str(tmp_path / "run"), steps=1, sft_steps=2)
+    trainer = Trainer(cfg)
+    settings = WarmStartSettings.of_run(cfg, trainer.env_config)
+    assert (settings.env, settings.examples, settings.steps, settings.lr, settings.seed) == ("calculator", 16, 2, 3e-3, 0)
+    assert settings.episode_config is trainer.env_config
+    model, tokenizer = fresh_tiny()
+    assert warm_start(model, tokenizer, settings) == trainer.warm_start_losses
+    for a, b in zip(model.parameters(), trainer.policy.parameters()):
+        assert torch.equal(a, b)
+    other = TrainConfig(**FAST, out=str(tmp_path / "other"), steps=1, sft_steps=2, sft_env="memory-format")
+    assert WarmStartSettings.of_run(other, trainer.env_config).episode_config is None
+    before = [p.detach().clone() for p in model.parameters()]
+    assert warm_start(model, tokenizer, WarmStartSettings("calculator", 16, 0, 1e-3, 0)) == []
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))

@@ -10,7 +10,7 @@ One stage is one (environment, seed, arm):
   a weight moves by less than 1e-6, and the control's final model stands for the warm start.
 
 After training, the stage scores the run's final model greedily on held-out problems that no run trains on
-(``lab.compare.stages.evaluate_heldout``: the environment's ``heldout`` split, ``EVAL_N`` problems of seed
+(``lab.compare.heldout.evaluate_heldout``: the environment's ``heldout`` split, ``EVAL_N`` problems of seed
 ``EVAL_SEED``, the same for every stage): the record's ``heldout`` is greedy success, one 0/1 per problem. Held-out
 success *before* training is the control arm's (the warm start, see above); *after* is the RL arm's. On the memory
 environment the stage also scores the Memory-R1 comparison (``memory_r1``): the manager's answer exact match on
@@ -155,7 +155,7 @@ def _score_memory_r1(model: str, config: dict, n_sessions: int, seed: int) -> di
 
 def run_stage(work: Path) -> None:
     """One stage, from ``WORK/spec.json``: train (a subprocess), score held-out, write the record atomically."""
-    from lab.compare.stages import evaluate_heldout
+    from lab.compare.heldout import evaluate_heldout
     from reference_impls.rundir import RunDir
 
     spec = json.loads((work / "spec.json").read_text())

@@ -4,12 +4,12 @@ import pytest
 
 from lab import catalog as lab
 from lab import recipes
-from reference_impls.train import config_from_dict, resolve
+from reference_impls.run_config import config_from_dict, resolve
 
 
 def test_only_runnable_implementations_are_listed():
     from reference_impls.envs import ENVS
-    from reference_impls.train import ALGORITHMS
+    from reference_impls.run_config import ALGORITHMS
 
     ids = [i.id for i in lab.available()]
     assert "calculator-grpo" in ids and "calculator-rloo" in ids

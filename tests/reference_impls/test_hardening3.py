@@ -35,7 +35,8 @@ def test_overwrite_refuses_a_folder_that_is_not_a_run(tmp_path, capsys, flags):
 
 
 def test_overwrite_removes_only_the_runs_own_entries(tmp_path, capsys):
-    from reference_impls.train import _prepare_out, config_from_dict
+    from reference_impls.run_config import config_from_dict
+    from reference_impls.train import _prepare_out
 
     run = tmp_path / "run"
     (run / "checkpoints" / "step_000001").mkdir(parents=True)
@@ -328,7 +329,7 @@ def test_unclosed_tool_tags_are_matched_in_linear_time():
 def _fake_run(tmp_path):
     import dataclasses
 
-    from reference_impls.train import TrainConfig
+    from reference_impls.run_config import TrainConfig
 
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)

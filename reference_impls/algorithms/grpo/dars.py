@@ -85,7 +85,8 @@ class DARS(GRPO):
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.dynamic_sampling:
-            raise ConfigError("DARS tops up hard groups instead of dropping constant ones: leave --dynamic-sampling off")
+            raise ConfigError("DARS tops up hard groups instead of dropping constant ones: leave --dynamic-sampling off",
+                              field="dynamic_sampling")
 
     def collect(self, ctx: Context, problems: list):
         from ...rollout import rollout

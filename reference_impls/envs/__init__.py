@@ -15,7 +15,7 @@ A task declares an :class:`EnvSpec`: its options (a config dataclass whose field
 build an episode for one problem, how to write a demonstration for the SFT warm start. The trainer,
 SFT, evaluation and the Lab call ``spec.problems(split, n, seed, config)`` and
 ``spec.make(problem, config)`` with the run's typed config (``spec.config_of(...)``: built and validated once, in
-``train.resolve``, then carried as ``Context.env_config`` and ``RolloutConfig.env_config``) and never branch on an environment's name: the options a problem
+``run_config.resolve``, then carried as ``Context.env_config`` and ``RolloutConfig.env_config``) and never branch on an environment's name: the options a problem
 list depends on (levels, families ...) are the environment's own fields. A user's environment plugs in
 without editing the package: ``python -m reference_impls.train --env-module my_env.py`` imports the
 file, whose ``ENV_SPECS`` (or ``register_env(EnvSpec(...))`` call) adds it (:func:`load_env_module`). The

@@ -139,8 +139,9 @@ def test_user_environment_trains_and_evaluates_through_the_cli(tmp_path):
 
 
 def test_no_environment_names_in_generic_code():
-    generic = ["reference_impls/train.py", "reference_impls/sft.py", "reference_impls/measure/evaluate.py",
-               "reference_impls/rollout.py", "lab/catalog.py", "lab/runs.py", "app/views/lab.py"]
+    generic = ["reference_impls/train.py", "reference_impls/run_config.py", "reference_impls/trainer.py",
+               "reference_impls/sft.py", "reference_impls/measure/evaluate.py", "reference_impls/rollout.py",
+               "lab/catalog.py", "lab/runs.py", "lab/worker.py", "app/views/lab.py", "app/presentation/lab.py"]
     for path in generic:
         text = (ROOT / path).read_text()
         assert not re.search(r"""[=!]=\s*["'](calculator|memory|search)["']|["'](calculator|memory|search)["']\s*[=!]=""",

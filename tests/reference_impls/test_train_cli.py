@@ -243,3 +243,22 @@ def test_a_prepared_run_takes_no_other_option_and_a_hand_broken_file_is_named(tm
     RunDir(out).write_config(stored(TrainConfig(out=str(out))))
     r = train("--prepared", str(out), "--lr", "0.5")
     assert r.returncode == 2 and "give no other option" in r.stderr
+
+
+def test_the_command_line_is_validated_once_on_its_way_to_the_optimizer(tmp_path, monkeypatch):
+    from reference_impls import run_config, trainer
+    from reference_impls import train as train_module
+
+    calls = []
+
+    def counted(cfg, *args, **kwargs):
+        calls.append(cfg.out)
+        return run_config.resolve(cfg, *args, **kwargs)
+
+    for module in (train_module, trainer):
+        monkeypatch.setattr(module, "resolve", counted)
+    out = tmp_path / "once"
+    r = train(*FAST, "--lr", "3e-4", "--steps", "1", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert calls == [str(out)]  # train.parse's, and no other (the Trainer takes the resolved config as it is)
+    assert json.loads((out / "config.json").read_text())["lr"] == 3e-4

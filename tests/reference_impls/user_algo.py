@@ -27,7 +27,7 @@ def mean_baseline_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logp
                        seq_normalizer=None, token_normalizer=None):
     ratio = torch.exp((logps - old_logps) * mask)
     per_seq = (-(ratio * advantages.unsqueeze(1)) * mask).sum(-1)
-    return per_seq.sum() / (seq_normalizer or logps.shape[0]), {"kl": 0.0}
+    return per_seq.sum() / (seq_normalizer or logps.shape[0]), {"kl": 0.0, "clip_frac": 0.0}
 
 
 class MeanBaseline(Algorithm):

@@ -1,4 +1,4 @@
-"""RL training loop and CLI for the reference implementations.
+"""RL training of the reference implementations: the command line (the loop itself is trainer.py).
 
 Usage::
 

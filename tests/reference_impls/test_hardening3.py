@@ -465,14 +465,14 @@ def test_training_stops_with_an_error_line_when_the_sandbox_is_unavailable(tmp_p
 # -- Also: a run of a sandboxed environment checks the sandbox first and records its layer ---------------
 
 def test_a_sandboxed_run_checks_the_sandbox_first_and_records_its_layer(tmp_path, capsys, monkeypatch):
-    from reference_impls import sandbox, train
+    from reference_impls import sandbox, train, trainer
 
     code_run = ["--algo", "grpo", "--env", "code", "--model", "tiny", "--steps", "1", "--prompts-per-step", "2",
                 "--group-size", "2", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "16"]
     with monkeypatch.context() as m:  # a machine where only the rlimits layer works, no opt-in
         m.delenv("ATLAS_SANDBOX_LAYER", raising=False)
         m.setattr(sandbox, "_probe", lambda: ("rlimits", {"bwrap": "not installed", "unshare": "no user namespaces"}))
-        m.setattr(train, "load_policy", lambda *a, **k: pytest.fail("the model was loaded"))
+        m.setattr(trainer, "load_policy", lambda *a, **k: pytest.fail("the model was loaded"))
         assert train.main([*code_run, "--out", str(tmp_path / "refused")]) == 2
     err = capsys.readouterr().err
     assert "error: the rlimits sandbox layer cannot run code here" in err and "bubblewrap" in err

@@ -101,14 +101,14 @@ def config_from_args(args: argparse.Namespace, base: dict) -> TrainConfig:
 
 def _changes_stored_config(args: argparse.Namespace) -> bool:
     """Whether flags beside --resume/--prepared change the stored config (then it is validated again, whole)."""
-    return bool(args.config or args.impl or args.env_option or any(given_flags(args, g) for g in ("train", "algo", "env")))
+    return bool(args.config or args.impl or args.env_option
+                or any(given_flags(args, group) for group in ("train", "algo", "env")))
 
 
 def parse_resolved(argv: list[str]) -> tuple[Resolved | None, argparse.Namespace, bool]:
     """argv -> (the config validated once, parsed flags, resume?); None for ``--list``. Raises ConfigError;
-    loads no model.
-    A stored config read back unchanged (``--resume DIR`` alone, ``--prepared DIR``) was validated when it
-    was written: only its integrity is checked (``run_config.typed``)."""
+    loads no model. A stored config read back unchanged (``--resume DIR`` alone, ``--prepared DIR``) was
+    validated when it was written: only its integrity is checked (``run_config.typed``)."""
     peek = _peek(argv)
     for module in peek.env_module:
         load_env_module(module)

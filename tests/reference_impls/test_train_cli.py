@@ -152,14 +152,16 @@ def test_a_trl_users_first_command_parses_with_the_per_turn_default_under_the_bu
     # a budget above the default leaves the default; an explicit per-turn value under the budget is kept
     wide = parse([*TRL_FIRST_COMMAND[:-4], "--max-completion-length", "500", "--out", "/tmp/x"])[0]
     assert wide.max_new_tokens_per_turn == per_turn_default
-    assert parse([*TRL_FIRST_COMMAND, "--max-new-tokens-per-turn", "8", "--out", "/tmp/x"])[0].max_new_tokens_per_turn == 8
+    explicit = parse([*TRL_FIRST_COMMAND, "--max-new-tokens-per-turn", "8", "--out", "/tmp/x"])[0]
+    assert explicit.max_new_tokens_per_turn == 8
 
 
 def test_two_explicit_token_limits_that_contradict_each_other_are_an_error():
     from reference_impls.options import ConfigError
     from reference_impls.train import parse
 
-    with pytest.raises(ConfigError, match=r"--max-new-tokens-per-turn: 48 cannot exceed --max-completion-tokens \(32\)") as err:
+    contradiction = r"--max-new-tokens-per-turn: 48 cannot exceed --max-completion-tokens \(32\)"
+    with pytest.raises(ConfigError, match=contradiction) as err:
         parse([*TRL_FIRST_COMMAND, "--max-new-tokens-per-turn", "48", "--out", "/tmp/x"])
     assert err.value.field == "max_new_tokens_per_turn"
 

@@ -134,7 +134,7 @@ def main() -> int:
     results["grpo_steps"] = len(rows)
     results["grpo_train_reward_first10"] = sum(r["reward_mean"] for r in rows[:10]) / max(1, len(rows[:10]))
     results["grpo_train_reward_last10"] = sum(r["reward_mean"] for r in rows[-10:]) / max(1, len(rows[-10:]))
-    from reference_impls.train import latest_checkpoint  # (only for the path)
+    from reference_impls.trainer import latest_checkpoint  # (only for the path)
 
     results["sft_grpo"] = evaluate(str(latest_checkpoint(grpo_dir)), a, log)
     if "base" in results:

@@ -82,7 +82,8 @@ def prompts(n: int):
 
 
 def run_ours(a) -> dict:
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
 
     if a.multi_turn:
         trainer = Trainer(TrainConfig(

@@ -243,7 +243,7 @@ def main(argv=None) -> int:
         elif stage.startswith("eval-"):
             algo = stage.split("-", 1)[1]
             from reference_impls.models import load_policy
-            from reference_impls.train import latest_checkpoint
+            from reference_impls.trainer import latest_checkpoint
 
             run = out / f"{algo}_sft" if algo in ("format", "rule") else run_dir(algo, args, out)
             ckpt = run if algo in ("format", "rule") else latest_checkpoint(run)

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         manager = RuleManager() if a.manager == "rule" else AddOnlyManager()
     else:
         from reference_impls.models import load_policy
-        from reference_impls.train import latest_checkpoint
+        from reference_impls.trainer import latest_checkpoint
 
         path = Path(a.manager)
         ckpt = latest_checkpoint(path) if (path / "config.json").exists() and (path / "checkpoints").exists() else path

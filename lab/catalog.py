@@ -4,11 +4,13 @@ Plain data + functions, unit-tested without Streamlit; the Lab page renders them
 written twice: the implementations are ``reference_impls.registry``'s (what ``train --list``
 prints), every form field is an option of the trainer's, the algorithm's or the environment's config
 dataclass (help, choices and range included), presets are the YAML files in ``lab/recipes/``, and a
-config is validated by the trainer's own ``train.resolve`` before any process starts.
+config is validated once, here (``check``, with the trainer's own ``run_config.resolve``), before any
+process starts; the resolved config goes on to the run manager as it is.
 """
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 from reference_impls.implementations import Implementation
@@ -76,7 +78,7 @@ def source_path(impl: Implementation) -> Path:
 # form fields: options of the typed configs
 
 def train_fields() -> list[OptionSpec]:
-    from reference_impls.train import TrainConfig
+    from reference_impls.run_config import TrainConfig
 
     by_name = {s.name: s for s in specs(TrainConfig)}
     return [by_name[n] for n in FORM_OPTIONS]
@@ -97,7 +99,7 @@ def env_fields(impl: Implementation) -> list[OptionSpec]:
 def default_config(impl: Implementation) -> dict:
     """The form's starting values: the trainer's defaults, the algorithm's and environment's, the
     implementation's switches. Algorithm options are flat; environment options sit under ``env_options``."""
-    from reference_impls.train import TrainConfig
+    from reference_impls.run_config import TrainConfig
 
     base = dataclasses.asdict(TrainConfig())
     config = {s.name: base[s.name] for s in train_fields()}
@@ -132,12 +134,22 @@ def preset_config(impl: Implementation, preset: str) -> dict:
     return config
 
 
-def validate(impl: Implementation, config: dict) -> dict[str, str]:
-    """{field: message} for every invalid value (empty = valid), checked with the same typed configs and
-    the same ``train.resolve`` as the command line, before any process starts. A field of an environment
-    option is named ``env_options.NAME``."""
+@dataclass(frozen=True)
+class FormCheck:
+    """The Lab form's values checked: ``errors`` maps a field (``lr``, ``loss_type``, ``env_options.levels``;
+    ``config`` for an error about no single field) to its message; ``resolved`` is the validated config
+    (``run_config.Resolved``, handed to ``RunManager.submit`` as it is), None when there are errors."""
+
+    errors: dict[str, str]
+    resolved: object | None = None
+
+
+def check(impl: Implementation, config: dict) -> FormCheck:
+    """The one validation of the Lab's form, before any process starts: every field with its typed option
+    (all bad fields at once), then the cross-option rules of the same ``run_config.resolve`` as the command
+    line on the valid ones. Each error is placed by its ``ConfigError.field``."""
     from reference_impls.envs import get_env
-    from reference_impls.train import TrainConfig, config_from_dict, resolve
+    from reference_impls.run_config import TrainConfig, config_from_dict, resolve
 
     errors: dict[str, str] = {}
     groups = [(specs(TrainConfig), config, ""), (algo_fields(impl), config, ""),
@@ -148,22 +160,60 @@ def validate(impl: Implementation, config: dict) -> dict[str, str]:
                 try:
                     coerce(spec, values[spec.name], spec.name)
                 except ConfigError as err:
-                    errors[prefix + spec.name] = str(err).split(": ", 1)[-1]
+                    errors[prefix + spec.name] = err.message
     # cross-option checks on the values that are valid (an invalid field falls back to its default)
     checked = {k: v for k, v in config.items() if k not in errors}
     checked["env_options"] = {k: v for k, v in config.get("env_options", {}).items()
                               if f"env_options.{k}" not in errors}
+    resolved = None
     try:
-        cfg = config_from_dict({**checked, "out": config.get("out") or "lab-validation"})
-        resolve(cfg)
+        resolved = resolve(config_from_dict({**checked, "out": config.get("out") or "lab-validation"}))
     except ConfigError as err:
-        message = str(err)
-        flag = message.split(":", 1)[0].split(" ", 1)[0]
-        name = flag.lstrip("-").replace("-", "_") if flag.startswith("--") else "config"
-        errors.setdefault(name, message.split(": ", 1)[-1])
+        errors.setdefault(err.field or "config", err.message)
     except TypeError as err:  # an unknown key in the mapping
         errors["config"] = str(err)
-    return errors
+    return FormCheck(errors, None if errors else resolved)
+
+
+def validate(impl: Implementation, config: dict) -> dict[str, str]:
+    """{field: message} for every invalid value of the Lab's form (empty = valid): ``check``'s errors."""
+    return check(impl, config).errors
+
+
+def implementation_for(config: dict) -> str | None:
+    """The id of the registered implementation a run config runs: among those with the config's algorithm and
+    environment whose switches (algorithm and environment options) all hold in it, the one with the most
+    switches (``calculator-dapo`` over ``calculator-grpo`` for GRPO with DAPO's loss); None when none matches."""
+    from reference_impls import registry
+    from reference_impls.envs import get_env
+    from reference_impls.options import specs
+
+    algorithm, env = registry.algorithms().get(config.get("algo")), config.get("env")
+    if algorithm is None:
+        return None
+    # an option the config leaves out has its default (a CLI run may give only --loss-type)
+    algo_config = {s.name: s.default for s in specs(algorithm.Config)}
+    algo_config.update({k: v for k, v in config.items() if k in algo_config})
+    algo_config.update(config.get("algo_config") or {})
+    try:
+        env_options = {s.name: s.default for s in get_env(env).option_specs()}
+    except (KeyError, ValueError):
+        env_options = {}
+    env_options.update(config.get("env_options") or {})
+
+    def same(a, b) -> bool:
+        return list(a) == list(b) if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) else a == b
+
+    best, best_size = None, -1
+    for impl in registry.implementations():
+        if (impl.algo, impl.env) != (config.get("algo"), env):
+            continue
+        switches = [(algo_config, impl.algo_options), (env_options, impl.env_options)]
+        if all(k in have and same(have[k], v) for have, wanted in switches for k, v in wanted.items()):
+            size = len(impl.algo_options) + len(impl.env_options)
+            if size > best_size:
+                best, best_size = impl.id, size
+    return best
 
 
 # -- nodes without an implementation of their own: the closest runnable proxy --

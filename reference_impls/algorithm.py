@@ -138,7 +138,7 @@ class Algorithm:
         (ConfigError)."""
         if train.group_size < cls.min_group_size:
             raise ConfigError(f"--group-size: {train.group_size} is too small for this algorithm: group-relative "
-                              f"methods need at least {cls.min_group_size} samples per problem")
+                              f"methods need at least {cls.min_group_size} samples per problem", field="group_size")
 
     def modules(self) -> dict[str, torch.nn.Module]:
         """Extra modules optimised and checkpointed with the policy (PPO's critic)."""

@@ -1,6 +1,6 @@
 """minGPT-style training callbacks: ``trainer.add_callback("on_step_end", fn)``, each ``fn(trainer)``.
 
-Events fired by :class:`reference_impls.train.Trainer`: ``on_train_start``, ``on_step_end`` (after the
+Events fired by :class:`reference_impls.trainer.Trainer`: ``on_train_start``, ``on_step_end`` (after the
 update; ``trainer.last_metrics`` and ``trainer.last_samples`` hold the step's results),
 ``on_checkpoint``, ``on_train_end``. Only rank 0 gets the file-writing callbacks.
 """

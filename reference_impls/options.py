@@ -24,10 +24,15 @@ KINDS = ("bool", "int", "float", "choice", "text", "ints", "texts")
 
 
 class ConfigError(ValueError):
-    """A bad option: ``where`` (e.g. ``--loss-type`` or ``env option 'levels'``), the value, what is allowed."""
+    """A bad option: the message says where (e.g. ``--loss-type`` or ``env option 'levels'``), the value and
+    what is allowed; ``field`` names the option it is about as a form names it (``lr``, ``loss_type``,
+    ``env_options.levels``), or is None when the error is about no single option (an unknown key, a file).
+    The Lab places an error beside its field by ``field``, never by reading the message."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, field: str | None = None):
         super().__init__(message)
+        self.message = message
+        self.field = field
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, choices: tuple | None = None,
@@ -134,11 +139,13 @@ _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 def coerce(spec: OptionSpec, value: Any, where: str | None = None) -> Any:
     """``value`` (a string from the CLI, or a JSON/YAML/form value) as the option's type, checked against
-    its choices and range; raises :class:`ConfigError` naming ``where`` (default: the option's flag)."""
+    its choices and range; raises :class:`ConfigError` naming ``where`` (default: the option's flag), with
+    the option's name as its ``field``."""
     where = where or spec.flag
 
     def bad(problem: str = "") -> ConfigError:
-        return ConfigError(f"{where}: {value!r} is not valid{problem}; allowed: {spec.describe_allowed()}")
+        return ConfigError(f"{where}: {value!r} is not valid{problem}; allowed: {spec.describe_allowed()}",
+                           field=spec.name)
 
     kind = spec.kind
     try:
@@ -206,7 +213,7 @@ def build(cls, values: dict, what: str):
         name = aliases.get(key, key)
         if name not in smap:
             raise ConfigError(f"unknown {what} {key!r}{close_matches(key, list(smap) + list(aliases))}; "
-                              f"known: {', '.join(smap) or 'none'}")
+                              f"known: {', '.join(smap) or 'none'}", field=key)
         kwargs[name] = coerce(smap[name], value, f"--{key.replace('_', '-')} ({what})")
     try:
         return cls(**kwargs)

@@ -8,7 +8,8 @@ Nothing here lists them by hand:
 - an environment module under ``envs/`` declares ``ENV_SPECS`` (collected by ``envs.ENVS``) and may end with
   its own ``IMPLEMENTATIONS`` (that environment under an existing algorithm).
 
-So adding an algorithm or an environment is one new file (and its test). A row's ``source`` is the file of
+So adding an algorithm or an environment is one new file (and its test); a user's own plugs in from outside
+the package with ``--algo-module`` (:func:`load_algo_module`) or ``--env-module``. A row's ``source`` is the file of
 the module that declares it; the comparison grid's rows on the search and planning environments too (their
 environment modules declare them).
 
@@ -102,3 +103,28 @@ def get_implementation(impl_id: str) -> Implementation:
 def for_node(node_id: str) -> list[Implementation]:
     """Implementations linked to a taxonomy node."""
     return [row for row in implementations() if node_id in row.nodes]
+
+
+def load_algo_module(path_or_module: str) -> list[str]:
+    """Import a user's algorithm module (a ``.py`` path or a dotted module name) and add the algorithms it
+    defines (subclasses of :class:`Algorithm` with a ``name`` of their own, as in algorithms/<family>/) to
+    :func:`algorithms`, so ``--algo NAME`` trains one without editing the package; returns their names."""
+    from .user_modules import import_user_module
+
+    module = import_user_module(path_or_module, "--algo-module", "atlas_user_algo_")
+    found = algorithms()
+    added = []
+    for obj in vars(module).values():
+        if not (isinstance(obj, type) and issubclass(obj, Algorithm) and obj.__module__ == module.__name__
+                and "name" in vars(obj)):
+            continue
+        taken = found.get(obj.name)
+        if taken is not None and taken.__module__ != module.__name__:  # the same module loaded again replaces its own
+            raise ConfigError(f"--algo-module {path_or_module!r}: the algorithm name {obj.name!r} is taken by "
+                              f"{found[obj.name].__module__}.{found[obj.name].__qualname__}; choose another")
+        found[obj.name] = obj
+        added.append(obj.name)
+    if not added:
+        raise ConfigError(f"--algo-module {path_or_module!r} defines no algorithm (a subclass of "
+                          "reference_impls.algorithm.Algorithm with a name of its own)")
+    return added

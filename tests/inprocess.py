@@ -11,7 +11,8 @@ each time; calling ``main`` directly costs none of that. What a subprocess gave 
   signal handlers (``reference_impls.train`` installs SIGTERM/SIGINT handlers), torch's thread count
   (``threads=1`` stands for the ``OMP_NUM_THREADS=1`` the subprocess tests set), the global random
   streams (random, numpy, torch), the root logger's handlers and level, warning filters, ``sys.argv``, and
-  the environment registry plus any user environment module that ``--env-module`` imported.
+  the environment registry plus any user environment module that ``--env-module`` imported, and the
+  algorithms a user's module (``--algo-module``) added.
 
 Tests that need a real process keep one: signals, torchrun, a fresh interpreter (``sys.modules``,
 ``PYTHONHASHSEED``), running from another directory, and one exit-code check per ``python -m`` entry point.
@@ -56,6 +57,7 @@ def isolated_process_state(threads: int | None = None):
             torch.set_num_threads(threads)
     if "reference_impls.envs" in sys.modules:
         envs = dict(sys.modules["reference_impls.envs"].ENVS)
+    algorithms = dict(sys.modules["reference_impls.registry"].algorithms()) if "reference_impls.registry" in sys.modules else None
     modules = set(sys.modules)
     try:
         yield
@@ -90,12 +92,19 @@ def isolated_process_state(threads: int | None = None):
                         ENVS[name] = envs[name]
                     else:
                         del ENVS[name]
+        if "reference_impls.registry" in sys.modules:
+            # forget the algorithms a user module (--algo-module) added, as a process exit would
+            registered = sys.modules["reference_impls.registry"].algorithms()
+            for name, cls in list(registered.items()):
+                if cls.__module__.startswith(USER_ALGO_PREFIX) and (algorithms or {}).get(name) is not cls:
+                    del registered[name]
         for name in set(sys.modules) - modules:
-            if name.startswith(USER_ENV_PREFIX):
+            if name.startswith((USER_ENV_PREFIX, USER_ALGO_PREFIX)):
                 del sys.modules[name]
 
 
 USER_ENV_PREFIX = "atlas_user_env_"  # reference_impls.envs.load_env_module's name for a module loaded from a file
+USER_ALGO_PREFIX = "atlas_user_algo_"  # reference_impls.registry.load_algo_module's, likewise
 
 
 def _from_user_module(spec) -> bool:

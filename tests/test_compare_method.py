@@ -83,7 +83,8 @@ def test_a_run_the_safety_cap_stops_is_incomplete(tmp_path, fresh_tiny_model):
     says why, and is out of every verdict; the work it did is counted as done."""
     import dataclasses
 
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
 
     model, tok = fresh_tiny_model
     cfg = TrainConfig(model="tiny", out=str(tmp_path / "run"), steps=3, prompts_per_step=2, group_size=2,

@@ -4,12 +4,12 @@ import pytest
 
 from lab import catalog as lab
 from lab import recipes
-from reference_impls.train import config_from_dict, resolve
+from reference_impls.run_config import config_from_dict, resolve
 
 
 def test_only_runnable_implementations_are_listed():
     from reference_impls.envs import ENVS
-    from reference_impls.train import ALGORITHMS
+    from reference_impls.run_config import ALGORITHMS
 
     ids = [i.id for i in lab.available()]
     assert "calculator-grpo" in ids and "calculator-rloo" in ids
@@ -141,3 +141,30 @@ def test_run_this_opens_a_learning_preset_where_one_is_measured_else_quick():
     assert lab.default_preset(lab.get("zoom-grpo")) == "quick"
     assert lab.preset_config(lab.get("calculator-grpo"), "learn")["model"] == "smollm2-135m-instruct"
     assert "preset=learn" in run_link(lab.get("calculator-grpo")).url
+
+
+@pytest.mark.parametrize("change,field", [({"lr": 5.0}, "lr"), ({"loss_type": "x"}, "loss_type"),
+                                          ({"env_options": {"levels": [7]}}, "env_options.levels"),
+                                          ({"group_size": 1}, "group_size"), ({"model": "gpt-5"}, "model"),
+                                          ({"mini_batches": 64}, "mini_batches")])
+def test_a_config_error_names_its_field(change, field):
+    from reference_impls.options import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        resolve(config_from_dict({"algo": "grpo", "env": "calculator", "out": "x", **change}))
+    assert err.value.field == field
+
+
+def test_the_form_is_validated_once_and_its_errors_placed_by_field():
+    from app.presentation.lab import form_error_summary
+
+    impl = lab.get("calculator-grpo")
+    config = lab.preset_config(impl, "quick")
+    valid = lab.check(impl, config)
+    assert valid.errors == {} and valid.resolved.cfg.lr == config["lr"] and valid.resolved.algo_cls.name == "grpo"
+    # a bad field and a cross-option error on an option the form does not show (mini_batches)
+    bad = lab.check(impl, {**config, "lr": -1.0, "mini_batches": 64})
+    assert bad.resolved is None and set(bad.errors) == {"lr", "mini_batches"}
+    summary = form_error_summary(bad.errors, shown={"lr", "steps"})
+    assert "lr" in summary and f"mini_batches: {bad.errors['mini_batches']}" in summary
+    assert bad.errors["lr"] not in summary  # it stands beside its field

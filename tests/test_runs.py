@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.runs import RunManager, config_to_argv, is_alive, warm_start_progress
+from app.presentation.lab import warm_start_progress
+from lab.processes import is_alive
+from lab.runs import RunManager
 
 from inprocess import run_main
 
@@ -43,13 +45,6 @@ def wait_for(predicate, timeout=120, poll=0.2):
     raise AssertionError("condition not met in time")
 
 
-def test_config_to_argv():
-    argv = config_to_argv({"algo": "grpo", "steps": 3, "dynamic_sampling": True, "scale_rewards": False,
-                           "env_options": {"max_tool_calls": 2, "levels": [2, 3]}, "seed": None})
-    assert argv == ["--algo", "grpo", "--steps", "3", "--dynamic-sampling", "--no-scale-rewards",
-                    "--env-option=max_tool_calls=2", "--env-option=levels=2,3"]
-
-
 def test_run_finishes_and_is_recorded(manager):
     run = manager.submit(QUICK)
     assert run.status == "running"
@@ -68,7 +63,7 @@ def test_queue_moves_without_a_caller(manager):
     second = manager.submit(QUICK)
     assert (manager.get(first.id).status, manager.get(second.id).status) == ("running", "queued")
     # nobody calls refresh/schedule: the first run's worker starts the second when it ends
-    wait_for(lambda: manager._row(second.id)["status"] in ("finished", "failed"), timeout=240)
+    wait_for(lambda: manager.row(second.id)["status"] in ("finished", "failed"), timeout=240)
     assert manager.get(first.id).status == "finished"
     assert manager.get(second.id).status == "finished"
 
@@ -119,7 +114,7 @@ def test_stop_checkpoints_then_resume_continues(manager):
 def test_kill_9_marks_failed_keeps_metrics_and_resumes(manager):
     run = manager.submit({**QUICK, "steps": 8, "checkpoint_every": 1})
     wait_for(lambda: any((run.run_dir / "checkpoints").glob("step_*")) and len(metric_steps(run)) >= 2)
-    pid = manager._row(run.id)["pid"]
+    pid = manager.row(run.id)["pid"]
     os.kill(pid, signal.SIGKILL)
     failed = manager.wait(run.id, timeout=60)
     assert failed.status == "failed" and "signal 9" in failed.error
@@ -134,13 +129,13 @@ def test_kill_9_marks_failed_keeps_metrics_and_resumes(manager):
 
 def test_vanished_processes_marked_failed_on_next_look(manager):
     run = manager.submit({**QUICK, "steps": 50})
-    wait_for(lambda: manager._row(run.id)["pid"] is not None)
-    row = manager._row(run.id)
+    wait_for(lambda: manager.row(run.id)["pid"] is not None)
+    row = manager.row(run.id)
     os.killpg(os.getpgid(row["worker_pid"]), signal.SIGKILL)  # worker and trainer gone at once
     # a killed process can take a moment to exit (a large trainer unmaps GBs): wait for both
     wait_for(lambda: not is_alive(row["worker_pid"], row["worker_start"])
              and not is_alive(row["pid"], row["pid_start"]), timeout=60)
-    assert manager._row(run.id)["status"] == "running"  # nothing noticed yet
+    assert manager.row(run.id)["status"] == "running"  # nothing noticed yet
     manager.refresh()
     assert manager.get(run.id).status == "failed"
 

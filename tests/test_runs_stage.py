@@ -6,7 +6,10 @@ import time
 
 import pytest
 
-from lab.runs import (STOPPED_BEFORE_RL, Run, RunManager, before_rl, implementation_for, run_stage)
+from app.presentation.lab import run_stage
+from lab.catalog import implementation_for
+from lab.runs import Run, RunManager
+from lab.worker import STOPPED_BEFORE_RL, before_rl
 from reference_impls.rundir import RunDir
 
 QUICK = {"algo": "grpo", "env": "calculator", "model": "tiny", "steps": 2, "prompts_per_step": 2,
@@ -38,7 +41,7 @@ def test_names_and_shown_status(tmp_path):
     assert make_run(tmp_path, status="stopped", stop_requested=True).shown_status == "stopped"
 
 
-def test_submit_records_the_implementation_and_an_older_registry_gains_the_column(tmp_path, monkeypatch):
+def test_submit_records_the_implementation_and_an_older_registry_gains_the_columns_and_loses_the_config(tmp_path, monkeypatch):
     monkeypatch.setattr(RunManager, "schedule", lambda self: [])  # register only: no training process
     root = tmp_path / "runs"
     root.mkdir()
@@ -49,9 +52,14 @@ def test_submit_records_the_implementation_and_an_older_registry_gains_the_colum
                    "final_metrics TEXT, run_dir TEXT NOT NULL, resume INTEGER NOT NULL DEFAULT 0, stop_requested "
                    "INTEGER NOT NULL DEFAULT 0, error TEXT)")
         db.execute("INSERT INTO runs (id, implementation, env, model, config, status, created, run_dir) VALUES "
-                   "('old', 'grpo', 'memory', 'tiny', '{}', 'finished', 1, ?)", (str(root / "old"),))
+                   "('old', 'grpo', 'memory', 'tiny', '{\"steps\": 7}', 'finished', 1, ?)", (str(root / "old"),))
+    (root / "old").mkdir()  # a run registered before its config.json was written
     manager = RunManager(root)
     assert manager.get("old").name == "memory-grpo"
+    # the registry's copy of the config moved to the run's config.json, the one stored config
+    assert manager.get("old").config == {"steps": 7} == RunDir(root / "old").read_config()
+    with sqlite3.connect(root / "registry.sqlite") as db:
+        assert "config" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
     dapo = manager.submit({**QUICK, "max_completion_tokens": 48, "loss_type": "dapo", "epsilon_high": 0.28,
                            "dynamic_sampling": True, "overlong_buffer": 32})
     assert manager.get(dapo.id).name == "calculator-dapo"
@@ -150,7 +158,7 @@ def test_a_trainer_deaf_to_the_stop_before_rl_is_killed_after_the_grace(tmp_path
     run = manager.submit(QUICK)
     try:
         for _ in range(100):  # until the worker has started the trainer
-            if manager._row(run.id)["pid"]:
+            if manager.row(run.id)["pid"]:
                 break
             time.sleep(0.1)
         manager.stop(run.id)
@@ -176,11 +184,9 @@ def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_pa
             time.sleep(0.2)
         manager.stop(run.id)
         assert manager.wait(run.id, timeout=60).status == "stopped"
-        with manager._db(write=True) as db:  # the same run, now with a short warm start
-            config = {**json.loads(db.execute("SELECT config FROM runs WHERE id=?", (run.id,)).fetchone()[0]),
-                      "sft_steps": 1}
-            db.execute("UPDATE runs SET config=? WHERE id=?", (json.dumps(config), run.id))
-        RunDir(run.run_dir).write_config(config)
+        # the same run, now with a short warm start: config.json is the run's one stored config
+        RunDir(run.run_dir).write_config({**RunDir(run.run_dir).read_config(), "sft_steps": 1})
+        assert manager.get(run.id).config["sft_steps"] == 1
         manager.resume(run.id)
         done = manager.wait(run.id, timeout=180)
         assert done.status == "finished", (done.error, done.log_path.read_text()[-2000:])
@@ -192,7 +198,7 @@ def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tmp_pa
 
 
 def test_clear_attempt_removes_only_the_run_layout(tmp_path):
-    from lab.runs import clear_attempt
+    from lab.worker import clear_attempt
 
     files = RunDir(tmp_path)
     files.write_config({"algo": "grpo", "env": "calculator"})

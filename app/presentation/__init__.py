@@ -12,8 +12,9 @@ module (and from ``common``); this package re-exports nothing, so a name has one
     search         the search as URL parameters, why a hit matched, hits as a table
     algorithms     the survey's Table 2 with links, its filters, variants side by side
     compare        a comparison grid's leaderboard, stages, interval chart, pass@k curves
-    lab            "Run this" links into the Lab, a training transcript as HTML
-    runs           the run history and runs' metrics side by side
+    lab            "Run this" links into the Lab, the form's errors by field, a run's stage and progress text,
+                   a training transcript as HTML
+    runs           the run history, runs' metrics side by side and as CSV
     imports        the one-work form, the user's works and their placements
     docs           the project's docs/*.md for the docs page, and documentation and source paths as links
     source         a source file of the checkout for the source page, never one outside its folders

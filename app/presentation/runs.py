@@ -1,7 +1,8 @@
 """The Runs page's data, computed without Streamlit: the run history as a table (each run named by its
 implementation, with its start, duration, preset and steps done of planned), one metric of chosen runs as
 curves with a legend (read from each run's metrics file), the chosen runs that have no such curve and why,
-and the metric charts of the Lab and Runs pages (axes fitted to the values, numbers as numbers).
+the metric charts of the Lab and Runs pages (axes fitted to the values, numbers as numbers), and the metrics
+of chosen runs as one CSV.
 
     st.dataframe(runs_frame(runs))
     curves, missing = comparison(runs, ["r1", "r2"], "reward_mean")
@@ -49,7 +50,7 @@ def runs_frame(runs: Sequence, now: float | None = None) -> pd.DataFrame:
     """One row per run: id, implementation, preset, status ("stopping" while a stop is pending), start (local
     time), duration (to now while it runs), RL steps done / planned, model, last reward and accuracy, error.
     Every cell is text; an unknown value reads ``MISSING``, never "None"."""
-    from lab.runs import read_jsonl
+    from reference_impls.rundir import read_jsonl
 
     now = time.time() if now is None else now
     rows = []
@@ -73,7 +74,7 @@ def runs_frame(runs: Sequence, now: float | None = None) -> pd.DataFrame:
 def comparison(runs: Sequence, chosen: Collection[str], metric: str) -> tuple[pd.DataFrame, list[str]]:
     """(``metric`` by step of the chosen runs that logged it, long: columns step, value, run (``run_label``);
     the chosen runs without it, each with why: no RL step yet, or it does not log that metric)."""
-    from lab.runs import read_jsonl
+    from reference_impls.rundir import read_jsonl
 
     frames, missing = [], []
     for r in runs:
@@ -134,3 +135,17 @@ def curve_frame(metrics: Sequence[dict], name: str) -> pd.DataFrame:
     """One metric of a run's metric lines as columns step, value (lines without it left out)."""
     rows = [(m["step"], m[name]) for m in metrics if name in m and "step" in m]
     return pd.DataFrame(rows, columns=["step", "value"])
+
+
+def metrics_csv(runs: Sequence) -> str:
+    """All metrics of ``runs`` as one CSV (a run column first)."""
+    import csv
+    import io
+
+    rows = [{"run": r.id, **m} for r in runs for m in r.files.metrics()]
+    fields = ["run"] + sorted({k for row in rows for k in row if k != "run"}, key=lambda k: (k != "step", k))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

@@ -4,12 +4,12 @@ import streamlit as st
 from app import ui
 from app.presentation.common import first_param
 from app.presentation.docs import link_doc_paths
-from app.presentation.lab import equation_lines, run_caption, transcript_html
+from app.presentation.lab import equation_lines, form_error_summary, run_caption, run_stage, transcript_html
 from app.presentation.runs import curve_frame
 from app.state import run_manager
 from lab import catalog as lab
 from lab.recipes import note as preset_note
-from lab.runs import read_jsonl, run_stage
+from reference_impls.rundir import read_jsonl
 
 CURVES = ("reward_mean", "accuracy", "kl", "clip_frac", "entropy", "tokens_per_s")
 p = ui.params()
@@ -95,16 +95,17 @@ with st.expander("Hyperparameters", expanded=bool(errors)):
 
 config.update({k: defaults[k] for k in lab.HIDDEN_KEYS if defaults.get(k)})
 if st.button("Launch", type="primary", icon=":material/play_arrow:"):
-    problems = lab.validate(impl, config)
-    st.session_state["lab_errors"], st.session_state["lab_errors_for"] = problems, (impl_id, preset)
-    if problems:
+    checked = lab.check(impl, config)  # the one validation: the resolved config goes to the run as it is
+    st.session_state["lab_errors"], st.session_state["lab_errors_for"] = checked.errors, (impl_id, preset)
+    if checked.errors:
         st.rerun()
-    run = run_manager().submit(config, impl_id=impl_id, preset=preset)
+    run = run_manager().submit(checked.resolved, impl_id=impl_id, preset=preset)
     ui.set_params({"impl": impl_id, "preset": preset, "run": run.id})
     st.rerun()
 if errors:
-    st.error(f"Fix {len(errors)} hyperparameter{'s' if len(errors) > 1 else ''} before launching: "
-             + ", ".join(errors), icon=":material/error:")
+    shown = {"model", *(s.name for s in lab.train_fields()), *(s.name for s in lab.algo_fields(impl)),
+             *(f"env_options.{s.name}" for s in lab.env_fields(impl))}
+    st.error(ui.md(form_error_summary(errors, shown)), icon=":material/error:")
 
 run_id = first_param(p, "run", "")
 

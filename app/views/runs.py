@@ -2,9 +2,8 @@
 import streamlit as st
 
 from app import routes, ui
-from app.presentation.runs import METRICS, comparison, run_label, runs_frame
+from app.presentation.runs import METRICS, comparison, metrics_csv, run_label, runs_frame
 from app.state import run_manager
-from lab.runs import metrics_csv
 
 st.title("Runs")
 manager = run_manager()

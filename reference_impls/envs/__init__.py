@@ -15,7 +15,7 @@ A task declares an :class:`EnvSpec`: its options (a config dataclass whose field
 build an episode for one problem, how to write a demonstration for the SFT warm start. The trainer,
 SFT, evaluation and the Lab call ``spec.problems(split, n, seed, config)`` and
 ``spec.make(problem, config)`` with the run's typed config (``spec.config_of(...)``: built and validated once, in
-``train.resolve``, then carried as ``Context.env_config`` and ``RolloutConfig.env_config``) and never branch on an environment's name: the options a problem
+``run_config.resolve``, then carried as ``Context.env_config`` and ``RolloutConfig.env_config``) and never branch on an environment's name: the options a problem
 list depends on (levels, families ...) are the environment's own fields. A user's environment plugs in
 without editing the package: ``python -m reference_impls.train --env-module my_env.py`` imports the
 file, whose ``ENV_SPECS`` (or ``register_env(EnvSpec(...))`` call) adds it (:func:`load_env_module`). The
@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import importlib.util
 import pkgutil
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from collections.abc import MutableMapping
 from typing import Any, Callable, Protocol, Sequence
 
@@ -304,45 +301,15 @@ def with_checked_steps() -> str:
     environments that have them, as `` (environments with checked steps: a, b)``, or "" when none has."""
     names = sorted(name for name, spec in ENVS.items() if spec.steps is not None)
     return f" (environments with checked steps: {', '.join(names)})" if names else ""
-def _module_error(what: str, err: BaseException) -> None:
-    """Raise the ConfigError that says why importing a user's environment module failed, and where (an
-    ``error:`` line, not a traceback); a ConfigError of its own and an interrupt pass through."""
-    if isinstance(err, (ConfigError, KeyboardInterrupt, SystemExit)):
-        raise err
-    if isinstance(err, SyntaxError):
-        raise ConfigError(f"--env-module {what!r}: syntax error at {err.filename}:{err.lineno}: {err.msg}") from None
-    import traceback
-
-    frames = traceback.extract_tb(err.__traceback__)
-    where = next((f"{f.filename}:{f.lineno}" for f in reversed(frames) if "importlib" not in f.filename), "")
-    raise ConfigError(f"--env-module {what!r}: importing it raised {type(err).__name__}: {str(err)[:300]}"
-                      + (f" (at {where})" if where else "")) from None
 
 
 def load_env_module(path_or_module: str) -> list[str]:
     """Import a user's environment module (a ``.py`` path or a dotted module name) that declares
     ``ENV_SPECS`` or calls :func:`register_env`; returns the names it added."""
+    from ..user_modules import import_user_module
+
     before = dict(ENVS)
-    path = Path(path_or_module)
-    if path.suffix == ".py":
-        if not path.is_file():
-            raise ConfigError(f"--env-module: no such file {str(path)!r}")
-        name = f"atlas_user_env_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path.resolve())
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException as err:
-            sys.modules.pop(name, None)
-            _module_error(path_or_module, err)
-    else:
-        try:
-            module = importlib.import_module(path_or_module)
-        except ModuleNotFoundError as err:
-            raise ConfigError(f"--env-module: cannot import {path_or_module!r} ({err})") from None
-        except BaseException as err:
-            _module_error(path_or_module, err)
+    module = import_user_module(path_or_module, "--env-module", "atlas_user_env_")
     for env_spec in getattr(module, "ENV_SPECS", ()):
         register_env(env_spec)
     added = sorted(n for n, s in ENVS.items() if before.get(n) is not s)

@@ -76,7 +76,7 @@ def test_config_file_then_flags(tmp_path):
 
 def test_old_run_configs_still_resolve():
     # config.json written before environments owned their options (levels at the top level)
-    from reference_impls.train import config_from_dict, resolve
+    from reference_impls.run_config import config_from_dict, resolve
 
     cfg = config_from_dict({"algo": "grpo", "env": "calculator", "out": "x", "levels": "2,3", "families": "",
                             "algo_config": {"loss_type": "dapo"}, "env_options": {"max_turns": 2}})
@@ -86,7 +86,7 @@ def test_old_run_configs_still_resolve():
 
 def test_a_top_level_env_option_of_any_name_moves_into_env_options():
     # the old layout is read from the environment's own option fields, not from a list of names
-    from reference_impls.train import config_from_dict
+    from reference_impls.run_config import config_from_dict
 
     cfg = config_from_dict({"algo": "grpo", "env": "frozenlake", "out": "x", "shaping": 0.5, "moves_per_turn": "",
                             "beta": 0.01})
@@ -97,7 +97,8 @@ def test_one_typed_env_config_from_resolve_to_every_episode(tmp_path, monkeypatc
     """``resolve`` builds the environment's typed config once; the trainer's context, the rollout config, the
     train pool and every episode get that same object (no dict copies, no per-episode re-validation)."""
     from reference_impls import envs
-    from reference_impls.train import TrainConfig, Trainer
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
 
     seen, built = [], []
     make, options = envs.EnvSpec.make, envs.EnvSpec.options
@@ -138,8 +139,9 @@ def test_user_environment_trains_and_evaluates_through_the_cli(tmp_path):
 
 
 def test_no_environment_names_in_generic_code():
-    generic = ["reference_impls/train.py", "reference_impls/sft.py", "reference_impls/measure/evaluate.py",
-               "reference_impls/rollout.py", "lab/catalog.py", "lab/runs.py", "app/views/lab.py"]
+    generic = ["reference_impls/train.py", "reference_impls/run_config.py", "reference_impls/trainer.py",
+               "reference_impls/sft.py", "reference_impls/measure/evaluate.py", "reference_impls/rollout.py",
+               "lab/catalog.py", "lab/runs.py", "lab/worker.py", "app/views/lab.py", "app/presentation/lab.py"]
     for path in generic:
         text = (ROOT / path).read_text()
         assert not re.search(r"""[=!]=\s*["'](calculator|memory|search)["']|["'](calculator|memory|search)["']\s*[=!]=""",
@@ -207,7 +209,7 @@ def test_constant_groups_get_exactly_zero_advantages():
 def test_every_algorithm_implements_the_interface():
     from reference_impls.algorithm import Algorithm
     from reference_impls.options import specs
-    from reference_impls.train import ALGORITHMS
+    from reference_impls.run_config import ALGORITHMS
 
     for name, cls in ALGORITHMS.items():
         assert issubclass(cls, Algorithm) and cls.update is not Algorithm.update, name

@@ -109,7 +109,8 @@ def test_dpo_chosen_episode_verifies_under_the_runs_moves_per_tag(tiny):
 
 
 def test_the_trainers_warm_start_passes_the_runs_env_options(tmp_path, monkeypatch):
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
 
     seen = []
     real = sft.demonstrations

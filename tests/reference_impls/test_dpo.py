@@ -128,7 +128,8 @@ def test_sequence_logps_ignore_tool_tokens(tiny):
 def test_dpo_learns_the_preferences_on_toy_task(tmp_path, fresh_tiny):
     import time
 
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
     from toy_env import make_task
 
     model, tok = fresh_tiny()

@@ -176,7 +176,7 @@ def test_untrained_role_tokens_are_masked_and_get_zero_gradient():
 
 
 def test_role_grpo_refuses_an_env_without_roles():
-    from reference_impls.train import TrainConfig, resolve
+    from reference_impls.run_config import TrainConfig, resolve
 
     with pytest.raises(ConfigError, match="multi-role"):
         resolve(TrainConfig(algo="role-grpo", env="calculator", out="x"))

@@ -6,7 +6,8 @@ import time
 import pytest
 import torch
 
-from reference_impls.train import Trainer, TrainConfig
+from reference_impls.run_config import TrainConfig
+from reference_impls.trainer import Trainer
 from toy_env import make_task
 
 

@@ -35,7 +35,8 @@ def test_overwrite_refuses_a_folder_that_is_not_a_run(tmp_path, capsys, flags):
 
 
 def test_overwrite_removes_only_the_runs_own_entries(tmp_path, capsys):
-    from reference_impls.train import _prepare_out, config_from_dict
+    from reference_impls.run_config import config_from_dict
+    from reference_impls.train import _prepare_out
 
     run = tmp_path / "run"
     (run / "checkpoints" / "step_000001").mkdir(parents=True)
@@ -328,7 +329,7 @@ def test_unclosed_tool_tags_are_matched_in_linear_time():
 def _fake_run(tmp_path):
     import dataclasses
 
-    from reference_impls.train import TrainConfig
+    from reference_impls.run_config import TrainConfig
 
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
@@ -464,14 +465,14 @@ def test_training_stops_with_an_error_line_when_the_sandbox_is_unavailable(tmp_p
 # -- Also: a run of a sandboxed environment checks the sandbox first and records its layer ---------------
 
 def test_a_sandboxed_run_checks_the_sandbox_first_and_records_its_layer(tmp_path, capsys, monkeypatch):
-    from reference_impls import sandbox, train
+    from reference_impls import sandbox, train, trainer
 
     code_run = ["--algo", "grpo", "--env", "code", "--model", "tiny", "--steps", "1", "--prompts-per-step", "2",
                 "--group-size", "2", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "16"]
     with monkeypatch.context() as m:  # a machine where only the rlimits layer works, no opt-in
         m.delenv("ATLAS_SANDBOX_LAYER", raising=False)
         m.setattr(sandbox, "_probe", lambda: ("rlimits", {"bwrap": "not installed", "unshare": "no user namespaces"}))
-        m.setattr(train, "load_policy", lambda *a, **k: pytest.fail("the model was loaded"))
+        m.setattr(trainer, "load_policy", lambda *a, **k: pytest.fail("the model was loaded"))
         assert train.main([*code_run, "--out", str(tmp_path / "refused")]) == 2
     err = capsys.readouterr().err
     assert "error: the rlimits sandbox layer cannot run code here" in err and "bubblewrap" in err

@@ -144,7 +144,8 @@ def _mean_length(model, tok, task, n=64) -> float:
 def test_lcpo_learns_to_stop_early(tmp_path, fresh_tiny):
     """The random tiny model stops after ~1.9 one-token turns (of at most 4); a dozen LCPO steps on its own
     shortest-vs-longest pairs must raise the implicit-reward margin and shorten its sampled episodes."""
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
     from toy_env import make_length_task
 
     threads = torch.get_num_threads()

@@ -12,7 +12,8 @@ from reference_impls.diagnostics import clip_bounds, episode_diagnostics
 from reference_impls.options import ConfigError
 from reference_impls.policy_gradient import split_minibatches
 from reference_impls.registry import get_implementation
-from reference_impls.train import Trainer, TrainConfig, resolve
+from reference_impls.run_config import TrainConfig, resolve
+from reference_impls.trainer import Trainer
 from toy_env import make_task
 
 CORE_MU = Grid.load("core").mu

@@ -54,7 +54,8 @@ def test_smollm2_loads_from_the_converted_cache():
 
 @pytest.mark.slow
 def test_smollm2_grpo_step(tmp_path):
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
 
     cfg = TrainConfig(algo="grpo", model="smollm2-135m-instruct", out=str(tmp_path), prompts_per_step=1, group_size=2,
                       max_new_tokens_per_turn=8, max_completion_tokens=16)

@@ -140,7 +140,8 @@ def test_value_model_aligns_with_logprobs(tiny, shared):
 def test_ppo_reward_rises_on_toy_task(tmp_path, fresh_tiny):
     import time
 
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
     from toy_env import make_task
 
     model, tok = fresh_tiny()
@@ -181,7 +182,8 @@ def test_ppo_resume_restores_critic_and_optimizer_exactly(tmp_path, fresh_tiny):
     rewards vary, so the critic and the policy really move at step 1)."""
     import time
 
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
     from toy_env import make_task
 
     def trainer(out, resume=False):
@@ -210,7 +212,8 @@ def test_ppo_resume_restores_critic_and_optimizer_exactly(tmp_path, fresh_tiny):
 def test_critic_warmup_trains_only_the_critic(tmp_path, fresh_tiny):
     import time
 
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
     from toy_env import make_task
 
     model, tok = fresh_tiny()

@@ -175,7 +175,8 @@ def test_vineppo_kl_is_a_clipped_k3_loss_summed_over_tokens_and_averaged_over_se
 def _vineppo_batch(tmp_path, fresh_tiny, reward=None, beta=0.5):
     """One collected VinePPO batch on the toy task (``reward``: every episode and continuation gets it)."""
     from reference_impls.envs import EnvSpec, NoOptions, StepResult
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
     from toy_env import HalfVocabEnv, make_task
 
     class ConstantRewardEnv(HalfVocabEnv):
@@ -312,7 +313,8 @@ def test_vapo_clip_higher_hand_values_and_masked_tokens_get_no_gradient():
 def test_vapo_positive_lm_loss_is_the_nll_of_the_correct_episodes(tmp_path, fresh_tiny):
     """On the first minibatch pi_theta = pi_old, so the logged NLL equals the mean of -old log-prob over the
     model tokens of the correct episodes (the toy task's reward-1 replies) and ignores the others."""
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
     from toy_env import make_task
 
     model, tok = fresh_tiny()
@@ -373,7 +375,8 @@ def test_psgpo_collect_and_update_on_multi_turn_calculator_episodes(calc_policy,
     and the update runs with the step rewards in PPO's per-token rewards."""
     import copy
 
-    from reference_impls.train import Trainer, TrainConfig
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.trainer import Trainer
 
     tok = tiny[1]
     cfg = TrainConfig(algo="psgpo", env="calculator", model="tiny", out=str(tmp_path), lr=1e-3, prompts_per_step=2,

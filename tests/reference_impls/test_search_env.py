@@ -186,7 +186,8 @@ def test_tiny_model_rollout_on_search_env(tiny, search_fn):
 
 def test_registered_for_the_cli():
     from reference_impls.envs import ENVS
-    from reference_impls.train import ALGORITHMS, parse
+    from reference_impls.run_config import ALGORITHMS
+    from reference_impls.train import parse
 
     assert "search" in ENVS and {"ppo", "dpo"} <= set(ALGORITHMS)
     cfg, _, _ = parse(["--algo", "ppo", "--env", "search", "--out", "x", "--kl-estimator", "k3", "--shared-backbone",

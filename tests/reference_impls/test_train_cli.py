@@ -132,3 +132,135 @@ def test_boolean_train_flags_parse_both_ways():
 
     assert parse(["--out", "/tmp/x", "--no-share-prompts"])[0].share_prompts is False
     assert parse(["--out", "/tmp/x"])[0].share_prompts is True
+
+
+# -- a TRL user's flags: a default the user did not set follows the budget the user did set ----------------
+
+TRL_FIRST_COMMAND = ["--algo", "grpo", "--env", "calculator", "--model", "tiny", "--num-generations", "4",
+                     "--max-completion-length", "32", "--steps", "1"]
+
+
+def test_a_trl_users_first_command_parses_with_the_per_turn_default_under_the_budget():
+    from reference_impls.options import spec_map
+    from reference_impls.run_config import TrainConfig
+    from reference_impls.train import parse
+
+    per_turn_default = spec_map(TrainConfig)["max_new_tokens_per_turn"].default
+    assert per_turn_default > 32  # else this command never met the contradiction
+    cfg, _, _ = parse([*TRL_FIRST_COMMAND, "--out", "/tmp/x"])
+    assert (cfg.group_size, cfg.max_completion_tokens, cfg.max_new_tokens_per_turn, cfg.steps) == (4, 32, 32, 1)
+    # a budget above the default leaves the default; an explicit per-turn value under the budget is kept
+    wide = parse([*TRL_FIRST_COMMAND[:-4], "--max-completion-length", "500", "--out", "/tmp/x"])[0]
+    assert wide.max_new_tokens_per_turn == per_turn_default
+    explicit = parse([*TRL_FIRST_COMMAND, "--max-new-tokens-per-turn", "8", "--out", "/tmp/x"])[0]
+    assert explicit.max_new_tokens_per_turn == 8
+
+
+def test_two_explicit_token_limits_that_contradict_each_other_are_an_error():
+    from reference_impls.options import ConfigError
+    from reference_impls.train import parse
+
+    contradiction = r"--max-new-tokens-per-turn: 48 cannot exceed --max-completion-tokens \(32\)"
+    with pytest.raises(ConfigError, match=contradiction) as err:
+        parse([*TRL_FIRST_COMMAND, "--max-new-tokens-per-turn", "48", "--out", "/tmp/x"])
+    assert err.value.field == "max_new_tokens_per_turn"
+
+
+def test_a_trl_users_first_command_trains(tmp_path):
+    out = tmp_path / "run"
+    r = train(*TRL_FIRST_COMMAND, "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [row["step"] for row in metric_rows(out)] == [1]
+    config = json.loads((out / "config.json").read_text())
+    assert (config["group_size"], config["max_completion_tokens"], config["max_new_tokens_per_turn"]) == (4, 32, 32)
+
+
+# -- a user's algorithm plugs in with --algo-module ------------------------------------------------------------
+
+USER_ALGO = str(Path(__file__).with_name("user_algo.py"))
+
+
+def test_user_algorithm_trains_through_the_cli_and_its_options_are_validated(tmp_path):
+    from reference_impls.registry import algorithms
+
+    out = tmp_path / "mean"
+    r = train("--algo-module", USER_ALGO, *FAST[2:], "--algo", "mean-baseline", "--advantage-scale", "0.5",
+              "--steps", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [row["step"] for row in metric_rows(out)] == [1, 2]
+    config = json.loads((out / "config.json").read_text())
+    assert config["algo"] == "mean-baseline" and config["algo_config"] == {"advantage_scale": 0.5}
+    bad = train("--algo-module", USER_ALGO, "--algo", "mean-baseline", "--advantage-scale", "99",
+                "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "--advantage-scale" in bad.stderr and "above 10" in bad.stderr
+    assert "mean-baseline" not in algorithms()  # a process's own: gone with it (tests/inprocess.py)
+    unknown = train("--algo", "mean-baseline", "--out", str(tmp_path / "unknown"))
+    assert unknown.returncode == 2 and "--algo-module" in unknown.stderr
+
+
+def test_an_algorithm_module_without_an_algorithm_is_named(tmp_path):
+    empty = tmp_path / "not_an_algo.py"
+    empty.write_text("X = 1\n")
+    r = train("--algo-module", str(empty), "--out", str(tmp_path / "r"))
+    assert r.returncode == 2 and "defines no algorithm" in r.stderr and "not_an_algo.py" in r.stderr
+    missing = train("--algo-module", str(tmp_path / "nope.py"), "--out", str(tmp_path / "r"))
+    assert missing.returncode == 2 and "--algo-module: no such file" in missing.stderr
+
+
+# -- a prepared run: its config.json, validated where it was written, is read without a second validation ----
+
+def test_a_prepared_run_is_read_as_validated_and_its_config_written_once(tmp_path, monkeypatch):
+    from reference_impls import run_config, trainer
+    from reference_impls import train as train_module
+    from reference_impls.run_config import config_from_dict, resolve, stored
+    from reference_impls.rundir import RunDir
+
+    out = tmp_path / "prepared"
+    cfg = resolve(config_from_dict({"algo": "grpo", "env": "calculator", "model": "tiny", "steps": 1,
+                                    "prompts_per_step": 2, "group_size": 2, "max_completion_tokens": 10,
+                                    "out": str(out)})).cfg
+    RunDir(out).write_config(stored(cfg))
+    written = (out / "config.json").stat().st_mtime_ns
+
+    def no_second_validation(*_, **__):
+        raise AssertionError("a prepared run's config was validated again")
+
+    for module in (train_module, trainer, run_config):
+        monkeypatch.setattr(module, "resolve", no_second_validation)
+    r = train("--prepared", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [row["step"] for row in metric_rows(out)] == [1]
+    assert (out / "config.json").stat().st_mtime_ns == written  # the one stored config, not written again
+    assert json.loads((out / "config.json").read_text()) == json.loads(json.dumps(stored(cfg)))
+
+
+def test_a_prepared_run_takes_no_other_option_and_a_hand_broken_file_is_named(tmp_path):
+    from reference_impls.run_config import TrainConfig, stored
+    from reference_impls.rundir import RunDir
+
+    out = tmp_path / "prepared"
+    RunDir(out).write_config({**stored(TrainConfig(out=str(out))), "steps": "many"})
+    r = train("--prepared", str(out))
+    assert r.returncode == 2 and "config.json: steps is 'many', not an integer" in r.stderr
+    RunDir(out).write_config(stored(TrainConfig(out=str(out))))
+    r = train("--prepared", str(out), "--lr", "0.5")
+    assert r.returncode == 2 and "give no other option" in r.stderr
+
+
+def test_the_command_line_is_validated_once_on_its_way_to_the_optimizer(tmp_path, monkeypatch):
+    from reference_impls import run_config, trainer
+    from reference_impls import train as train_module
+
+    calls = []
+
+    def counted(cfg, *args, **kwargs):
+        calls.append(cfg.out)
+        return run_config.resolve(cfg, *args, **kwargs)
+
+    for module in (train_module, trainer):
+        monkeypatch.setattr(module, "resolve", counted)
+    out = tmp_path / "once"
+    r = train(*FAST, "--lr", "3e-4", "--steps", "1", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert calls == [str(out)]  # train.parse's, and no other (the Trainer takes the resolved config as it is)
+    assert json.loads((out / "config.json").read_text())["lr"] == 3e-4

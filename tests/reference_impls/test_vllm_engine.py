@@ -209,7 +209,8 @@ def test_a_missing_logprob_is_an_error_not_a_zero(tiny, problem):
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None and torch.cuda.is_available(),
                     reason="vLLM and CUDA are both here: nothing to refuse")
 def test_refused_clearly_without_vllm_or_cuda(tmp_path):
-    from reference_impls.train import TrainConfig, parse, resolve
+    from reference_impls.run_config import TrainConfig, resolve
+    from reference_impls.train import parse
 
     with pytest.raises(ConfigError, match="--rollout-engine: 'vllm' needs"):
         resolve(TrainConfig(out=str(tmp_path), rollout_engine="vllm"))

@@ -6,7 +6,8 @@ import threading
 import pytest
 import torch
 
-from reference_impls.train import Trainer, TrainConfig, WarmStartStopped
+from reference_impls.run_config import TrainConfig
+from reference_impls.trainer import Trainer, WarmStartStopped
 
 FAST = dict(algo="grpo", env="calculator", model="tiny", prompts_per_step=2, group_size=2, max_new_tokens_per_turn=6,
             max_completion_tokens=10, checkpoint_every=1, sft_examples=16, sft_lr=3e-3)

@@ -81,13 +81,14 @@ class AbsoluteZero(GRPO):
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.dynamic_sampling:
-            raise ConfigError("--algo absolute-zero sets its own groups (roles): leave --dynamic-sampling off")
+            raise ConfigError("--algo absolute-zero sets its own groups (roles): leave --dynamic-sampling off",
+                              field="dynamic_sampling")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
         if not any(getattr(p, "role", None) == "propose" for p in ctx.pool):
             raise ConfigError(f"--algo absolute-zero needs an environment whose train problems propose tasks "
-                              f"(role 'propose'); --env {ctx.task.name}'s have none")
+                              f"(role 'propose'); --env {ctx.task.name}'s have none", field="env")
         self.last: dict[str, float] = {}
 
     def collect(self, ctx: Context, problems: list):

@@ -90,12 +90,15 @@ class RoleGRPO(GRPO):
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.dynamic_sampling:
-            raise ConfigError("role-grpo's advantages are per role: leave --dynamic-sampling off")
+            raise ConfigError("role-grpo's advantages are per role: leave --dynamic-sampling off",
+                              field="dynamic_sampling")
         if cfg.overlong_buffer:
-            raise ConfigError("--overlong-buffer: role-grpo does not shape role rewards by length; leave it 0")
+            raise ConfigError("--overlong-buffer: role-grpo does not shape role rewards by length; leave it 0",
+                              field="overlong_buffer")
         if not hasattr(env_spec.build, "role_of_turn"):
             raise ConfigError(f"--algo role-grpo needs a multi-role environment (an env class with role_of_turn and "
-                              f"roles, reporting info['role_rewards']); --env {env_spec.name} has no roles")
+                              f"roles, reporting info['role_rewards']); --env {env_spec.name} has no roles",
+                              field="env")
 
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)

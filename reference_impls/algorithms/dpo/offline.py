@@ -58,7 +58,8 @@ class OfflineAlgorithm(Algorithm):
         super().check(cfg, train, env_spec)
         given = getattr(cfg, cls.data_file_option, "") if cls.data_file_option else ""
         if given and not Path(given).is_file():
-            raise ConfigError(f"--{cls.data_file_option.replace('_', '-')}: no such file {given!r}")
+            raise ConfigError(f"--{cls.data_file_option.replace('_', '-')}: no such file {given!r}",
+                              field=cls.data_file_option)
 
     @staticmethod
     def offline_seed(ctx: Context) -> int:

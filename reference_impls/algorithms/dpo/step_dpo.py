@@ -109,10 +109,11 @@ class StepDPO(DPO):
         super().check(cfg, train, env_spec)
         if env_spec.steps is None:
             raise ConfigError(f"--env: Step-DPO checks steps against the environment's reference solutions; "
-                              f"{env_spec.name!r} has no checked steps{with_checked_steps()}")
+                              f"{env_spec.name!r} has no checked steps{with_checked_steps()}", field="env")
         if cfg.demonstration_chosen:
             raise ConfigError("--demonstration-chosen: Step-DPO builds its own step-level pairs (a wrong step "
-                              "against the reference step); whole-episode demonstration pairs are DPO's option")
+                              "against the reference step); whole-episode demonstration pairs are DPO's option",
+                              field="demonstration_chosen")
 
     def build_pairs(self, ctx: Context, problems: list, rollout_cfg: RolloutConfig, seed: int):
         """Step-level pairs from the starting model's episodes (see the module docstring)."""

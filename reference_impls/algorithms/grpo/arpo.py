@@ -143,9 +143,11 @@ class ARPO(GRPO):
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.importance_sampling_level != "token":
-            raise ConfigError("ARPO's attribution is per token: --importance-sampling-level must be token")
+            raise ConfigError("ARPO's attribution is per token: --importance-sampling-level must be token",
+                              field="importance_sampling_level")
         if cfg.dynamic_sampling:
-            raise ConfigError("ARPO fills its budget with branches: leave --dynamic-sampling off")
+            raise ConfigError("ARPO fills its budget with branches: leave --dynamic-sampling off",
+                              field="dynamic_sampling")
 
     def collect(self, ctx: Context, problems: list):
         c, G = self.cfg, ctx.train.group_size

@@ -108,7 +108,8 @@ class CHORD(GRPO):
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.mu_valley > cfg.mu_peak:
-            raise ConfigError(f"--mu-valley ({cfg.mu_valley}) must not exceed --mu-peak ({cfg.mu_peak})")
+            raise ConfigError(f"--mu-valley ({cfg.mu_valley}) must not exceed --mu-peak ({cfg.mu_peak})",
+                              field="mu_valley")
 
     def collect(self, ctx: Context, problems: list):
         from ...sft import demonstration_sample

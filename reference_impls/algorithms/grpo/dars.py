@@ -130,7 +130,7 @@ class DARS(GRPO):
         super().check(cfg, train, env_spec)
         if cfg.dynamic_sampling:
             raise ConfigError("--dynamic-sampling: DARS drops constant groups itself, after its second stage "
-                              "(--drop-constant-groups): leave --dynamic-sampling off")
+                              "(--drop-constant-groups): leave --dynamic-sampling off", field="dynamic_sampling")
 
     def collect(self, ctx: Context, problems: list):
         from ...rollout import rollout

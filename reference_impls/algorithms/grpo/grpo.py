@@ -311,7 +311,7 @@ class GRPO(Algorithm):
         super().check(cfg, train, env_spec)
         if cfg.overlong_buffer and cfg.overlong_buffer >= train.max_completion_tokens:
             raise ConfigError(f"--overlong-buffer: {cfg.overlong_buffer} must be smaller than "
-                              f"--max-completion-tokens ({train.max_completion_tokens})")
+                              f"--max-completion-tokens ({train.max_completion_tokens})", field="overlong_buffer")
         if cfg.importance_sampling_level == "sequence" and cfg.loss_type in SUMMED_LOSS_TYPES:
             warnings.warn(SEQUENCE_RATIO_WARNING.format(loss_type=cfg.loss_type), UserWarning, stacklevel=2)
 

@@ -124,9 +124,11 @@ class LUFFY(GRPO):
         super().check(cfg, train, env_spec)
         if cfg.off_policy_per_group >= train.group_size:
             raise ConfigError(f"--off-policy-per-group ({cfg.off_policy_per_group}) must leave at least one "
-                              f"on-policy rollout in each group of --group-size {train.group_size}")
+                              f"on-policy rollout in each group of --group-size {train.group_size}",
+                              field="off_policy_per_group")
         if cfg.importance_sampling_level != "token":
-            raise ConfigError("LUFFY's policy shaping is token-level: --importance-sampling-level must be token")
+            raise ConfigError("LUFFY's policy shaping is token-level: --importance-sampling-level must be token",
+                              field="importance_sampling_level")
 
     def collect(self, ctx: Context, problems: list):
         G, n_off = ctx.train.group_size, self.cfg.off_policy_per_group

@@ -75,7 +75,8 @@ class PassAtK(grpo.GRPO):
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.pass_at_k > train.group_size:
-            raise ConfigError(f"--pass-at-k: {cfg.pass_at_k} must be at most --group-size ({train.group_size})")
+            raise ConfigError(f"--pass-at-k: {cfg.pass_at_k} must be at most --group-size ({train.group_size})",
+                              field="pass_at_k")
 
     def advantages(self, ctx: Context, batch: RolloutBatch):
         advantages = pass_at_k_advantages(successes(batch), batch.group_size, self.cfg.pass_at_k)

@@ -63,7 +63,7 @@ class ProRL(grpo.GRPO):
     def check(cls, cfg: Config, train, env_spec) -> None:
         super().check(cfg, train, env_spec)
         if cfg.beta <= 0:
-            raise ConfigError("--beta: ProRL resets the reference of its KL penalty; it needs --beta > 0")
+            raise ConfigError("--beta: ProRL resets the reference of its KL penalty; it needs --beta > 0", field="beta")
 
     def modules(self) -> dict[str, torch.nn.Module]:
         return {"prorl_reference": self.ref}

@@ -113,9 +113,11 @@ class TreePO(GRPO):
         super().check(cfg, train, env_spec)
         if train.group_size % cfg.branch_factor:
             raise ConfigError(f"--group-size ({train.group_size}) must be a multiple of --branch-factor "
-                              f"({cfg.branch_factor}): each tree has group_size / branch_factor roots")
+                              f"({cfg.branch_factor}): each tree has group_size / branch_factor roots",
+                              field="group_size")
         if cfg.dynamic_sampling:
-            raise ConfigError("TreePO's advantages are per tree node: leave --dynamic-sampling off")
+            raise ConfigError("TreePO's advantages are per tree node: leave --dynamic-sampling off",
+                              field="dynamic_sampling")
 
     def collect(self, ctx: Context, problems: list):
         b, G = self.cfg.branch_factor, ctx.train.group_size

@@ -71,7 +71,7 @@ class PSGPO(PPO):
         super().check(cfg, train, env_spec)
         if env_spec.steps is None:
             raise ConfigError(f"--env: PSGPO's step verdicts need an environment with checked steps; "
-                              f"{env_spec.name!r} has none{with_checked_steps()}")
+                              f"{env_spec.name!r} has none{with_checked_steps()}", field="env")
 
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)

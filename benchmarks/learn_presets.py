@@ -5,9 +5,8 @@ One stage is one (environment, seed, arm):
 * ``rl``: the environment's learning preset (``lab.recipes``' ``learn`` recipe with that environment's settings)
   trained by the trainer's command line, ``python -m reference_impls.train --config ...``, in a subprocess;
 * ``control``: the same config, the same seed (so the same warm start, problems and sampling seeds), with the
-  learning rate at ``CONTROL_LR``. The trainer refuses a learning rate of 0 (``--lr`` is at least 1e-8), so the
-  control runs at that floor: AdamW moves a weight by about the learning rate per step, so over a preset's steps
-  a weight moves by less than 1e-6, and the control's final model stands for the warm start.
+  learning rate at ``CONTROL_LR`` = 0: AdamW then leaves every weight as it is (its step and its weight decay
+  are both scaled by the rate), so the control's final model is the warm start.
 
 After training, the stage scores the run's final model greedily on held-out problems that no run trains on
 (``lab.compare.heldout.evaluate_heldout``: the environment's ``heldout`` split, ``EVAL_N`` problems of seed
@@ -53,8 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "learn_presets"
 RECIPE = "learn"
 ARMS = ("rl", "control")
-#: the trainer's smallest learning rate (reference_impls/train.py: ``lr`` low=1e-8): the no-update control
-CONTROL_LR = 1e-8
+#: the no-update control's learning rate (reference_impls/run_config.py allows 0 for it)
+CONTROL_LR = 0.0
 EVAL_N = 50
 EVAL_SEED = 4242  # the comparison grids' held-out seed: problems no run trains on
 MEMORY_SESSIONS = 24

@@ -39,8 +39,9 @@ class TrainConfig:
     out: str = option("", "Run directory (required unless --resume).", aliases=("output_dir",))
     seed: int = option(0, "Seeds problem sampling, generation and initialisation: same seed, same run.", low=0,
                        high=2**31 - 1)
-    lr: float = option(1e-5, "AdamW learning rate. 1e-6..2e-5 for SmolLM2; the tiny model tolerates far more.",
-                       low=1e-10, high=1.0, aliases=("learning_rate",))
+    # 0 is allowed: the no-update control of a learning claim (same seeds, problems and samples, weights unchanged)
+    lr: float = option(1e-5, "AdamW learning rate (0: a no-update control run). 1e-6..2e-5 for SmolLM2; the tiny "
+                       "model tolerates far more.", low=0.0, high=1.0, aliases=("learning_rate",))
     weight_decay: float = option(0.0, "AdamW weight decay.", low=0.0, high=1.0)
     max_grad_norm: float = option(1.0, "Gradient norm clip.", low=1e-6, high=1e6)
     prompts_per_step: int = option(4, "P: distinct problems per step (per rank); a step rolls out P x G episodes.",

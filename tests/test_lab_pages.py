@@ -69,6 +69,8 @@ def test_lab_launches_a_tiny_run_that_finishes_and_shows_its_curve():
     assert any("warm start: SFT loss" in e.value for e in at.markdown)
     assert runs[0].config["sft_steps"] == 2
     assert at.get("latex"), "the loss equation is shown beside the curves"
+    # training health: the tiny model never answers right, so every group has equal rewards (no signal)
+    assert any("most groups carry no advantage" in w.value and "Try:" in w.value for w in at.warning)
     runs_page = open_page("runs")
     table = runs_page.dataframe[0].value
     assert run_id in table["id"].tolist()
@@ -112,3 +114,12 @@ def test_variant_node_shows_what_it_changes_and_its_equation():
     at = open_page("taxonomy", node="alg-simpo")
     assert any("What it changes and why" in m.value for m in at.markdown)
     assert at.get("latex") and [e for e in at.get("page_link") if e.proto.label == "Run this"]
+
+
+def test_health_lines_escape_what_a_run_folder_says():
+    from app.presentation.lab import health_lines
+
+    lines = health_lines([{"step": 3, "title": "entropy collapsed", "seen": "0.01 nats", "means": "m",
+                           "action": "a [x](javascript:alert(1))"}, "not a row"])
+    assert len(lines) == 1 and lines[0].startswith("**Step 3: entropy collapsed**")
+    assert "](javascript" not in lines[0]

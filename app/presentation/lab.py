@@ -189,3 +189,16 @@ def run_stage(run, metrics: list[dict] | None = None, status: dict | None = None
         return Stage("converting", "converting the model: SmolLM2's GGUF file into a PyTorch model (first "
                      "SmolLM2 run only)", 0.0)
     return Stage("loading", f"starting: loading the model ({run.model}) and preparing the run", 0.0)
+
+
+def health_lines(rows: list[dict]) -> list[str]:
+    """A run's training-health warnings (its ``health.jsonl`` rows, ``reference_impls.health``), one Markdown line
+    each: the step, what was seen, what it means and what to try. Every text is escaped (a run folder is data)."""
+    lines = []
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        lines.append(f"**Step {md_escape(r.get('step'))}: {md_escape(r.get('title', ''))}** "
+                     f"({md_escape(r.get('seen', ''))}). {md_escape(r.get('means', ''))} "
+                     f"Try: {md_escape(r.get('action', ''))}")
+    return lines

@@ -4,7 +4,9 @@ import streamlit as st
 from app import ui
 from app.presentation.common import first_param
 from app.presentation.docs import link_doc_paths
-from app.presentation.lab import equation_lines, form_error_summary, run_caption, run_stage, transcript_html
+from app.presentation import learning
+from app.presentation.lab import (equation_lines, form_error_summary, health_lines, run_caption, run_stage,
+                                  transcript_html)
 from app.presentation.runs import curve_frame
 from app.state import run_manager
 from lab import catalog as lab
@@ -41,6 +43,10 @@ wanted_preset = first_param(p, "preset", "") or (opened_run and opened_run.prese
 preset = st.radio("Preset", list(lab.PRESETS), format_func=lambda k: lab.PRESETS[k]["label"], horizontal=True,
                   index=list(lab.PRESETS).index(wanted_preset) if wanted_preset in lab.PRESETS else 0)
 st.caption(link_doc_paths(preset_note(preset, impl.env)))
+band = learning.measured_band(impl.env) if preset == "learn" else None
+if band:  # what to expect before launch: the measured seeds' band and the control's, and the time
+    st.caption(ui.md(band["text"] + " " + band["time_text"]))
+    st.vega_lite_chart(learning.measured_curve_spec(impl.env, band), width="stretch")
 st.markdown(link_doc_paths(impl.summary))
 
 defaults = lab.preset_config(impl, preset)
@@ -141,6 +147,13 @@ def live_run(run_id: str, was_live: bool) -> None:
                   disabled=run.stop_requested)
     if run.status in ("stopped", "failed"):
         b2.button("Resume", icon=":material/replay:", key=f"resume-{run.id}", on_click=resume_run, args=(run.id,))
+    for line in health_lines(read_jsonl(run.files.health_path)):
+        st.warning(line, icon=":material/monitor_heart:")
+    live_band = learning.measured_band(run.env) if run.preset == "learn" else None
+    if live_band and metrics:
+        rewards = [m.get("reward_mean") for m in metrics]
+        st.vega_lite_chart(learning.measured_curve_spec(run.env, live_band, live_rewards=rewards), width="stretch")
+        st.caption(ui.md(learning.band_check(rewards, live_band)["text"]))
     if warm:
         st.markdown("**warm start: SFT loss**")
         ui.metric_chart(curve_frame(warm, "loss"), "sft_loss", height=120)

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from reference_impls.callbacks import HealthLogger
-from reference_impls.health import HealthMonitor, check_run, degenerate
+from reference_impls.health import check_run, degenerate
 from reference_impls.rundir import RunDir
-from reference_impls.train import Trainer, TrainConfig
+from reference_impls.run_config import TrainConfig
+from reference_impls.trainer import Trainer
 from toy_env import make_task
 
 CELLS = Path(__file__).resolve().parents[2] / "lab" / "results" / "core" / "cells"
@@ -117,3 +118,19 @@ def test_the_trainer_cli_writes_health_warnings(tmp_path, capsys):
     raised = [json.loads(line) for line in RunDir(out).health_path.read_text().splitlines()]
     assert [w["code"] for w in raised if w["code"] == "no-signal"] == ["no-signal"]
     assert "most groups carry no advantage" in capsys.readouterr().err
+
+
+def test_a_learning_rate_of_zero_is_a_no_update_control(fresh_tiny, tmp_path):
+    """lr 0 is accepted (a learning claim's control) and leaves every weight as it was, through a real update."""
+    import torch
+
+    model, tok = fresh_tiny()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    cfg = TrainConfig(algo="grpo", env="half_vocab", model="tiny", out=str(tmp_path / "run"), lr=0.0, steps=1,
+                      prompts_per_step=2, group_size=4, max_new_tokens_per_turn=4, max_completion_tokens=4,
+                      micro_batch_size=8, train_pool=4, weight_decay=0.1)
+    trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
+    trainer.t_start = 0.0
+    metrics, _ = trainer.train_step()
+    assert metrics["grad_norm"] > 0  # there was a gradient; the rate kept it from moving anything
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

@@ -51,7 +51,7 @@ COMPLETE = {
     "Import": (_url(routes.page("imports")), [("h1", "Import your works"), ("h3", "Your works")]),
     "Lab": (_url(routes.lab()), [("h1", "Lab"), ("button", "Launch")]),
     "Runs": (_url(routes.page("runs")), [("h1", "Runs"), ('[data-testid="stAlert"]', "No runs yet")]),
-    # the default grid (the re-run, lab/results/core) has one environment: drawn under its header, no tabs. Charts and
+    # the default grid (the re-run, results/core) has one environment: drawn under its header, no tabs. Charts and
     # tables are drawn a moment after their element arrives: 3 charts (the interval chart, training curves and
     # pass@k) and 2 tables, whichever kind of table the page uses
     "Compare": (_url(routes.compare()), [("h1", "Compare algorithms"), ("h2", "calculator"),
@@ -121,7 +121,7 @@ def screenshot_shots(run_id: str | None = None, preset: str = "quick") -> list[t
     return [
         *EXPLORER_SHOTS,
         ("algorithms.png", _url(routes.page("algorithms")), [("h1", "RL algorithms")], None),
-        # the shipped grids' results (lab/results/<grid>), drawn from the repository's files
+        # the shipped grids' results (results/<grid>), drawn from the repository's files
         ("compare.png", _url(routes.compare()), rerun, None),
         ("compare_search.png", _url(routes.compare(grid="core-first", env="search")), _compare_tab("search"), None),
         ("compare_frozenlake.png", _url(routes.compare(grid="core-first", env="frozenlake")), _compare_tab("frozenlake"), None),

@@ -1,6 +1,6 @@
 """Map-blind baselines for FrozenLake: what does a policy score that never reads the map?
 
-    .venv/bin/python benchmarks/frozenlake_open_loop.py [--grid core | --results lab/results/core-first] [--out FILE.json]
+    .venv/bin/python benchmarks/frozenlake_open_loop.py [--grid core | --results results/core-first] [--out FILE.json]
 
 A *map-blind* policy writes a fixed sequence of ``<move>...</move>`` turns, whatever the map shows. Two kinds:
 the same turn every turn, for every turn of 1 to ``moves_per_turn`` moves (4 + 16 + 64 = 84 at the grid's 3
@@ -98,8 +98,8 @@ def main(argv=None) -> int:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--grid", default=None, help="a grid file or name (lab/recipes/grids): its maps, no cells")
     src.add_argument("--results", default=None,
-                     help="exported results (lab/results/<grid>) or a grid folder: its grid.yaml and cells "
-                          "(default lab/results/core-first, the first core grid, when --grid is not given)")
+                     help="exported results (results/<grid>) or a grid folder: its grid.yaml and cells "
+                          "(default results/core-first, the first core grid, when --grid is not given)")
     p.add_argument("--out", default=None, help="also write the figures as JSON here")
     args = p.parse_args(argv)
     task = get_env("frozenlake")
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     if args.grid:
         grid = Grid.load(args.grid)
     else:
-        root = Path(args.results or "lab/results/core-first")
+        root = Path(args.results or "results/core-first")
         loaded = load_results(root, shipped=True)
         cells = [c for c in (loaded.cells if loaded else []) if c["env"] == "frozenlake"]
         if not cells:

@@ -1,16 +1,17 @@
 """Shipped results of the learned-value search comparison (``reference_impls.measure.value_search``): the policy
 alone vs best-first search with a fixed heuristic vs best-first search with a learned value, on the same
 held-out puzzles at equal numbers of model calls. One record per environment in
-``lab/results/value-search/<env>.json`` (written by ``python -m reference_impls.measure.value_search export``); the
+``results/value-search/<env>.json`` (written by ``python -m reference_impls.measure.value_search export``); the
 planning-external-guide node page shows them."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from lab.shipped import VALUE_SEARCH
 from taxonomy import DataError
 
-SHIPPED = Path(__file__).resolve().parent / "results" / "value-search"
+SHIPPED = VALUE_SEARCH
 METHODS = ("policy", "heuristic", "learned")
 
 

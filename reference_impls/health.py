@@ -12,7 +12,7 @@ The trainer's ``callbacks.HealthLogger`` does that each step: a line in the log 
 (``RunDir.health_path``), which the Lab's run page shows. ``check_run`` replays a finished run's files.
 
 The thresholds are fixed here, chosen so that the comparison grid's healthy cells (GRPO, Dr.GRPO, RLOO, GSPO, PPO
-on the calculator: lab/results/core) raise none of the metric rules, and a run built to collapse (a learning rate
+on the calculator: results/core) raise none of the metric rules, and a run built to collapse (a learning rate
 far too high) raises the entropy and degeneration warnings within its first steps
 (tests/reference_impls/test_health.py). They are rules of thumb, not tests: a warning says where to look.
 """

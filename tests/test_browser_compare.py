@@ -148,7 +148,7 @@ def test_shipped_compare_page_draws_the_warm_start_on_every_interval_chart(requi
 
 
 def test_default_compare_page_is_the_rerun_of_the_core_grid(require_chromium, app_server):
-    """With no grid named, the page opens the re-run of the core grid (lab/results/core): its one environment under
+    """With no grid named, the page opens the re-run of the core grid (results/core): its one environment under
     a header, no tabs; the interval chart carries each warm start as its own labelled line and no map-blind bar;
     the page states each comparison's verdict with what it could detect, and the pass@k reading of every GRPO
     seed; no table cell reads None and none is cut at 1440 px."""

@@ -478,7 +478,7 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     assert {k: c["correct_counts"] for k, c in restarted.items()} == {
         k: c["correct_counts"] for k, c in full["curves"].items()}
 
-    # across sessions (lab/grid-runs/): a cell's counts are taken right after it trains (`run` starts
+    # across sessions (results/grid-runs/): a cell's counts are taken right after it trains (`run` starts
     # `_passk --seed S`), into the partial file only; its weights may then go, and the full stage samples the rest
     devnull = open(os.devnull, "w")
     (gdir.path / "passk" / "calculator.json").unlink()

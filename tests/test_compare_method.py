@@ -120,9 +120,9 @@ def test_budget_status_reads_new_and_legacy_records():
 
 
 def test_shipped_results_still_load_as_legacy():
-    """Records written before the method (lab/results/*) lack budget, diagnostics and provenance: they read as
+    """Records written before the method (results/*) lack budget, diagnostics and provenance: they read as
     legacy, budget by wall time, with no diagnostics; the core grid's capped PPO cells are out of verdicts."""
-    folder = os.path.join(ROOT, "lab", "results", "core-first")
+    folder = os.path.join(ROOT, "results", "core-first")
     records = cell_results(None, GridDir(folder))
     assert len(records) >= 21
     statuses = [budget_status(r) for r in records]
@@ -264,13 +264,13 @@ def test_dirty_means_changed_code_not_the_grids_own_records(tmp_path):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
 
     git("init", "-q")
-    (tmp_path / "lab" / "grid-runs" / "core" / "passk").mkdir(parents=True)
-    (tmp_path / "lab" / "grid-runs" / "core" / "passk" / ".calculator.partial.json").write_text("{}")
+    (tmp_path / "results" / "grid-runs" / "core" / "passk").mkdir(parents=True)
+    (tmp_path / "results" / "grid-runs" / "core" / "passk" / ".calculator.partial.json").write_text("{}")
     (tmp_path / "code.py").write_text("x = 1\n")
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
     assert git_state(tmp_path)["dirty"] is False
-    (tmp_path / "lab" / "grid-runs" / "core" / "passk" / ".calculator.partial.json").write_text('{"seed": 0}')
+    (tmp_path / "results" / "grid-runs" / "core" / "passk" / ".calculator.partial.json").write_text('{"seed": 0}')
     assert git_state(tmp_path)["dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     state = git_state(tmp_path)

@@ -2,7 +2,7 @@
 them wherever they are printed, each warm start's effect is shown on its own, a sentence that rules a difference
 out names the interval it rests on (one at a time, or Bonferroni over its kind), and pass@k's reading gives the
 seed-level direction and where RL's greedy answers come from. Synthetic grids check each rule against hand-built
-rows; the shipped re-run (lab/results/core) checks the figures the docs quote."""
+rows; the shipped re-run (results/core) checks the figures the docs quote."""
 import json
 from pathlib import Path
 
@@ -160,3 +160,17 @@ def test_corrected_sentences_are_gone_from_the_docs():
                      "showed no difference", "so the seeds sample the warm start's variation too"):
         assert sentence not in docs.replace("\n  ", " ").replace("\n", " ")
     assert "so the seeds sample the warm start's variation" not in (ROOT / "lab/recipes/grids/core.yaml").read_text()
+
+
+def test_the_shipped_results_live_in_the_top_level_folder_and_old_links_still_open():
+    """Issue 58: results/ (not the lab package) holds the shipped grids and the grids in progress; the app finds
+    them there, and a source link written before the move opens the moved file."""
+    from app.presentation.source import source_file
+    from lab.compare.results import available_results
+    from lab.shipped import GRID_RUNS, RESULTS
+
+    assert RESULTS == ROOT / "results" and GRID_RUNS.parent == RESULTS and not (ROOT / "lab" / "results").exists()
+    assert {g.folder.name for g in available_results() if g.shipped} >= {"core", "core-first"}
+    assert source_file("lab/results/core/grid.yaml") == source_file("results/core/grid.yaml") == \
+        (RESULTS / "core" / "grid.yaml").resolve()
+    assert source_file("lab/results/../../etc/passwd.yaml") is None

@@ -135,7 +135,7 @@ def test_report_json_prints_one_line_per_shipped_cell(name, capsys):
 
 
 def test_report_json_of_the_core_rerun_names_every_test_and_the_passk_tests(capsys):
-    """The re-run (lab/results/core): 70 cells, 13 comparisons in one Holm family, then the pass@k tests of GRPO's
+    """The re-run (results/core): 70 cells, 13 comparisons in one Holm family, then the pass@k tests of GRPO's
     ten seeds against their warm starts at the k named in the grid file, each a verdict with its Holm p."""
     assert main(["report", "core", "--dir", str(RESULTS / "core"), "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -76,7 +76,7 @@ def test_node_pages_show_the_proxy_note_and_its_link():
 
 
 def test_planning_external_guide_page_shows_a_value_search_record(tmp_path, monkeypatch):
-    """Issue 20: a learned-value search comparison shipped in lab/results/value-search/ is shown on the node it
+    """Issue 20: a learned-value search comparison shipped in results/value-search/ is shown on the node it
     measures (here a record written the way `value_search export` writes one, into a stand-in folder)."""
     import json
 

@@ -54,7 +54,7 @@ class Block:
 
 
 def _value_searches(node_id: str) -> list[dict]:
-    """The shipped learned-value search comparisons of a node (lab/results/value-search/: a few small files)."""
+    """The shipped learned-value search comparisons of a node (results/value-search/: a few small files)."""
     from lab.value_search_results import for_node
 
     return for_node(node_id)

@@ -12,7 +12,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the folders whose .py and .yaml files the app shows as source
-SOURCE_DIRS = ("reference_impls", "lab", "papers", "taxonomy", "benchmarks", "scripts", "app", "atlas_data")
+SOURCE_DIRS = ("reference_impls", "lab", "papers", "taxonomy", "benchmarks", "scripts", "app", "atlas_data", "results")
+#: folders that moved (issue 58: the shipped results left the lab package), so that an older link still opens its file
+MOVED = (("lab/grid-runs/", "results/grid-runs/"), ("lab/results/", "results/"))
 #: the largest file the page shows (the largest shipped one is ~60 KB; a 30 MB file took 21 s to render)
 MAX_SOURCE_BYTES = 1 << 20
 SOURCE_PATH = re.compile(r"(" + "|".join(SOURCE_DIRS) + r")(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+\.(py|yaml)")
@@ -22,7 +24,10 @@ def source_file(path: str) -> Path | None:
     """The file of repository path ``path`` (``reference_impls/rollout.py``) when the app shows it as source: a
     .py or .yaml file in one of ``SOURCE_DIRS`` of this checkout; else None (another folder or kind, a '..'
     segment, outside the checkout, missing)."""
-    if not isinstance(path, str) or not SOURCE_PATH.fullmatch(path) or ".." in path.split("/"):
+    if not isinstance(path, str):
+        return None
+    path = next((new + path[len(old):] for old, new in MOVED if path.startswith(old)), path)
+    if not SOURCE_PATH.fullmatch(path) or ".." in path.split("/"):
         return None
     file = (ROOT / path).resolve()
     return file if file.is_file() and (ROOT / path.split("/")[0]).resolve() in file.parents else None

@@ -141,7 +141,7 @@ def main(argv=None) -> int:
             s.add_argument("--warm-seed", type=int, default=None,
                            help="which of the grid's warm_seeds (default: the first, warm/<env>)")
         if name == "export":
-            s.add_argument("--to", required=True, help="destination folder, new or empty (e.g. lab/results/<grid>)")
+            s.add_argument("--to", required=True, help="destination folder, new or empty (e.g. results/<grid>)")
             s.add_argument("--env", default=None,
                            help="this environment only; the shipped grid.yaml then names only its implementations")
         if name == "_passk":

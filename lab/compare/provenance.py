@@ -52,10 +52,10 @@ def load_1min() -> float | None:
         return None
 
 
-#: records that grids write while they run, tracked so that a grid can span sessions (lab/grid-runs: a cell's
-#: pass@k counts go into a committed partial file) or shipped (lab/results), and their load logs: data, not the
+#: records that grids write while they run, tracked so that a grid can span sessions (results/grid-runs: a cell's
+#: pass@k counts go into a committed partial file) or shipped (results), and their load logs: data, not the
 #: code a record is about, so changes there do not make a checkout "dirty"
-RECORD_PATHS = ("lab/grid-runs", "lab/results")
+RECORD_PATHS = ("results",)  # lab.shipped.RESULTS, grids in progress (results/grid-runs) included
 
 
 def git_state(root: Path = ROOT) -> dict:

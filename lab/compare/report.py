@@ -4,7 +4,7 @@ Owns the text tables of ``python -m lab.compare report`` (``report_text``, ``pro
 ``progression_markdown``, ``lr_choices_text``), the pass@k sentence (``passk_reading``), durations in words
 (``duration``), each warm start on its own (``each_warm_start``), each implementation's learning-rate choice
 (``lr_choices``) and ``export`` (a grid folder's small files, with this machine's paths made relative, to
-``lab/results/<grid>``).
+``results/<grid>``).
 """
 from __future__ import annotations
 

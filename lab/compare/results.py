@@ -1,6 +1,6 @@
 """What the explorer reads: a grid's results as plain data (the Compare page renders it).
 
-``available_results`` finds the shipped results (``lab/results/<grid>``) and the user's own grid folders;
+``available_results`` finds the shipped results (``results/<grid>``) and the user's own grid folders;
 ``load_results`` reads one folder into ``GridResults`` (cells, references, pass@k, with the board, the
 progression and the curves computed by ``board``, and each implementation's per-step mechanism diagnostics,
 ``GridResults.diagnostics``). The app imports this module only, so the statistics and
@@ -10,7 +10,7 @@ the pass@k sentence it shows are re-exported here.
 records hold (``summary_key``: a hash of the records and of the statistics' source), kept in this process
 and as a JSON file under ``data_dir()/compare-summaries/`` (plain JSON, never a pickle), so a node page or
 the Compare page never recomputes a bootstrap the records and the code have not changed since. A shipped
-grid also carries its summary (``lab/results/<grid>/summary.json``), so a fresh data folder starts with
+grid also carries its summary (``results/<grid>/summary.json``), so a fresh data folder starts with
 them; it is used only while its key matches, and rewritten with
 
     python -m lab.compare.results          # after a change to the shipped results or to the statistics
@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from atlas_data import data_dir
+from lab.shipped import RESULTS  # shipped results, one folder per grid (results/<grid>)
 from reference_impls.options import ConfigError
 from reference_impls.stats import config_interval
 
@@ -42,7 +43,6 @@ __all__ = ["DIAGNOSTIC_KEYS", "PASSK_LEGACY", "RESULTS", "GridResults", "GridSum
 
 _log = logging.getLogger(__name__)
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"  # shipped results, one folder per grid
 
 
 @dataclass
@@ -65,7 +65,7 @@ class GridResults:
     @property
     def key(self) -> str:
         """How a link names this grid (``compare?grid=...``), unique among ``available_results``: a shipped grid by
-        its folder under ``lab/results`` (its grid's name, unless two shipped runs of one grid sit side by side), a
+        its folder under ``results`` (its grid's name, unless two shipped runs of one grid sit side by side), a
         grid folder of the user's by ``yours:<folder>``, since a user who reproduces a shipped grid (``lab.compare
         run core``) has a folder of the same name."""
         return self.folder.name if self.shipped else f"yours:{self.folder.name}"
@@ -363,7 +363,7 @@ def load_results(folder: Path, shipped: bool) -> GridResults | None:
 
 
 def available_results() -> list[GridResults]:
-    """Shipped results (``lab/results/<grid>``) first, then the user's own grid folders (data dir)."""
+    """Shipped results (``results/<grid>``) first, then the user's own grid folders (data dir)."""
     found = []
     for root, shipped in ((RESULTS, True), (data_dir() / "compare", False)):
         if root.is_dir():

@@ -45,7 +45,7 @@ Usage::
     python -m reference_impls.measure.value_search train --env sokoban --model tiny --puzzles 40 --out runs/value
     python -m reference_impls.measure.value_search compare --value runs/value --n 30 --budget 64 --out cmp.json
     python -m reference_impls.measure.value_search export --value runs/value --compare cmp.json \\
-        --to lab/results/value-search/sokoban.json
+        --to results/value-search/sokoban.json
 """
 from __future__ import annotations
 
@@ -607,7 +607,7 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     e = sub.add_parser("export", help="one portable record of a value head and its comparisons (to ship)")
     e.add_argument("--value", required=True, help="folder written by `train`")
     e.add_argument("--compare", nargs="+", required=True, help="JSON files written by `compare --out`")
-    e.add_argument("--to", required=True, help="the record's file (e.g. lab/results/value-search/sokoban.json)")
+    e.add_argument("--to", required=True, help="the record's file (e.g. results/value-search/sokoban.json)")
     return p
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from lab.shipped import RESULTS
 from reference_impls.callbacks import HealthLogger
 from reference_impls.health import check_run, degenerate
 from reference_impls.rundir import RunDir
@@ -13,7 +14,7 @@ from reference_impls.run_config import TrainConfig
 from reference_impls.trainer import Trainer
 from toy_env import make_task
 
-CELLS = Path(__file__).resolve().parents[2] / "lab" / "results" / "core" / "cells"
+CELLS = RESULTS / "core" / "cells"
 
 
 def _codes(rows, samples=None, **kw):

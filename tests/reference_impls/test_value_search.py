@@ -277,7 +277,7 @@ def test_policy_successes_counts_calls_per_problem_across_batched_chunks(monkeyp
 
 
 def test_the_shipped_records_load_and_tabulate():
-    """What ships in lab/results/value-search/ is read by the node page: valid records, every method a row with an
+    """What ships in results/value-search/ is read by the node page: valid records, every method a row with an
     interval that holds its mean, and no path of the machine that made them."""
     from app.presentation.node_sections import value_search_frame, value_search_verdicts
     from lab import value_search_results

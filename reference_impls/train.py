@@ -221,6 +221,18 @@ def _store_config(run_dir: RunDir, cfg: TrainConfig) -> None:
 
 
 def main(argv=None) -> int:
+    """The command line (``python -m reference_impls.train``): returns the exit status. The run folder is held
+    (``RunDir.acquire_lock``) from before the model loads until the run ends, and released here, so that an
+    in-process caller (tests, notebooks) can resume the same folder afterwards."""
+    held: list = []
+    try:
+        return _main(argv, held)
+    finally:
+        for lock in held:
+            lock.release()
+
+
+def _main(argv, held: list) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         resolved, args, resume = parse_resolved(argv)
@@ -236,7 +248,7 @@ def main(argv=None) -> int:
         if not resume:
             _prepare_out(cfg, args.overwrite)
         if int(os.environ.get("RANK", "0")) == 0:  # one trainer per run folder (a second --resume is refused)
-            run_lock = RunDir(cfg.out).acquire_lock()  # noqa: F841  held until the process exits
+            held.append(RunDir(cfg.out).acquire_lock())
         sandbox_layer = _check_sandbox(cfg)
     except (ConfigError, RunDirError) as err:
         print(f"error: {err}", file=sys.stderr)

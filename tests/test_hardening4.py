@@ -274,3 +274,30 @@ def test_a_crafted_safetensors_checkpoint_is_refused_before_loading(tmp_path):
     lying_range = _safetensors(tmp_path / "range.safetensors",
                                {"w": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 4 * n]}}, 4 * n)
     assert "needs 48" in RunDir.weights_problem(lying_range)
+
+
+def test_train_resume_of_a_held_run_folder_is_refused(tmp_path, capsys):
+    """The trainer holds its run folder: a second `train --resume` while another process holds it gets an error line
+    and exit 2, trains nothing; once the holder is gone the same resume runs (and an in-process caller's own hold
+    is released when main returns)."""
+    from reference_impls.train import main
+
+    out = tmp_path / "run"
+    args = ["--algo", "grpo", "--env", "calculator", "--model", "tiny", "--group-size", "2", "--prompts-per-step", "1",
+            "--max-completion-tokens", "8", "--out", str(out)]
+    assert main([*args, "--steps", "1"]) == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom reference_impls.rundir import RunDir\n"
+         f"lock = RunDir({str(out)!r}).acquire_lock()\nprint('held', flush=True)\ntime.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        capsys.readouterr()
+        assert main(["--resume", str(out), "--steps", "2"]) == 2
+        assert f"process {holder.pid}" in capsys.readouterr().err
+        assert json.loads((out / "status.json").read_text())["step"] == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(["--resume", str(out), "--steps", "2"]) == 0
+    assert json.loads((out / "status.json").read_text())["step"] == 2

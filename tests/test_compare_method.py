@@ -146,12 +146,12 @@ def _grid_data(**changes):
 
 @pytest.mark.parametrize("changes,message", [
     ({"mu": {"nosuch": 2}}, "field 'mu': unknown nosuch"),
-    ({"mu": {"grpo": 0}}, "field 'mu', grpo: 0 is not an integer >= 1"),
+    ({"mu": {"grpo": 0}}, r"field 'mu', grpo: 0 is not an integer in \[1, "),
     ({"lr_sweep": {"default": [1e-5], "dpo": [1e-6, 3e-6]}}, "same number of trials"),
     ({"lr_sweep": {"default": [2.0]}}, "learning rates in (0, 1)"),
     ({"validation": None}, "needs a validation split"),
     ({"validation": {"n": 4, "size": 3}}, "a mapping with n and seed"),
-    ({"passk": {"implementation": "grpo", "problems": 20, "samples": 4}}, "problems: 20 is not an integer >= 50"),
+    ({"passk": {"implementation": "grpo", "problems": 20, "samples": 4}}, r"problems: 20 is not an integer in \[50, "),
     ({"passk": {"implementation": "ppo", "problems": 50, "samples": 4}}, "'ppo' is not the variant of any"),
     ({"passk": {"implementation": {"calculator": "search-grpo"}, "problems": 50, "samples": 4}},
      "calculator: search-grpo"),
@@ -348,7 +348,7 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
 @pytest.mark.parametrize("changes,message", [
     ({"warm_seeds": []}, "field 'warm_seeds': a non-empty list"),
     ({"warm_seeds": [0, 0]}, r"repeats a seed"),
-    ({"warm_seeds": [0, -1]}, r"-1 is not an integer >= 0"),
+    ({"warm_seeds": [0, -1]}, r"-1 is not an integer in \[0, "),
     ({"warm_seeds": [0, 1, 2]}, "3 warm starts for 2 seeds"),
     ({"warm_seeds": [1, 0], "warm_seed": 0}, r"the first \(1\) differs from field 'warm_seed' \(0\)"),
 ])

@@ -138,6 +138,7 @@ NOT_EXPORTED = {
     "survey_refs": "the survey's reference numbers: pointers into the survey, not into the work",
     "authors_source": "where the author list was read (docs/authors.md)",
     "authors_check": "whether a second source agrees with the author list (docs/authors.md)",
+    "year_arxiv": "the year of the first arXiv version: read off the arXiv id, which every export carries",
 }
 
 

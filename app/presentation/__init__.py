@@ -13,7 +13,9 @@ module (and from ``common``); this package re-exports nothing, so a name has one
     algorithms     the survey's Table 2 with links, its filters, variants side by side
     compare        a comparison grid's leaderboard, stages, interval chart, pass@k curves
     lab            "Run this" links into the Lab, the form's errors by field, a run's stage and progress text,
-                   a training transcript as HTML
+                   a training transcript as HTML, a run's training-health warnings
+    learning       a learning preset's measured band (seeds and the no-update control), the check of a live run
+                   against it, the measured curve for node pages (benchmarks/learn_presets.py's records)
     runs           the run history, runs' metrics side by side and as CSV
     imports        the one-work form, the user's works and their placements
     docs           the project's docs/*.md for the docs page, and documentation and source paths as links

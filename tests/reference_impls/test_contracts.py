@@ -244,7 +244,8 @@ def test_resume_skips_a_damaged_checkpoint(tmp_path):
     assert "step_000003" in r.stderr and "resumed from step_000002" in r.stderr
     assert [row["step"] for row in metric_rows(out)] == [1, 2, 3, 4]
     status = json.loads((out / "status.json").read_text())
-    assert status["state"] == "completed" and "step_000003: cannot be read" in status["note"]
+    # a truncated file is caught by the header check before loading (issue 63), which names what is wrong
+    assert status["state"] == "completed" and "step_000003: model.safetensors: its header length says" in status["note"]
 
 
 def test_resume_without_config_is_a_clear_error(tmp_path):

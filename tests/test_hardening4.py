@@ -6,6 +6,7 @@ The sandbox's isolation of concurrent runs (item 9) is in tests/reference_impls/
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import struct
@@ -214,22 +215,30 @@ def test_deep_links_with_icon_codes_show_them_as_text():
 
 
 # -- minors: one trainer per run folder --------------------------------------------------------------------------
+@contextlib.contextmanager
+def held_by_another_process(folder: Path):
+    """Another process holding ``folder`` (``RunDir.acquire_lock``) for the block; yields that process, killed
+    after the block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom reference_impls.rundir import RunDir\n"
+         f"lock = RunDir({str(folder)!r}).acquire_lock()\nprint('held', flush=True)\ntime.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_second_trainer_cannot_take_a_run_folder_that_one_holds(tmp_path):
     """Two `train --resume` of one run both trained into the same folder."""
     from reference_impls.rundir import RunDir, RunDirError
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom reference_impls.rundir import RunDir\n"
-         f"lock = RunDir({str(tmp_path)!r}).acquire_lock()\nprint('held', flush=True)\ntime.sleep(60)"],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_by_another_process(tmp_path) as holder:
         with pytest.raises(RunDirError, match=rf"another trainer is training into this run folder now "
                                               rf"\(process {holder.pid}\)"):
             RunDir(tmp_path).acquire_lock()
-    finally:
-        holder.kill()
-        holder.wait()
     with RunDir(tmp_path).acquire_lock():  # a dead holder's lock is gone
         with pytest.raises(RunDirError):
             RunDir(tmp_path).acquire_lock()  # and one holder at a time, in one process too
@@ -286,18 +295,10 @@ def test_train_resume_of_a_held_run_folder_is_refused(tmp_path, capsys):
     args = ["--algo", "grpo", "--env", "calculator", "--model", "tiny", "--group-size", "2", "--prompts-per-step", "1",
             "--max-completion-tokens", "8", "--out", str(out)]
     assert main([*args, "--steps", "1"]) == 0
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom reference_impls.rundir import RunDir\n"
-         f"lock = RunDir({str(out)!r}).acquire_lock()\nprint('held', flush=True)\ntime.sleep(60)"],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_by_another_process(out) as holder:
         capsys.readouterr()
         assert main(["--resume", str(out), "--steps", "2"]) == 2
         assert f"process {holder.pid}" in capsys.readouterr().err
         assert json.loads((out / "status.json").read_text())["step"] == 1
-    finally:
-        holder.kill()
-        holder.wait()
     assert main(["--resume", str(out), "--steps", "2"]) == 0
     assert json.loads((out / "status.json").read_text())["step"] == 2

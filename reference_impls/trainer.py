@@ -182,7 +182,7 @@ class Trainer:
         seed_everything(self.step_seed)  # every step's randomness is a function of (seed, step, rank)
         self.ctx.step = self.step
         metrics = Metrics()
-        generated, rollout_s, samples = 0.0, 0.0, []
+        generated, rollout_s, env_s, samples = 0.0, 0.0, 0.0, []
         batch = None
         if self.algo_cls.online:
             batch, rstats = self.collect()
@@ -194,6 +194,7 @@ class Trainer:
             metrics.add("completion_len_mean", float(batch.lengths.sum()) / max(n, 1.0), n)
             metrics.update(episode_diagnostics(samples, batch.lengths).reduce())
             generated, rollout_s = float(rstats["generated_tokens"]), rstats["rollout_s"]
+            env_s = float(rstats.get("env_s", 0.0))  # inside rollout_s: the environments' own step time
         t_update = time.time()
         result = self.algo.update(self.ctx, batch)
         update_s = time.time() - t_update
@@ -210,7 +211,7 @@ class Trainer:
         wall = time.time() - t0
         out = {"step": self.step, **reduced}
         if self.algo_cls.online:
-            out.update(tokens_per_s=generated / wall, rollout_s=rollout_s)
+            out.update(tokens_per_s=generated / wall, rollout_s=rollout_s, env_s=env_s)
         else:
             samples = getattr(self.algo, "last_samples", [])
         out.update(update_s=update_s, step_s=wall, wall_s=self.wall_offset + (time.time() - self.t_start))

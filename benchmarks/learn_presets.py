@@ -56,6 +56,10 @@ ARMS = ("rl", "control")
 CONTROL_LR = 0.0
 EVAL_N = 50
 EVAL_SEED = 4242  # the comparison grids' held-out seed: problems no run trains on
+#: ``--split validation`` (choosing a preset's settings): problems of this seed apart from the test problems
+#: (``measure.evaluate.validation_problems``), and memory sessions of this seed; the test split is scored once
+VALIDATION_SEED = 777
+SPLITS = ("heldout", "validation")
 MEMORY_SESSIONS = 24
 MIN_SEEDS = 3
 HELDOUT_METRIC = "greedy success: one 0/1 per held-out problem (the environment's 'correct'), greedy decoding"
@@ -152,6 +156,19 @@ def _score_memory_r1(model: str, config: dict, n_sessions: int, seed: int) -> di
             "em_by_question": [int(row["em"]) for row in result["rows"]], "em": result["summary"]["all"]["em"]}
 
 
+def _score_validation(model: str, env: str, config: dict, n: int, test_seed: int) -> list[int]:
+    """Greedy success on ``n`` validation problems: drawn apart from the ``n`` test problems of ``test_seed``."""
+    from lab.compare.heldout import heldout_config, score_problems
+    from reference_impls.envs import get_env
+    from reference_impls.measure.evaluate import validation_problems
+
+    task = get_env(env)
+    env_config = heldout_config({"env": env, "env_options": config["env_options"]})
+    problems = validation_problems(task, n, VALIDATION_SEED, n, test_seed, config=env_config)
+    return score_problems(model, task, problems, env_config, config["max_new_tokens_per_turn"],
+                          config["max_completion_tokens"])
+
+
 def run_stage(work: Path) -> None:
     """One stage, from ``WORK/spec.json``: train (a subprocess), score held-out, write the record atomically."""
     from lab.compare.heldout import evaluate_heldout
@@ -160,8 +177,10 @@ def run_stage(work: Path) -> None:
     spec = json.loads((work / "spec.json").read_text())
     host, t0 = Host.sample(), time.time()
     config = spec["config"]
+    split = spec.get("split", "heldout")
+    memory_seed = spec["eval_seed"] if split == "heldout" else VALIDATION_SEED
     if spec["kind"] == "add_only":
-        memory = _score_memory_r1("add_only", config, spec["memory_sessions"], spec["eval_seed"])
+        memory = _score_memory_r1("add_only", config, spec["memory_sessions"], memory_seed)
         atomic_json(Path(spec["record"]), {"env": "memory", "kind": "add_only", "memory_r1": memory,
                                            "wall_s": round(time.time() - t0, 1), "provenance": provenance(host)})
         return
@@ -183,8 +202,11 @@ def run_stage(work: Path) -> None:
         raise SystemExit(f"{spec['env']} {spec['arm']} seed {spec['seed']}: the run in {run.path} has "
                          f"{len(metrics)} of {config['steps']} steps and final model {model}")
     t_eval = time.time()
-    heldout = evaluate_heldout(str(model), spec["env"], config["env_options"], spec["eval_n"], spec["eval_seed"],
-                               config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    if split == "heldout":
+        heldout = evaluate_heldout(str(model), spec["env"], config["env_options"], spec["eval_n"], spec["eval_seed"],
+                                   config["max_new_tokens_per_turn"], config["max_completion_tokens"])
+    else:
+        heldout = _score_validation(str(model), spec["env"], config, spec["eval_n"], spec["eval_seed"])
     record = {
         "env": spec["env"], "arm": spec["arm"], "seed": spec["seed"], "impl": config["impl"], "preset": RECIPE,
         "model": config["model"], "control_lr": CONTROL_LR, "config": train_config | {"out": None},
@@ -194,11 +216,12 @@ def run_stage(work: Path) -> None:
         "step_time": [{k: m[k] for k in ("step", *STEP_TIME_KEYS) if k in m} for m in metrics],
         "warm_start_losses": [w.get("loss") for w in run.warm_start()],
         "train_wall_s": round(train_wall_s, 1),
-        "heldout": {"metric": HELDOUT_METRIC, "split": "heldout", "n": spec["eval_n"], "seed": spec["eval_seed"],
+        "heldout": {"metric": HELDOUT_METRIC, "split": split, "n": spec["eval_n"],
+                    "seed": spec["eval_seed"] if split == "heldout" else VALIDATION_SEED,
                     "mean": sum(heldout) / len(heldout), "by_problem": heldout},
     }
-    if spec["env"] == "memory":
-        record["memory_r1"] = _score_memory_r1(str(model), config, spec["memory_sessions"], spec["eval_seed"])
+    if spec["env"] == "memory" and spec["memory_sessions"] > 0:
+        record["memory_r1"] = _score_memory_r1(str(model), config, spec["memory_sessions"], memory_seed)
     record["eval_s"] = round(time.time() - t_eval, 1)
     record["wall_s"] = round(time.time() - t0, 1)
     record["recorded"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -230,28 +253,34 @@ def _remove_work(work: Path) -> None:
 
 
 def run(out: Path, envs: list[str], seeds: list[int], model: str | None = None, overrides: dict | None = None,
-        eval_n: int = EVAL_N, memory_sessions: int = MEMORY_SESSIONS, keep_runs: bool = False, log=sys.stdout) -> int:
-    """Every missing stage of ``envs`` x ``seeds`` x ``ARMS`` in order (seed by seed, RL then control), then the
-    add-only memory baseline; recorded stages are skipped. Returns the number of stages run."""
+        eval_n: int = EVAL_N, memory_sessions: int = MEMORY_SESSIONS, keep_runs: bool = False, log=sys.stdout,
+        split: str = "heldout", arms: tuple[str, ...] = ARMS) -> int:
+    """Every missing stage of ``envs`` x ``seeds`` x ``arms`` in order (seed by seed, RL then control), then the
+    add-only memory baseline; recorded stages are skipped. Returns the number of stages run. ``split``:
+    ``heldout`` scores the test problems (the shipped figures), ``validation`` the problems a preset's settings
+    are chosen on (``VALIDATION_SEED``), so that the test problems are scored once."""
+    if split not in SPLITS:
+        raise SystemExit(f"--split {split!r}: expected one of {', '.join(SPLITS)}")
     done = 0
     for env in envs:
         for seed in seeds:
-            for arm in ARMS:
+            for arm in arms:
                 record = record_path(out, env, arm, seed)
                 if record.is_file():
                     continue
                 spec = {"kind": "train", "env": env, "arm": arm, "seed": seed, "record": str(record),
                         "config": stage_config(env, seed, arm, model, overrides), "overrides": overrides or {},
-                        "eval_n": eval_n, "eval_seed": EVAL_SEED, "memory_sessions": memory_sessions}
+                        "eval_n": eval_n, "eval_seed": EVAL_SEED, "memory_sessions": memory_sessions,
+                        "split": split}
                 work = Path(out) / env / ".work" / stage_name(arm, seed)
                 _launch(work, spec, log)
                 if not keep_runs:  # a SmolLM2 checkpoint is 1.6 GB: the record holds what the benchmark needs
                     _remove_work(work)
                 done += 1
-        if env == "memory" and not add_only_path(out).is_file():
+        if env == "memory" and memory_sessions > 0 and not add_only_path(out).is_file():
             spec = {"kind": "add_only", "env": "memory", "record": str(add_only_path(out)),
                     "config": stage_config("memory", seeds[0], "rl", model, overrides),
-                    "eval_seed": EVAL_SEED, "memory_sessions": memory_sessions}
+                    "eval_seed": EVAL_SEED, "memory_sessions": memory_sessions, "split": split}
             work = Path(out) / "memory" / ".work" / "add_only"
             _launch(work, spec, log)
             _remove_work(work)
@@ -336,7 +365,8 @@ def memory_table(records: dict[str, dict[int, dict]], add_only: dict | None, see
 def _settings_key(record: dict) -> str:
     """A record's settings apart from what differs by design between stages (seed, learning rate, folder)."""
     config = {k: v for k, v in (record.get("config") or {}).items() if k not in ("seed", "lr", "out")}
-    return json.dumps({"model": record.get("model"), **config}, sort_keys=True)
+    split = (record.get("heldout") or {}).get("split", "heldout")
+    return json.dumps({"model": record.get("model"), "split": split, **config}, sort_keys=True)
 
 
 def env_report(out: Path, env: str) -> dict:
@@ -355,7 +385,8 @@ def env_report(out: Path, env: str) -> dict:
             "reward_first": None, "reward_last": None, "control_last": None, "diff": None, "ci_low": None,
             "ci_high": None, "heldout_metric": HELDOUT_METRIC, "heldout_before": None, "heldout_after": None,
             "heldout_diff": None, "learns": False, "control_lr": CONTROL_LR, "step_time": _step_time(rl),
-            "unpaired_stages": sorted(f"{a}-s{s}" for a in ARMS for s in records[a] if s not in seeds)}
+            "unpaired_stages": sorted(f"{a}-s{s}" for a in ARMS for s in records[a] if s not in seeds),
+            "heldout_split": rl[0]["heldout"].get("split", "heldout") if rl else None}
     if seeds:
         rl_last = [_last_quarter(r["rewards"]) for r in rl]
         control_last = [_last_quarter(r["rewards"]) for r in control]
@@ -433,7 +464,13 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", metavar="KEY=VALUE",
                         help="a setting for every stage of this run (a test's budget); recorded in each record")
     parser.add_argument("--eval-n", type=int, default=EVAL_N, help="held-out problems per stage")
-    parser.add_argument("--memory-sessions", type=int, default=MEMORY_SESSIONS, help="held-out memory sessions")
+    parser.add_argument("--memory-sessions", type=int, default=MEMORY_SESSIONS,
+                        help="held-out memory sessions (0: no Memory-R1 comparison)")
+    parser.add_argument("--split", choices=SPLITS, default="heldout",
+                        help="what each stage scores: the test problems (shipped figures) or validation problems "
+                             "(choosing a preset's settings; the test problems are then not scored)")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS),
+                        help="which arms to run (a control is shared by settings that differ only in the rate)")
     parser.add_argument("--keep-runs", action="store_true", help="keep each stage's run folder (checkpoints)")
     parser.add_argument("--dir", type=Path, default=RESULTS, help="records folder")
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -448,7 +485,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"--env {' '.join(unknown)}: no learning preset; known: {', '.join(env_names())}")
     if command == "run":
         n = run(args.dir, envs, args.seeds, args.model, parse_overrides(args.set), args.eval_n, args.memory_sessions,
-                args.keep_runs)
+                args.keep_runs, split=args.split, arms=tuple(args.arms))
         print(f"{n} stages run; records in {args.dir}")
     elif command == "report":
         for line in report(args.dir, envs):

@@ -20,8 +20,8 @@ def parts(blocks, kind):
 
 
 def test_sections_come_in_the_page_order():
-    assert [s.name for s in SECTIONS] == ["implementations", "comparison", "value search", "not implemented",
-                                          "proxy", "pass@k", "family"]
+    assert [s.name for s in SECTIONS] == ["implementations", "measured learning", "comparison", "value search",
+                                          "not implemented", "proxy", "pass@k", "family"]
 
 
 def test_a_node_with_an_implementation_shows_it_boxed_with_run_this(catalog):
@@ -94,4 +94,39 @@ def test_grids_are_loaded_once_and_only_for_a_section_that_reads_them(catalog):
 
 def test_a_part_is_one_of_the_kinds_the_page_shows():
     with pytest.raises(ValueError, match="unknown part kind"):
-        Part("chart", {})
+        Part("video", {})
+
+
+MEASURED = {"status": "learns", "seeds": 3, "steps": 3, "wall_s_median": 240.0, "load_1min_max": 1.8, "cpu": "cpu x",
+            "reward_last": 0.8, "control_last": 0.2, "diff": 0.6, "ci_low": 0.4, "ci_high": 0.8, "control_lr": 0.0,
+            "heldout_before": {"mean": 0.3, "low": 0.2, "high": 0.4}, "heldout_after": {"mean": 0.5, "low": 0.4,
+                                                                                          "high": 0.6},
+            "rewards": {"rl": [[0.2, 0.5, 0.8], [0.3, 0.6, 0.9], [0.1, 0.4, 0.7]],
+                        "control": [[0.2, 0.2, 0.2], [0.3, 0.3, 0.3], [0.1, 0.1, 0.1]]},
+            "memory_r1": {"rl": {"mean": 0.55, "low": 0.45, "high": 0.65},
+                          "warm_start": {"mean": 0.3, "low": 0.2, "high": 0.4},
+                          "add_only": {"mean": 0.5, "low": 0.4, "high": 0.6},
+                          "rl_vs_warm_start": {"difference": 0.25, "low": 0.1, "high": 0.4},
+                          "rl_vs_add_only": {"difference": 0.05, "low": -0.05, "high": 0.15}}}
+
+
+def test_a_measured_preset_shows_its_curve_figures_and_memory_table_on_the_node(catalog, monkeypatch):
+    from lab import recipes
+
+    real = recipes.measured
+    monkeypatch.setattr(recipes, "measured", lambda env, name="learn": MEASURED if env == "memory" else real(env, name))
+    blocks = shown(catalog, "memory")["measured learning"]
+    assert len(blocks) == 1 and blocks[0].boxed
+    (chart,) = [p.body for p in parts(blocks, "chart")]
+    arms = {row["arm"] for row in chart["data"]["values"]}
+    assert arms == {"RL (learning preset)", "control (no update)"}
+    assert max(row["high"] for row in chart["data"]["values"]) == 0.9  # the seeds' band, not only the mean
+    text = " ".join(p.body for p in parts(blocks, "markdown") + parts(blocks, "caption"))
+    assert "memory-grpo" in text and "median 4.0 min" in text and "0.40" in text  # settings, time, interval
+    (table,) = [p.body for p in parts(blocks, "table")]
+    assert list(table["manager"]) == ["RL manager", "warm start (no RL)", "add-only baseline"]
+    assert list(table["exact_match"]) == [0.55, 0.3, 0.5]
+
+
+def test_an_unmeasured_environment_shows_no_measured_learning(catalog):
+    assert "measured learning" not in shown(catalog, "memory")

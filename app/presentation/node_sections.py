@@ -3,7 +3,8 @@ in order: each ``NodeSection`` says whether it applies to a node and builds what
 ``Part``s (Markdown, captions, an equation, a table, an info note, a page link), which the page renders
 whatever the section. A new node-specific feature is a new entry in ``SECTIONS``, not a branch in the page.
 
-    SECTIONS, in order: implementations (each with "Run this"), comparison (its rows in the comparison grids),
+    SECTIONS, in order: implementations (each with "Run this"), measured learning (the learning preset's
+    measured curve on each of their environments, from the shipped records), comparison (its rows in the comparison grids),
     value search (learned-value planning), not implemented (why not yet), proxy (the closest runnable stand-in),
     pass@k (the mechanistic-debate node), family (a family header: its base's "Run this").
 
@@ -27,13 +28,14 @@ from app.presentation.lab import run_link
 from papers.catalog import Catalog
 
 #: what a ``Part`` can be; the node page has one way to show each
-PART_KINDS = ("markdown", "caption", "latex", "table", "note", "link")
+PART_KINDS = ("markdown", "caption", "latex", "table", "note", "link", "chart")
 
 
 @dataclass(frozen=True)
 class Part:
     """One thing a section shows: ``body`` is Markdown (markdown, caption, note: an info box), LaTeX (latex),
-    a DataFrame (table) or a ``routes.Link`` (link, shown with ``label``); ``icon`` for a note or a link."""
+    a DataFrame (table), a ``routes.Link`` (link, shown with ``label``) or a Vega-Lite spec (chart); ``icon``
+    for a note or a link."""
 
     kind: str
     body: Any
@@ -129,6 +131,37 @@ def _implementations(ctx: NodeContext) -> list[Block]:
         if impl.paper:
             parts.append(Part("caption", f"Implemented from: {md_escape(impl.paper)}"))
         parts.append(Part("link", run_link(impl), "Run this", ":material/play_arrow:"))
+        blocks.append(Block(tuple(parts), boxed=True))
+    return blocks
+
+
+def _measured_learning(ctx: NodeContext) -> list[Block]:
+    """Per environment of the node's implementations whose learning preset the benchmark has measured
+    (``benchmarks/learn_presets.py``, shipped into ``lab/recipes/learn/<env>.yaml``): the measured curve (both
+    arms, the seeds' band), the settings and time, the verdict with its interval and the held-out figures, and
+    on the memory environment the Memory-R1 table. Nothing for an environment not measured yet."""
+    from app.presentation import learning
+    from lab import recipes
+
+    blocks, seen = [], set()
+    for impl in ctx.impls:
+        if impl.env in seen:
+            continue
+        seen.add(impl.env)
+        band = learning.measured_band(impl.env)
+        if band is None:
+            continue
+        parts = [Part("markdown", f"**Measured learning on {md_escape(impl.env)}**: what the learning preset did in "
+                                  f"the benchmark's runs, without running anything (benchmarks/learn_presets.py)."),
+                 Part("chart", learning.measured_curve_spec(impl.env, band)),
+                 Part("caption", f"{learning.settings_text(impl.env)} {band['time_text']}"),
+                 Part("markdown", md_escape(recipes.measured_sentence(impl.env)))]
+        rows = learning.memory_r1_rows(recipes.measured(impl.env))
+        if rows:
+            parts.append(Part("caption", "Memory-R1's claim on held-out sessions: the RL-trained manager against "
+                                         "its warm start and the add-only baseline (answer exact match, 95% "
+                                         "intervals)."))
+            parts.append(Part("table", pd.DataFrame(rows)))
         blocks.append(Block(tuple(parts), boxed=True))
     return blocks
 
@@ -343,6 +376,7 @@ def _passk(ctx: NodeContext) -> list[Block]:
 # -- the sections, in the order a node page shows them ---------------------------------------------------
 SECTIONS: tuple[NodeSection, ...] = (
     NodeSection("implementations", lambda c: bool(c.impls), _implementations),
+    NodeSection("measured learning", lambda c: bool(c.impls), _measured_learning),
     NodeSection("comparison", lambda c: bool(c.impls), _comparison),
     NodeSection("value search", lambda c: bool(c.value_searches), _value_search),
     NodeSection("not implemented", lambda c: bool(_why_not(c.node)), _not_implemented),

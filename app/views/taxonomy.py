@@ -41,6 +41,7 @@ SHOW_PART = {
     "table": lambda part: st.dataframe(part.body, hide_index=True, width="stretch"),
     "note": lambda part: st.info(part.body, icon=part.icon),
     "link": lambda part: ui.page_link(part.body, part.label, icon=part.icon),
+    "chart": lambda part: st.vega_lite_chart(part.body, width="stretch"),
 }
 
 

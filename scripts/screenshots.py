@@ -4,6 +4,8 @@
     .venv/bin/python scripts/screenshots.py            # every screenshot, into docs/screenshots/
     .venv/bin/python scripts/screenshots.py --only compare.png compare_envs.png   # some of them
     .venv/bin/python scripts/screenshots.py --no-run   # all but lab.png and runs.png (no training run)
+    .venv/bin/python scripts/screenshots.py --preset learn --mid-run 3 --only lab.png   # plus lab_running.png:
+        # the Lab while the run trains, its live curve over the preset's measured band (issue 59)
 
 It runs the app (``make app``) on a private, empty data directory where it first trains one run of calculator-grpo
 with a Lab preset (``--preset``; the shipped shots: ``--preset learn``, SmolLM2 learning one-operation sums in
@@ -35,6 +37,9 @@ def main() -> int:
     p.add_argument("--no-run", action="store_true", help="leave out lab.png and runs.png: no training run")
     p.add_argument("--preset", default="quick", help="the Lab preset of that run (quick: the tiny random model, a "
                    "minute; learn: SmolLM2-135M-Instruct learning one-operation problems, about 4 minutes)")
+    p.add_argument("--mid-run", type=int, metavar="STEPS", default=None,
+                   help="also shoot lab_running.png while the run trains, once STEPS steps are done: the live curve "
+                        "drawn over the preset's measured band")
     a = p.parse_args()
     data = tempfile.mkdtemp(prefix="atlas-shots-")
     os.environ["ATLAS_DATA_DIR"] = data
@@ -46,6 +51,8 @@ def main() -> int:
     if not a.no_run and (not wanted or wanted & set(RUN_SHOTS)):  # the pages that show a training run
         manager = RunManager()
         run = manager.submit(preset_config(get("calculator-grpo"), a.preset), impl_id="calculator-grpo", preset=a.preset)
+        if a.mid_run:
+            _shoot_mid_run(manager, run.id, a.mid_run, a.preset, a.out, data)
         print(f"run {run.id}: {manager.wait(run.id, timeout=900).status}", file=sys.stderr, flush=True)
         run_id = run.id
     shots = screenshot_shots(run_id, a.preset)
@@ -69,6 +76,35 @@ def main() -> int:
     finally:
         stop_app(app)
     return 0
+
+
+def _shoot_mid_run(manager, run_id: str, steps: int, preset: str, out: Path, data: str) -> None:
+    """lab_running.png: the Lab on ``run_id`` once ``steps`` of its steps are done, while it still trains."""
+    import time
+
+    from app import routes
+    from app.page_checks import _url
+
+    deadline = time.time() + 900
+    while len(manager.get(run_id).files.metrics()) < steps:
+        if manager.get(run_id).status not in ("queued", "running") or time.time() > deadline:
+            raise SystemExit(f"run {run_id} ended or stalled before {steps} steps: {manager.get(run_id).status}")
+        time.sleep(2)
+    port = free_port()
+    app = start_app(port, env={"ATLAS_DATA_DIR": data})
+    try:
+        wait_healthy(port, app)
+        from playwright.sync_api import sync_playwright
+
+        shot = ("lab_running.png", _url(routes.lab(impl="calculator-grpo", preset=preset, run=run_id)),
+                [("h3", f"Run {run_id}")], "measured band")
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            take_screenshots(browser.new_page(viewport=VIEWPORT), f"http://127.0.0.1:{port}", out, [shot])
+            browser.close()
+    finally:
+        stop_app(app)
+    print(f"lab_running.png at step {len(manager.get(run_id).files.metrics())} of run {run_id}", file=sys.stderr)
 
 
 if __name__ == "__main__":

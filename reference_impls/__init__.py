@@ -17,5 +17,6 @@ Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm), 
 - ``callbacks.py``   minGPT-style training callbacks (JSONL, TensorBoard, progress bar)
 - ``measure/``       the measurement CLIs over trained policies (held-out evaluation, reports, value search,
                      self-correction, the multi-agent pipeline), on one shared ``measure/cli.py`` main
-- ``trl_bridge.py`` / ``export.py`` (TRL), ``sandbox.py`` (running code the code envs ask for), ``stats.py``
+- ``trl_bridge.py`` / ``export.py`` (TRL), ``sandbox.py`` (running code the code envs ask for; its
+  isolation layers' command lines in ``sandbox_layers.py``), ``stats.py``
 """

@@ -6,6 +6,7 @@ Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm), 
 - ``models.py``      load a policy (SmolLM2-135M-Instruct from a local GGUF, or a tiny random Llama)
 - ``envs/``          the Env protocol, ``EnvSpec`` and one module per environment (each declares ``ENV_SPECS``)
 - ``engine.py``, ``rollout.py``   batched multi-turn generation with tool calls and loss masks
+  (``generate_engine.py``: the reference engine on ``model.generate``, imported only when used)
 - ``common.py``      per-token log-probs, entropy, masked means; ``policy_gradient.py`` the shared clipped update
 - ``algorithm.py``   the one interface every algorithm implements, and the Context the trainer hands it
 - ``algorithms/``    the algorithms by family (``grpo/``, ``reinforce/``, ``ppo/``, ``dpo/``, ``agentic/``): one

@@ -15,7 +15,7 @@ import statistics
 import time
 
 from reference_impls import sandbox
-from reference_impls.envs import swe
+from reference_impls.envs import swe, swe_harness
 
 
 def _stats(times: list[float]) -> dict:
@@ -39,14 +39,14 @@ def main(argv=None):
         for task in tasks:
             files = dict(task.files)
             t0 = time.perf_counter()
-            res, outs = swe._run(swe._UNITTEST, files, {}, limits, layer)
+            res, outs = swe_harness._run(swe_harness._UNITTEST, files, {}, limits, layer)
             test_t.append(time.perf_counter() - t0)
             if not outs:
                 report["layers"][layer] = {"error": res.stderr[-300:] or res.status}
                 break
             t0 = time.perf_counter()
-            swe._run(swe._CHECKS, files, {"checks": [[c.module, c.function, json.loads(c.args)] for c in task.checks]},
-                     limits, layer)
+            checks = [[c.module, c.function, json.loads(c.args)] for c in task.checks]
+            swe_harness._run(swe_harness._CHECKS, files, {"checks": checks}, limits, layer)
             submit_t.append(time.perf_counter() - t0)
         else:
             report["layers"][layer] = {"test_tool": _stats(test_t), "hidden_suite": _stats(submit_t)}

@@ -6,6 +6,7 @@ Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm), 
 - ``models.py``      load a policy (SmolLM2-135M-Instruct from a local GGUF, or a tiny random Llama)
 - ``envs/``          the Env protocol, ``EnvSpec`` and one module per environment (each declares ``ENV_SPECS``)
 - ``engine.py``, ``rollout.py``   batched multi-turn generation with tool calls and loss masks
+  (``generate_engine.py``: the reference engine on ``model.generate``, imported only when used)
 - ``common.py``      per-token log-probs, entropy, masked means; ``policy_gradient.py`` the shared clipped update
 - ``algorithm.py``   the one interface every algorithm implements, and the Context the trainer hands it
 - ``algorithms/``    the algorithms by family (``grpo/``, ``reinforce/``, ``ppo/``, ``dpo/``, ``agentic/``): one
@@ -17,5 +18,6 @@ Layout (nanoGPT-style model/train split, CleanRL-style one file per algorithm), 
 - ``callbacks.py``   minGPT-style training callbacks (JSONL, TensorBoard, progress bar)
 - ``measure/``       the measurement CLIs over trained policies (held-out evaluation, reports, value search,
                      self-correction, the multi-agent pipeline), on one shared ``measure/cli.py`` main
-- ``trl_bridge.py`` / ``export.py`` (TRL), ``sandbox.py`` (running code the code envs ask for), ``stats.py``
+- ``trl_bridge.py`` / ``export.py`` (TRL), ``sandbox.py`` (running code the code envs ask for; its
+  isolation layers' command lines in ``sandbox_layers.py``), ``stats.py``
 """

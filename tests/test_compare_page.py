@@ -1,12 +1,13 @@
 """The Compare page under AppTest: empty state, and a grid folder's leaderboard, curves and pass@k."""
 import json
+import re
 
 import pytest
 import yaml
 
 from test_app_pages import open_page, texts
 
-from app.presentation.compare import curves_chart, interval_chart, leaderboard_frame, passk_chart
+from app.presentation.compare import NO_DIAGNOSTICS_YOURS, curves_chart, interval_chart, leaderboard_frame, passk_chart
 from lab.compare import results
 from lab.compare.board import leaderboard
 from reference_impls.stats import pass_at_k_curve
@@ -96,8 +97,10 @@ def test_leaderboard_curves_and_passk(data):
     assert any("pass@k" in c.value for c in at.caption)
     # the untrained model and the warm start alone are the references each row is read against
     # (intervals exact over the 4 problems, as the leaderboard's one-run rows: Clopper-Pearson 0 of 4, 1 of 4)
-    assert ("Same held-out problems. Untrained model: 0.0% (95% interval 0.0-60.2%); "
-            "Warm start alone (no RL): 25.0% (95% interval 0.6-80.6%)") in [c.value for c in at.caption]
+    [line] = [c.value for c in at.caption if c.value == grids[0].reference_line("calculator")]
+    assert re.findall(r"(\d+\.\d)% \(95% interval (\d+\.\d)-(\d+\.\d)%\)", line) == [("0.0", "0.0", "60.2"),
+                                                                                ("25.0", "0.6", "80.6")]
+    assert line.index("Untrained") < line.index("Warm start")
     # with the untrained model measured, the stages table pairs each stage with the one it starts from
     stages = at.table[0].value
     assert list(stages.index)[:2] == ["untrained", "SFT (warm start)"]
@@ -105,11 +108,11 @@ def test_leaderboard_curves_and_passk(data):
     # the interval chart carries the warm start as a reference line, and the page reads each row in the board's words
     [chart] = [c for c in at.get("vega_lite_chart") if "held-out success" in c.proto.spec]
     assert '"warm start 25%"' in chart.proto.spec
-    assert any(m.value.startswith("**Against the baseline:**\n- calculator-ppo: ") for m in at.markdown)
+    [against] = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("**Against the baseline:**")]
+    assert f"- calculator-ppo: {board[0]['verdict']}" in against.splitlines()
     # these records predate the per-step diagnostics: the section says so and draws no empty chart
     assert "Mechanisms, step by step" in [h.value for h in at.subheader]
-    assert any(c.value.startswith("These cells' records predate per-step diagnostics") and
-               "python -m lab.compare run demo --dir" in c.value for c in at.caption)
+    assert NO_DIAGNOSTICS_YOURS.format(name="demo") in [c.value for c in at.caption]
     assert not [c for c in at.get("vega_lite_chart") if "nats per token" in c.proto.spec]
     assert not [b for b in at.selectbox if b.label == "Diagnostic"]
 
@@ -149,7 +152,8 @@ def test_node_page_shows_its_algorithms_row(data):
     at = open_page("taxonomy", node="alg-ppo")
     row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
     assert row and "75.0 %" in row[0] and "(calculator, 2 seeds)" in row[0]
-    assert "better than calculator-grpo" in row[0] or "no difference detected from calculator-grpo" in row[0]
+    [ppo] = [r for r in results.available_results()[0].board()["calculator"] if r["implementation"] == "calculator-ppo"]
+    assert ppo["verdict"] and ppo["verdict"] in row[0]
     assert [e for e in at.get("page_link") if e.proto.label == "See the comparison"]
 
 
@@ -158,8 +162,11 @@ def test_node_page_of_a_base_grid_reads_rl_against_the_warm_start(data):
     _write_grid(data, [_cell("calculator-grpo", "grpo", s, [1, 1, 0, 0]) for s in (0, 1)])
     at = open_page("taxonomy", node="alg-grpo")
     row = [c.value.replace("\\", "") for c in at.caption if "comparison grid" in c.value]  # unescaped
-    assert row and "untrained 0.0 %; SFT (warm start) 25.0 %; SFT + RL held-out 50.0 %" in row[0]
-    assert "than SFT (warm start)" in row[0] or "no difference detected from SFT (warm start)" in row[0]
+    assert row and re.findall(r"(untrained|SFT \(warm start\)|SFT \+ RL held-out) (\d+\.\d) %", row[0]) == [
+        ("untrained", "0.0"), ("SFT (warm start)", "25.0"), ("SFT + RL held-out", "50.0")]
+    [rl] = [r for r in results.available_results()[0].summary().progression["calculator"]
+            if r["implementation"] == "calculator-grpo"]
+    assert rl["verdict"] and rl["verdict"] in row[0]
 
 
 def test_a_grid_summary_is_computed_once_per_content_and_stored_as_json(data, monkeypatch):
@@ -219,8 +226,8 @@ def test_compare_tables_charts_and_notes_for_each_grid_kind():
     rules = [layer for layer in chart["layer"] if layer.get("data")]
     assert [layer["data"]["values"][0]["x"] for layer in rules] == [25.0, 25.0, 50.0, 50.0]
     notes = env_notes(grid, summary, "frozenlake")
-    assert any(n.startswith("**Against the baseline:**\n- frozenlake-ppo: ") and rows[1]["verdict"] in n.replace("\\", "")
-               for n in notes)
+    assert any(n.startswith("**Against the baseline:**") and
+               f"- frozenlake-ppo: {rows[1]['verdict']}" in n.replace("\\", "").splitlines() for n in notes)
     assert any(n.startswith("**One seed:** frozenlake-ppo") for n in notes)
     assert any("`<move>down right</move>`" in n and "50%" in n for n in notes)
     assert not any("pass@1" in n for n in notes)  # no pass@k record here
@@ -231,7 +238,8 @@ def test_compare_tables_charts_and_notes_for_each_grid_kind():
                               cells, {}, False, {**warm, "frozenlake@w1": {"heldout": 0.5, "heldout_by_problem": [1, 1, 0, 0]}}, {}, [], blind)
     assert [(r.label, r.value) for r in references(two, "frozenlake")] == [
         ("warm start 25%", 0.25), ("warm start @w1 50%", 0.5), ("map-blind 50%", 0.5)]
-    assert "from its seed's warm-start checkpoint (2 warm starts" in grid_intro(two)
+    assert "2 warm starts" in grid_intro(two) and "seeds 0, 1" in grid_intro(two)
+    assert "warm starts" not in grid_intro(grid)
     assert "Warm start @w1 alone (no RL): 50.0%" in two.reference_line("frozenlake")
 
     # a base / SFT / SFT + RL grid, one seed, one implementation per environment: nothing against itself
@@ -338,7 +346,7 @@ def test_diagnostics_are_averaged_over_seeds_per_step_and_drawn_one_at_a_time():
     assert {"field": "seeds"} in chart["encoding"]["tooltip"]
     # notes: the record without diagnostics, and the rows without a curve of the chosen diagnostic
     notes = diagnostics_notes(grid, summary.diagnostics, "calculator", "pairs")
-    assert notes[0].startswith("No diagnostics in the records of calculator-ppo")
+    assert notes[0].startswith("No diagnostics") and re.findall(r"calculator-[a-z]+", notes[0]) == ["calculator-ppo"]
     assert "for calculator-dapo, calculator-grpo:" in notes[1]
     assert not any("critic" in n for n in notes)
     # an environment none of whose records keeps them: the note, and nothing to draw
@@ -358,12 +366,15 @@ def test_ppo_warm_up_steps_are_named_under_its_curves():
     ppo = _diagnostic_cell("calculator-ppo", "ppo", 0, [1.0, 1.0, 0.9])
     ppo["config"]["algo_config"] = {"critic_warmup_steps": 2}
     grid = results.GridResults("g", Path("g"), {"name": "g"}, [ppo], {}, False)
-    assert diagnostics_notes(grid, grid.diagnostics(), "calculator") == [
-        "calculator-ppo: its first 2 steps train only the critic (the policy does not move), so its policy steps "
-        "start after them."]
+    [note] = diagnostics_notes(grid, grid.diagnostics(), "calculator")
+    assert note.startswith("calculator-ppo: ") and "first 2 steps" in note and "critic" in note
+    ppo["config"]["algo_config"] = {"critic_warmup_steps": 0}
+    assert diagnostics_notes(grid, grid.diagnostics(), "calculator") == []
 
 
 def test_compare_page_draws_the_mechanisms_section(data):
+    from app.presentation.compare import diagnostics_notes
+
     _write_grid(data, _diagnostic_cells())
     at = open_page("compare", grid="demo")
     assert "Mechanisms, step by step" in [h.value for h in at.subheader]
@@ -373,7 +384,8 @@ def test_compare_page_draws_the_mechanisms_section(data):
     drawn = chart.proto.SerializeToString()  # the rows travel as Arrow data beside the spec
     assert b"calculator-dapo" in drawn and b"calculator-grpo" in drawn
     assert any("clip-higher" in c.value for c in at.caption)
-    assert any(c.value.startswith("No diagnostics in the records of calculator-ppo") for c in at.caption)
+    demo = results.available_results()[0]
+    assert diagnostics_notes(demo, demo.diagnostics(), "calculator")[0] in [c.value for c in at.caption]
     picker.set_value(2).run()  # the wrong episodes' length, Dr.GRPO's mechanism
     assert not at.exception
     assert any("wrong episodes" in c.proto.spec for c in at.get("vega_lite_chart"))
@@ -513,15 +525,19 @@ def test_learning_rates_chosen_on_validation_by_hand():
     assert rows[1]["trials"][2] == {"lr": 1e-4, "validation": 0.9, "complete": False}
     text = lr_choices_text(rows)
     assert "(100 problems, seed 5151;" in text
-    assert "- calculator-grpo (mu 2): 1e-05: 0.590, 3e-05: 0.380, 0.0001: 0.070 -> 1e-05  (the sweep's smallest" \
-        in text
+    [grpo_line] = [line for line in text.splitlines() if line.startswith("- calculator-grpo ")]
+    tried, chosen = grpo_line.split(" -> ")
+    assert "(mu 2)" in tried and re.findall(r"(\S+): (\d\.\d{3})", tried) == [
+        ("1e-05", "0.590"), ("3e-05", "0.380"), ("0.0001", "0.070")]
+    assert chosen.split()[0] == "1e-05" and "smallest" in chosen
     assert "0.0001: 0.900 (stopped) -> 3e-05\n" in text  # a stopped trial is not chosen, however high
     frame = lr_frame(rows)
-    assert frame.to_dict("index") == {
-        "calculator-grpo": {"mu": 2, "validation success per rate": "1e-05: 59%; 3e-05: 38%; 0.0001: 7%",
-                            "chosen": "1e-05", "at the sweep's edge": "smallest"},
-        "calculator-ppo": {"mu": 4, "validation success per rate": "1e-05: 43%; 3e-05: 49%; 0.0001: 90% (stopped)",
-                           "chosen": "3e-05", "at the sweep's edge": "no"}}
+    assert list(frame.columns) == ["mu", "validation success per rate", "chosen", "at the sweep's edge"]
+    assert frame.drop(columns="validation success per rate").to_dict("index") == {
+        "calculator-grpo": {"mu": 2, "chosen": "1e-05", "at the sweep's edge": "smallest"},
+        "calculator-ppo": {"mu": 4, "chosen": "3e-05", "at the sweep's edge": "no"}}
+    assert [v.split("; ") for v in frame["validation success per rate"]] == [
+        ["1e-05: 59%", "3e-05: 38%", "0.0001: 7%"], ["1e-05: 43%", "3e-05: 49%", "0.0001: 90% (stopped)"]]
     assert lr_frame([]) is None and lr_choices_text([]) == ""
 
 
@@ -568,14 +584,15 @@ def test_a_grid_not_finished_says_how_far_it_has_run(data):
         _cell("calculator-ppo", "ppo", 0, [1, 1, 0, 0])]
     spec = {"name": "g", "seeds": [0, 1], "implementations": ["calculator-grpo", "calculator-ppo", "frozenlake-grpo"]}
     note = progress_note(results.GridResults("g", Path("g"), spec, cells, {}, False))
-    assert note.startswith("**Not finished:** 3 of the grid's 6 cells (3 implementations x 2 seeds)")
+    assert note.startswith("**Not finished:**") and re.findall(r"\d+", note.split(";")[0]) == ["3", "6", "3", "2"]
     assert note.endswith("No cell yet: frozenlake-grpo.")
     whole = {**spec, "implementations": ["calculator-grpo"], "seeds": [0, 1]}
     assert progress_note(results.GridResults("g", Path("g"), whole, cells, {}, False)) is None
     # on the page: the demo grid plans 2 implementations x 2 seeds and has 3 cells
     _write_grid(data, cells)
     at = open_page("compare", grid="demo")
-    assert any(i.value.startswith("**Not finished:** 3 of the grid's 4 cells") for i in at.info)
+    shown = progress_note(results.available_results()[0])
+    assert re.findall(r"\d+", shown.split(";")[0]) == ["3", "4", "2", "2"] and shown in [i.value for i in at.info]
 
 
 def test_every_shipped_grid_is_finished():

@@ -21,6 +21,8 @@ without editing the package: ``python -m reference_impls.train --env-module my_e
 file, whose ``ENV_SPECS`` (or ``register_env(EnvSpec(...))`` call) adds it (:func:`load_env_module`). The
 built-in environments are declared the same way: one module each, ending with ``ENV_SPECS``
 (:class:`EnvRegistry` collects them), plus the ``IMPLEMENTATIONS`` rows it ships (``reference_impls.registry``).
+A module without ``ENV_SPECS`` is a helper of one or more environments (``gridgames``, ``reports``, the task
+data of ``swe_repos``, ``sql_db``, ``code_problems``, the harness ``swe_harness``).
 """
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ beside training. Each module is a library (its functions take a loaded model) an
 - ``self_correction.py``  first vs second attempt, external vs self feedback
 - ``mas_pipeline.py``     the RL-free multi-agent baseline (prompted roles as a fixed pipeline)
 - ``value_search.py``     a learned value head guiding best-first search, against the policy at equal calls
+  (the value itself, its states, targets and fit: ``value_head.py``, a library with no command of its own)
 
 This package sits above the trainer's layers (rollout, envs, models): nothing below it imports it.
 """

@@ -401,13 +401,13 @@ def test_resume_skips_checkpoints_with_garbage_in_readable_files(tmp_path):
 
 @pytest.fixture
 def fresh_probe():
-    from reference_impls import sandbox
+    from reference_impls import sandbox, sandbox_layers
 
     sandbox._probe.cache_clear()
-    sandbox._fallback_interpreter.cache_clear()
+    sandbox_layers._fallback_interpreter.cache_clear()
     yield sandbox
     sandbox._probe.cache_clear()
-    sandbox._fallback_interpreter.cache_clear()
+    sandbox_layers._fallback_interpreter.cache_clear()
 
 
 def _bin_without(tmp_path, *names):

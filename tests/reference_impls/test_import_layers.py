@@ -18,6 +18,8 @@ envs -> envs.reports`` is a cycle).
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -132,6 +134,17 @@ def test_environments_never_import_the_measurement_layer():
            if _inside(a, "reference_impls.envs") and (b == "reference_impls.measure"
                                                        or _inside(b, "reference_impls.measure"))]
     assert not bad, "\n".join(bad)
+
+
+def test_collecting_the_algorithms_leaves_transformers_unimported():
+    """A node page and the Lab's catalog collect every row (``registry.implementations``), which imports torch;
+    transformers is imported only to load a model or by the reference ``generate`` engine, so a cold page does not
+    wait for it too. In a fresh interpreter, so only what the collection imports counts."""
+    code = ("import sys\nfrom reference_impls import registry\nregistry.implementations()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'transformers'))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines()[-1] == "[]", "a module the registry imports imports transformers at its top"
 
 
 def test_the_checks_see_a_cycle_and_a_layer_broken(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_impls import sandbox
+from reference_impls import sandbox, sandbox_layers
 
 LIM = sandbox.Limits(cpu_seconds=1, wall_seconds=3.0, memory_bytes=256 * 2**20, nprocs=8, max_output_bytes=4096)
 LAYER = sandbox.active_layer()
@@ -174,7 +174,7 @@ def test_rlimits_as_root_without_a_uid_switch_refuses_fork(monkeypatch):
     the rlimits layer then refuses fork itself, the unshare layer is not used, and file tests are skipped."""
     if os.geteuid() != 0:
         pytest.skip("only as root")
-    monkeypatch.setattr(sandbox, "_fallback_interpreter", lambda: (sandbox._interpreter(), False))
+    monkeypatch.setattr(sandbox_layers, "_fallback_interpreter", lambda: (sandbox._interpreter(), False))
     r = run("import os\nos.fork()\nprint('forked')", "rlimits")
     assert r.status == "error" and "os.fork is not allowed" in r.stderr and "forked" not in r.stdout
     assert not sandbox.protects_files("rlimits") and sandbox.protects_files("bwrap")

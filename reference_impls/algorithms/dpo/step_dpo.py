@@ -50,7 +50,7 @@ from .dpo import DPO, Config as DPOConfig, Pair
 from ...envs import with_checked_steps
 from ...implementations import latex_number
 from ...options import ConfigError, option
-from ...rollout import RolloutConfig, Sample, _as_list, _GenerateTurns, rollout
+from ...rollout import RolloutConfig, Sample, _as_list, rollout
 
 
 @dataclass
@@ -159,13 +159,15 @@ class StepDPO(DPO):
     def _sample_correct_steps(self, ctx: Context, sites: list, rollout_cfg: RolloutConfig) -> list:
         """For each site, the first of ``step_samples`` one-turn continuations of its prefix that is a
         correct step (its token ids), else None."""
+        from ...generate_engine import GenerateTurns  # transformers: imported when a step is sampled
+
         n = self.cfg.step_samples
         if not sites or n == 0:
             return [None] * len(sites)
         tok, model = ctx.tokenizer, ctx.policy
         rows = [Sample(prompt_ids=prefix, completion_ids=[]) for _, prefix, _, _ in sites for _ in range(n)]
         eos_ids = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
-        turns = _GenerateTurns(model, tok, ctx.task.make(sites[0][0]).stop_strings, eos_ids, rollout_cfg)
+        turns = GenerateTurns(model, tok, ctx.task.make(sites[0][0]).stop_strings, eos_ids, rollout_cfg)
         was = model.training
         model.eval()
         with torch.no_grad():

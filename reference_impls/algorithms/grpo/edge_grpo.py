@@ -45,7 +45,7 @@ from ...algorithm import Context, RolloutBatch, batch_from_samples, collect_batc
 from ...common import collate, completion_logprobs
 from ...envs import step_all
 from ...options import option
-from ...rollout import Sample, _as_list, _GenerateTurns
+from ...rollout import Sample, _as_list
 from .luffy import demonstration_with_reward
 from .successes import successes
 
@@ -112,11 +112,13 @@ def rescore(ctx: Context, problem, sample: Sample, final_text: str) -> tuple[flo
 
 def continuations(ctx: Context, prefixes: list[list[int]], stop_strings) -> list[list[int]]:
     """One sampled turn of the policy after each token prefix (prompt, response, cue)."""
+    from ...generate_engine import GenerateTurns  # transformers: imported when a continuation is sampled
+
     if not prefixes:
         return []
     model, tok = ctx.policy, ctx.tokenizer
     eos_ids = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
-    turns = _GenerateTurns(model, tok, stop_strings, eos_ids, ctx.rollout_config)
+    turns = GenerateTurns(model, tok, stop_strings, eos_ids, ctx.rollout_config)
     rows = [Sample(prompt_ids=list(p), completion_ids=[]) for p in prefixes]
     was = model.training
     model.eval()

@@ -153,6 +153,7 @@ def main(argv=None) -> int:
             s.add_argument("--seed", type=int, required=True)
         if name == "_trial":
             s.add_argument("--lr", type=float, required=True)
+            s.add_argument("--seed", type=int, default=None, help="one of the grid's lr_trials seeds")
     args = p.parse_args(argv)
     try:
         grid = Grid.load(args.grid)
@@ -183,7 +184,11 @@ def main(argv=None) -> int:
     elif args.command == "_baseeval":
         base_eval_stage(grid, gdir, args.env)
     elif args.command == "_trial":
-        trial_stage(grid, gdir, args.impl, args.lr)
+        try:
+            trial_stage(grid, gdir, args.impl, args.lr, args.seed)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     elif args.command == "_cell":
         cell_stage(grid, gdir, args.impl, args.seed)
     elif args.command == "_passk":

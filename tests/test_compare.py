@@ -142,6 +142,7 @@ def _grid(tmp_path, **changes):
     runner's cells (tests/test_compare_method.py runs tiny.yaml whole, sweep and pass@k included)."""
     data = yaml.safe_load((GRIDS / "tiny.yaml").read_text())
     data.pop("lr_sweep", None)
+    data.pop("lr_trials", None)  # they try the sweep's rates
     data.pop("passk", None)  # the runner's pass@k stage: test_passk_* and tests/test_compare_method.py
     data.update(changes)
     path = tmp_path / "grid.yaml"
@@ -187,7 +188,7 @@ def test_bad_grids_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="recipe"):
         Grid.load(str(_grid(tmp_path, recipe="nope")))
     with pytest.raises(ConfigError, match="unknown field"):
-        Grid.load(str(_grid(tmp_path, budget=3)))
+        Grid.load(str(_grid(tmp_path, budgets=3)))
     grid = Grid.load(str(_grid(tmp_path, options={"steps": -1})))
     with pytest.raises(ConfigError, match="cell calculator-grpo-s0.*steps"):
         validate_grid(grid, GridDir(tmp_path / "g"))

@@ -32,23 +32,27 @@ CLIPPED = {"grpo", "dr-grpo", "dapo", "gspo", "gmpo", "ppo"}
 # -- the budget ----------------------------------------------------------------------------------------
 
 def test_core_grid_budget_is_work(tmp_path):
-    """Every core cell's policy gets 8 rollout batches of 4 x 8 episodes; each batch gives the variant's mu updates
-    (at least 2 for every clipped objective); PPO's 2 critic warm-up steps come on top of its 8; DPO builds its
-    pairs from as many prompts as an online cell draws; the wall cap is a safety cap far above a cell's time."""
+    """Every core cell samples 8 rollout batches of 4 x 8 episodes (budget: sampled-episodes): PPO's 2 critic
+    warm-up steps among them, so its policy gets 6; each policy batch gives the variant's mu updates (at least 2
+    for every clipped objective); DPO builds its pairs from as many prompts as an online cell draws; the wall cap
+    is a safety cap far above a cell's time. Each seed has its own warm start, and the learning rates are tried on
+    two seeds that are no cell's."""
     grid = Grid.load("core")
-    assert grid.options["max_wall_s"] >= 1800
+    assert grid.options["max_wall_s"] >= 1800 and grid.budget == "sampled-episodes"
+    assert grid.warm_seeds == grid.seeds and len(grid.lr_trial_seeds) >= 2
+    assert not set(grid.lr_trial_seeds) & set(grid.seeds) and grid.lr_extend >= 1
     for impl, seed in grid.cells():
         config = cell_config(grid, impl, seed, str(tmp_path))
         variant = impl.split("-", 1)[1]
-        assert policy_steps(config) == 8 and config["prompts_per_step"] * config["group_size"] in (32, 16), impl
+        assert config["steps"] == 8 and config["prompts_per_step"] * config["group_size"] in (32, 16), impl
         if config["algo"] == "ppo":
-            assert config["steps"] == 10 and config["algo_config"]["critic_warmup_steps"] == 2, impl
+            assert policy_steps(config) == 6 and config["algo_config"]["critic_warmup_steps"] == 2, impl
             assert updates_per_batch(config) == grid.mu["ppo"] == 4
         elif config["algo"] == "dpo":
             assert config["algo_config"]["pair_prompts"] == config["steps"] * config["prompts_per_step"], impl
             assert updates_per_batch(config) == 1
         else:
-            assert updates_per_batch(config) == grid.mu[variant], impl
+            assert policy_steps(config) == 8 and updates_per_batch(config) == grid.mu[variant], impl
         if variant in CLIPPED:
             assert updates_per_batch(config) >= 2, impl
     assert (grid.mu["gspo"], grid.mu["gmpo"], grid.mu["dapo"]) == (4, 8, 16)  # the papers' numbers
@@ -157,6 +161,12 @@ def _grid_data(**changes):
      "calculator: search-grpo"),
     ({"passk": {"implementation": "grpo", "problems": 50, "samples": 4, "k": [1, 8]}}, "integers from 1 to samples (4)"),
     ({"passk": {"problems": 50, "samples": 4}}, "a mapping with implementation"),
+    ({"lr_trials": {"seeds": [100]}}, r"lr_trials', seeds: \[100\] is not a list of at least two seeds"),
+    ({"lr_trials": {"seeds": [100, 100]}}, "repeats a seed"),
+    ({"lr_trials": {"seeds": [1, 100]}}, r"seeds: \[1\] also cell seeds"),
+    ({"lr_trials": {"seeds": [100, 101], "extend": 9}}, r"extend: 9 is not an integer in \[0, 4\]"),
+    ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": None, "validation": None}, "lr_trials': needs an lr_sweep"),
+    ({"budget": "wall-time"}, "field 'budget': 'wall-time' is not one of policy-batches, sampled-episodes"),
 ])
 def test_bad_method_fields_name_the_problem(changes, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -181,7 +191,7 @@ def test_a_folder_binds_its_passk_declaration(tmp_path):
 def test_sweep_lrs_by_variant_then_algorithm_then_default():
     grid = Grid.from_dict(_grid_data(lr_sweep={"default": [1e-5, 3e-5], "rloo": [1e-4, 3e-4]}), "g.yaml")
     assert grid.sweep_lrs("calculator-rloo") == [1e-4, 3e-4] and grid.sweep_lrs("calculator-grpo") == [1e-5, 3e-5]
-    assert Grid.load("core").sweep_lrs("search-dpo") == [3e-7, 1e-6, 3e-6]
+    assert Grid.load("core").sweep_lrs("search-dpo") == [1e-7, 3e-7, 1e-6]
 
 
 # -- validation split ------------------------------------------------------------------------------------
@@ -372,8 +382,12 @@ def test_warm_seeds_assign_each_cell_seed_its_warm_start(tmp_path):
     assert split_warm_name("calculator@w7") == ("calculator", 7) and split_warm_name("calculator") == ("calculator", None)
     assert split_warm_name("a@wx") == ("a@wx", None)
     assert Grid.from_dict(grid.as_dict(), "g.yaml") == grid  # grid.yaml round-trips
-    one = Grid.from_dict(_grid_data(), "g.yaml")
+    one = Grid.from_dict(_grid_data(warm_seed=0), "g.yaml")
     assert one.warm_seeds == (0,) and "warm_seeds" not in one.as_dict() and one.as_dict()["warm_seed"] == 0
+    # naming neither: each seed its own warm start (issue 60), written out so that the grid.yaml binds
+    each = Grid.from_dict(_grid_data(seeds=[4, 2, 9]), "g.yaml")
+    assert each.warm_seeds == (4, 2, 9) and [each.warm_seed_of(s) for s in (4, 2, 9)] == [4, 2, 9]
+    assert Grid.from_dict(each.as_dict(), "g.yaml") == each
     gdir.bind(grid)
     with pytest.raises(ConfigError, match="different warm_seeds"):
         gdir.bind(Grid.from_dict(_grid_data(seeds=[0, 1, 2, 3, 4], warm_seeds=[3, 8]), "g.yaml"))
@@ -520,7 +534,7 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     from lab.compare.report import export
 
     data = _grid_data(implementations=["calculator-grpo"], warm_seeds=[0, 1], eval={"n": 4, "seed": 7})
-    for key in ("lr_sweep", "passk", "validation", "mu"):
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
         data.pop(key, None)
     data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
                            max_completion_tokens=16)
@@ -587,7 +601,7 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     from lab.compare.cli import main
 
     data = _grid_data(implementations=["calculator-grpo"], eval={"n": 4, "seed": 7})
-    for key in ("lr_sweep", "passk", "validation", "mu"):
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
         data.pop(key, None)
     data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
                            max_completion_tokens=16)
@@ -701,3 +715,90 @@ def test_export_of_one_environment_ships_only_its_records(tmp_path):
     assert main(["export", str(gdir.path / "grid.yaml"), "--dir", str(gdir.path), "--to", str(tmp_path / "x"),
                  "--env", "search"]) == 2
     assert not (tmp_path / "x").exists()
+
+
+# -- the design every next grid follows (issue 60) ---------------------------------------------------------
+
+def _trial_record(lr, seed, validation, complete=True):
+    return {"lr": lr, "seed": seed, "validation": validation, "complete": complete,
+            "validation_by_problem": [1] * round(4 * validation) + [0] * (4 - round(4 * validation))}
+
+
+def _write_trials(gdir, impl, scores):
+    from lab.compare.folder import atomic_json
+
+    for (lr, seed), validation in scores.items():
+        gdir.trial(impl, lr, seed).mkdir(parents=True, exist_ok=True)
+        atomic_json(gdir.trial(impl, lr, seed) / "result.json", _trial_record(lr, seed, validation))
+
+
+def test_the_choice_is_over_the_trial_seeds_and_brackets_or_says_not(tmp_path):
+    """Trials by hand (no training): the rate of the highest mean over both trial seeds wins, though seed 100 alone
+    would pick the other; a winner at an end of the range adds the next rate beyond it (the range's outer step),
+    which is then tried; the choice is bracketed once a rate on each side scored lower, and says it is not when
+    the added rates ran out (extend) with the winner still at the end."""
+    from lab.compare.trial import beyond, choose_lr, missing_trials, rates_to_try
+
+    grid = Grid.from_dict(_grid_data(lr_sweep={"default": [1e-5, 3e-5, 1e-4]},
+                                     lr_trials={"seeds": [100, 101], "extend": 1}), "g.yaml")
+    gdir = GridDir(tmp_path / "g")
+    impl = "calculator-grpo"
+    assert beyond([1e-5, 3e-5, 1e-4], 1e-5) == pytest.approx(3.33e-6) and beyond([1e-5, 3e-5, 1e-4], 3e-5) is None
+    assert beyond([1e-5, 1e-4], 1e-4) == pytest.approx(1e-3) and beyond([0.1, 0.5], 0.5) is None  # no rate >= 1
+    assert missing_trials(grid, gdir, impl) == [(lr, s) for lr in (1e-5, 3e-5, 1e-4) for s in (100, 101)]
+    # 3e-5 wins on the mean (0.5, 0.5 against 0.75, 0.0), the middle of the range: bracketed, nothing added
+    _write_trials(gdir, impl, {(1e-5, 100): 0.75, (1e-5, 101): 0.0, (3e-5, 100): 0.5, (3e-5, 101): 0.5,
+                               (1e-4, 100): 0.0, (1e-4, 101): 0.25})
+    assert rates_to_try(grid, gdir, impl) == [1e-5, 3e-5, 1e-4] and missing_trials(grid, gdir, impl) == []
+    choice = choose_lr(grid, gdir, impl)
+    assert (choice["lr"], choice["seeds"], choice["added"], choice["bracketed"]) == (3e-5, [100, 101], [], True)
+    assert [t["validation"] for t in choice["trials"]] == [0.375, 0.5, 0.125]
+    assert [[b["seed"] for b in t["by_seed"]] for t in choice["trials"]] == [[100, 101]] * 3
+
+    # the smallest rate wins: the next one below is asked for, both seeds, and then decides
+    other = GridDir(tmp_path / "h")
+    _write_trials(other, impl, {(1e-5, 100): 0.75, (1e-5, 101): 0.5, (3e-5, 100): 0.5, (3e-5, 101): 0.5,
+                                (1e-4, 100): 0.0, (1e-4, 101): 0.25})
+    assert missing_trials(grid, other, impl) == [(3.33e-6, 100), (3.33e-6, 101)]
+    with pytest.raises(ConfigError, match="the trial with lr 3.33e-06 has not run"):
+        choose_lr(grid, other, impl)
+    _write_trials(other, impl, {(3.33e-6, 100): 0.25, (3.33e-6, 101): 0.25})
+    choice = choose_lr(grid, other, impl)
+    assert (choice["lr"], choice["added"], choice["bracketed"]) == (1e-5, [3.33e-6], True)
+    # the added rate wins: extend 1 is spent, so nothing more is tried and the record says not bracketed
+    _write_trials(other, impl, {(3.33e-6, 100): 1.0, (3.33e-6, 101): 1.0})
+    assert missing_trials(grid, other, impl) == []
+    choice = choose_lr(grid, other, impl)
+    assert (choice["lr"], choice["added"], choice["bracketed"]) == (3.33e-6, [3.33e-6], False)
+    # a grid without lr_trials keeps the old choice: one trial per rate, of seed warm_seed, no extension
+    old = Grid.from_dict(_grid_data(lr_trials=None, warm_seed=0), "g.yaml")
+    assert old.trial_is_cell and old.trial_seeds() == (0,) and rates_to_try(old, other, impl) == [1e-5, 1e-4]
+
+
+def test_the_budget_counts_every_sampled_episode(tmp_path):
+    """budget: sampled-episodes: PPO's critic warm-up is part of its steps (the same episodes sampled as every other
+    cell); policy-batches (a grid.yaml without the field) adds it on top, as the shipped grids ran. work_done counts
+    what was sampled and what the policy trained on: DAPO's dropped groups are discarded episodes."""
+    data = _grid_data(recipe="compare", implementations=["calculator-grpo", "calculator-ppo", "calculator-dpo"])
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
+        data.pop(key, None)
+    data["options"]["steps"] = 4
+    data.pop("budget")  # tiny.yaml's: sampled-episodes
+    sampled = Grid.from_dict({**data, "budget": "sampled-episodes"}, "g.yaml")
+    on_top = Grid.from_dict(data, "g.yaml")
+    assert on_top.budget == "policy-batches" and "budget" not in on_top.as_dict()
+    steps = data["options"]["steps"]
+    for grid, ppo_steps in ((sampled, steps), (on_top, steps + 2)):
+        configs = {impl: cell_config(grid, impl, 0, str(tmp_path)) for impl in grid.implementations}
+        assert configs["calculator-ppo"]["steps"] == ppo_steps and configs["calculator-grpo"]["steps"] == steps
+        assert configs["calculator-dpo"]["algo_config"]["pair_prompts"] == steps * configs["calculator-dpo"][
+            "prompts_per_step"]
+    assert policy_steps(cell_config(sampled, "calculator-ppo", 0, str(tmp_path))) == steps - 2
+    short = Grid.from_dict({**data, "budget": "sampled-episodes", "options": {**data["options"], "steps": 2}}, "g")
+    with pytest.raises(ConfigError, match=r"calculator-ppo: its critic warm-up \(2 steps\) leaves its policy none"):
+        cell_config(short, "calculator-ppo", 0, str(tmp_path))
+    config = {"steps": 2, "prompts_per_step": 2, "group_size": 4, "mini_batches": 1, "max_wall_s": 0.0,
+              "algo": "grpo", "algo_config": {}}
+    dapo = work_done(config, [_metrics(1, episodes=8.0, groups_kept_frac=0.25),
+                              _metrics(2, episodes=8.0, groups_kept_frac=0.5)], {})
+    assert (dapo["sampled_episodes"], dapo["trained_episodes"], dapo["discarded_episodes"]) == (16, 6, 10)

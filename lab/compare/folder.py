@@ -99,6 +99,27 @@ def budget_status(record: dict) -> dict:
     return {"basis": LEGACY_BASIS, "complete": not capped, "in_verdicts": not capped, "why": why}
 
 
+def episode_counts(records: list[dict]) -> list[dict]:
+    """Per implementation (in the records' order), what its complete cells sampled and trained on (issue 60): rows
+    of ``implementation``, ``cells``, ``sampled`` and ``trained`` (means over its cells; ``trained`` of an offline
+    run is its usable pairs, ``unit`` says which); empty for records written before these counts."""
+    rows: dict[str, dict] = {}
+    for r in records:
+        b = r.get("budget")
+        if not isinstance(b, dict) or "sampled_episodes" not in b or not budget_status(r)["in_verdicts"]:
+            continue
+        row = rows.setdefault(r["implementation"], {"implementation": r["implementation"], "cells": 0,
+                                                    "sampled": 0.0, "trained": 0.0,
+                                                    "unit": "pairs" if "usable_pairs" in b else "episodes"})
+        row["cells"] += 1
+        row["sampled"] += b["sampled_episodes"]
+        row["trained"] += b.get("trained_episodes", b.get("usable_pairs", 0))
+    for row in rows.values():
+        row["sampled"] /= row["cells"]
+        row["trained"] /= row["cells"]
+    return list(rows.values())
+
+
 def cell_diagnostics(record: dict) -> list[dict]:
     """A cell's per-step diagnostics (rows of ``step``, ``phase`` and the ``DIAGNOSTIC_KEYS`` it has), for
     curves; [] for a record written before they were kept."""

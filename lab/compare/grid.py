@@ -483,8 +483,13 @@ def budget_options(grid: Grid, impl_id: str, cfg) -> None:
             cfg.algo_config.update(num_iterations=1, num_mini_batches=mu)
         else:
             cfg.mini_batches = mu
-    if "critic_warmup_steps" in fields and grid.budget == "policy-batches":  # else taken from the same episodes
-        cfg.steps += int(build(algo_cls.Config, dict(cfg.algo_config), f"option of --algo {cfg.algo}").critic_warmup_steps)
+    if "critic_warmup_steps" in fields:
+        warmup = int(build(algo_cls.Config, dict(cfg.algo_config), f"option of --algo {cfg.algo}").critic_warmup_steps)
+        if grid.budget == "policy-batches":
+            cfg.steps += warmup
+        elif warmup >= cfg.steps:  # sampled-episodes: the warm-up's batches come out of the same steps
+            raise ConfigError(f"{impl_id}: its critic warm-up ({warmup} steps) leaves its policy none of the "
+                              f"budget's {cfg.steps} steps (budget: sampled-episodes); give more steps")
     if not algo_cls.online and "pair_prompts" in fields:
         cfg.algo_config["pair_prompts"] = cfg.steps * cfg.prompts_per_step
 

@@ -840,3 +840,54 @@ def test_the_budget_counts_every_sampled_episode(tmp_path):
     dapo = work_done(config, [_metrics(1, episodes=8.0, groups_kept_frac=0.25),
                               _metrics(2, episodes=8.0, groups_kept_frac=0.5)], {})
     assert (dapo["sampled_episodes"], dapo["trained_episodes"], dapo["discarded_episodes"]) == (16, 6, 10)
+
+
+def test_a_tiny_grid_samples_the_same_episodes_in_every_cell(tmp_path, monkeypatch):
+    """budget: sampled-episodes on the tiny model (the compare recipe, so PPO has its 2 critic warm-up steps), GRPO,
+    DAPO and PPO, 3 steps of 2 x 2 episodes: every cell samples 12 episodes in all, PPO's critic warm-up's 8 among
+    them (its policy gets 1 batch of 4); each record counts what the policy trained on (DAPO: the groups its dynamic
+    sampling kept, as its per-step diagnostics say) and what it discarded; the report states both beside the
+    results, and which budget the grid used."""
+    import yaml
+
+    from lab.compare.cli import main
+    from lab.compare.folder import episode_counts
+
+    data = _grid_data(recipe="compare", implementations=["calculator-grpo", "calculator-dapo", "calculator-ppo"],
+                      seeds=[0], warm_seed=0, eval={"n": 4, "seed": 7})
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
+        data.pop(key, None)
+    data["options"].update(steps=3, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
+                           max_completion_tokens=40, checkpoint_every=3)  # DAPO's overlong buffer is 32
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grid = Grid.load(str(path))
+    assert grid.budget == "sampled-episodes"
+    gdir = GridDir(tmp_path / "g")
+
+    def in_process(args, log):
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    budgets = {impl: gdir.result(impl, 0)["budget"] for impl in grid.implementations}
+    assert {impl: b["sampled_episodes"] for impl, b in budgets.items()} == dict.fromkeys(grid.implementations, 12)
+    ppo = budgets["calculator-ppo"]
+    assert (ppo["critic_warmup_steps_done"], ppo["critic_warmup_episodes"], ppo["policy_steps_done"],
+            ppo["episodes"]) == (2, 8, 1, 4)
+    for impl, b in budgets.items():
+        rows = [row for row in gdir.result(impl, 0)["diagnostics"] if row["phase"] == "policy"]
+        kept = round(sum(row["episodes"] * row.get("groups_kept_frac", 1.0) for row in rows))
+        assert (b["counts"], b["trained_episodes"], b["discarded_episodes"]) == (
+            "sampled-episodes", kept, b["episodes"] - kept), impl
+    assert budgets["calculator-grpo"]["discarded_episodes"] == 0  # GRPO trains on every group it sampled
+    counts = episode_counts(cell_results(grid, gdir))
+    assert [(c["implementation"], c["sampled"], c["trained"]) for c in counts] == [
+        (impl, 12, b["trained_episodes"]) for impl, b in budgets.items()]
+    report = run_main(main, ["report", str(path), "--dir", str(gdir.path)], prog="python -m lab.compare").stdout
+    [line] = [line for line in report.splitlines() if line.startswith("Episodes per cell")]
+    assert {part.split()[0]: part.split()[1:] for part in line.split(": ", 1)[1].split("; ")} == {
+        impl: ["12", "/", str(b["trained_episodes"])] for impl, b in budgets.items()}
+    assert "Design: " + " ".join(grid.design()) in report.splitlines()

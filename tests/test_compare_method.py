@@ -381,8 +381,11 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path, monkeypatch):
     rl = [row for row in rows if row["against"] == "warm start"]
     assert [(row["model"], row["k"], row["seeds"]) for row in rl] == [("RL (calculator-grpo, 2 seeds)", 1, 2),
                                                                        ("RL (calculator-grpo, 2 seeds)", 4, 2)]
-    assert all(row["tests"] == 2 and row["p_holm"] >= row["p_raw"] and row["test"].startswith("paired t-test, seeds")
-               for row in rl)
+    # the Holm family: every tested row, the two warm starts against the untrained model (a seed each) included
+    tested = [row for row in rows if row["p_raw"] is not None]
+    assert [row["model"] for row in tested] == ["warm start"] * 2 + [rl[0]["model"]] * 2
+    assert all(row["tests"] == 4 and row["p_holm"] >= row["p_raw"] and row["test"].startswith("paired t-test, seeds")
+               for row in tested)
     reading = passk_reading(rows)  # of the declared method's seeds, not a legacy record's single checkpoint
     assert rl[0]["model"] in reading and PASSK_LEGACY[1:] not in reading
 

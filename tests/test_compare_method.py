@@ -894,3 +894,46 @@ def test_a_tiny_grid_samples_the_same_episodes_in_every_cell(tmp_path, monkeypat
     assert {part.split()[0]: part.split()[1:] for part in line.split(": ", 1)[1].split("; ")} == {
         impl: ["12", "/", str(b["trained_episodes"])] for impl, b in budgets.items()}
     assert "Design: " + " ".join(grid.design()) in report.splitlines()
+
+
+def test_a_grid_without_lr_trials_keeps_the_old_choice(tmp_path, monkeypatch):
+    """A grid.yaml written before issue 60 (no lr_trials, warm_seed named, no budget) runs as it ran: one trial per
+    rate, of seed warm_seed, from the one warm start, the chosen trial moved into that seed's cell (``trained_as``)
+    rather than trained again, PPO-free budget policy-batches; its Design line says each of these."""
+    import yaml
+
+    from lab.compare.cli import main
+
+    data = _grid_data(implementations=["calculator-grpo"], seeds=[0], warm_seed=0, eval={"n": 2, "seed": 7},
+                      validation={"n": 2, "seed": 5151})
+    for key in ("lr_trials", "budget", "passk", "mu"):
+        data.pop(key, None)
+    data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
+                           max_completion_tokens=16)
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grid = Grid.load(str(path))
+    assert (grid.trial_is_cell, grid.trial_seeds(), grid.warm_seeds, grid.budget) == (True, (0,), (0,),
+                                                                                       "policy-batches")
+    gdir = GridDir(tmp_path / "g")
+    calls = []
+
+    def in_process(args, log):
+        calls.append(args[0])
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    assert calls == ["_warm", "_warmeval", "_trial", "_trial", "_cell"]
+    choice = gdir.choice("calculator-grpo")
+    assert [t["lr"] for t in choice["trials"]] == grid.sweep_lrs("calculator-grpo") and choice["seed"] == 0
+    assert "seeds" not in choice and "bracketed" not in choice
+    r = gdir.result("calculator-grpo", 0)
+    assert r["trained_as"].startswith("the chosen learning-rate trial") and r["config"]["lr"] == choice["lr"]
+    assert not (gdir.trial("calculator-grpo", choice["lr"]) / "run").exists()  # moved into the cell
+    assert r["budget"]["counts"] == "policy-batches" and "lr_trials" not in yaml.safe_load(
+        (gdir.path / "grid.yaml").read_text())
+    new = Grid.load("tiny")
+    assert [a == b for a, b in zip(grid.design(), new.design())] == [False, False, False]

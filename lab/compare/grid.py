@@ -55,9 +55,9 @@ class Grid:
     options: dict = field(default_factory=dict)  # budget overrides on top of the recipe
     eval_n: int = 100
     eval_seed: int = 4242
-    warm_seed: int = 0  # the first warm start's seed (``warm_seeds[0]``); the learning-rate trials' seed
-    # the warm starts' seeds: cell seed index i starts from the warm start of warm_seeds[i % n] (issue 42); one
-    # warm start per environment, of warm_seed, when the grid file names none
+    warm_seed: int = 0  # the first warm start's seed (``warm_seeds[0]``); the old learning-rate trials' seed
+    # the warm starts' seeds: cell seed index i starts from the warm start of warm_seeds[i % n] (issue 42); a grid
+    # file naming neither these nor warm_seed gets one per cell seed (issue 60), one naming warm_seed alone one
     warm_seeds: tuple[int, ...] = ()
     label: str = ""
     baseline: str = "grpo"  # the algorithm every other one is compared with, per environment

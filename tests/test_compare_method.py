@@ -166,6 +166,7 @@ def _grid_data(**changes):
     ({"lr_trials": {"seeds": [1, 100]}}, r"seeds: \[1\] also cell seeds"),
     ({"lr_trials": {"seeds": [100, 101], "extend": 9}}, r"extend: 9 is not an integer in \[0, 4\]"),
     ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": None, "validation": None}, "lr_trials': needs an lr_sweep"),
+    ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": {"default": [1e-5]}}, "lr_sweep default tries fewer than two"),
     ({"budget": "wall-time"}, "field 'budget': 'wall-time' is not one of policy-batches, sampled-episodes"),
 ])
 def test_bad_method_fields_name_the_problem(changes, message):

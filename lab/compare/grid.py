@@ -330,6 +330,10 @@ def _lr_trials_field(data: dict, where: str, lr_sweep: dict) -> tuple[tuple[int,
         raise ConfigError(f"{what}, seeds: {shared} also cell seeds; a cell would be a run the choice was made on")
     if not lr_sweep:
         raise ConfigError(f"{what}: needs an lr_sweep (the rates the trials try)")
+    short = sorted(str(k) for k, rates in lr_sweep.items() if len(set(rates)) < 2)
+    if short:
+        raise ConfigError(f"{what}: lr_sweep {', '.join(short)} tries fewer than two rates; a choice on one rate "
+                          f"is no choice, and a range needs two ends to be extended past")
     extend = _int_field(value.get("extend", 0), f"{what}, extend", low=0, high=MAX_LR_EXTEND)
     return tuple(seeds), extend
 

@@ -159,7 +159,7 @@ def _grid(tmp_path, **changes):
     data.pop("lr_sweep", None)
     data.pop("lr_trials", None)  # they try the sweep's rates
     data.pop("passk", None)  # the runner's pass@k stage: test_passk_* and tests/test_compare_method.py
-    if "warm_seeds" not in changes:  # one warm start: these tests check cells (a warm start per seed: test_compare_method)
+    if "warm_seeds" not in changes:  # one warm start: these tests check cells (per seed: test_compare_method.py)
         data["warm_seed"] = 0
     data.update(changes)
     path = tmp_path / "grid.yaml"
@@ -410,7 +410,7 @@ def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
     assert base["model"] == "tiny" and len(base["heldout_by_problem"]) == 4
     assert json.loads((shipped / "base" / "calculator.json").read_text()) == base
     line = load_results(shipped, shipped=True).reference_line("calculator")
-    shown = [f"{100 * base['heldout']:.1f}%", f"{100 * warm['heldout']:.1f}%"]  # the untrained model, then the warm start
+    shown = [f"{100 * base['heldout']:.1f}%", f"{100 * warm['heldout']:.1f}%"]  # untrained, then the warm start
     assert line.index("Untrained") < line.index(shown[0], line.index("Untrained")) < line.index("Warm start") < \
         line.index(shown[1], line.index("Warm start"))
     text = report().stdout

@@ -434,7 +434,7 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     path = _grid(tmp_path, options=options, eval={"n": 4, "seed": 7}, seeds=[0])
     gdir = GridDir(tmp_path / "run")
     unnamed = Grid.load(str(path))
-    with pytest.raises(ConfigError, match=r"passk --env calculator: .* on calculator; name it in the grid file"):
+    with pytest.raises(ConfigError, match=r"passk --env calculator: .*\(passk: \{implementation"):
         passk_models(unnamed, gdir, "calculator")
     # the stage run in this process on 3 problems (a grid file refuses fewer than 50): the mechanics at a test's
     # cost; tests/test_compare_method.py runs a grid file's pass@k through the driver

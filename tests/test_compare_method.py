@@ -161,13 +161,13 @@ def _grid_data(**changes):
      "calculator: search-grpo"),
     ({"passk": {"implementation": "grpo", "problems": 50, "samples": 4, "k": [1, 8]}}, "integers from 1 to samples (4)"),
     ({"passk": {"problems": 50, "samples": 4}}, "a mapping with implementation"),
-    ({"lr_trials": {"seeds": [100]}}, r"lr_trials', seeds: \[100\] is not a list of at least two seeds"),
+    ({"lr_trials": {"seeds": [100]}}, r"lr_trials', seeds: \[100\] .* two seeds"),
     ({"lr_trials": {"seeds": [100, 100]}}, "repeats a seed"),
     ({"lr_trials": {"seeds": [1, 100]}}, r"seeds: \[1\] also cell seeds"),
     ({"lr_trials": {"seeds": [100, 101], "extend": 9}}, r"extend: 9 is not an integer in \[0, 4\]"),
     ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": None, "validation": None}, "lr_trials': needs an lr_sweep"),
-    ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": {"default": [1e-5]}}, "lr_sweep default tries fewer than two"),
-    ({"budget": "wall-time"}, "field 'budget': 'wall-time' is not one of policy-batches, sampled-episodes"),
+    ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": {"default": [1e-5]}}, "lr_sweep default .* two rates"),
+    ({"budget": "wall-time"}, "'budget': 'wall-time' .* policy-batches, sampled-episodes"),
 ])
 def test_bad_method_fields_name_the_problem(changes, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -837,7 +837,7 @@ def test_the_budget_counts_every_sampled_episode(tmp_path):
             "prompts_per_step"]
     assert policy_steps(cell_config(sampled, "calculator-ppo", 0, str(tmp_path))) == steps - 2
     short = Grid.from_dict({**data, "budget": "sampled-episodes", "options": {**data["options"], "steps": 2}}, "g")
-    with pytest.raises(ConfigError, match=r"calculator-ppo: its critic warm-up \(2 steps\) leaves its policy none"):
+    with pytest.raises(ConfigError, match=r"calculator-ppo: .*\(2 steps\).* 2 steps"):
         cell_config(short, "calculator-ppo", 0, str(tmp_path))
     config = {"steps": 2, "prompts_per_step": 2, "group_size": 4, "mini_batches": 1, "max_wall_s": 0.0,
               "algo": "grpo", "algo_config": {}}

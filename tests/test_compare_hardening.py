@@ -48,8 +48,8 @@ def _victim(tmp_path):
 
 def _grid_file(tmp_path, **options):
     data = yaml.safe_load((GRIDS / "tiny.yaml").read_text())
-    data.pop("lr_sweep", None)
-    data.pop("passk", None)
+    for key in ("lr_sweep", "lr_trials", "passk"):
+        data.pop(key, None)
     data["options"].update(options)
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(data))

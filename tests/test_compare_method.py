@@ -12,7 +12,7 @@ from lab.compare.heldout import HELDOUT_INTERVAL_METHOD
 from lab.compare.passk import PASSK_DECLARED
 from lab.compare.training import completion, work_done
 from lab.compare.warm import weights_digest
-from lab.compare.board import passk_comparison
+from lab.compare.board import PASSK_LEGACY, passk_comparison
 from lab.compare.report import passk_reading
 from lab.compare.folder import (DIAGNOSTIC_KEYS, LEGACY_BASIS, GridDir, budget_status, cell_diagnostics,
                                 cell_results, read_diagnostics_file)
@@ -32,23 +32,27 @@ CLIPPED = {"grpo", "dr-grpo", "dapo", "gspo", "gmpo", "ppo"}
 # -- the budget ----------------------------------------------------------------------------------------
 
 def test_core_grid_budget_is_work(tmp_path):
-    """Every core cell's policy gets 8 rollout batches of 4 x 8 episodes; each batch gives the variant's mu updates
-    (at least 2 for every clipped objective); PPO's 2 critic warm-up steps come on top of its 8; DPO builds its
-    pairs from as many prompts as an online cell draws; the wall cap is a safety cap far above a cell's time."""
+    """Every core cell samples 8 rollout batches of 4 x 8 episodes (budget: sampled-episodes): PPO's 2 critic
+    warm-up steps among them, so its policy gets 6; each policy batch gives the variant's mu updates (at least 2
+    for every clipped objective); DPO builds its pairs from as many prompts as an online cell draws; the wall cap
+    is a safety cap far above a cell's time. Each seed has its own warm start, and the learning rates are tried on
+    two seeds that are no cell's."""
     grid = Grid.load("core")
-    assert grid.options["max_wall_s"] >= 1800
+    assert grid.options["max_wall_s"] >= 1800 and grid.budget == "sampled-episodes"
+    assert grid.warm_seeds == grid.seeds and len(grid.lr_trial_seeds) >= 2
+    assert not set(grid.lr_trial_seeds) & set(grid.seeds) and grid.lr_extend >= 1
     for impl, seed in grid.cells():
         config = cell_config(grid, impl, seed, str(tmp_path))
         variant = impl.split("-", 1)[1]
-        assert policy_steps(config) == 8 and config["prompts_per_step"] * config["group_size"] in (32, 16), impl
+        assert config["steps"] == 8 and config["prompts_per_step"] * config["group_size"] in (32, 16), impl
         if config["algo"] == "ppo":
-            assert config["steps"] == 10 and config["algo_config"]["critic_warmup_steps"] == 2, impl
+            assert policy_steps(config) == 6 and config["algo_config"]["critic_warmup_steps"] == 2, impl
             assert updates_per_batch(config) == grid.mu["ppo"] == 4
         elif config["algo"] == "dpo":
             assert config["algo_config"]["pair_prompts"] == config["steps"] * config["prompts_per_step"], impl
             assert updates_per_batch(config) == 1
         else:
-            assert updates_per_batch(config) == grid.mu[variant], impl
+            assert policy_steps(config) == 8 and updates_per_batch(config) == grid.mu[variant], impl
         if variant in CLIPPED:
             assert updates_per_batch(config) >= 2, impl
     assert (grid.mu["gspo"], grid.mu["gmpo"], grid.mu["dapo"]) == (4, 8, 16)  # the papers' numbers
@@ -157,6 +161,13 @@ def _grid_data(**changes):
      "calculator: search-grpo"),
     ({"passk": {"implementation": "grpo", "problems": 50, "samples": 4, "k": [1, 8]}}, "integers from 1 to samples (4)"),
     ({"passk": {"problems": 50, "samples": 4}}, "a mapping with implementation"),
+    ({"lr_trials": {"seeds": [100]}}, r"lr_trials', seeds: \[100\] .* two seeds"),
+    ({"lr_trials": {"seeds": [100, 100]}}, "repeats a seed"),
+    ({"lr_trials": {"seeds": [1, 100]}}, r"seeds: \[1\] also cell seeds"),
+    ({"lr_trials": {"seeds": [100, 101], "extend": 9}}, r"extend: 9 is not an integer in \[0, 4\]"),
+    ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": None, "validation": None}, "lr_trials': needs an lr_sweep"),
+    ({"lr_trials": {"seeds": [100, 101]}, "lr_sweep": {"default": [1e-5]}}, "lr_sweep default .* two rates"),
+    ({"budget": "wall-time"}, "'budget': 'wall-time' .* policy-batches, sampled-episodes"),
 ])
 def test_bad_method_fields_name_the_problem(changes, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -181,7 +192,7 @@ def test_a_folder_binds_its_passk_declaration(tmp_path):
 def test_sweep_lrs_by_variant_then_algorithm_then_default():
     grid = Grid.from_dict(_grid_data(lr_sweep={"default": [1e-5, 3e-5], "rloo": [1e-4, 3e-4]}), "g.yaml")
     assert grid.sweep_lrs("calculator-rloo") == [1e-4, 3e-4] and grid.sweep_lrs("calculator-grpo") == [1e-5, 3e-5]
-    assert Grid.load("core").sweep_lrs("search-dpo") == [3e-7, 1e-6, 3e-6]
+    assert Grid.load("core").sweep_lrs("search-dpo") == [1e-7, 3e-7, 1e-6]
 
 
 # -- validation split ------------------------------------------------------------------------------------
@@ -279,43 +290,74 @@ def test_dirty_means_changed_code_not_the_grids_own_records(tmp_path):
 
 # -- the tiny grid, end to end (CI) ------------------------------------------------------------------------
 
-def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
-    """tiny.yaml: the learning rate of each algorithm is chosen on validation problems (two trials each, never
-    scored on the test problems), then each cell trains its budget with it and is scored on the test problems
-    once; every record carries its budget, completeness, diagnostics (also diagnostics.jsonl) and provenance.
-    Then pass@k of every seed of the implementation the grid names (GRPO) on 50 test problems, tested against the
-    warm start with the crossed seeds x problems test, Holm over its tests."""
+def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path, monkeypatch):
+    """tiny.yaml, the design every next grid follows (issue 60): each seed its own warm start; the learning rate of
+    each algorithm chosen on validation problems (never on the test problems) over two trial seeds that are no
+    cell's, trial j from warm start j, the range extended by one rate where the best sat at its end; then each
+    cell, every one trained after the choice, trains its budget with it and is scored on the test problems once;
+    every record carries its budget (every sampled episode counted), completeness, diagnostics (also
+    diagnostics.jsonl) and provenance. Then pass@k of every seed of the implementation the grid names (GRPO) on 50
+    test problems, each seed tested against its own warm start with the crossed seeds x problems test, Holm over
+    its tests. The stages run in this process (``stage_process`` replaced: the interpreter and torch's import per
+    stage cost most of this test's time; a stage's own process is tested in tests/test_compare.py's resume)."""
     from lab.compare.cli import main
+    from lab.compare.trial import rates_to_try
 
     grid = Grid.load("tiny")
     gdir = GridDir(tmp_path / "tiny")
+    calls = []
+
+    def in_process(args, log):
+        calls.append(args[0])
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
     t0 = time.time()
-    out = run_main(main, ["run", "tiny", "--dir", str(gdir.path)], env=dict(os.environ, HF_HUB_OFFLINE="1"),
-                   prog="python -m lab.compare")
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg="tiny") == 0
     print(f"tiny grid: {time.time() - t0:.0f}s", file=sys.stderr)
-    assert out.returncode == 0, out.stdout + out.stderr
+    # a warm start per seed, each SFT'd from its own seed
+    assert grid.warm_seeds == grid.seeds == (0, 1)
+    assert [json.loads((gdir.warm(w) / "done.json").read_text())["seed"] for w in ("calculator", "calculator@w1")] \
+        == [0, 1]
+    steps, episodes = grid.options["steps"], grid.options["prompts_per_step"] * grid.options["group_size"]
     for impl in grid.implementations:
         choice = gdir.choice(impl)
-        assert [t["lr"] for t in choice["trials"]] == grid.sweep_lrs(impl) and choice["lr"] in grid.sweep_lrs(impl)
+        rates = rates_to_try(grid, gdir, impl)
+        assert [t["lr"] for t in choice["trials"]] == rates and rates[:2] == grid.sweep_lrs(impl)
+        assert choice["seeds"] == [100, 101] and choice["added"] == rates[2:] and len(rates) <= 2 + grid.lr_extend
         best = max(t["validation"] for t in choice["trials"])
         assert [t for t in choice["trials"] if t["lr"] == choice["lr"]][0]["validation"] == best
-        for lr in grid.sweep_lrs(impl):
-            trial = json.loads((gdir.trial(impl, lr) / "result.json").read_text())
-            assert len(trial["validation_by_problem"]) == grid.validation_n and "heldout" not in trial
-            assert trial["config"]["lr"] == lr and trial["complete"]
-            assert not (gdir.trial(impl, lr) / "run").exists()  # unchosen: deleted; chosen: moved to its cell
+        assert choice["bracketed"] == (min(rates) < choice["lr"] < max(rates))
+        for t in choice["trials"]:
+            assert t["validation"] == pytest.approx(sum(b["validation"] for b in t["by_seed"]) / 2)
+            for j, b in enumerate(t["by_seed"]):
+                trial = json.loads((gdir.trial(impl, t["lr"], b["seed"]) / "result.json").read_text())
+                assert len(trial["validation_by_problem"]) == grid.validation_n and "heldout" not in trial
+                assert (trial["config"]["lr"], trial["config"]["seed"], trial["complete"]) == (t["lr"], b["seed"], True)
+                assert trial["warm_start"] == ["calculator", "calculator@w1"][j]  # trial j from warm start j
+                assert trial["budget"]["sampled_episodes"] == steps * episodes
+                assert not (gdir.trial(impl, t["lr"], b["seed"]) / "run").exists()  # never a cell's run
+        chosen_at = gdir.choice_path(impl).stat().st_mtime_ns
+        for seed in grid.seeds:  # every cell, seed 0's included, trained after the choice, none a trial's run
+            r = gdir.result(impl, seed)
+            assert "trained_as" not in r and r["config"]["seed"] == seed and r["config"]["lr"] == choice["lr"]
+            assert (gdir.cell(impl, seed) / "config.json").stat().st_mtime_ns >= chosen_at
     for impl, seed in grid.cells():
         r = gdir.result(impl, seed)
-        assert r["config"]["lr"] == gdir.choice(impl)["lr"] and r["validation"] == gdir.choice(impl)
-        # the chosen trial (seed warm_seed, the same config) is that seed's cell; the other seed trains
-        assert ("trained_as" in r) == (seed == grid.warm_seed) and r["config"]["out"] == str(gdir.cell(impl, seed) / "run")
+        assert r["validation"] == gdir.choice(impl) and r["config"]["out"] == str(gdir.cell(impl, seed) / "run")
+        assert r["warm_start"] == ["calculator", "calculator@w1"][seed] and r["warm_seed"] == seed
         assert len(r["heldout_by_problem"]) == grid.eval_n
         mu = grid.mu[impl.split("-", 1)[1]]
         b = r["budget"]
         assert r["complete"] and budget_status(r)["in_verdicts"]
-        assert (b["policy_steps_done"], b["episodes"], b["policy_updates"], b["mu"]) == (2, 2 * 2 * 4, 2 * mu, mu)
+        assert (b["policy_steps_done"], b["episodes"], b["policy_updates"], b["mu"]) == (
+            steps, steps * episodes, steps * mu, mu)
+        assert (b["counts"], b["sampled_episodes"]) == ("sampled-episodes", steps * episodes)
+        assert b["trained_episodes"] + b["discarded_episodes"] == b["episodes"]
         rows = read_diagnostics_file(gdir.cell(impl, seed) / "diagnostics.jsonl")
-        assert rows == cell_diagnostics(r) and [row["step"] for row in rows] == [1, 2]
+        assert rows == cell_diagnostics(r) and [row["step"] for row in rows] == list(range(1, steps + 1))
         for row in rows:
             assert {"clip_frac_low", "clip_frac_high", "entropy", "ratio_mean", "ratio_max", "len_correct",
                     "len_incorrect", "zero_advantage_groups_frac", "policy_updates"} <= set(row) <= {
@@ -329,18 +371,24 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path):
         assert r["heldout_interval"] == [interval.low, interval.high]
     passk = json.loads((gdir.path / "passk" / "calculator.json").read_text())
     named = [f"RL (calculator-grpo, seed {s})" for s in grid.seeds]
-    assert list(passk["curves"]) == ["base", "warm start", *named] and passk["method"] == PASSK_DECLARED
+    warm_curves = [f"warm start (warm seed {s})" for s in grid.seeds]
+    assert list(passk["curves"]) == ["base", *warm_curves, *named] and passk["method"] == PASSK_DECLARED
+    assert [passk["cells"][label]["warm_curve"] for label in named] == warm_curves
     assert passk["problems"] == grid.passk["problems"] >= 50 and passk["k"] == [1, 4]
     assert all(len(c["correct_counts"]) == 50 for c in passk["curves"].values())
-    # each named cell was counted right after it trained (its own stage and log), the rest at the end
-    assert all("problem 50/50" in (gdir.path / f"passk-calculator-s{s}.log").read_text() for s in grid.seeds)
+    # each named cell was counted right after it trained (its own stage), the rest at the end
+    assert calls.count("_passk") == len(grid.seeds) + 1
     rows = passk_comparison(passk)
     rl = [row for row in rows if row["against"] == "warm start"]
     assert [(row["model"], row["k"], row["seeds"]) for row in rl] == [("RL (calculator-grpo, 2 seeds)", 1, 2),
                                                                        ("RL (calculator-grpo, 2 seeds)", 4, 2)]
-    assert all(row["tests"] == 2 and row["p_holm"] >= row["p_raw"] and row["test"].startswith("paired t-test, seeds")
-               for row in rl)
-    assert "2 seeds of the implementation the grid named before any result" in passk_reading(rows)
+    # the Holm family: every tested row, the two warm starts against the untrained model (a seed each) included
+    tested = [row for row in rows if row["p_raw"] is not None]
+    assert [row["model"] for row in tested] == ["warm start"] * 2 + [rl[0]["model"]] * 2
+    assert all(row["tests"] == 4 and row["p_holm"] >= row["p_raw"] and row["test"].startswith("paired t-test, seeds")
+               for row in tested)
+    reading = passk_reading(rows)  # of the declared method's seeds, not a legacy record's single checkpoint
+    assert rl[0]["model"] in reading and PASSK_LEGACY[1:] not in reading
 
 
 # -- warm-start seeds (issue 42) ---------------------------------------------------------------------------
@@ -372,8 +420,12 @@ def test_warm_seeds_assign_each_cell_seed_its_warm_start(tmp_path):
     assert split_warm_name("calculator@w7") == ("calculator", 7) and split_warm_name("calculator") == ("calculator", None)
     assert split_warm_name("a@wx") == ("a@wx", None)
     assert Grid.from_dict(grid.as_dict(), "g.yaml") == grid  # grid.yaml round-trips
-    one = Grid.from_dict(_grid_data(), "g.yaml")
+    one = Grid.from_dict(_grid_data(warm_seed=0), "g.yaml")
     assert one.warm_seeds == (0,) and "warm_seeds" not in one.as_dict() and one.as_dict()["warm_seed"] == 0
+    # naming neither: each seed its own warm start (issue 60), written out so that the grid.yaml binds
+    each = Grid.from_dict(_grid_data(seeds=[4, 2, 9]), "g.yaml")
+    assert each.warm_seeds == (4, 2, 9) and [each.warm_seed_of(s) for s in (4, 2, 9)] == [4, 2, 9]
+    assert Grid.from_dict(each.as_dict(), "g.yaml") == each
     gdir.bind(grid)
     with pytest.raises(ConfigError, match="different warm_seeds"):
         gdir.bind(Grid.from_dict(_grid_data(seeds=[0, 1, 2, 3, 4], warm_seeds=[3, 8]), "g.yaml"))
@@ -464,7 +516,9 @@ def test_an_exported_folder_of_two_warm_starts_loads_and_pairs(tmp_path):
     # the stages table shows each warm start on its own (pooled, two warm starts give an interval of [0, 100])
     from lab.compare.report import progression_markdown
     table = progression_markdown(loaded.progression(), loaded.cells, loaded.warm)
-    assert "| 50% [16, 84] (warm/calculator); 12% [0, 53] (warm/calculator@w1) |" in table
+    sft_column = [line.split(" | ") for line in table.splitlines()][2][2]
+    assert [entry.split(" ") for entry in sft_column.split("; ")] == [
+        ["50%", "[16,", "84]", "(warm/calculator)"], ["12%", "[0,", "53]", "(warm/calculator@w1)"]]
     from lab.compare.report import progression_text
     text = progression_text(loaded.progression(), loaded.warm).splitlines()
     sft = next(i for i, line in enumerate(text) if line.startswith("SFT (warm start)"))
@@ -520,7 +574,7 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     from lab.compare.report import export
 
     data = _grid_data(implementations=["calculator-grpo"], warm_seeds=[0, 1], eval={"n": 4, "seed": 7})
-    for key in ("lr_sweep", "passk", "validation", "mu"):
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
         data.pop(key, None)
     data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
                            max_completion_tokens=16)
@@ -587,7 +641,7 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     from lab.compare.cli import main
 
     data = _grid_data(implementations=["calculator-grpo"], eval={"n": 4, "seed": 7})
-    for key in ("lr_sweep", "passk", "validation", "mu"):
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
         data.pop(key, None)
     data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
                            max_completion_tokens=16)
@@ -642,7 +696,8 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     flipped = [1 - record["heldout_by_problem"][0], *record["heldout_by_problem"][1:]]
     (warm / "done.json").write_text(json.dumps({**other, "heldout_by_problem": flipped}))
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path), restore_by_heldout=True) == 1
-    assert "answers 1 of 4 held-out test problems otherwise" in (gdir.path / "warm-restore-calculator.log").read_text()
+    log = (gdir.path / "warm-restore-calculator.log").read_text()
+    assert "answers 1 of 4 held-out" in log and "(first: problem [0])" in log  # how many differ, and which
     assert [f.name for f in warm.iterdir()] == ["done.json"]
     (warm / "done.json").write_text(json.dumps(other))
     calls.clear()
@@ -689,7 +744,8 @@ def test_export_of_one_environment_ships_only_its_records(tmp_path):
     assert sorted(p.name for p in dest.rglob("*.json")) == ["calculator-grpo-s0.json", "calculator.json",
                                                              "calculator.json"]
     text = (dest / "grid.yaml").read_text()
-    assert text.startswith("# tiny as run, exported for calculator only") and "not run here: frozenlake-grpo" in text
+    first = text.splitlines()[0]
+    assert first.startswith("# tiny ") and "calculator" in first and "frozenlake-grpo" in text.split("\nname:")[0]
     shipped = load_results(dest, shipped=True)
     assert shipped.spec["implementations"] == ["calculator-grpo"] and [c["cell"] for c in shipped.cells] == [
         "calculator-grpo-s0"]
@@ -701,3 +757,184 @@ def test_export_of_one_environment_ships_only_its_records(tmp_path):
     assert main(["export", str(gdir.path / "grid.yaml"), "--dir", str(gdir.path), "--to", str(tmp_path / "x"),
                  "--env", "search"]) == 2
     assert not (tmp_path / "x").exists()
+
+
+# -- the design every next grid follows (issue 60) ---------------------------------------------------------
+
+def _trial_record(lr, seed, validation, complete=True):
+    return {"lr": lr, "seed": seed, "validation": validation, "complete": complete,
+            "validation_by_problem": [1] * round(4 * validation) + [0] * (4 - round(4 * validation))}
+
+
+def _write_trials(gdir, impl, scores):
+    from lab.compare.folder import atomic_json
+
+    for (lr, seed), validation in scores.items():
+        gdir.trial(impl, lr, seed).mkdir(parents=True, exist_ok=True)
+        atomic_json(gdir.trial(impl, lr, seed) / "result.json", _trial_record(lr, seed, validation))
+
+
+def test_the_choice_is_over_the_trial_seeds_and_brackets_or_says_not(tmp_path):
+    """Trials by hand (no training): the rate of the highest mean over both trial seeds wins, though seed 100 alone
+    would pick the other; a winner at an end of the range adds the next rate beyond it (the range's outer step),
+    which is then tried; the choice is bracketed once a rate on each side scored lower, and says it is not when
+    the added rates ran out (extend) with the winner still at the end."""
+    from lab.compare.trial import beyond, choose_lr, missing_trials, rates_to_try
+
+    grid = Grid.from_dict(_grid_data(lr_sweep={"default": [1e-5, 3e-5, 1e-4]},
+                                     lr_trials={"seeds": [100, 101], "extend": 1}), "g.yaml")
+    gdir = GridDir(tmp_path / "g")
+    impl = "calculator-grpo"
+    assert beyond([1e-5, 3e-5, 1e-4], 1e-5) == pytest.approx(3.33e-6) and beyond([1e-5, 3e-5, 1e-4], 3e-5) is None
+    assert beyond([1e-5, 1e-4], 1e-4) == pytest.approx(1e-3) and beyond([0.1, 0.5], 0.5) is None  # no rate >= 1
+    assert missing_trials(grid, gdir, impl) == [(lr, s) for lr in (1e-5, 3e-5, 1e-4) for s in (100, 101)]
+    # 3e-5 wins on the mean (0.5, 0.5 against 0.75, 0.0), the middle of the range: bracketed, nothing added
+    _write_trials(gdir, impl, {(1e-5, 100): 0.75, (1e-5, 101): 0.0, (3e-5, 100): 0.5, (3e-5, 101): 0.5,
+                               (1e-4, 100): 0.0, (1e-4, 101): 0.25})
+    assert rates_to_try(grid, gdir, impl) == [1e-5, 3e-5, 1e-4] and missing_trials(grid, gdir, impl) == []
+    choice = choose_lr(grid, gdir, impl)
+    assert (choice["lr"], choice["seeds"], choice["added"], choice["bracketed"]) == (3e-5, [100, 101], [], True)
+    assert [t["validation"] for t in choice["trials"]] == [0.375, 0.5, 0.125]
+    assert [[b["seed"] for b in t["by_seed"]] for t in choice["trials"]] == [[100, 101]] * 3
+
+    # the smallest rate wins: the next one below is asked for, both seeds, and then decides
+    other = GridDir(tmp_path / "h")
+    _write_trials(other, impl, {(1e-5, 100): 0.75, (1e-5, 101): 0.5, (3e-5, 100): 0.5, (3e-5, 101): 0.5,
+                                (1e-4, 100): 0.0, (1e-4, 101): 0.25})
+    assert missing_trials(grid, other, impl) == [(3.33e-6, 100), (3.33e-6, 101)]
+    with pytest.raises(ConfigError, match="the trial with lr 3.33e-06 has not run"):
+        choose_lr(grid, other, impl)
+    _write_trials(other, impl, {(3.33e-6, 100): 0.25, (3.33e-6, 101): 0.25})
+    choice = choose_lr(grid, other, impl)
+    assert (choice["lr"], choice["added"], choice["bracketed"]) == (1e-5, [3.33e-6], True)
+    # the added rate wins: extend 1 is spent, so nothing more is tried and the record says not bracketed
+    _write_trials(other, impl, {(3.33e-6, 100): 1.0, (3.33e-6, 101): 1.0})
+    assert missing_trials(grid, other, impl) == []
+    choice = choose_lr(grid, other, impl)
+    assert (choice["lr"], choice["added"], choice["bracketed"]) == (3.33e-6, [3.33e-6], False)
+    # a grid without lr_trials keeps the old choice: one trial per rate, of seed warm_seed, no extension
+    old = Grid.from_dict(_grid_data(lr_trials=None, warm_seed=0), "g.yaml")
+    assert old.trial_is_cell and old.trial_seeds() == (0,) and rates_to_try(old, other, impl) == [1e-5, 1e-4]
+
+
+def test_the_budget_counts_every_sampled_episode(tmp_path):
+    """budget: sampled-episodes: PPO's critic warm-up is part of its steps (the same episodes sampled as every other
+    cell); policy-batches (a grid.yaml without the field) adds it on top, as the shipped grids ran. work_done counts
+    what was sampled and what the policy trained on: DAPO's dropped groups are discarded episodes."""
+    data = _grid_data(recipe="compare", implementations=["calculator-grpo", "calculator-ppo", "calculator-dpo"])
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
+        data.pop(key, None)
+    data["options"]["steps"] = 4
+    data.pop("budget")  # tiny.yaml's: sampled-episodes
+    sampled = Grid.from_dict({**data, "budget": "sampled-episodes"}, "g.yaml")
+    on_top = Grid.from_dict(data, "g.yaml")
+    assert on_top.budget == "policy-batches" and "budget" not in on_top.as_dict()
+    steps = data["options"]["steps"]
+    for grid, ppo_steps in ((sampled, steps), (on_top, steps + 2)):
+        configs = {impl: cell_config(grid, impl, 0, str(tmp_path)) for impl in grid.implementations}
+        assert configs["calculator-ppo"]["steps"] == ppo_steps and configs["calculator-grpo"]["steps"] == steps
+        assert configs["calculator-dpo"]["algo_config"]["pair_prompts"] == steps * configs["calculator-dpo"][
+            "prompts_per_step"]
+    assert policy_steps(cell_config(sampled, "calculator-ppo", 0, str(tmp_path))) == steps - 2
+    short = Grid.from_dict({**data, "budget": "sampled-episodes", "options": {**data["options"], "steps": 2}}, "g")
+    with pytest.raises(ConfigError, match=r"calculator-ppo: .*\(2 steps\).* 2 steps"):
+        cell_config(short, "calculator-ppo", 0, str(tmp_path))
+    config = {"steps": 2, "prompts_per_step": 2, "group_size": 4, "mini_batches": 1, "max_wall_s": 0.0,
+              "algo": "grpo", "algo_config": {}}
+    dapo = work_done(config, [_metrics(1, episodes=8.0, groups_kept_frac=0.25),
+                              _metrics(2, episodes=8.0, groups_kept_frac=0.5)], {})
+    assert (dapo["sampled_episodes"], dapo["trained_episodes"], dapo["discarded_episodes"]) == (16, 6, 10)
+
+
+def test_a_tiny_grid_samples_the_same_episodes_in_every_cell(tmp_path, monkeypatch):
+    """budget: sampled-episodes on the tiny model (the compare recipe, so PPO has its 2 critic warm-up steps), GRPO,
+    DAPO and PPO, 3 steps of 2 x 2 episodes: every cell samples 12 episodes in all, PPO's critic warm-up's 8 among
+    them (its policy gets 1 batch of 4); each record counts what the policy trained on (DAPO: the groups its dynamic
+    sampling kept, as its per-step diagnostics say) and what it discarded; the report states both beside the
+    results, and which budget the grid used."""
+    import yaml
+
+    from lab.compare.cli import main
+    from lab.compare.folder import episode_counts
+
+    data = _grid_data(recipe="compare", implementations=["calculator-grpo", "calculator-dapo", "calculator-ppo"],
+                      seeds=[0], warm_seed=0, eval={"n": 4, "seed": 7})
+    for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
+        data.pop(key, None)
+    data["options"].update(steps=3, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
+                           max_completion_tokens=40, checkpoint_every=3)  # DAPO's overlong buffer is 32
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grid = Grid.load(str(path))
+    assert grid.budget == "sampled-episodes"
+    gdir = GridDir(tmp_path / "g")
+
+    def in_process(args, log):
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    budgets = {impl: gdir.result(impl, 0)["budget"] for impl in grid.implementations}
+    assert {impl: b["sampled_episodes"] for impl, b in budgets.items()} == dict.fromkeys(grid.implementations, 12)
+    ppo = budgets["calculator-ppo"]
+    assert (ppo["critic_warmup_steps_done"], ppo["critic_warmup_episodes"], ppo["policy_steps_done"],
+            ppo["episodes"]) == (2, 8, 1, 4)
+    for impl, b in budgets.items():
+        rows = [row for row in gdir.result(impl, 0)["diagnostics"] if row["phase"] == "policy"]
+        kept = round(sum(row["episodes"] * row.get("groups_kept_frac", 1.0) for row in rows))
+        assert (b["counts"], b["trained_episodes"], b["discarded_episodes"]) == (
+            "sampled-episodes", kept, b["episodes"] - kept), impl
+    assert budgets["calculator-grpo"]["discarded_episodes"] == 0  # GRPO trains on every group it sampled
+    counts = episode_counts(cell_results(grid, gdir))
+    assert [(c["implementation"], c["sampled"], c["trained"]) for c in counts] == [
+        (impl, 12, b["trained_episodes"]) for impl, b in budgets.items()]
+    report = run_main(main, ["report", str(path), "--dir", str(gdir.path)], prog="python -m lab.compare").stdout
+    [line] = [line for line in report.splitlines() if line.startswith("Episodes per cell")]
+    assert {part.split()[0]: part.split()[1:] for part in line.split(": ", 1)[1].split("; ")} == {
+        impl: ["12", "/", str(b["trained_episodes"])] for impl, b in budgets.items()}
+    assert "Design: " + " ".join(grid.design()) in report.splitlines()
+
+
+def test_a_grid_without_lr_trials_keeps_the_old_choice(tmp_path, monkeypatch):
+    """A grid.yaml written before issue 60 (no lr_trials, warm_seed named, no budget) runs as it ran: one trial per
+    rate, of seed warm_seed, from the one warm start, the chosen trial moved into that seed's cell (``trained_as``)
+    rather than trained again, PPO-free budget policy-batches; its Design line says each of these."""
+    import yaml
+
+    from lab.compare.cli import main
+
+    data = _grid_data(implementations=["calculator-grpo"], seeds=[0], warm_seed=0, eval={"n": 2, "seed": 7},
+                      validation={"n": 2, "seed": 5151})
+    for key in ("lr_trials", "budget", "passk", "mu"):
+        data.pop(key, None)
+    data["options"].update(steps=1, prompts_per_step=2, group_size=2, max_new_tokens_per_turn=8,
+                           max_completion_tokens=16)
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grid = Grid.load(str(path))
+    assert (grid.trial_is_cell, grid.trial_seeds(), grid.warm_seeds, grid.budget) == (True, (0,), (0,),
+                                                                                       "policy-batches")
+    gdir = GridDir(tmp_path / "g")
+    calls = []
+
+    def in_process(args, log):
+        calls.append(args[0])
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
+    assert calls == ["_warm", "_warmeval", "_trial", "_trial", "_cell"]
+    choice = gdir.choice("calculator-grpo")
+    assert [t["lr"] for t in choice["trials"]] == grid.sweep_lrs("calculator-grpo") and choice["seed"] == 0
+    assert "seeds" not in choice and "bracketed" not in choice
+    r = gdir.result("calculator-grpo", 0)
+    assert r["trained_as"].startswith("the chosen learning-rate trial") and r["config"]["lr"] == choice["lr"]
+    assert not (gdir.trial("calculator-grpo", choice["lr"]) / "run").exists()  # moved into the cell
+    assert r["budget"]["counts"] == "policy-batches" and "lr_trials" not in yaml.safe_load(
+        (gdir.path / "grid.yaml").read_text())
+    new = Grid.load("tiny")
+    assert [a == b for a, b in zip(grid.design(), new.design())] == [False, False, False]

@@ -1,6 +1,6 @@
 """A cell of the grid (``cell_stage``): trained (with the learning rate chosen on validation, when the grid sweeps
-it; the chosen trial's run is taken as the cell of the trials' seed), then scored once on the held-out test
-problems.
+it; in a grid without ``lr_trials`` the chosen trial's run is taken as the cell of the trials' seed, in one with
+them every cell trains after the choice), then scored once on the held-out test problems.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def cell_stage(grid: Grid, gdir: GridDir, impl: str, seed: int) -> None:
                           f"({gdir.choice_path(impl)} is missing); run the grid, which runs the sweep first")
     folder = gdir.cell(impl, seed)
     run = RunDir(folder / "run")
-    record = _chosen_trial(gdir, impl, seed, choice, folder)
+    record = _chosen_trial(gdir, impl, seed, choice, folder) if grid.trial_is_cell else None
     if record is None:
         record = train_run(grid, gdir, impl, seed, folder, lr=None if choice is None else choice["lr"])
     config = record["config"]

@@ -26,7 +26,7 @@ from pathlib import Path
 from reference_impls.options import ConfigError
 
 from .board import passk_comparison, sampled_support
-from .folder import GridDir, bad_records
+from .folder import GridDir, bad_records, episode_counts
 from .grid import Grid, cell_id
 from .report import (export, lr_choices_text, passk_reading, progression_markdown, progression_text,
                      report_text)
@@ -97,6 +97,12 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
         print(progression_markdown(loaded.progression(), loaded.cells, loaded.warm))
     else:
         print(report_text(loaded.board()))
+        print("Design: " + " ".join(ran.design()))
+        counts = episode_counts(loaded.cells)
+        if counts:  # beside the results: what each cell sampled and what its policy trained on
+            print("Episodes per cell, sampled / trained on (mean over complete cells): " + "; ".join(
+                f"{c['implementation']} {c['sampled']:g} / {c['trained']:g}"
+                + (" pairs" if c["unit"] == "pairs" else "") for c in counts))
         choices = lr_choices_text(loaded.lr_choices())
         if choices:
             print(choices)
@@ -153,6 +159,7 @@ def main(argv=None) -> int:
             s.add_argument("--seed", type=int, required=True)
         if name == "_trial":
             s.add_argument("--lr", type=float, required=True)
+            s.add_argument("--seed", type=int, default=None, help="one of the grid's lr_trials seeds")
     args = p.parse_args(argv)
     try:
         grid = Grid.load(args.grid)
@@ -183,7 +190,11 @@ def main(argv=None) -> int:
     elif args.command == "_baseeval":
         base_eval_stage(grid, gdir, args.env)
     elif args.command == "_trial":
-        trial_stage(grid, gdir, args.impl, args.lr)
+        try:
+            trial_stage(grid, gdir, args.impl, args.lr, args.seed)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     elif args.command == "_cell":
         cell_stage(grid, gdir, args.impl, args.seed)
     elif args.command == "_passk":

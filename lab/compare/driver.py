@@ -22,7 +22,7 @@ from reference_impls.rundir import RunDir
 from .folder import GridDir, read_record
 from .grid import Grid, cell_config, cell_id, env_of
 from .report import duration
-from .trial import choose_lr
+from .trial import choose_lr, missing_trials
 from .warm import has_weights
 
 
@@ -30,14 +30,16 @@ def validate(grid: Grid, gdir: GridDir) -> None:
     """Every cell's config passes the trainer's own checks before anything runs (ConfigError names the cell)."""
     from reference_impls.train import config_from_dict, resolve
 
-    for impl, seed in grid.cells():
-        for lr in [None, *(grid.sweep_lrs(impl) if seed == grid.seeds[0] else [])]:  # the sweep's trials too
-            try:
-                config = cell_config(grid, impl, seed, str(gdir.warm_of(grid, env_of(impl), seed)), lr=lr)
-                resolve(config_from_dict(config), check_model=False)
-            except (ConfigError, TypeError, ValueError) as err:
-                where = f"cell {cell_id(impl, seed)}" if lr is None else f"the trial of {impl} with lr {lr:g}"
-                raise ConfigError(f"grid {grid.name}, {where}: {err}") from None
+    runs = [(impl, seed, None) for impl, seed in grid.cells()]
+    runs += [(impl, seed, lr) for impl in grid.implementations for lr in grid.sweep_lrs(impl)  # the trials too
+             for seed in grid.trial_seeds()]
+    for impl, seed, lr in runs:
+        try:
+            config = cell_config(grid, impl, seed, str(gdir.warm_of(grid, env_of(impl), seed)), lr=lr)
+            resolve(config_from_dict(config), check_model=False)
+        except (ConfigError, TypeError, ValueError) as err:
+            where = f"cell {cell_id(impl, seed)}" if lr is None else f"the trial of {impl} with lr {lr:g}"
+            raise ConfigError(f"grid {grid.name}, {where}: {err}") from None
 
 
 def stage_process(args: list[str], log: Path) -> int:
@@ -53,26 +55,31 @@ def sweep(grid: Grid, gdir: GridDir, impls: list[str], grid_arg: str, out=sys.st
     _trial``), then its choice; returns the number of implementations left without a choice."""
     failed = 0
     for impl in impls:
-        lrs = grid.sweep_lrs(impl)
-        if not lrs or gdir.choice(impl) is not None:
+        if not grid.sweep_lrs(impl) or gdir.choice(impl) is not None:
             continue
-        for lr in lrs:
-            folder = gdir.trial(impl, lr)
-            if read_record(folder / "result.json") is not None:
-                continue
-            print(f"lr trial {impl} lr {lr:g} (scored on validation) ...", file=out, flush=True)
-            folder.mkdir(parents=True, exist_ok=True)
-            if stage_process(["_trial", grid_arg, "--dir", str(gdir.path), "--impl", impl, "--lr", repr(lr)],
-                             folder / "log.txt"):
-                print(f"  failed: see {folder / 'log.txt'}", file=out, flush=True)
+        tried: set = set()
+        # the rates to try grow while the best one sits at an end of them (trial.rates_to_try): run what is
+        # missing until nothing is, each trial once per call (a failed one is not retried in a loop)
+        while todo := [t for t in missing_trials(grid, gdir, impl) if t not in tried]:
+            for lr, seed in todo:
+                tried.add((lr, seed))
+                folder = gdir.trial(impl, lr, seed)
+                which = "" if seed is None else f" seed {seed}"
+                print(f"lr trial {impl} lr {lr:g}{which} (scored on validation) ...", file=out, flush=True)
+                folder.mkdir(parents=True, exist_ok=True)
+                if stage_process(["_trial", grid_arg, "--dir", str(gdir.path), "--impl", impl, "--lr", repr(lr),
+                                  *([] if seed is None else ["--seed", str(seed)])], folder / "log.txt"):
+                    print(f"  failed: see {folder / 'log.txt'}", file=out, flush=True)
         try:
             choice = choose_lr(grid, gdir, impl)
         except ConfigError as err:
             print(f"  {err}", file=out, flush=True)
             failed += 1
             continue
+        bracket = "" if choice.get("bracketed", True) else "; not bracketed: the best rate may lie beyond the range"
         print(f"  {impl}: lr {choice['lr']:g} chosen on validation ("
-              + ", ".join(f"{t['lr']:g}: {t['validation']:.3f}" for t in choice["trials"]) + ")", file=out, flush=True)
+              + ", ".join(f"{t['lr']:g}: {t['validation']:.3f}" for t in choice["trials"]) + f"){bracket}", file=out,
+              flush=True)
     return failed
 
 

@@ -12,6 +12,7 @@ Layout of a grid folder (default: the data dir's ``compare/<grid name>``)::
     cells/<impl>-s<seed>/diagnostics.jsonl   the mechanism diagnostics, one line per step (also in result.json)
     cells/<impl>-s<seed>/error.txt     why the cell failed (it is retried on the next run)
     sweep/<impl>/lr-<lr>/result.json   a learning-rate trial (grids with lr_sweep): scored on validation only
+    sweep/<impl>/lr-<lr>-s<seed>/result.json   the same, one per trial seed (grids with lr_trials)
     sweep/<impl>.json            the learning rate chosen on validation, with every trial's score
     passk/<env>.json             pass@k curves of the untrained model, the warm start and every seed's cell of the
                                  implementation the grid names in advance (``passk`` in the grid file)
@@ -96,6 +97,27 @@ def budget_status(record: dict) -> dict:
     why = (f"stopped by the wall cap after {record.get('steps_done')} of {config.get('steps')} steps"
            if capped else "")
     return {"basis": LEGACY_BASIS, "complete": not capped, "in_verdicts": not capped, "why": why}
+
+
+def episode_counts(records: list[dict]) -> list[dict]:
+    """Per implementation (in the records' order), what its complete cells sampled and trained on (issue 60): rows
+    of ``implementation``, ``cells``, ``sampled`` and ``trained`` (means over its cells; ``trained`` of an offline
+    run is its usable pairs, ``unit`` says which); empty for records written before these counts."""
+    rows: dict[str, dict] = {}
+    for r in records:
+        b = r.get("budget")
+        if not isinstance(b, dict) or "sampled_episodes" not in b or not budget_status(r)["in_verdicts"]:
+            continue
+        row = rows.setdefault(r["implementation"], {"implementation": r["implementation"], "cells": 0,
+                                                    "sampled": 0.0, "trained": 0.0,
+                                                    "unit": "pairs" if "usable_pairs" in b else "episodes"})
+        row["cells"] += 1
+        row["sampled"] += b["sampled_episodes"]
+        row["trained"] += b.get("trained_episodes", b.get("usable_pairs", 0))
+    for row in rows.values():
+        row["sampled"] /= row["cells"]
+        row["trained"] /= row["cells"]
+    return list(rows.values())
 
 
 def cell_diagnostics(record: dict) -> list[dict]:
@@ -240,9 +262,10 @@ class GridDir:
     def cell(self, impl: str, seed: int) -> Path:
         return self.path / "cells" / cell_id(impl, seed)
 
-    def trial(self, impl: str, lr: float) -> Path:
-        """A learning-rate trial's folder (scored on validation only)."""
-        return self.path / "sweep" / impl / f"lr-{lr:g}"
+    def trial(self, impl: str, lr: float, seed: int | None = None) -> Path:
+        """A learning-rate trial's folder (scored on validation only): ``lr-<lr>`` for the one trial per rate of a
+        grid without ``lr_trials``, ``lr-<lr>-s<seed>`` for each trial seed's."""
+        return self.path / "sweep" / impl / (f"lr-{lr:g}" if seed is None else f"lr-{lr:g}-s{seed}")
 
     def choice_path(self, impl: str) -> Path:
         return self.path / "sweep" / f"{impl}.json"
@@ -313,7 +336,7 @@ class GridDir:
             # mu, lr_sweep, validation and passk are absent from a grid.yaml that does not use them (and from older
             # ones); passk is bound too: what pass@k samples is named before any result, not after
             changed = [k for k in ("recipe", "options", "eval", "warm_seed", "warm_seeds", "mu", "lr_sweep", "validation",
-                                   "passk")
+                                   "passk", "lr_trials", "budget")
                        if old.get(k) != new.get(k)]
             if bool(old.get("warm_on_env_options", False)) != grid.warm_on_env_options:  # older folders lack it
                 changed.append("warm_on_env_options")

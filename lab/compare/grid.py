@@ -8,16 +8,21 @@ time), the implementations (``train --list`` ids), the seeds, the held-out (test
 implementation whose every seed pass@k samples, named before any result, on at least 50 test problems).
 
 Budget = work, never wall time: every cell of an environment starts from a warm-start checkpoint (SFT once per
-environment and warm seed: ``warm_seeds``, default one, ``warm_seed``; the cell of seed index i starts from the
-warm start of ``warm_seeds[i % n]``, so the cells of one seed share theirs and the seeds together sample the warm
-start's own variation) and its policy gets the same number of rollout batches (``steps``)
-of the same number of sampled episodes (P x G); each batch gives ``mu`` minibatch updates, set per family as
-its paper runs it (``mu``). PPO's critic warm-up steps come on top (their episodes and updates counted
-apart, never taken from the policy's steps); an offline algorithm (the DPO family) builds its pairs from as
-many episodes as an online cell samples (``pair_prompts`` = steps x P). A cell stopped by ``max_wall_s``
-has done less work: its record says ``complete: false`` and it is kept out of every verdict. Held-out
-success is measured greedily on the same problems for every cell (paired), once; learning rates are chosen
-on the validation split (``driver.sweep``), never on the test problems.
+environment and warm seed: ``warm_seeds``; the cell of seed index i starts from the warm start of
+``warm_seeds[i % n]``, so the cells of one seed share theirs). A grid file that names neither ``warm_seeds`` nor
+``warm_seed`` gives each seed its own warm start (issue 60), so that the warm starts' variation is in the seed
+variance; one naming ``warm_seed`` alone (every grid.yaml written before) has one. ``budget: sampled-episodes``
+(issue 60): every cell samples ``steps`` rollout batches of P x G episodes in all, PPO's critic warm-up steps
+among them (its policy gets the rest), DAPO's discarded groups among them (its record counts what it trained
+on); ``policy-batches`` (a grid.yaml without the field): every policy gets ``steps`` batches and PPO's critic
+warm-up comes on top. Each batch gives ``mu`` minibatch updates, set per family as its paper runs it (``mu``);
+an offline algorithm (the DPO family) builds its pairs from as many episodes as an online cell samples
+(``pair_prompts`` = steps x P). A cell stopped by ``max_wall_s`` has done less work: its record says
+``complete: false`` and it is kept out of every verdict. Held-out success is measured greedily on the same
+problems for every cell (paired), once; learning rates are chosen on the validation split (``driver.sweep``),
+never on the test problems: with ``lr_trials`` over at least two trial seeds that are no cell's (every cell
+trains after the choice), the range extended where the best rate sits at its end; without, on one seed whose
+chosen run is that seed's cell.
 
 A variant is an implementation id without its environment (``calculator-gspo`` -> ``gspo``): the key of
 ``mu`` and ``lr_sweep`` (``lr_sweep`` also takes an algorithm name, e.g. ``dpo``, and ``default``).
@@ -50,9 +55,9 @@ class Grid:
     options: dict = field(default_factory=dict)  # budget overrides on top of the recipe
     eval_n: int = 100
     eval_seed: int = 4242
-    warm_seed: int = 0  # the first warm start's seed (``warm_seeds[0]``); the learning-rate trials' seed
-    # the warm starts' seeds: cell seed index i starts from the warm start of warm_seeds[i % n] (issue 42); one
-    # warm start per environment, of warm_seed, when the grid file names none
+    warm_seed: int = 0  # the first warm start's seed (``warm_seeds[0]``); the old learning-rate trials' seed
+    # the warm starts' seeds: cell seed index i starts from the warm start of warm_seeds[i % n] (issue 42); a grid
+    # file naming neither these nor warm_seed gets one per cell seed (issue 60), one naming warm_seed alone one
     warm_seeds: tuple[int, ...] = ()
     label: str = ""
     baseline: str = "grpo"  # the algorithm every other one is compared with, per environment
@@ -72,6 +77,18 @@ class Grid:
     # pass@k, named before any result: {implementation: a variant (every environment's cell of it) or
     # {env: implementation id}, problems, samples, k}; the stage samples every seed's cell of it (``passk_spec``)
     passk: dict = field(default_factory=dict)
+    # the learning-rate trials' own seeds (issue 60): none of them a cell seed, so every cell trains after the
+    # choice and none is a run the choice was made on; trial j starts from the warm start of warm_seeds[j % n].
+    # Empty (every grid.yaml written before them): one trial per rate, of seed warm_seed, and the chosen trial
+    # is that seed's cell
+    lr_trial_seeds: tuple[int, ...] = ()
+    # how many rates a sweep may add beyond an end of its range when the best rate is at that end (the range's
+    # step: the ratio of its two outermost neighbours), so that the choice is bracketed; 0: none added
+    lr_extend: int = 0
+    # what the same budget means (``BUDGETS``): "sampled-episodes", every cell samples steps x P x G episodes in
+    # all, PPO's critic warm-up among them; "policy-batches" (every grid.yaml written before issue 60), every
+    # policy gets steps rollout batches and PPO's critic warm-up comes on top
+    budget: str = "policy-batches"
 
     def __post_init__(self):
         if not self.warm_seeds:  # a grid of one warm start (every grid file before issue 42)
@@ -95,8 +112,8 @@ class Grid:
 
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: a grid is a mapping")
-        unknown = (set(data) - {f.name for f in dataclasses.fields(cls)} - {"eval", "validation"}) | (
-            {"validation_n", "validation_seed", "eval_n", "eval_seed"} & set(data))
+        unknown = (set(data) - {f.name for f in dataclasses.fields(cls)} - {"eval", "validation", "lr_trials"}) | (
+            {"validation_n", "validation_seed", "eval_n", "eval_seed", "lr_trial_seeds", "lr_extend"} & set(data))
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         for key in ("name", "recipe", "implementations", "seeds"):
@@ -109,6 +126,8 @@ class Grid:
                               f"(see python -m reference_impls.train --list)")
         if not data["seeds"] or not all(isinstance(s, int) and s >= 0 for s in data["seeds"]):
             raise ConfigError(f"{where}: field 'seeds' must be a non-empty list of integers >= 0")
+        if len(set(data["seeds"])) != len(data["seeds"]):
+            raise ConfigError(f"{where}: field 'seeds': {data['seeds']} repeats a seed")
         try:
             recipes.load(data["recipe"])
         except KeyError as err:
@@ -140,6 +159,10 @@ class Grid:
                               "learning rates are chosen on validation problems, never on the test problems")
         passk = _passk_field(data.get("passk"), f"{where}: field 'passk'", list(data["implementations"]))
         warm_seeds = _warm_seeds_field(data, where)
+        trial_seeds, extend = _lr_trials_field(data, where, lr_sweep)
+        budget = data.get("budget", "policy-batches")
+        if budget not in BUDGETS:
+            raise ConfigError(f"{where}: field 'budget': {budget!r} is not one of {', '.join(BUDGETS)}")
         return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
@@ -148,7 +171,8 @@ class Grid:
                    warm_on_env_options=bool(data.get("warm_on_env_options", False)), mu=mu,
                    validation_n=validation_n,
                    validation_seed=_int_field(val.get("seed", 0), f"{where}: field 'validation', seed", low=0),
-                   lr_sweep={k: [float(v) for v in vals] for k, vals in lr_sweep.items()}, passk=passk)
+                   lr_sweep={k: [float(v) for v in vals] for k, vals in lr_sweep.items()}, passk=passk,
+                   lr_trial_seeds=trial_seeds, lr_extend=extend, budget=budget)
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -159,6 +183,11 @@ class Grid:
             d.pop("warm_seeds")
         d["eval"] = {"n": d.pop("eval_n"), "seed": d.pop("eval_seed")}
         n, seed = d.pop("validation_n"), d.pop("validation_seed")
+        trial_seeds, extend = d.pop("lr_trial_seeds"), d.pop("lr_extend")
+        if trial_seeds:  # absent when unused: a grid.yaml written before them still binds (and means the old way)
+            d["lr_trials"] = {"seeds": list(trial_seeds), "extend": extend}
+        if self.budget == "policy-batches":
+            d.pop("budget")
         for key, value in (("mu", d["mu"]), ("lr_sweep", d["lr_sweep"]), ("validation", n and {"n": n, "seed": seed}),
                            ("passk", d["passk"])):
             if not value:  # absent when unused, so a grid.yaml written before these fields still binds
@@ -194,10 +223,54 @@ class Grid:
 
     def warm_seed_of(self, seed: int) -> int:
         """The seed of the warm start a cell of seed ``seed`` starts from: ``warm_seeds[i % n]`` for the seed's index
-        i in ``seeds`` (cells of the same seed share a warm start, so seed-paired comparisons stay paired); a seed
-        outside ``seeds`` (a learning-rate trial's, ``warm_seed``, when it is not a cell seed) gets the first."""
-        i = self.seeds.index(seed) if seed in self.seeds else 0
+        i in ``seeds`` (cells of the same seed share a warm start, so seed-paired comparisons stay paired); the
+        learning-rate trial seed of index j in ``lr_trial_seeds`` gets ``warm_seeds[j % n]`` (trials over several
+        warm starts); any other seed (the old trials' ``warm_seed``, when it is not a cell seed) gets the first."""
+        if seed in self.seeds:
+            i = self.seeds.index(seed)
+        else:
+            i = self.lr_trial_seeds.index(seed) if seed in self.lr_trial_seeds else 0
         return self.warm_seeds[i % len(self.warm_seeds)]
+
+    def trial_seeds(self) -> tuple[int, ...]:
+        """The seeds each learning rate is tried with: ``lr_trial_seeds``, or ``(warm_seed,)`` in a grid that names
+        none (its chosen trial is that seed's cell: ``trial_is_cell``)."""
+        return self.lr_trial_seeds or (self.warm_seed,)
+
+    @property
+    def trial_is_cell(self) -> bool:
+        """Whether the chosen trial's run is taken as a cell (a grid without ``lr_trials``: seed warm_seed's cell is
+        the run the choice was made on); with ``lr_trials`` every cell trains after the choice."""
+        return not self.lr_trial_seeds
+
+    def design(self) -> list[str]:
+        """What this grid's method did where grids differ (issue 60), one sentence each: its warm starts, its
+        learning-rate trials and what its budget counts. A grid.yaml written before issue 60 reads as it ran."""
+        n, k = len(self.warm_seeds), len(self.seeds)
+        if n == 1:
+            warm = "one warm start per environment, shared by every seed: comparisons with it are conditional on it"
+        elif n == k:
+            warm = (f"a warm start per seed ({n} per environment): the warm starts' variation is in the seed "
+                    f"variance")
+        else:
+            warm = (f"{n} warm starts per environment shared by {k} seeds (seed index i from warm seed "
+                    f"warm_seeds[i % {n}]): comparisons with them are conditional on these {n}")
+        lines = [f"Warm starts: {warm}."]
+        if self.lr_sweep:
+            if self.trial_is_cell:
+                lines.append(f"Learning rates: one trial per rate, of seed {self.warm_seed}; the chosen trial is "
+                             f"that seed's cell (chosen on its validation score).")
+            else:
+                lines.append(f"Learning rates: each rate tried with seeds {', '.join(map(str, self.lr_trial_seeds))} "
+                             f"(none a cell seed; mean validation success), up to {self.lr_extend} rate(s) added "
+                             f"beyond an end of the range that wins; every cell trained after the choice.")
+        if self.budget == "sampled-episodes":
+            lines.append("Budget: every cell samples steps x P x G episodes in all (PPO's critic warm-up among "
+                         "them); each record counts what it sampled and what its policy trained on.")
+        else:
+            lines.append("Budget: every policy gets the same rollout batches; PPO's critic warm-up samples on top "
+                         "and DAPO trains on the groups it keeps.")
+        return lines
 
     def envs(self) -> list[str]:
         from lab.catalog import get
@@ -209,7 +282,9 @@ def _warm_seeds_field(data: dict, where: str) -> tuple[int, ...]:
     """``warm_seeds`` checked (distinct integers >= 0, no more than the cell seeds), or ``(warm_seed,)`` when the grid
     names none; a grid naming both must agree on the first."""
     if "warm_seeds" not in data:
-        return (_int_field(data.get("warm_seed", 0), f"{where}: field 'warm_seed'", low=0),)
+        if "warm_seed" not in data:  # the default since issue 60: each seed its own warm start
+            return tuple(data["seeds"])
+        return (_int_field(data["warm_seed"], f"{where}: field 'warm_seed'", low=0),)
     values = data["warm_seeds"]
     what = f"{where}: field 'warm_seeds'"
     if not isinstance(values, list) or not values:
@@ -225,6 +300,42 @@ def _warm_seeds_field(data: dict, where: str) -> tuple[int, ...]:
         raise ConfigError(f"{what}: the first ({values[0]}) differs from field 'warm_seed' ({data['warm_seed']}); "
                           f"name warm_seeds only")
     return tuple(values)
+
+
+#: what a grid's "same budget" counts (field ``budget``): the old meaning first (a grid.yaml without the field)
+BUDGETS = ("policy-batches", "sampled-episodes")
+#: the most rates a sweep may add beyond its range (``lr_trials.extend``)
+MAX_LR_EXTEND = 4
+
+
+def _lr_trials_field(data: dict, where: str, lr_sweep: dict) -> tuple[tuple[int, ...], int]:
+    """``lr_trials`` ({seeds, extend}) checked: at least two distinct seeds >= 0, none of them a cell seed, and an
+    ``lr_sweep`` to try them on; ((), 0) when the grid names none (the old trials: one seed, its run the cell)."""
+    value = data.get("lr_trials")
+    if value is None:
+        return (), 0
+    what = f"{where}: field 'lr_trials'"
+    if not isinstance(value, dict) or not set(value) <= {"seeds", "extend"} or "seeds" not in value:
+        raise ConfigError(f"{what}: a mapping with seeds (at least two, none a cell seed) and optionally extend")
+    seeds = value["seeds"]
+    if not isinstance(seeds, list) or len(seeds) < 2:
+        raise ConfigError(f"{what}, seeds: {seeds!r} is not a list of at least two seeds (a choice on one seed "
+                          f"picks that seed's noise)")
+    for s in seeds:
+        _int_field(s, f"{what}, seeds", low=0)
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"{what}, seeds: {seeds} repeats a seed")
+    shared = sorted(set(seeds) & set(data["seeds"]))
+    if shared:
+        raise ConfigError(f"{what}, seeds: {shared} also cell seeds; a cell would be a run the choice was made on")
+    if not lr_sweep:
+        raise ConfigError(f"{what}: needs an lr_sweep (the rates the trials try)")
+    short = sorted(str(k) for k, rates in lr_sweep.items() if len(set(rates)) < 2)
+    if short:
+        raise ConfigError(f"{what}: lr_sweep {', '.join(short)} tries fewer than two rates; a choice on one rate "
+                          f"is no choice, and a range needs two ends to be extended past")
+    extend = _int_field(value.get("extend", 0), f"{what}, extend", low=0, high=MAX_LR_EXTEND)
+    return tuple(seeds), extend
 
 
 def _int_field(value, what: str, low: int, high: int = 10**9) -> int:
@@ -362,8 +473,9 @@ def cell_config(grid: Grid, impl_id: str, seed: int, warm_model: str, lr: float 
 def budget_options(grid: Grid, impl_id: str, cfg) -> None:
     """Make ``cfg`` (a TrainConfig) spend the grid's budget the same way for every algorithm: ``mu`` updates per
     rollout batch (the shared update's ``mini_batches``; PPO: one epoch of ``mu`` minibatches); PPO's critic
-    warm-up added on top of the policy's steps; an offline algorithm's pairs built from steps x P prompts
-    (x G samples each: the episodes an online cell samples)."""
+    warm-up part of its ``steps`` (``budget: sampled-episodes``: the same episodes sampled as every other cell)
+    or added on top of the policy's steps (``policy-batches``, the grids before issue 60); an offline
+    algorithm's pairs built from steps x P prompts (x G samples each: the episodes an online cell samples)."""
     from reference_impls.options import build, spec_map
     from reference_impls.train import ALGORITHMS
 
@@ -376,7 +488,12 @@ def budget_options(grid: Grid, impl_id: str, cfg) -> None:
         else:
             cfg.mini_batches = mu
     if "critic_warmup_steps" in fields:
-        cfg.steps += int(build(algo_cls.Config, dict(cfg.algo_config), f"option of --algo {cfg.algo}").critic_warmup_steps)
+        warmup = int(build(algo_cls.Config, dict(cfg.algo_config), f"option of --algo {cfg.algo}").critic_warmup_steps)
+        if grid.budget == "policy-batches":
+            cfg.steps += warmup
+        elif warmup >= cfg.steps:  # sampled-episodes: the warm-up's batches come out of the same steps
+            raise ConfigError(f"{impl_id}: its critic warm-up ({warmup} steps) leaves its policy none of the "
+                              f"budget's {cfg.steps} steps (budget: sampled-episodes); give more steps")
     if not algo_cls.online and "pair_prompts" in fields:
         cfg.algo_config["pair_prompts"] = cfg.steps * cfg.prompts_per_step
 

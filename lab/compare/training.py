@@ -64,7 +64,7 @@ def train_run(grid: Grid, gdir: GridDir, impl: str, seed: int, folder: Path, lr:
         "warm_weights_sha256": weights_digest(Path(config["model"])) if has_weights(Path(config["model"])) else None,
         "config": config, "steps_done": steps_done, "resumed_from_step": resumed_from,
         "stopped_by_wall_cap": not complete,
-        "budget": work_done(config, metrics, pair_stats), "complete": complete,
+        "budget": {**work_done(config, metrics, pair_stats), "counts": grid.budget}, "complete": complete,
         "incomplete_reason": why,
         "curve": [{"step": m["step"], "reward_mean": m.get("reward_mean"), "accuracy": m.get("accuracy")}
                   for m in metrics],
@@ -118,7 +118,10 @@ def diagnostic_rows(metrics: list[dict], with_reference: bool) -> list[dict]:
 def work_done(config: dict, metrics: list[dict], pair_stats: dict) -> dict:
     """The budget a run was given and the work it did (docs/compare.md, "Budget"): rollout batches and sampled
     episodes of the policy, its optimiser updates, PPO's critic warm-up apart, an offline run's episodes and
-    usable pairs."""
+    usable pairs; and every episode counted once (issue 60): ``sampled_episodes`` (all the run sampled: the
+    policy's batches, PPO's critic warm-up, an offline run's pair sampling), ``trained_episodes`` (those in the
+    groups an online policy's updates used: DAPO's dynamic sampling drops groups of equal rewards without
+    sampling more) and ``discarded_episodes`` (the policy's sampled episodes it did not train on)."""
     warm = [m for m in metrics if m.get("critic_warmup")]
     policy = [m for m in metrics if not m.get("critic_warmup")]
     online = not pair_stats
@@ -135,6 +138,12 @@ def work_done(config: dict, metrics: list[dict], pair_stats: dict) -> dict:
     if not online:
         budget["usable_pairs"] = int(pair_stats.get("pairs", 0))
         budget["pair_prompts"] = int(pair_stats.get("pair_prompts", 0))
+        budget["sampled_episodes"] = budget["episodes"]
+    else:
+        # groups_kept_frac: the step's share of episodes in groups the update kept (absent: all kept)
+        trained = round(sum(m.get("episodes", 0.0) * m.get("groups_kept_frac", 1.0) for m in policy))
+        budget.update(sampled_episodes=budget["episodes"] + budget["critic_warmup_episodes"],
+                      trained_episodes=int(trained), discarded_episodes=budget["episodes"] - int(trained))
     return budget
 
 

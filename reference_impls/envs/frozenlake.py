@@ -26,6 +26,7 @@ over safe tiles.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import random
 from collections import deque
@@ -89,6 +90,14 @@ def moves_to_goal(grid: tuple[str, ...], pos: tuple[int, int]) -> int | None:
     return None if rest is None else len(rest)
 
 
+@functools.lru_cache(maxsize=1024)
+def _gym_lake(grid: tuple[str, ...]):
+    """gymnasium's deterministic FrozenLakeEnv of ``grid``, built once per map (``_Lake`` plays a copy of it)."""
+    from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
+
+    return FrozenLakeEnv(desc=list(grid), is_slippery=False)
+
+
 ORIENTATIONS = ("fixed", "any")
 
 
@@ -147,10 +156,10 @@ class _Lake:
     """The game: gymnasium's deterministic FrozenLakeEnv, rendered as text."""
 
     def __init__(self, grid):
-        from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
-
         self.grid = grid
-        self.env = FrozenLakeEnv(desc=list(grid), is_slippery=False)
+        # a copy of the map's built env: gymnasium builds the transition table of every (tile, move) in its
+        # constructor, and an episode's step and reset only rebind the copy's own position and random stream
+        self.env = copy.copy(_gym_lake(tuple(grid)))
         self.state, _ = self.env.reset(seed=0)
         self.ncol = len(grid[0])
         self.tile = "S"

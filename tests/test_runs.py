@@ -37,11 +37,16 @@ def finished_quick_run(tmp_path_factory):
     """(manager, the run as submitted, the run when done): one QUICK run to its end, shared by the tests that only
     read it (a trainer process costs ~10 s of imports and model building on the 2-core machine)."""
     root = tmp_path_factory.mktemp("finished-run")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("ATLAS_DATA_DIR", str(root / "data"))
-        m = RunManager(root / "runs")
-        run = m.submit(QUICK)
-        return m, run, m.wait(run.id, timeout=180)
+    m = RunManager(root / "runs")
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("ATLAS_DATA_DIR", str(root / "data"))
+            run = m.submit(QUICK)
+        yield m, run, m.wait(run.id, timeout=180)
+    finally:
+        for left in m.list():  # a run that timed out: never leave its processes behind
+            if left.status in ("running", "queued"):
+                m.delete(left.id)
 
 
 def metric_steps(run):

@@ -37,6 +37,18 @@ def placement_text(work: Work) -> str:
     return ". ".join(parts)
 
 
+def placed_works(catalog) -> list[Work]:
+    """The works a ``Placer`` learns from by default: every catalog work that has a node."""
+    return [w for w in catalog if w.nodes]
+
+
+def placer_texts(catalog) -> list[str]:
+    """The texts a default ``Placer`` of ``catalog`` embeds: each node's, then each placed work's
+    (``scripts/ship_embeddings.py`` ships their vectors, so a new data folder does not embed them again)."""
+    tax = catalog.taxonomy
+    return [node_text(n, tax) for n in tax] + [placement_text(w) for w in placed_works(catalog)]
+
+
 def node_text(node, taxonomy) -> str:
     path = " > ".join(taxonomy[p].name for p in taxonomy.path(node.id))
     return f"{path}. {node.description}"
@@ -70,7 +82,7 @@ class Placer:
         self.node_ids = [n.id for n in tax]
         self._node_index = {n: i for i, n in enumerate(self.node_ids)}
         self.node_vectors = encode([node_text(n, tax) for n in tax])
-        placed = list(placed if placed is not None else (w for w in catalog if w.nodes))
+        placed = list(placed if placed is not None else placed_works(catalog))
         self.placed_keys = [w.key for w in placed]
         self.placed_vectors = placed_vectors if placed_vectors is not None else encode([placement_text(w) for w in placed])
         # membership[j, n] = 1/|nodes(j)| if work j is placed in node n
@@ -123,8 +135,14 @@ def default_encoder(cache_new: bool = True) -> Encode:
     """
     from papers.search.embed import EmbeddingCache, MiniLMEmbedder, embed_with_cache, text_hash
 
+    from papers.search.index import shipped_embeddings_path
+
     embedder = MiniLMEmbedder()
     cache = EmbeddingCache(EmbeddingCache.default_path(embedder.model_id), embedder.model_id, embedder.dim).load()
+    # the catalog's own placement texts are shipped (``placer_texts``): a new data folder does not spend a
+    # minute of CPU embedding ~700 texts before its first suggestion
+    shipped = EmbeddingCache(shipped_embeddings_path(embedder.model_id), embedder.model_id, embedder.dim)
+    cache.fill_from(shipped.load())
 
     def encode(texts: list[str]) -> np.ndarray:
         texts = list(texts)

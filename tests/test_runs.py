@@ -32,6 +32,23 @@ def manager(tmp_path, monkeypatch):
             m.delete(run.id)
 
 
+@pytest.fixture(scope="module")
+def finished_quick_run(tmp_path_factory):
+    """(manager, the run as submitted, the run when done): one QUICK run to its end, shared by the tests that only
+    read it (a trainer process costs ~10 s of imports and model building on the 2-core machine)."""
+    root = tmp_path_factory.mktemp("finished-run")
+    m = RunManager(root / "runs")
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("ATLAS_DATA_DIR", str(root / "data"))
+            run = m.submit(QUICK)
+        yield m, run, m.wait(run.id, timeout=180)
+    finally:
+        for left in m.list():  # a run that timed out: never leave its processes behind
+            if left.status in ("running", "queued"):
+                m.delete(left.id)
+
+
 def metric_steps(run):
     return [json.loads(line)["step"] for line in run.metrics_path.read_text().splitlines()]
 
@@ -45,10 +62,10 @@ def wait_for(predicate, timeout=120, poll=0.2):
     raise AssertionError("condition not met in time")
 
 
-def test_run_finishes_and_is_recorded(manager):
-    run = manager.submit(QUICK)
+@pytest.mark.xdist_group("test_runs-finished-run")  # with the CLI test: one worker runs the shared run
+def test_run_finishes_and_is_recorded(finished_quick_run):
+    manager, run, done = finished_quick_run
     assert run.status == "running"
-    done = manager.wait(run.id, timeout=180)
     assert done.status == "finished", (done.error, done.log_path.read_text()[-2000:])
     assert done.final_metrics["step"] == 2 and "reward_mean" in done.final_metrics
     assert metric_steps(done) == [1, 2]
@@ -161,9 +178,9 @@ def test_stop_queued_and_delete(manager):
         manager.get(first.id)
 
 
-def test_cli_list_show_and_errors(manager):
-    run = manager.submit(QUICK)
-    manager.wait(run.id, timeout=180)
+@pytest.mark.xdist_group("test_runs-finished-run")
+def test_cli_list_show_and_errors(finished_quick_run):
+    manager, run, _ = finished_quick_run
     from lab.runs import main
 
     def cli(*args):  # `python -m lab.runs --root ROOT ARGS`, in this process

@@ -528,6 +528,14 @@ def test_a_new_data_folder_is_seeded_from_the_shipped_vectors(data_dir):
     idx = SearchIndex.load_or_build(Catalog.load(), embedder=emb)
     assert idx.embedded == 0 and emb.calls == 0, "run scripts/ship_embeddings.py: the shipped vectors are stale"
     assert _cache_file(data_dir, model_id).is_file()  # the data folder keeps them
+    # the placer's texts (every node, every placed work) are shipped too: a new data folder's first import
+    # embeds only the new work
+    from papers.placement import placer_texts
+    from papers.search.embed import EmbeddingCache, text_hash
+
+    shipped = EmbeddingCache(shipped_embeddings_path(model_id), model_id, MiniLMEmbedder.dim).load()
+    _, missing = shipped.get_many([text_hash(t) for t in placer_texts(Catalog.load())])
+    assert missing == [], "run scripts/ship_embeddings.py: the shipped placement vectors are stale"
     # a text that is not shipped is embedded, the rest still come from the shipped file
     new = Work(key="my-octopus-agent", title="Octopus arms as independent tool-using agents", year=2026,
                kind="method", nodes=("tool-use",), summary="A user paper.", origin="user")

@@ -26,6 +26,8 @@ over safe tiles.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import random
 from collections import deque
 from dataclasses import dataclass, replace
@@ -78,6 +80,22 @@ def bfs(grid, start=None) -> list[str] | None:
                 prev[nxt] = (cur, mv)
                 queue.append(nxt)
     return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def moves_to_goal(grid: tuple[str, ...], pos: tuple[int, int]) -> int | None:
+    """``len(bfs(grid, pos))`` (None when G cannot be reached), remembered: ``_Lake.progress`` asks it after every
+    move, for the same few hundred maps (a map-blind baseline plays each map ~90 times)."""
+    rest = bfs(grid, pos)
+    return None if rest is None else len(rest)
+
+
+@functools.lru_cache(maxsize=1024)
+def _gym_lake(grid: tuple[str, ...]):
+    """gymnasium's deterministic FrozenLakeEnv of ``grid``, built once per map (``_Lake`` plays a copy of it)."""
+    from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
+
+    return FrozenLakeEnv(desc=list(grid), is_slippery=False)
 
 
 ORIENTATIONS = ("fixed", "any")
@@ -138,14 +156,14 @@ class _Lake:
     """The game: gymnasium's deterministic FrozenLakeEnv, rendered as text."""
 
     def __init__(self, grid):
-        from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
-
         self.grid = grid
-        self.env = FrozenLakeEnv(desc=list(grid), is_slippery=False)
+        # a copy of the map's built env: gymnasium builds the transition table of every (tile, move) in its
+        # constructor, and an episode's step and reset only rebind the copy's own position and random stream
+        self.env = copy.copy(_gym_lake(tuple(grid)))
         self.state, _ = self.env.reset(seed=0)
         self.ncol = len(grid[0])
         self.tile = "S"
-        self.start_dist = len(bfs(grid))
+        self.start_dist = moves_to_goal(tuple(grid), _cells(grid, "S")[0])
 
     @property
     def pos(self):
@@ -167,8 +185,8 @@ class _Lake:
     def progress(self) -> float:
         if self.tile == "H":
             return 0.0
-        rest = bfs(self.grid, self.pos)
-        return 0.0 if rest is None else max(0.0, 1.0 - len(rest) / self.start_dist)
+        rest = moves_to_goal(tuple(self.grid), self.pos)
+        return 0.0 if rest is None else max(0.0, 1.0 - rest / self.start_dist)
 
     def plan(self) -> list[str] | None:
         from .plansearch import lake_search

@@ -122,7 +122,8 @@ def test_trains_two_steps_and_evaluates(env, tmp_path, monkeypatch, capsys):
 
     out = tmp_path / "run"
     train.main(["--env", env, "--model", "tiny", "--steps", "2", "--prompts-per-step", "2", "--group-size", "2",
-                "--max-new-tokens-per-turn", "16", "--max-completion-tokens", "48", "--sft-steps", "2", "--out", str(out)])
+                "--max-new-tokens-per-turn", "16", "--max-completion-tokens", "48", "--sft-steps", "2",
+                "--sft-examples", "2", "--out", str(out)])  # two short SFT batches: the warm start runs, cheaply
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     capsys.readouterr()

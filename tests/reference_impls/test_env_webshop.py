@@ -99,7 +99,7 @@ def test_trains_two_steps_and_evaluates(env, tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     train.main(["--env", env, "--model", "tiny", "--steps", "2", "--prompts-per-step", "2", "--group-size", "2",
                 "--max-new-tokens-per-turn", "16", "--max-completion-tokens", "48", "--sft-steps", "2",
-                "--out", str(out)])
+                "--sft-examples", "2", "--out", str(out)])  # two short SFT batches: the warm start runs, cheaply
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
     capsys.readouterr()
     evaluate.main(["--run", str(out), "--n", "4", "--json", "--max-new-tokens-per-turn", "16",

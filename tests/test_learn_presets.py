@@ -331,7 +331,7 @@ def test_report_refuses_records_of_different_settings(tmp_path):
 
 def test_settings_text_and_memory_rows():
     text = learning.settings_text("memory")
-    assert text.startswith("memory-grpo, smollm2-135m-instruct: 3 warm-start steps on memory-format, then 8 RL")
+    assert text.startswith("memory-grpo, smollm2-135m-instruct: 3 warm-start steps on memory-format, then 24 RL")
     assert "levels [1]" in learning.settings_text("calculator")
     assert learning.settings_text("nope") == ""
     block = {"memory_r1": {"rl": {"mean": 0.5, "low": 0.4, "high": 0.6},

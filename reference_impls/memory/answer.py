@@ -135,13 +135,22 @@ class AnswerAgent:
             for r, row in enumerate(chunk):
                 ids[r, :len(row)] = torch.tensor(row)
                 mask[r, :len(row)] = 1
+            # Only the positions that predict a question token need the vocabulary projection and its
+            # log-softmax (about a quarter of a row); each is a row-wise operation, so projecting the
+            # gathered positions gives the same floats as projecting the whole batch and gathering after.
+            at_row = [r for r, row in enumerate(chunk) for _ in range(q_lens[b + r])]
+            at_pos = [t for r, row in enumerate(chunk) for t in range(len(row) - q_lens[b + r] - 1, len(row) - 1)]
             dev = self._device()
-            logits = self.model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits.float()
-            logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1).to(dev)).squeeze(-1)
+            hidden = self.model.get_decoder()(input_ids=ids.to(dev), attention_mask=mask.to(dev)).last_hidden_state
+            at_row, at_pos = torch.tensor(at_row, device=dev), torch.tensor(at_pos, device=dev)
+            logits = self.model.get_output_embeddings()(hidden[at_row, at_pos]).float()
+            logp = torch.log_softmax(logits, -1).gather(-1, ids.to(dev)[at_row, at_pos + 1].unsqueeze(-1)).squeeze(-1)
+            offset = 0
             for r, row in enumerate(chunk):
                 i, j = owners[b + r]
-                start = len(row) - q_lens[b + r]
-                scores.setdefault(i, []).append((float(logp[r, start - 1:len(row) - 1].mean()), j))
+                n = q_lens[b + r]
+                scores.setdefault(i, []).append((float(logp[offset:offset + n].mean()), j))
+                offset += n
         for i, scored in scores.items():
             keep = sorted(j for _, j in sorted(scored, key=lambda x: -x[0])[: self.select])
             out[i] = [out[i][j] for j in keep]

@@ -41,7 +41,7 @@ import torch
 
 from ..scoring import normalize_answer as normalize
 from ..scoring import token_f1 as f1
-from .bank import MemoryBank
+from .bank import Entry, MemoryBank
 
 SYSTEM = "Answer the question with one or two words copied from the memory."
 SHOT_MEMORY = "[7] Carol: I drive a red car."
@@ -105,6 +105,7 @@ class AnswerAgent:
         self.mode, self.max_span_words, self.score_batch = mode, max_span_words, score_batch
         self.cache: dict = {}
         self.calls = 0
+        self._prefix = None  # (token ids, keys/values) of the fixed prompt head, see _fixed_prefix
 
     def _device(self):
         return next(self.model.parameters()).device
@@ -174,39 +175,121 @@ class AnswerAgent:
         width = enc["input_ids"].shape[1]
         return [tok.decode(o[width:], skip_special_tokens=True) for o in out]
 
-    @torch.no_grad()
+    def _prompt_ids(self, messages) -> list[int]:
+        tok = self.tokenizer
+        return tok(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False),
+                   add_special_tokens=False)["input_ids"]
+
+    def _fixed_prefix(self) -> tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]:
+        """The prompt tokens every answer prompt begins with (the system prompt and the one-shot example, up
+        to the last user turn's ``Memory:``), and their keys/values, computed once per agent."""
+        if self._prefix is None:
+            a = self._prompt_ids(self._messages("?", []))
+            b = self._prompt_ids(self._messages("Who?", [Entry(1, "x")]))
+            n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            self._prefix = (a[:n], self._keys_values(a[:n]))
+        return self._prefix
+
+    def _keys_values(self, ids: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        self.model.get_decoder()(input_ids=torch.tensor([ids], device=self._device()), cache=cache, use_cache=True)
+        return [(layer.keys, layer.values) for layer in cache.layers]
+
+    @torch.inference_mode()
     def extract(self, batch_messages, batch_entries) -> list[str]:
         """Per item, the span of its entries maximising log p(span, end of turn | prompt); "" if none.
 
-        Candidates are scored as completions of their item's prompt in the trainer's batch layout, so
-        each prompt runs through the model once and its key/value cache serves all of its spans
-        (``common.completion_logprobs(share_prompts=True)``)."""
-        from types import SimpleNamespace
-
-        from ..common import collate, completion_logprobs
-
+        The model runs over each token once: the prompt's fixed head (system prompt, one-shot example) once
+        per agent, each item's own prompt tail once on top of its keys/values, and each candidate's tokens
+        on top of its item's. The vocabulary projection is applied only where a candidate token is
+        predicted. Items are grouped so that a group's candidates fill at most ``score_batch`` rows (an
+        item's candidates are never split). The scores are those of one plain forward per candidate up to
+        float rounding (padding and batch shapes change the last bits; tests/reference_impls/
+        test_memory_answer_fast.py compares them)."""
         tok = self.tokenizer
         end = tok.convert_tokens_to_ids("<|im_end|>")
-        rows, owners, spans = [], [], []
-        for i, (msgs, ents) in enumerate(zip(batch_messages, batch_entries)):
-            prompt = tok(tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False),
-                         add_special_tokens=False)["input_ids"]
-            for span in answer_spans([e.text for e in ents], self.max_span_words):
-                answer = tok(span, add_special_tokens=False)["input_ids"] + [end]
-                rows.append(SimpleNamespace(prompt_ids=prompt, completion_ids=answer, loss_mask=[1] * len(answer),
-                                            old_logprobs=[0.0] * len(answer)))
-                owners.append(i)
-                spans.append(span)
-        scores: list[float] = []
-        for b in range(0, len(rows), self.score_batch):
-            batch = collate(rows[b:b + self.score_batch], tok.pad_token_id, self._device())
-            logps, _ = completion_logprobs(self.model, batch, share_prompts=True)
-            scores += (logps.float() * batch["loss_mask"]).sum(-1).tolist()
-        best: dict[int, tuple[float, str]] = {}
-        for i, span, score in zip(owners, spans, scores):
-            if i not in best or score > best[i][0]:
-                best[i] = (score, span)
-        return [best[i][1] if i in best else "" for i in range(len(batch_messages))]
+        prompts = [self._prompt_ids(m) for m in batch_messages]
+        cands = [[(span, tok(span, add_special_tokens=False)["input_ids"] + [end])
+                  for span in answer_spans([e.text for e in ents], self.max_span_words)] for ents in batch_entries]
+        out = [""] * len(batch_messages)
+        todo = [i for i, c in enumerate(cands) if c]
+        if not todo:
+            return out
+        head, head_kv = self._fixed_prefix()
+        shared = min(len(head), *(len(prompts[i]) - 1 for i in todo))  # every item keeps >= 1 token of its own
+        for i in todo:
+            if prompts[i][:shared] != head[:shared]:
+                raise ValueError(f"answer prompt {i} does not begin with the fixed prompt head")
+        groups, rows = [[]], 0
+        for i in todo:
+            if groups[-1] and rows + len(cands[i]) > self.score_batch:
+                groups.append([])
+                rows = 0
+            groups[-1].append(i)
+            rows += len(cands[i])
+        for group in groups:
+            for i, (score, span) in zip(group, self._best_spans(group, prompts, cands, shared, head_kv)):
+                out[i] = span
+        return out
+
+    def _best_spans(self, group, prompts, cands, shared, head_kv) -> list[tuple[float, str]]:
+        """Score every candidate of the items in ``group``: (best score, best span) per item."""
+        from transformers import DynamicCache
+
+        dev = self._device()
+        decoder, project = self.model.get_decoder(), self.model.get_output_embeddings()
+        pad = self.tokenizer.pad_token_id
+        # 1. each item's own prompt tail, left-padded, on top of the fixed head
+        tails = [prompts[i][shared:] for i in group]
+        width = max(len(t) for t in tails)
+        ids = torch.full((len(group), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, t in enumerate(tails):
+            ids[r, width - len(t):] = torch.tensor(t)
+            mask[r, width - len(t):] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        ones = torch.ones((len(group), shared), dtype=torch.long, device=dev)
+        cache = DynamicCache(ddp_cache_data=[(k[:, :, :shared].expand(len(group), -1, -1, -1),
+                                              v[:, :, :shared].expand(len(group), -1, -1, -1)) for k, v in head_kv])
+        positions = (shared + mask.cumsum(-1) - 1).clamp(min=shared)
+        hidden = decoder(input_ids=ids, attention_mask=torch.cat([ones, mask], 1), position_ids=positions,
+                         cache=cache, use_cache=True).last_hidden_state
+        first = torch.log_softmax(project(hidden[:, -1]).float(), -1)  # predicts each candidate's first token
+        # 2. every candidate's tokens but its last, right-padded, on top of its item's keys/values
+        owner = [r for r, i in enumerate(group) for _ in cands[i]]
+        toks = [c for i in group for _, c in cands[i]]
+        K = max(len(c) for c in toks)
+        owner_t = torch.tensor(owner, device=dev)
+        logps = torch.zeros((len(toks), K), dtype=torch.float32, device=dev)
+        logps[:, 0] = first[owner_t, torch.tensor([c[0] for c in toks], device=dev)]
+        if K > 1:
+            comp = torch.full((len(toks), K - 1), pad, dtype=torch.long)
+            comp_mask = torch.zeros_like(comp)
+            for r, c in enumerate(toks):
+                comp[r, :len(c) - 1] = torch.tensor(c[:-1])
+                comp_mask[r, :len(c) - 1] = 1
+            comp, comp_mask = comp.to(dev), comp_mask.to(dev)
+            row_cache = DynamicCache(ddp_cache_data=[(layer.keys[owner_t], layer.values[owner_t])
+                                                     for layer in cache.layers])
+            start = shared + mask.sum(-1)[owner_t].unsqueeze(1)
+            positions = start + torch.arange(K - 1, device=dev).unsqueeze(0)
+            attn = torch.cat([ones[owner_t], mask[owner_t], comp_mask], 1)
+            hidden = decoder(input_ids=comp, attention_mask=attn, position_ids=positions, cache=row_cache,
+                             use_cache=True).last_hidden_state
+            at_row = [r for r, c in enumerate(toks) for _ in range(len(c) - 1)]
+            at_pos = [t for c in toks for t in range(len(c) - 1)]
+            target = torch.tensor([c[t + 1] for c in toks for t in range(len(c) - 1)], device=dev)
+            at_row, at_pos = torch.tensor(at_row, device=dev), torch.tensor(at_pos, device=dev)
+            picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
+            logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        scores = logps.sum(-1).tolist()
+        best = {}
+        for r, (i_row, (span, _)) in enumerate(zip(owner, [c for i in group for c in cands[i]])):
+            if i_row not in best or scores[r] > best[i_row][0]:
+                best[i_row] = (scores[r], span)
+        return [best[r] for r in range(len(group))]
 
     def answer_many(self, items) -> list[tuple[str, list]]:
         """``items``: [(question, entries retrieved for it)] -> [(answer, selected entries)], batched over

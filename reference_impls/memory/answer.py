@@ -110,52 +110,81 @@ class AnswerAgent:
     def _device(self):
         return next(self.model.parameters()).device
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def select_many(self, items, batch_rows: int = 64) -> list[list]:
-        """Step 1 for many (question, entries) items at once: every (entry, question) pair is one row of a
-        right-padded batch (so each row's positions are those of an unpadded forward), scored by the mean
-        log-probability of the question's tokens; per item the best ``select`` entries, in bank order."""
+        """Step 1 for many (question, entries) items at once: every (entry, question) pair is one row,
+        ``"Memory: <entry>\nQuestion:"`` followed by the question, scored by the mean log-probability of the
+        question's tokens; per item the best ``select`` entries, in bank order. Rows are scored
+        ``batch_rows`` at a time (:meth:`_question_logps`)."""
         tok = self.tokenizer
-        rows, owners, q_lens = [], [], []
+        rows = []  # (item, entry index, entry text, question ids)
         out: list[list] = []
         for i, (question, entries) in enumerate(items):
             out.append(list(entries))
             if len(entries) <= self.select:
                 continue
             q_ids = tok(" " + question, add_special_tokens=False)["input_ids"]
-            for j, e in enumerate(entries):
-                rows.append(tok(f"Memory: {e.text}\nQuestion:", add_special_tokens=False)["input_ids"] + q_ids)
-                owners.append((i, j))
-                q_lens.append(len(q_ids))
+            rows += [(i, j, e.text, q_ids) for j, e in enumerate(entries)]
         scores: dict[int, list[tuple[float, int]]] = {}
         for b in range(0, len(rows), batch_rows):
             chunk = rows[b:b + batch_rows]
-            width = max(len(r) for r in chunk)
-            ids = torch.full((len(chunk), width), tok.pad_token_id, dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for r, row in enumerate(chunk):
-                ids[r, :len(row)] = torch.tensor(row)
-                mask[r, :len(row)] = 1
-            # Only the positions that predict a question token need the vocabulary projection and its
-            # log-softmax (about a quarter of a row); each is a row-wise operation, so projecting the
-            # gathered positions gives the same floats as projecting the whole batch and gathering after.
-            at_row = [r for r, row in enumerate(chunk) for _ in range(q_lens[b + r])]
-            at_pos = [t for r, row in enumerate(chunk) for t in range(len(row) - q_lens[b + r] - 1, len(row) - 1)]
-            dev = self._device()
-            hidden = self.model.get_decoder()(input_ids=ids.to(dev), attention_mask=mask.to(dev)).last_hidden_state
-            at_row, at_pos = torch.tensor(at_row, device=dev), torch.tensor(at_pos, device=dev)
-            logits = self.model.get_output_embeddings()(hidden[at_row, at_pos]).float()
-            logp = torch.log_softmax(logits, -1).gather(-1, ids.to(dev)[at_row, at_pos + 1].unsqueeze(-1)).squeeze(-1)
-            offset = 0
-            for r, row in enumerate(chunk):
-                i, j = owners[b + r]
-                n = q_lens[b + r]
-                scores.setdefault(i, []).append((float(logp[offset:offset + n].mean()), j))
-                offset += n
+            for (i, j, _, _), logps in zip(chunk, self._question_logps([(t, q) for _, _, t, q in chunk])):
+                scores.setdefault(i, []).append((float(logps.mean()), j))
         for i, scored in scores.items():
             keep = sorted(j for _, j in sorted(scored, key=lambda x: -x[0])[: self.select])
             out[i] = [out[i][j] for j in keep]
         return out
+
+    def _question_logps(self, pairs) -> list[torch.Tensor]:
+        """``pairs``: [(entry text, question ids)] -> per pair, log p(question token | memory line, earlier
+        question tokens) for each question token.
+
+        An entry retrieved for several questions is read once: the distinct memory lines run as one
+        right-padded batch, and each pair's question runs on top of its line's keys/values (positions
+        continue after the line, the padding is masked). The vocabulary projection is applied only where a
+        question token is predicted. Equal, up to float rounding, to one plain forward per pair
+        (tests/reference_impls/test_memory_answer_fast.py)."""
+        from transformers import DynamicCache
+
+        tok, dev = self.tokenizer, self._device()
+        decoder, project = self.model.get_decoder(), self.model.get_output_embeddings()
+        pad = tok.pad_token_id
+        texts = list(dict.fromkeys(t for t, _ in pairs))
+        lines = [tok(f"Memory: {t}\nQuestion:", add_special_tokens=False)["input_ids"] for t in texts]
+        width = max(len(x) for x in lines)
+        ids = torch.full((len(lines), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, x in enumerate(lines):
+            ids[r, :len(x)] = torch.tensor(x)
+            mask[r, :len(x)] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        cache = DynamicCache()
+        hidden = decoder(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True).last_hidden_state
+        line_len = torch.tensor([len(x) for x in lines], device=dev)
+        first = torch.log_softmax(project(hidden[torch.arange(len(lines), device=dev), line_len - 1]).float(), -1)
+        owner = torch.tensor([texts.index(t) for t, _ in pairs], device=dev)
+        qs = [q for _, q in pairs]
+        Q = max(len(q) for q in qs)
+        logps = torch.zeros((len(pairs), Q), dtype=torch.float32, device=dev)
+        logps[:, 0] = first[owner, torch.tensor([q[0] for q in qs], device=dev)]
+        if Q > 1:
+            q_ids = torch.full((len(pairs), Q - 1), pad, dtype=torch.long)
+            q_mask = torch.zeros_like(q_ids)
+            for r, q in enumerate(qs):
+                q_ids[r, :len(q) - 1] = torch.tensor(q[:-1])
+                q_mask[r, :len(q) - 1] = 1
+            q_ids, q_mask = q_ids.to(dev), q_mask.to(dev)
+            row_cache = DynamicCache(ddp_cache_data=[(layer.keys[owner], layer.values[owner])
+                                                     for layer in cache.layers])
+            positions = line_len[owner].unsqueeze(1) + torch.arange(Q - 1, device=dev).unsqueeze(0)
+            hidden = decoder(input_ids=q_ids, attention_mask=torch.cat([mask[owner], q_mask], 1),
+                             position_ids=positions, cache=row_cache, use_cache=True).last_hidden_state
+            at_row = torch.tensor([r for r, q in enumerate(qs) for _ in range(len(q) - 1)], device=dev)
+            at_pos = torch.tensor([t for q in qs for t in range(len(q) - 1)], device=dev)
+            target = torch.tensor([q[t + 1] for q in qs for t in range(len(q) - 1)], device=dev)
+            picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
+            logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        return [logps[r, :len(q)] for r, q in enumerate(qs)]
 
     def _messages(self, question: str, selected) -> list[dict]:
         mem = "\n".join(f"[{e.id}] {e.text}" for e in selected) if selected else "(no memory)"

@@ -226,9 +226,15 @@ class AnswerAgent:
         self.model.get_decoder()(input_ids=torch.tensor([ids], device=self._device()), cache=cache, use_cache=True)
         return [(layer.keys, layer.values) for layer in cache.layers]
 
-    @torch.inference_mode()
     def extract(self, batch_messages, batch_entries) -> list[str]:
-        """Per item, the span of its entries maximising log p(span, end of turn | prompt); "" if none.
+        """Per item, the span of its entries maximising log p(span, end of turn | prompt) (the first of equal
+        maxima); "" if none."""
+        return [max(scored, key=lambda x: x[1])[0] if scored else ""
+                for scored in self.span_scores(batch_messages, batch_entries)]
+
+    @torch.inference_mode()
+    def span_scores(self, batch_messages, batch_entries) -> list[list[tuple[str, float]]]:
+        """Per item, [(candidate span, log p(span, end of turn | prompt))] in :func:`answer_spans` order.
 
         The model runs over each token once: the prompt's fixed head (system prompt, one-shot example) once
         per agent, each item's own prompt tail once on top of its keys/values, and each candidate's tokens
@@ -242,7 +248,7 @@ class AnswerAgent:
         prompts = [self._prompt_ids(m) for m in batch_messages]
         cands = [[(span, tok(span, add_special_tokens=False)["input_ids"] + [end])
                   for span in answer_spans([e.text for e in ents], self.max_span_words)] for ents in batch_entries]
-        out = [""] * len(batch_messages)
+        out: list[list[tuple[str, float]]] = [[] for _ in batch_messages]
         todo = [i for i, c in enumerate(cands) if c]
         if not todo:
             return out
@@ -259,12 +265,13 @@ class AnswerAgent:
             groups[-1].append(i)
             rows += len(cands[i])
         for group in groups:
-            for i, (score, span) in zip(group, self._best_spans(group, prompts, cands, shared, head_kv)):
-                out[i] = span
+            for i, scores in zip(group, self._candidate_scores(group, prompts, cands, shared, head_kv)):
+                out[i] = [(span, score) for (span, _), score in zip(cands[i], scores)]
         return out
 
-    def _best_spans(self, group, prompts, cands, shared, head_kv) -> list[tuple[float, str]]:
-        """Score every candidate of the items in ``group``: (best score, best span) per item."""
+    def _candidate_scores(self, group, prompts, cands, shared, head_kv) -> list[list[float]]:
+        """Per item of ``group``, the score of each of its candidates (``cands[i]``: [(span, token ids)]),
+        ``sum_t log p(token_t | prompt, earlier tokens)``."""
         from transformers import DynamicCache
 
         dev = self._device()
@@ -314,11 +321,10 @@ class AnswerAgent:
             picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
             logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
         scores = logps.sum(-1).tolist()
-        best = {}
-        for r, (i_row, (span, _)) in enumerate(zip(owner, [c for i in group for c in cands[i]])):
-            if i_row not in best or scores[r] > best[i_row][0]:
-                best[i_row] = (scores[r], span)
-        return [best[r] for r in range(len(group))]
+        out = [[] for _ in group]
+        for r, score in zip(owner, scores):
+            out[r].append(score)
+        return out
 
     def answer_many(self, items) -> list[tuple[str, list]]:
         """``items``: [(question, entries retrieved for it)] -> [(answer, selected entries)], batched over

@@ -121,7 +121,7 @@ class AnswerAgent:
     @torch.inference_mode()
     def select_many(self, items, batch_rows: int = 64) -> list[list]:
         """Step 1 for many (question, entries) items at once: every (entry, question) pair is one row,
-        ``"Memory: <entry>\nQuestion:"`` followed by the question, scored by the mean log-probability of the
+        ``"Memory: <entry>\\nQuestion:"`` followed by the question, scored by the mean log-probability of the
         question's tokens; per item the best ``select`` entries, in bank order. Rows are scored
         ``batch_rows`` at a time (:meth:`_question_logps`)."""
         tok = self.tokenizer
@@ -157,7 +157,8 @@ class AnswerAgent:
         tok, dev = self.tokenizer, self._device()
         decoder, project = self.model.get_decoder(), self.model.get_output_embeddings()
         pad = tok.pad_token_id
-        texts = list(dict.fromkeys(t for t, _ in pairs))
+        texts = list(dict.fromkeys(t for t, _ in pairs))  # distinct entry texts, in first-seen order
+        line_of = {t: n for n, t in enumerate(texts)}
         lines = [tok(f"Memory: {t}\nQuestion:", add_special_tokens=False)["input_ids"] for t in texts]
         width = max(len(x) for x in lines)
         ids = torch.full((len(lines), width), pad, dtype=torch.long)
@@ -170,7 +171,7 @@ class AnswerAgent:
         hidden = decoder(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True).last_hidden_state
         line_len = torch.tensor([len(x) for x in lines], device=dev)
         first = torch.log_softmax(project(hidden[torch.arange(len(lines), device=dev), line_len - 1]).float(), -1)
-        owner = torch.tensor([texts.index(t) for t, _ in pairs], device=dev)
+        owner = torch.tensor([line_of[t] for t, _ in pairs], device=dev)
         qs = [q for _, q in pairs]
         Q = max(len(q) for q in qs)
         logps = torch.zeros((len(pairs), Q), dtype=torch.float32, device=dev)

@@ -4,9 +4,9 @@ Memory distillation, then answer (Memory-R1's Answer Agent), both done by the fr
 
 1. *Select*: the question retrieves the top ``k`` entries of the bank (``MemoryBank.retrieve``). The LM
    scores each entry by query likelihood, the mean log-probability of the question's tokens after
-   ``"Memory: <entry>\\nQuestion: "``, and keeps the best ``select`` entries (default 1). Scoring is one
-   batched forward pass; asking a 135M model to *write* the ids of the relevant entries gave
-   unusable text on this task (docs/results_memory.md).
+   ``"Memory: <entry>\\nQuestion: "``, and keeps the best ``select`` entries (default 1). Asking a 135M
+   model to *write* the ids of the relevant entries gave unusable text on this task
+   (docs/results_memory.md).
 2. *Answer*, one of two modes, both from a short one-shot chat prompt with the selected entries and
    the question:
 
@@ -27,9 +27,17 @@ on (question, retrieved texts), so episodes whose banks agree on what the questi
 one LM call. The key leaves out the entry ids, which the answer prompt does show (``[3] ...``): two
 banks holding the same texts under other ids share the answer computed first (an id is a number
 token in a ~100-token prompt; ids never decide which entries are retrieved or selected; re-answering
-96 cached items under other ids changed one answer, between two wrong spans of a small-talk entry). Cost, for
-scale: on one CPU thread an answer is ~0.5-1 s of SmolLM2 forward passes (selection rows + the
-prompt + the spans), which makes the Answer Agent most of a memory training step.
+96 cached items under other ids changed one answer, between two wrong spans of a small-talk entry).
+
+Cost: the model reads each token once. A memory line retrieved for several questions of a batch runs
+once, each question on top of its keys/values; the answer prompt's fixed head (system prompt, one-shot
+example) runs once per agent, each item's own part once on top of it, and each candidate span on top of
+that; the vocabulary projection (a fifth of SmolLM2's weights) is applied only where a scored token is
+predicted. The scores equal those of one plain forward per sequence up to float rounding
+(tests/reference_impls/test_memory_answer_fast.py); checked on 60 held-out evaluation questions and
+48 training episodes with SmolLM2, that rounding changed no selection, answer or reward. The Answer
+Agent is still most of a memory training step.
+
 Metrics follow SQuAD: lower case, punctuation and articles dropped, whitespace squeezed.
 """
 from __future__ import annotations
@@ -41,7 +49,7 @@ import torch
 
 from ..scoring import normalize_answer as normalize
 from ..scoring import token_f1 as f1
-from .bank import MemoryBank
+from .bank import Entry, MemoryBank
 
 SYSTEM = "Answer the question with one or two words copied from the memory."
 SHOT_MEMORY = "[7] Carol: I drive a red car."
@@ -105,47 +113,87 @@ class AnswerAgent:
         self.mode, self.max_span_words, self.score_batch = mode, max_span_words, score_batch
         self.cache: dict = {}
         self.calls = 0
+        self._prefix = None  # (token ids, keys/values) of the fixed prompt head, see _fixed_prefix
 
     def _device(self):
         return next(self.model.parameters()).device
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def select_many(self, items, batch_rows: int = 64) -> list[list]:
-        """Step 1 for many (question, entries) items at once: every (entry, question) pair is one row of a
-        right-padded batch (so each row's positions are those of an unpadded forward), scored by the mean
-        log-probability of the question's tokens; per item the best ``select`` entries, in bank order."""
+        """Step 1 for many (question, entries) items at once: every (entry, question) pair is one row,
+        ``"Memory: <entry>\\nQuestion:"`` followed by the question, scored by the mean log-probability of the
+        question's tokens; per item the best ``select`` entries, in bank order. Rows are scored
+        ``batch_rows`` at a time (:meth:`_question_logps`)."""
         tok = self.tokenizer
-        rows, owners, q_lens = [], [], []
+        rows = []  # (item, entry index, entry text, question ids)
         out: list[list] = []
         for i, (question, entries) in enumerate(items):
             out.append(list(entries))
             if len(entries) <= self.select:
                 continue
             q_ids = tok(" " + question, add_special_tokens=False)["input_ids"]
-            for j, e in enumerate(entries):
-                rows.append(tok(f"Memory: {e.text}\nQuestion:", add_special_tokens=False)["input_ids"] + q_ids)
-                owners.append((i, j))
-                q_lens.append(len(q_ids))
+            rows += [(i, j, e.text, q_ids) for j, e in enumerate(entries)]
         scores: dict[int, list[tuple[float, int]]] = {}
         for b in range(0, len(rows), batch_rows):
             chunk = rows[b:b + batch_rows]
-            width = max(len(r) for r in chunk)
-            ids = torch.full((len(chunk), width), tok.pad_token_id, dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for r, row in enumerate(chunk):
-                ids[r, :len(row)] = torch.tensor(row)
-                mask[r, :len(row)] = 1
-            dev = self._device()
-            logits = self.model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits.float()
-            logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1).to(dev)).squeeze(-1)
-            for r, row in enumerate(chunk):
-                i, j = owners[b + r]
-                start = len(row) - q_lens[b + r]
-                scores.setdefault(i, []).append((float(logp[r, start - 1:len(row) - 1].mean()), j))
+            for (i, j, _, _), logps in zip(chunk, self._question_logps([(t, q) for _, _, t, q in chunk])):
+                scores.setdefault(i, []).append((float(logps.mean()), j))
         for i, scored in scores.items():
             keep = sorted(j for _, j in sorted(scored, key=lambda x: -x[0])[: self.select])
             out[i] = [out[i][j] for j in keep]
         return out
+
+    def _question_logps(self, pairs) -> list[torch.Tensor]:
+        """``pairs``: [(entry text, question ids)] -> per pair, log p(question token | memory line, earlier
+        question tokens) for each question token.
+
+        An entry retrieved for several questions is read once: the distinct memory lines run as one
+        right-padded batch, and each pair's question runs on top of its line's keys/values (positions
+        continue after the line, the padding is masked). The vocabulary projection is applied only where a
+        question token is predicted. Equal, up to float rounding, to one plain forward per pair
+        (tests/reference_impls/test_memory_answer_fast.py)."""
+        from transformers import DynamicCache
+
+        tok, dev = self.tokenizer, self._device()
+        decoder, project = self.model.get_decoder(), self.model.get_output_embeddings()
+        pad = tok.pad_token_id
+        texts = list(dict.fromkeys(t for t, _ in pairs))  # distinct entry texts, in first-seen order
+        line_of = {t: n for n, t in enumerate(texts)}
+        lines = [tok(f"Memory: {t}\nQuestion:", add_special_tokens=False)["input_ids"] for t in texts]
+        width = max(len(x) for x in lines)
+        ids = torch.full((len(lines), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, x in enumerate(lines):
+            ids[r, :len(x)] = torch.tensor(x)
+            mask[r, :len(x)] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        cache = DynamicCache()
+        hidden = decoder(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True).last_hidden_state
+        line_len = torch.tensor([len(x) for x in lines], device=dev)
+        first = torch.log_softmax(project(hidden[torch.arange(len(lines), device=dev), line_len - 1]).float(), -1)
+        owner = torch.tensor([line_of[t] for t, _ in pairs], device=dev)
+        qs = [q for _, q in pairs]
+        Q = max(len(q) for q in qs)
+        logps = torch.zeros((len(pairs), Q), dtype=torch.float32, device=dev)
+        logps[:, 0] = first[owner, torch.tensor([q[0] for q in qs], device=dev)]
+        if Q > 1:
+            q_ids = torch.full((len(pairs), Q - 1), pad, dtype=torch.long)
+            q_mask = torch.zeros_like(q_ids)
+            for r, q in enumerate(qs):
+                q_ids[r, :len(q) - 1] = torch.tensor(q[:-1])
+                q_mask[r, :len(q) - 1] = 1
+            q_ids, q_mask = q_ids.to(dev), q_mask.to(dev)
+            row_cache = DynamicCache(ddp_cache_data=[(layer.keys[owner], layer.values[owner])
+                                                     for layer in cache.layers])
+            positions = line_len[owner].unsqueeze(1) + torch.arange(Q - 1, device=dev).unsqueeze(0)
+            hidden = decoder(input_ids=q_ids, attention_mask=torch.cat([mask[owner], q_mask], 1),
+                             position_ids=positions, cache=row_cache, use_cache=True).last_hidden_state
+            at_row = torch.tensor([r for r, q in enumerate(qs) for _ in range(len(q) - 1)], device=dev)
+            at_pos = torch.tensor([t for q in qs for t in range(len(q) - 1)], device=dev)
+            target = torch.tensor([q[t + 1] for q in qs for t in range(len(q) - 1)], device=dev)
+            picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
+            logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        return [logps[r, :len(q)] for r, q in enumerate(qs)]
 
     def _messages(self, question: str, selected) -> list[dict]:
         mem = "\n".join(f"[{e.id}] {e.text}" for e in selected) if selected else "(no memory)"
@@ -165,39 +213,130 @@ class AnswerAgent:
         width = enc["input_ids"].shape[1]
         return [tok.decode(o[width:], skip_special_tokens=True) for o in out]
 
-    @torch.no_grad()
+    def _prompt_ids(self, messages) -> list[int]:
+        tok = self.tokenizer
+        return tok(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False),
+                   add_special_tokens=False)["input_ids"]
+
+    def _fixed_prefix(self) -> tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]:
+        """The prompt tokens every answer prompt begins with (the system prompt and the one-shot example, up
+        to the last user turn's ``Memory:``), and their keys/values, computed once per agent."""
+        if self._prefix is None or self._prefix[1][0][0].device != self._device():
+            a = self._prompt_ids(self._messages("?", []))
+            b = self._prompt_ids(self._messages("Who?", [Entry(1, "x")]))
+            n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            if n == 0:
+                raise ValueError("AnswerAgent: the tokenizer's chat template gives the answer prompts no common "
+                                 "first token (expected the system prompt and the one-shot example)")
+            self._prefix = (a[:n], self._keys_values(a[:n]))
+        return self._prefix
+
+    def _keys_values(self, ids: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        self.model.get_decoder()(input_ids=torch.tensor([ids], device=self._device()), cache=cache, use_cache=True)
+        return [(layer.keys, layer.values) for layer in cache.layers]
+
     def extract(self, batch_messages, batch_entries) -> list[str]:
-        """Per item, the span of its entries maximising log p(span, end of turn | prompt); "" if none.
+        """Per item, the span of its entries maximising log p(span, end of turn | prompt) (the first of equal
+        maxima); "" if none."""
+        return [max(scored, key=lambda x: x[1])[0] if scored else ""
+                for scored in self.span_scores(batch_messages, batch_entries)]
 
-        Candidates are scored as completions of their item's prompt in the trainer's batch layout, so
-        each prompt runs through the model once and its key/value cache serves all of its spans
-        (``common.completion_logprobs(share_prompts=True)``)."""
-        from types import SimpleNamespace
+    @torch.inference_mode()
+    def span_scores(self, batch_messages, batch_entries) -> list[list[tuple[str, float]]]:
+        """Per item, [(candidate span, log p(span, end of turn | prompt))] in :func:`answer_spans` order.
 
-        from ..common import collate, completion_logprobs
-
+        The model runs over each token once: the prompt's fixed head (system prompt, one-shot example) once
+        per agent, each item's own prompt tail once on top of its keys/values, and each candidate's tokens
+        on top of its item's. The vocabulary projection is applied only where a candidate token is
+        predicted. Items are grouped so that a group's candidates fill at most ``score_batch`` rows (an
+        item's candidates are never split). The scores are those of one plain forward per candidate up to
+        float rounding (padding and batch shapes change the last bits; tests/reference_impls/
+        test_memory_answer_fast.py compares them)."""
         tok = self.tokenizer
         end = tok.convert_tokens_to_ids("<|im_end|>")
-        rows, owners, spans = [], [], []
-        for i, (msgs, ents) in enumerate(zip(batch_messages, batch_entries)):
-            prompt = tok(tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False),
-                         add_special_tokens=False)["input_ids"]
-            for span in answer_spans([e.text for e in ents], self.max_span_words):
-                answer = tok(span, add_special_tokens=False)["input_ids"] + [end]
-                rows.append(SimpleNamespace(prompt_ids=prompt, completion_ids=answer, loss_mask=[1] * len(answer),
-                                            old_logprobs=[0.0] * len(answer)))
-                owners.append(i)
-                spans.append(span)
-        scores: list[float] = []
-        for b in range(0, len(rows), self.score_batch):
-            batch = collate(rows[b:b + self.score_batch], tok.pad_token_id, self._device())
-            logps, _ = completion_logprobs(self.model, batch, share_prompts=True)
-            scores += (logps.float() * batch["loss_mask"]).sum(-1).tolist()
-        best: dict[int, tuple[float, str]] = {}
-        for i, span, score in zip(owners, spans, scores):
-            if i not in best or score > best[i][0]:
-                best[i] = (score, span)
-        return [best[i][1] if i in best else "" for i in range(len(batch_messages))]
+        prompts = [self._prompt_ids(m) for m in batch_messages]
+        cands = [[(span, tok(span, add_special_tokens=False)["input_ids"] + [end])
+                  for span in answer_spans([e.text for e in ents], self.max_span_words)] for ents in batch_entries]
+        out: list[list[tuple[str, float]]] = [[] for _ in batch_messages]
+        todo = [i for i, c in enumerate(cands) if c]
+        if not todo:
+            return out
+        head, head_kv = self._fixed_prefix()
+        shared = min(len(head), *(len(prompts[i]) - 1 for i in todo))  # every item keeps >= 1 token of its own
+        for i in todo:
+            if prompts[i][:shared] != head[:shared]:
+                raise ValueError(f"answer prompt {i} does not begin with the fixed prompt head")
+        groups, rows = [[]], 0
+        for i in todo:
+            if groups[-1] and rows + len(cands[i]) > self.score_batch:
+                groups.append([])
+                rows = 0
+            groups[-1].append(i)
+            rows += len(cands[i])
+        for group in groups:
+            for i, scores in zip(group, self._candidate_scores(group, prompts, cands, shared, head_kv)):
+                out[i] = [(span, score) for (span, _), score in zip(cands[i], scores)]
+        return out
+
+    def _candidate_scores(self, group, prompts, cands, shared, head_kv) -> list[list[float]]:
+        """Per item of ``group``, the score of each of its candidates (``cands[i]``: [(span, token ids)]),
+        ``sum_t log p(token_t | prompt, earlier tokens)``."""
+        from transformers import DynamicCache
+
+        dev = self._device()
+        decoder, project = self.model.get_decoder(), self.model.get_output_embeddings()
+        pad = self.tokenizer.pad_token_id
+        # 1. each item's own prompt tail, left-padded, on top of the fixed head
+        tails = [prompts[i][shared:] for i in group]
+        width = max(len(t) for t in tails)
+        ids = torch.full((len(group), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, t in enumerate(tails):
+            ids[r, width - len(t):] = torch.tensor(t)
+            mask[r, width - len(t):] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        ones = torch.ones((len(group), shared), dtype=torch.long, device=dev)
+        cache = DynamicCache(ddp_cache_data=[(k[:, :, :shared].expand(len(group), -1, -1, -1),
+                                              v[:, :, :shared].expand(len(group), -1, -1, -1)) for k, v in head_kv])
+        positions = (shared + mask.cumsum(-1) - 1).clamp(min=shared)
+        hidden = decoder(input_ids=ids, attention_mask=torch.cat([ones, mask], 1), position_ids=positions,
+                         cache=cache, use_cache=True).last_hidden_state
+        first = torch.log_softmax(project(hidden[:, -1]).float(), -1)  # predicts each candidate's first token
+        # 2. every candidate's tokens but its last, right-padded, on top of its item's keys/values
+        owner = [r for r, i in enumerate(group) for _ in cands[i]]
+        toks = [c for i in group for _, c in cands[i]]
+        K = max(len(c) for c in toks)
+        owner_t = torch.tensor(owner, device=dev)
+        logps = torch.zeros((len(toks), K), dtype=torch.float32, device=dev)
+        logps[:, 0] = first[owner_t, torch.tensor([c[0] for c in toks], device=dev)]
+        if K > 1:
+            comp = torch.full((len(toks), K - 1), pad, dtype=torch.long)
+            comp_mask = torch.zeros_like(comp)
+            for r, c in enumerate(toks):
+                comp[r, :len(c) - 1] = torch.tensor(c[:-1])
+                comp_mask[r, :len(c) - 1] = 1
+            comp, comp_mask = comp.to(dev), comp_mask.to(dev)
+            row_cache = DynamicCache(ddp_cache_data=[(layer.keys[owner_t], layer.values[owner_t])
+                                                     for layer in cache.layers])
+            start = shared + mask.sum(-1)[owner_t].unsqueeze(1)
+            positions = start + torch.arange(K - 1, device=dev).unsqueeze(0)
+            attn = torch.cat([ones[owner_t], mask[owner_t], comp_mask], 1)
+            hidden = decoder(input_ids=comp, attention_mask=attn, position_ids=positions, cache=row_cache,
+                             use_cache=True).last_hidden_state
+            at_row = [r for r, c in enumerate(toks) for _ in range(len(c) - 1)]
+            at_pos = [t for c in toks for t in range(len(c) - 1)]
+            target = torch.tensor([c[t + 1] for c in toks for t in range(len(c) - 1)], device=dev)
+            at_row, at_pos = torch.tensor(at_row, device=dev), torch.tensor(at_pos, device=dev)
+            picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
+            logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        scores = logps.sum(-1).tolist()
+        out = [[] for _ in group]
+        for r, score in zip(owner, scores):
+            out[r].append(score)
+        return out
 
     def answer_many(self, items) -> list[tuple[str, list]]:
         """``items``: [(question, entries retrieved for it)] -> [(answer, selected entries)], batched over

@@ -173,26 +173,7 @@ class AnswerAgent:
         first = torch.log_softmax(project(hidden[torch.arange(len(lines), device=dev), line_len - 1]).float(), -1)
         owner = torch.tensor([line_of[t] for t, _ in pairs], device=dev)
         qs = [q for _, q in pairs]
-        Q = max(len(q) for q in qs)
-        logps = torch.zeros((len(pairs), Q), dtype=torch.float32, device=dev)
-        logps[:, 0] = first[owner, torch.tensor([q[0] for q in qs], device=dev)]
-        if Q > 1:
-            q_ids = torch.full((len(pairs), Q - 1), pad, dtype=torch.long)
-            q_mask = torch.zeros_like(q_ids)
-            for r, q in enumerate(qs):
-                q_ids[r, :len(q) - 1] = torch.tensor(q[:-1])
-                q_mask[r, :len(q) - 1] = 1
-            q_ids, q_mask = q_ids.to(dev), q_mask.to(dev)
-            row_cache = DynamicCache(ddp_cache_data=[(layer.keys[owner], layer.values[owner])
-                                                     for layer in cache.layers])
-            positions = line_len[owner].unsqueeze(1) + torch.arange(Q - 1, device=dev).unsqueeze(0)
-            hidden = decoder(input_ids=q_ids, attention_mask=torch.cat([mask[owner], q_mask], 1),
-                             position_ids=positions, cache=row_cache, use_cache=True).last_hidden_state
-            at_row = torch.tensor([r for r, q in enumerate(qs) for _ in range(len(q) - 1)], device=dev)
-            at_pos = torch.tensor([t for q in qs for t in range(len(q) - 1)], device=dev)
-            target = torch.tensor([q[t + 1] for q in qs for t in range(len(q) - 1)], device=dev)
-            picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
-            logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        logps = _continuation_logps(decoder, project, cache, first, owner, qs, mask, line_len, pad)
         return [logps[r, :len(q)] for r, q in enumerate(qs)]
 
     def _messages(self, question: str, selected) -> list[dict]:
@@ -308,30 +289,8 @@ class AnswerAgent:
         # 2. every candidate's tokens but its last, right-padded, on top of its item's keys/values
         owner = [r for r, i in enumerate(group) for _ in cands[i]]
         toks = [c for i in group for _, c in cands[i]]
-        K = max(len(c) for c in toks)
-        owner_t = torch.tensor(owner, device=dev)
-        logps = torch.zeros((len(toks), K), dtype=torch.float32, device=dev)
-        logps[:, 0] = first[owner_t, torch.tensor([c[0] for c in toks], device=dev)]
-        if K > 1:
-            comp = torch.full((len(toks), K - 1), pad, dtype=torch.long)
-            comp_mask = torch.zeros_like(comp)
-            for r, c in enumerate(toks):
-                comp[r, :len(c) - 1] = torch.tensor(c[:-1])
-                comp_mask[r, :len(c) - 1] = 1
-            comp, comp_mask = comp.to(dev), comp_mask.to(dev)
-            row_cache = DynamicCache(ddp_cache_data=[(layer.keys[owner_t], layer.values[owner_t])
-                                                     for layer in cache.layers])
-            start = shared + mask.sum(-1)[owner_t].unsqueeze(1)
-            positions = start + torch.arange(K - 1, device=dev).unsqueeze(0)
-            attn = torch.cat([ones[owner_t], mask[owner_t], comp_mask], 1)
-            hidden = decoder(input_ids=comp, attention_mask=attn, position_ids=positions, cache=row_cache,
-                             use_cache=True).last_hidden_state
-            at_row = [r for r, c in enumerate(toks) for _ in range(len(c) - 1)]
-            at_pos = [t for c in toks for t in range(len(c) - 1)]
-            target = torch.tensor([c[t + 1] for c in toks for t in range(len(c) - 1)], device=dev)
-            at_row, at_pos = torch.tensor(at_row, device=dev), torch.tensor(at_pos, device=dev)
-            picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
-            logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        logps = _continuation_logps(decoder, project, cache, first, torch.tensor(owner, device=dev), toks,
+                                    torch.cat([ones, mask], 1), shared + mask.sum(-1), pad)
         scores = logps.sum(-1).tolist()
         out = [[] for _ in group]
         for r, score in zip(owner, scores):
@@ -367,3 +326,37 @@ def score_answers(preds, golds) -> dict:
     fs = [f1(p, g) for p, g in zip(preds, golds)]
     n = max(len(em), 1)
     return {"em": sum(em) / n, "f1": sum(fs) / n, "n": len(em)}
+
+
+def _continuation_logps(decoder, project, cache, first: torch.Tensor, owner: torch.Tensor, seqs: list[list[int]],
+                        prefix_mask: torch.Tensor, start: torch.Tensor, pad: int) -> torch.Tensor:
+    """log p of every token of each sequence in ``seqs``, read on top of its ``owner`` row of ``cache`` (the
+    keys/values of a batch of prefixes): ``first`` (one row per prefix, over the vocabulary) predicts each
+    sequence's first token; one forward of every sequence but its last token, right-padded, at positions
+    ``start[owner] + t``, attending to ``prefix_mask[owner]`` (what the cache holds) and to its own tokens,
+    predicts the rest. The vocabulary projection is applied only where a token is predicted. Returns
+    (sequences x longest) log-probabilities, 0 past each sequence's end. The one step shared by the selection
+    (questions on top of memory lines) and the extraction (spans on top of answer prompts)."""
+    from transformers import DynamicCache
+
+    dev = first.device
+    longest = max(len(x) for x in seqs)
+    logps = torch.zeros((len(seqs), longest), dtype=torch.float32, device=dev)
+    logps[:, 0] = first[owner, torch.tensor([x[0] for x in seqs], device=dev)]
+    if longest > 1:
+        ids = torch.full((len(seqs), longest - 1), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, x in enumerate(seqs):
+            ids[r, :len(x) - 1] = torch.tensor(x[:-1])
+            mask[r, :len(x) - 1] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        row_cache = DynamicCache(ddp_cache_data=[(layer.keys[owner], layer.values[owner]) for layer in cache.layers])
+        positions = start[owner].unsqueeze(1) + torch.arange(longest - 1, device=dev).unsqueeze(0)
+        hidden = decoder(input_ids=ids, attention_mask=torch.cat([prefix_mask[owner], mask], 1),
+                         position_ids=positions, cache=row_cache, use_cache=True).last_hidden_state
+        at_row = torch.tensor([r for r, x in enumerate(seqs) for _ in range(len(x) - 1)], device=dev)
+        at_pos = torch.tensor([t for x in seqs for t in range(len(x) - 1)], device=dev)
+        target = torch.tensor([x[t + 1] for x in seqs for t in range(len(x) - 1)], device=dev)
+        picked = torch.log_softmax(project(hidden[at_row, at_pos]).float(), -1)
+        logps[at_row, at_pos + 1] = picked.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    return logps

@@ -128,5 +128,19 @@ def test_a_measured_preset_shows_its_curve_figures_and_memory_table_on_the_node(
     assert list(table["exact_match"]) == [0.55, 0.3, 0.5]
 
 
-def test_an_unmeasured_environment_shows_no_measured_learning(catalog):
-    assert "measured learning" not in shown(catalog, "memory")
+def test_an_environment_without_measured_rewards_shows_no_measured_learning(catalog):
+    from lab import recipes
+
+    assert "rewards" not in recipes.measured("calculator")  # earlier evidence: no benchmark records
+    assert "measured learning" not in shown(catalog, "alg-grpo")
+
+
+def test_the_shipped_memory_measurement_is_on_the_memory_node(catalog):
+    from lab import recipes
+
+    block = recipes.measured("memory")
+    blocks = shown(catalog, "memory")["measured learning"]
+    (chart,) = [p.body for p in parts(blocks, "chart")]
+    rl = [row for row in chart["data"]["values"] if row["arm"] == "RL (learning preset)"]
+    assert len(rl) == block["steps"] and rl[0]["seeds"] == block["seeds"]
+    assert [p.body for p in parts(blocks, "table")][0]["exact_match"].tolist()[0] == block["memory_r1"]["rl"]["mean"]

@@ -127,9 +127,13 @@ def measured_sentence(env: str, name: str = "learn") -> str:
     if status == EARLIER:
         return m.get("summary") or f"{env}: measured before the benchmark, by another protocol."
     minutes = m["wall_s_median"] / 60 if isinstance(m.get("wall_s_median"), (int, float)) else None
-    figures = (f"{m.get('seeds')} seeds, {m.get('steps')} steps, median {minutes:.1f} min on "
-               f"{m.get('machine', 'the measuring machine')}" if minutes is not None else f"{m.get('seeds')} seeds")
-    verdict = "learns" if status == LEARNS else "did not learn"
+    load = m.get("load_1min_max")
+    machine = (f"{m.get('cpu') or 'the measuring machine'}"
+               + (f", 1-minute load up to {load:.1f}" if isinstance(load, (int, float)) else ""))
+    figures = (f"{m.get('seeds')} seeds, {m.get('steps')} steps, median {minutes:.1f} min on {machine}"
+               if minutes is not None else f"{m.get('seeds')} seeds")
+    verdict = ("learns" if status == LEARNS else
+               "did not learn by the criterion (the interval of the difference is not above 0)")
     return (f"Measured on {env} ({figures}): {verdict}. Mean training reward over the last quarter of steps "
             f"{_pts(m.get('reward_last'))} against {_pts(m.get('control_last'))} with no update (learning rate "
             f"{m.get('control_lr', '?')}); seed-paired difference {_pts(m.get('diff'))}, 95% interval "

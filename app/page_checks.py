@@ -120,6 +120,9 @@ def screenshot_shots(run_id: str | None = None, preset: str = "quick") -> list[t
     rerun = COMPLETE["Compare"][1]  # the default grid (the re-run of the core grid), every chart and table drawn
     return [
         *EXPLORER_SHOTS,
+        # a measured learning preset on its node page: both arms' curves from the shipped records (issue 59)
+        ("node_learning.png", _url(routes.node("memory")), [("h1", "Memory"), ("strong", "Measured learning on memory")],
+         "Measured learning on memory"),
         ("algorithms.png", _url(routes.page("algorithms")), [("h1", "RL algorithms")], None),
         # the shipped grids' results (results/<grid>), drawn from the repository's files
         ("compare.png", _url(routes.compare()), rerun, None),

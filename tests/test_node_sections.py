@@ -26,7 +26,8 @@ def test_sections_come_in_the_page_order():
 
 def test_a_node_with_an_implementation_shows_it_boxed_with_run_this(catalog):
     sections = shown(catalog, "alg-grpo")
-    assert list(sections) == ["implementations"]  # no grid measured it here, so no comparison lines
+    # no grid measured it here, so no comparison lines; its learning preset on the calculator is measured
+    assert list(sections) == ["implementations", "measured learning"]
     first = sections["implementations"][0]
     assert first.boxed and first.parts[0].body.startswith("**Reference implementation:** ")
     assert [p.kind for p in first.parts].count("latex") == 1
@@ -131,8 +132,8 @@ def test_a_measured_preset_shows_its_curve_figures_and_memory_table_on_the_node(
 def test_an_environment_without_measured_rewards_shows_no_measured_learning(catalog):
     from lab import recipes
 
-    assert "rewards" not in recipes.measured("calculator")  # earlier evidence: no benchmark records
-    assert "measured learning" not in shown(catalog, "alg-grpo")
+    assert recipes.measured("zoom")["status"] == recipes.NOT_MEASURED
+    assert "measured learning" not in shown(catalog, "perception-tool-driven")
 
 
 def test_the_shipped_memory_measurement_is_on_the_memory_node(catalog):

@@ -97,7 +97,7 @@ def _shoot_mid_run(manager, run_id: str, steps: int, preset: str, out: Path, dat
         from playwright.sync_api import sync_playwright
 
         shot = ("lab_running.png", _url(routes.lab(impl="calculator-grpo", preset=preset, run=run_id)),
-                [("h3", f"Run {run_id}")], "measured band")
+                [("h3", f"Run {run_id}")], f"Run {run_id}:")
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
             take_screenshots(browser.new_page(viewport=VIEWPORT), f"http://127.0.0.1:{port}", out, [shot])

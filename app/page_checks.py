@@ -106,6 +106,8 @@ EXPLORER_SHOTS = [
 ]
 #: the shots that need a training run (the Lab and Runs show it)
 RUN_SHOTS = ("lab.png", "runs.png")
+#: taken while that run trains (``scripts/screenshots.py --mid-run STEPS``): the Lab's live curve over the band
+MID_RUN_SHOTS = ("lab_running.png",)
 
 
 def _compare_tab(env: str) -> list:

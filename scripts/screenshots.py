@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from app.page_checks import RUN_SHOTS, screenshot_shots
+from app.page_checks import MID_RUN_SHOTS, RUN_SHOTS, screenshot_shots
 from app.testing import free_port, launch_chromium, start_app, stop_app, wait_healthy
 from benchmarks.app_bench import take_screenshots, wait_full_search
 
@@ -96,7 +96,7 @@ def _shoot_mid_run(manager, run_id: str, steps: int, preset: str, out: Path, dat
         wait_healthy(port, app)
         from playwright.sync_api import sync_playwright
 
-        shot = ("lab_running.png", _url(routes.lab(impl="calculator-grpo", preset=preset, run=run_id)),
+        shot = (MID_RUN_SHOTS[0], _url(routes.lab(impl="calculator-grpo", preset=preset, run=run_id)),
                 [("h3", f"Run {run_id}")], f"Run {run_id}:")
         with sync_playwright() as pw:
             browser = launch_chromium(pw)

@@ -166,6 +166,7 @@ def test_default_compare_page_is_the_rerun_of_the_core_grid(require_chromium, ap
             main = page.locator('[data-testid="stMain"]')
             chart = main.locator('[data-testid="stVegaLiteChart"]').filter(
                 has=page.locator("svg text", has_text="held-out success (%)"))
+            chart.first.wait_for()  # the page's charts draw one after another; the completeness check counts 3 of 5
             assert chart.count() == 1
             warm = chart.first.locator("svg text", has_text=re.compile(r"^warm start (@w\d+ )?\d+%$"))
             warm.first.wait_for()

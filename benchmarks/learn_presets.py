@@ -156,16 +156,27 @@ def _score_memory_r1(model: str, config: dict, n_sessions: int, seed: int) -> di
             "em_by_question": [int(row["em"]) for row in result["rows"]], "em": result["summary"]["all"]["em"]}
 
 
-def _score_validation(model: str, env: str, config: dict, n: int, test_seed: int) -> list[int]:
-    """Greedy success on ``n`` validation problems: drawn apart from the ``n`` test problems of ``test_seed``."""
-    from lab.compare.heldout import heldout_config, score_problems
+def validation_set(env: str, env_options: dict, n: int, test_seed: int = None) -> list:
+    """The ``n`` validation problems a tuning run scores: drawn with ``VALIDATION_SEED`` apart from the shipped
+    test problems (``EVAL_N`` of ``test_seed``, whatever ``n`` a tuning run asks for: a smaller validation set must
+    still avoid all of them)."""
+    from lab.compare.heldout import heldout_config
     from reference_impls.envs import get_env
     from reference_impls.measure.evaluate import validation_problems
 
-    task = get_env(env)
+    env_config = heldout_config({"env": env, "env_options": env_options})
+    return validation_problems(get_env(env), n, VALIDATION_SEED, max(n, EVAL_N),
+                               EVAL_SEED if test_seed is None else test_seed, config=env_config)
+
+
+def _score_validation(model: str, env: str, config: dict, n: int, test_seed: int) -> list[int]:
+    """Greedy success on ``validation_set``'s problems."""
+    from lab.compare.heldout import heldout_config, score_problems
+    from reference_impls.envs import get_env
+
     env_config = heldout_config({"env": env, "env_options": config["env_options"]})
-    problems = validation_problems(task, n, VALIDATION_SEED, n, test_seed, config=env_config)
-    return score_problems(model, task, problems, env_config, config["max_new_tokens_per_turn"],
+    problems = validation_set(env, config["env_options"], n, test_seed)
+    return score_problems(model, get_env(env), problems, env_config, config["max_new_tokens_per_turn"],
                           config["max_completion_tokens"])
 
 

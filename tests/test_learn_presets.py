@@ -347,3 +347,19 @@ def test_settings_text_and_memory_rows():
     assert [r["manager"] for r in rows] == ["RL manager", "warm start (no RL)", "add-only baseline"]
     assert rows[1]["rl_minus_this"] == "+0.200 [+0.100, +0.300]" and "rl_minus_this" not in rows[0]
     assert learning.memory_r1_rows({}) == []
+
+
+def test_a_small_validation_set_still_avoids_every_shipped_test_problem():
+    """A tuning run that scores fewer validation problems than the shipped test set (--eval-n 20) must still keep
+    clear of all ``EVAL_N`` test problems, not only the first 20."""
+    from lab.compare.heldout import heldout_config
+    from reference_impls.envs import get_env
+    from reference_impls.measure.evaluate import problem_identity
+
+    for env in ("calculator", "frozenlake", "sql"):
+        options = lp.stage_config(env, 0, "rl", "tiny")["env_options"]
+        val = lp.validation_set(env, options, 20)
+        assert len(val) == 20
+        test = get_env(env).problems("heldout", n=lp.EVAL_N, seed=lp.EVAL_SEED,
+                                     config=heldout_config({"env": env, "env_options": options}))
+        assert not {problem_identity(p) for p in val} & {problem_identity(p) for p in test}

@@ -121,13 +121,15 @@ class TextEnv(gymnasium.Env):
         self.config = self.spec_.options(options)  # validated: a bad option is a ConfigError naming it
         self.splits = SPLITS + (("validation",) if self.spec_.validation_split else ())
         self.split = self._check_split(split)
-        for name, value, low in (("pool_size", pool_size, 1), ("max_steps", max_steps, 1), ("problem_seed", problem_seed, 0)):
+        for name, value, low in (("pool_size", pool_size, 1), ("max_steps", max_steps, 1),
+                                 ("problem_seed", problem_seed, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"TextEnv({env!r}): {name} must be an integer >= {low}, got {value!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"TextEnv({env!r}): render_mode must be None or one of "
                              f"{self.metadata['render_modes']}, got {render_mode!r}")
-        self.pool_size, self.problem_seed, self.max_steps, self.render_mode = pool_size, problem_seed, max_steps, render_mode
+        self.pool_size, self.problem_seed, self.max_steps = pool_size, problem_seed, max_steps
+        self.render_mode = render_mode
         self._options_key = json.dumps(as_dict(self.config), sort_keys=True, default=list)
         self.observation_space = spaces.Text(OBSERVATION_MAX, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(ACTION_MAX, min_length=0, charset=CHARSET)
@@ -200,7 +202,8 @@ class TextEnv(gymnasium.Env):
         self._steps += 1
         refused = self._refused(action)
         if refused:
-            observation, reward, terminated, info = f"Bad action: {refused}. Nothing was done; write this turn again.", 0.0, False, {"bad_action": refused}
+            observation = f"Bad action: {refused}. Nothing was done; write this turn again."
+            reward, terminated, info = 0.0, False, {"bad_action": refused}
         else:
             result: StepResult = self._episode.step(action)
             terminated = bool(result.done)

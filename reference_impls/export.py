@@ -217,8 +217,9 @@ def verl_file(cfg: dict, kwargs: dict) -> str:
     header = ["verl GRPO config for the same hyperparameters. NOT RUN HERE (no Ray / vLLM / GPU on these machines); "
               f"its fields are checked against verl's config at commit {verl_schema()['source']['commit'][:7]} "
               "(reference_impls/verl_config_schema.yaml).",
-              f"The environment's tool must be registered as a verl tool (BaseTool) wrapping reference_impls.envs "
-              f"{cfg['env']!r}; not provided here."]
+              f"The environment {cfg['env']!r} is reached as a verl tool: write its tool config with "
+              f"reference_impls.verl_tool.tool_config({cfg['env']!r}) and name it in "
+              "actor_rollout_ref.rollout.multi_turn.tool_config_path (not run here)."]
     if "ppo_mini_batch_size" not in config["actor_rollout_ref"]["actor"]:
         header.append(f"ppo_mini_batch_size is left to verl: mu = {mu} does not divide {cfg['prompts_per_step']} prompts.")
     return "".join(f"# {line}\n" for line in header) + yaml.safe_dump(config, sort_keys=False)

@@ -144,7 +144,7 @@ class AtlasVerlTool:
         chosen = [k for k in ARGUMENTS if isinstance(parameters, dict) and isinstance(parameters.get(k), str)]
         if len(chosen) != 1 or len(given) != 1:
             wrong = (f"the {self.name} tool takes one of {{\"argument\": text}} or {{\"answer\": text}}, got "
-                     f"{given if given else type(parameters).__name__}")
+                     f"{given if isinstance(parameters, dict) else type(parameters).__name__}")
             return {"text": f"error: {wrong}"}, 0.0, {"bad_action": wrong}
         text = parameters[chosen[0]]
         tool = self.tool

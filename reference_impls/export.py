@@ -7,7 +7,8 @@ writes a folder that trains the same environment with the same hyperparameters u
     DIR/export.json              environment, options, model, GRPOConfig under TRL's names, rollout lengths
     DIR/train_trl.py             the training script (GRPOTrainer + reference_impls.trl_bridge)
     DIR/accelerate_multi_gpu.yaml  an accelerate config for N GPUs (edit num_processes)
-    DIR/verl_grpo.yaml           the same hyperparameters as a verl-style config (not run here)
+    DIR/verl_grpo.yaml           the same hyperparameters as a verl config (not run here; its fields checked
+                                 against verl's pinned config schema, verl_config_schema.yaml)
     DIR/README.md                the name mapping, what has no TRL equivalent, and the command lines
 
 Every TrainConfig and algorithm option is either mapped (a table in the README) or listed as having no
@@ -108,9 +109,7 @@ def export_trl(run: Path, out: Path) -> dict:
             "grpo_config": {**kwargs, "output_dir": "trl-output"}, "notes": notes, "exported_from": str(run)}
     files = {"export.json": json.dumps(spec, indent=1), "train_trl.py": SCRIPT,
              "accelerate_multi_gpu.yaml": yaml.safe_dump(ACCELERATE, sort_keys=False),
-             "verl_grpo.yaml": "# verl-style GRPO config for the same hyperparameters. NOT RUN HERE (no Ray / vLLM / "
-                               "GPU on these machines): a starting point, check it against verl's docs.\n"
-                               + yaml.safe_dump(verl_config(cfg, kwargs), sort_keys=False),
+             "verl_grpo.yaml": verl_file(cfg, kwargs),
              "README.md": readme(cfg, spec, notes)}
     _check_out(run, out, files)
     try:
@@ -142,7 +141,55 @@ ACCELERATE = {"compute_environment": "LOCAL_MACHINE", "distributed_type": "MULTI
               "rdzv_backend": "static", "same_network": True, "use_cpu": False}
 
 
+VERL_SCHEMA = Path(__file__).resolve().parent / "verl_config_schema.yaml"
+_VERL_TYPES = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,), "list": (list,), "dict": (dict,)}
+
+
+def verl_schema() -> dict:
+    """The pinned schema of verl's trainer config (``verl_config_schema.yaml``: its source commit and fields)."""
+    return yaml.safe_load(VERL_SCHEMA.read_text())
+
+
+def check_verl_config(config: dict, schema: dict | None = None) -> None:
+    """Raise ConfigError naming the first field of ``config`` (a verl trainer config as nested mappings) that the
+    pinned schema does not have, or whose value has the wrong type or is not one of its allowed values."""
+    from .options import close_matches
+
+    schema = schema or verl_schema()
+    commit = schema["source"]["commit"][:7]
+
+    def walk(values, fields, path):
+        if not isinstance(values, dict):
+            raise ConfigError(f"verl config: {path or 'the config'} must be a mapping of fields, got {values!r}",
+                              field=path or None)
+        for key, value in values.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in fields:
+                raise ConfigError(f"verl config: unknown field {where}{close_matches(str(key), fields)} (verl "
+                                  f"{commit}: {', '.join(map(str, fields))} there)", field=where)
+            rule = fields[key]
+            if isinstance(rule, dict):
+                walk(value, rule, where)
+                continue
+            if rule.startswith("one of: "):
+                allowed = [a.strip() for a in rule[len("one of: "):].split(",")]
+                if value not in allowed:
+                    raise ConfigError(f"verl config: {where} is {value!r}; verl {commit} takes one of "
+                                      f"{', '.join(allowed)}", field=where)
+                continue
+            kinds = rule.split("|")
+            if value is None and "null" in kinds:
+                continue
+            ok = any(isinstance(value, _VERL_TYPES[k]) and not (isinstance(value, bool) and k in ("int", "float"))
+                     for k in kinds if k != "null")
+            if not ok:
+                raise ConfigError(f"verl config: {where} must be {' or '.join(kinds)}, got {value!r}", field=where)
+
+    walk(config, schema["fields"], "")
+
+
 def verl_config(cfg: dict, kwargs: dict) -> dict:
+    """The run's GRPO recipe in verl's trainer config (checked against the pinned schema by the export)."""
     return {"algorithm": {"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": kwargs["scale_rewards"] != "none",
                           "use_kl_in_reward": False},
             "data": {"train_batch_size": cfg["prompts_per_step"], "max_response_length": cfg["max_completion_tokens"]},
@@ -153,15 +200,29 @@ def verl_config(cfg: dict, kwargs: dict) -> dict:
                           "loss_agg_mode": {"grpo": "seq-mean-token-mean", "dapo": "token-mean",
                                             "dr_grpo": "seq-mean-token-sum-norm"}[kwargs["loss_type"]],
                           "grad_clip": cfg["max_grad_norm"], "ppo_epochs": kwargs["num_iterations"],
-                          # verl counts a minibatch in prompts: mu minibatches of P / mu prompts
-                          "ppo_mini_batch_size": cfg["prompts_per_step"] // kwargs["steps_per_generation"]
-                          if cfg["prompts_per_step"] % kwargs["steps_per_generation"] == 0 else
-                          f"mu = {kwargs['steps_per_generation']} does not divide {cfg['prompts_per_step']} prompts"},
+                          # verl counts a minibatch in prompts: mu minibatches of P / mu prompts (left out, and
+                          # said in the file's header, when mu does not divide P)
+                          **({"ppo_mini_batch_size": cfg["prompts_per_step"] // kwargs["steps_per_generation"]}
+                             if cfg["prompts_per_step"] % kwargs["steps_per_generation"] == 0 else {})},
                 "rollout": {"n": cfg["group_size"], "temperature": cfg["temperature"],
                             "multi_turn": {"enable": True, "max_assistant_turns": None}}},
-            "trainer": {"total_training_steps": cfg["steps"], "save_freq": cfg["checkpoint_every"]},
-            "_note": "the environment's tool must be registered as a verl tool (BaseTool) wrapping "
-                     f"reference_impls.envs {cfg['env']!r}; not provided here"}
+            "trainer": {"total_training_steps": cfg["steps"], "save_freq": cfg["checkpoint_every"]}}
+
+
+def verl_file(cfg: dict, kwargs: dict) -> str:
+    """verl_grpo.yaml: the header (what is not run or not mapped) and the config, checked against the schema."""
+    config = verl_config(cfg, kwargs)
+    check_verl_config(config)
+    mu = kwargs["steps_per_generation"]
+    header = ["verl GRPO config for the same hyperparameters. NOT RUN HERE (no Ray / vLLM / GPU on these machines); "
+              f"its fields are checked against verl's config at commit {verl_schema()['source']['commit'][:7]} "
+              "(reference_impls/verl_config_schema.yaml).",
+              f"The environment {cfg['env']!r} is reached as a verl tool: write its tool config with "
+              f"reference_impls.verl_tool.tool_config({cfg['env']!r}) and name it in "
+              "actor_rollout_ref.rollout.multi_turn.tool_config_path (not run here)."]
+    if "ppo_mini_batch_size" not in config["actor_rollout_ref"]["actor"]:
+        header.append(f"ppo_mini_batch_size is left to verl: mu = {mu} does not divide {cfg['prompts_per_step']} prompts.")
+    return "".join(f"# {line}\n" for line in header) + yaml.safe_dump(config, sort_keys=False)
 
 
 SCRIPT = '''"""Train an exported Agentic RL Atlas recipe with TRL's GRPOTrainer (see README.md beside this file).

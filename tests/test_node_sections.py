@@ -5,8 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from app import routes
-from app.presentation.node_sections import (PASSK_NODE, SECTIONS, NodeContext, Part, node_proxy_note, node_sections,
-                                            passk_note)
+from app.presentation.node_sections import (PASSK_NODE, SECTIONS, TOURS, NodeContext, Part, TourStop, node_proxy_note,
+                                            node_sections, passk_note, tour_line, tour_stops)
 
 
 def shown(catalog, node_id, grids=(), records=()):
@@ -21,7 +21,7 @@ def parts(blocks, kind):
 
 def test_sections_come_in_the_page_order():
     assert [s.name for s in SECTIONS] == ["implementations", "measured learning", "comparison", "value search",
-                                          "not implemented", "proxy", "pass@k", "family"]
+                                          "not implemented", "proxy", "pass@k", "family", "tour"]
 
 
 def test_a_node_with_an_implementation_shows_it_boxed_with_run_this(catalog):
@@ -145,3 +145,72 @@ def test_the_shipped_memory_measurement_is_on_the_memory_node(catalog):
     rl = [row for row in chart["data"]["values"] if row["arm"] == "RL (learning preset)"]
     assert len(rl) == block["steps"] and rl[0]["seeds"] == block["seeds"]
     assert [p.body for p in parts(blocks, "table")][0]["exact_match"].tolist()[0] == block["memory_r1"]["rl"]["mean"]
+
+
+# -- the guided tours of the survey's prose and root nodes ----------------------------------------------------
+
+#: the survey's prose sections and the roots of its map (issue 65): each links to a tour of its children's implementations
+PROSE_AND_ROOTS = ("introduction", "preliminaries", "challenges", "conclusion", "capabilities", "tasks", "task-others",
+                   "environments", "frameworks")
+
+
+def test_the_prose_and_root_nodes_and_only_they_show_a_tour(catalog):
+    assert set(TOURS) == set(PROSE_AND_ROOTS)
+    for node in PROSE_AND_ROOTS:
+        sections = shown(catalog, node)
+        assert "tour" in sections and "family" not in sections, node  # a root is not a family of algorithms
+        [block] = sections["tour"]
+        assert block.boxed and block.parts[0].body.startswith("**A guided tour.** ")
+    from app.presentation.node_sections import family_base
+    from lab.catalog import for_node
+
+    families = [n for n in catalog.taxonomy.nodes if n not in TOURS and not for_node(n) and family_base(catalog, n)]
+    assert families and all("tour" not in shown(catalog, n) and "family" in shown(catalog, n) for n in families[:3])
+
+
+def test_a_tour_stops_at_each_child_with_what_runs_under_it(catalog):
+    from lab.catalog import for_node
+
+    tax = catalog.taxonomy
+    for node in ("tasks", "frameworks", "preliminaries"):
+        stops = tour_stops(catalog, node)
+        assert [s.node for s in stops] == tax.children[node]
+        for stop in stops:
+            subtree = [stop.node, *tax.descendants(stop.node)]
+            ids = {impl.id for n in subtree for impl in for_node(n)}
+            assert stop.implementations == len(ids) and stop.nodes == len(subtree)
+            assert stop.runnable_nodes == sum(bool(for_node(n)) for n in subtree)
+            assert (stop.start is None) == (not ids) and (stop.start is None or stop.start.id in ids)
+    general = {s.node: s for s in tour_stops(catalog, "frameworks")}["fw-general-rl"]
+    assert general.start.id == "gymnasium-frozenlake-grpo"
+
+
+def test_the_introduction_and_the_conclusion_tour_the_roots_of_the_map(catalog):
+    roots = ["preliminaries", "capabilities", "tasks", "environments", "frameworks", "challenges"]
+    for node in ("introduction", "conclusion"):
+        assert [s.node for s in tour_stops(catalog, node)] == roots
+
+
+def test_a_stop_is_one_line_linking_the_node_and_where_to_start(catalog):
+    from lab.catalog import for_node
+
+    start = for_node("alg-grpo")[0]
+    line = tour_line(2, TourStop("rl-algorithms", "RL Algorithms", 40, 42, 38, start))
+    assert line == ("2. **[RL Algorithms](taxonomy?node=rl-algorithms)**: 38 implementations on 40 of its 42 nodes; "
+                    r"start with [GRPO tool agent \(calculator\)](lab?impl=calculator-grpo&preset=learn).")
+    assert tour_line(1, TourStop("other-social", "Social", 0, 1, 0)) == \
+        "1. **[Social](taxonomy?node=other-social)**: nothing runnable yet."
+    assert tour_line(5, TourStop("vision", "RL in vision agents", 0, 4, 0)).endswith("nothing runnable yet (4 nodes).")
+    one = tour_line(3, TourStop("fw-general-rl", "General-purpose RL frameworks", 1, 1, 1, start))
+    assert ": 1 implementation; start with" in one
+
+
+def test_the_tour_is_on_the_node_page():
+    from test_node_proxies import _node_page
+
+    at = _node_page("frameworks")
+    text = "\n".join(str(e.value) for e in at.markdown)
+    assert "**A guided tour.**" in text
+    assert "[General-purpose RL frameworks](taxonomy?node=fw-general-rl)" in text
+    assert "(lab?impl=gymnasium-frozenlake-grpo&preset=" in text
+    assert not any(e.proto.label == "Run the family's base" for e in at.get("page_link"))

@@ -6,7 +6,8 @@ whatever the section. A new node-specific feature is a new entry in ``SECTIONS``
     SECTIONS, in order: implementations (each with "Run this"), measured learning (the learning preset's
     measured curve on each of their environments, from the shipped records), comparison (its rows in the comparison grids),
     value search (learned-value planning), not implemented (why not yet), proxy (the closest runnable stand-in),
-    pass@k (the mechanistic-debate node), family (a family header: its base's "Run this").
+    pass@k (the mechanistic-debate node), family (a family header: its base's "Run this"), tour (the survey's
+    prose and root nodes: a guided tour of their children's implementations, ``TOURS``).
 
     for name, blocks in node_sections(NodeContext(cat, "alg-grpo", load_grids=available_results)):
         ...
@@ -373,6 +374,85 @@ def _passk(ctx: NodeContext) -> list[Block]:
     return _note(note, f"**{note.heading}** {note.text}", ":material/query_stats:", ":material/leaderboard:")
 
 
+# -- a guided tour of the children's implementations (the survey's prose and root nodes) --------------------
+#: the nodes that are the survey's prose or a root of its map: what their tour walks through, in the project's
+#: own words. A node without children (the introduction, the conclusion) tours the roots of the map.
+TOURS: dict[str, str] = {
+    "introduction": "Start here. Each stop below is one part of the map, in the survey's order, with how much of it "
+                    "runs in this project: small reference implementations that train on a CPU, each opened in the "
+                    "Lab by its *Run this*. Each stop's own page has a tour of its parts.",
+    "preliminaries": "The formal set-up first (what the agent observes, which actions it has, how the environment "
+                     "answers, what is rewarded and what is maximised), then the algorithm families that do the "
+                     "maximising. A stop with a runnable implementation opens the code that plays that part.",
+    "capabilities": "What an agent can learn with RL, one capability per stop. The implementations under a stop are "
+                    "environments in which that capability is what earns the reward.",
+    "tasks": "The application areas the survey sorts its works into. The implementations under a stop are this "
+             "project's environments for that kind of task, sized for a CPU; where a task needs pixels or the open "
+             "web, the stop's pages say which text stand-in is used, or that none exists yet.",
+    "task-others": "Tasks that belong to no larger family. Each stop is one; its page runs the environment built "
+                   "for it, or names the closest runnable stand-in and why.",
+    "environments": "Where agents are trained and tested, by kind of environment. Each stop maps a kind onto the "
+                    "environments of this project that play that role.",
+    "frameworks": "The software that runs RL for language models. This project trains with its own small trainer; "
+                  "a stop with an implementation shows where that trainer and its environments meet that kind of "
+                  "framework, in the framework's own interface or format.",
+    "challenges": "Open problems: trustworthiness, scaling, and the debate on what RL adds to a model. The "
+                  "implementations under these stops are measurements set up as training runs.",
+    "conclusion": "The whole map once more, with how much of each part runs here: a place to pick what to try next.",
+}
+
+
+@dataclass(frozen=True)
+class TourStop:
+    """One stop of a tour: a node (``node``, ``name``), how many nodes of its subtree (itself included) have an
+    implementation of their own out of how many, how many distinct implementations serve the subtree, and where
+    to start (the node's own first implementation, else the first one found below it in the taxonomy's order)."""
+
+    node: str
+    name: str
+    runnable_nodes: int
+    nodes: int
+    implementations: int
+    start: Any = None
+
+
+def tour_stops(catalog: Catalog, node_id: str) -> list[TourStop]:
+    """The stops of ``node_id``'s tour: its children in the taxonomy's order, or, for a node without children, the
+    roots of the map (those with children)."""
+    from lab.catalog import for_node
+
+    tax = catalog.taxonomy
+    targets = tax.children.get(node_id) or [r for r in tax.roots() if r != node_id and tax.children.get(r)]
+    stops = []
+    for target in targets:
+        subtree = [target, *tax.descendants(target)]
+        rows = {n: for_node(n) for n in subtree}
+        distinct = {impl.id: impl for n in subtree for impl in rows[n]}
+        start = next((rows[n][0] for n in subtree if rows[n]), None)
+        stops.append(TourStop(target, tax[target].name, sum(bool(rows[n]) for n in subtree), len(subtree),
+                              len(distinct), start))
+    return stops
+
+
+def tour_line(number: int, stop: TourStop) -> str:
+    """A stop as one Markdown line: the node's link, what of it runs, and where to start (with its Lab link)."""
+    line = f"{number}. **[{md_escape(stop.name)}]({routes.node(stop.node).url})**: "
+    if not stop.implementations:
+        return line + (f"nothing runnable yet ({stop.nodes} nodes)." if stop.nodes > 1 else "nothing runnable yet.")
+    count = f"{stop.implementations} implementation{'s' if stop.implementations != 1 else ''}"
+    if stop.nodes > 1:
+        count += f" on {stop.runnable_nodes} of its {stop.nodes} nodes"
+    return line + f"{count}; start with [{md_escape(stop.start.title)}]({run_link(stop.start).url})."
+
+
+def _tour(ctx: NodeContext) -> list[Block]:
+    stops = tour_stops(ctx.catalog, ctx.node)
+    if not stops:
+        return []
+    return [Block((Part("markdown", f"**A guided tour.** {TOURS[ctx.node]}"),
+                   Part("markdown", "\n".join(tour_line(i, stop) for i, stop in enumerate(stops, 1)))), boxed=True)]
+
+
 # -- the sections, in the order a node page shows them ---------------------------------------------------
 SECTIONS: tuple[NodeSection, ...] = (
     NodeSection("implementations", lambda c: bool(c.impls), _implementations),
@@ -382,5 +462,7 @@ SECTIONS: tuple[NodeSection, ...] = (
     NodeSection("not implemented", lambda c: bool(_why_not(c.node)), _not_implemented),
     NodeSection("proxy", lambda c: not c.impls and node_proxy_note(c.node) is not None, _proxy),
     NodeSection("pass@k", lambda c: c.node == PASSK_NODE, _passk),
-    NodeSection("family", lambda c: not c.impls and family_base(c.catalog, c.node) is not None, _family),
+    NodeSection("family", lambda c: not c.impls and c.node not in TOURS and family_base(c.catalog, c.node) is not None,
+                _family),
+    NodeSection("tour", lambda c: c.node in TOURS, _tour),
 )

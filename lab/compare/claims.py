@@ -2,7 +2,7 @@
 metric, the verdicts, and reading a claims folder's records back. Pure functions of the spec and the records;
 the stages and the runner that produce the records are ``claims_run``.
 
-A claims file (``lab/recipes/claims.yaml``, read with the grid files' bounded YAML reader) has ``name``,
+A claims file (``lab/recipes/claims/NAME.yaml``, default ``core``, read with the grid files' bounded YAML reader) has ``name``,
 ``settings`` (what every claim's paired experiment runs: a recipe, grid options, seeds, the fewest seed pairs a
 verdict needs), ``pilot`` (the pilot's seeds) and ``claims``: per claim an ``id``, the ``implementation`` (a
 ``train --list`` id), the ``claim`` in one sentence, ``paper_ref`` (the paper and its section or figure), the
@@ -37,8 +37,9 @@ from reference_impls.options import ConfigError
 
 from .folder import DIAGNOSTIC_KEYS
 
-#: the default claims file
-CLAIMS_FILE = Path(__file__).resolve().parents[1] / "recipes" / "claims.yaml"
+#: where claims files live (not in lab/recipes/ itself, whose every file is a Lab preset), and the default one
+CLAIMS_DIR = Path(__file__).resolve().parents[1] / "recipes" / "claims"
+CLAIMS_FILE = CLAIMS_DIR / "core.yaml"
 
 #: the per-step metrics.jsonl keys a claim may be about: the grid's diagnostics and PPO's critic figures
 CLAIM_METRICS = tuple(DIAGNOSTIC_KEYS) + ("explained_variance", "value_loss", "vf_clip_frac", "approx_kl",
@@ -127,7 +128,7 @@ class ClaimsSpec:
 
         path = Path(name_or_path) if name_or_path else CLAIMS_FILE
         if not path.suffix:
-            path = CLAIMS_FILE.parent / f"{path}.yaml"
+            path = CLAIMS_DIR / f"{path}.yaml"
         try:
             data = read_grid_file(path)
         except FileNotFoundError:

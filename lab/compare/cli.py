@@ -146,7 +146,7 @@ def _claims_main(argv: list[str]) -> int:
         else:
             p.add_argument("--arm", required=True, choices=("with", "without"))
             p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--spec", default=None, help="claims file (default lab/recipes/claims.yaml)")
+    p.add_argument("--spec", default=None, help="claims file: a name in lab/recipes/claims/ or a path (default core)")
     p.add_argument("--dir", default=None, help="claims folder (default: the data dir's claims/<name>)")
     p.add_argument("--pilot", action="store_true", help="the pilot's seeds and folder (pilot/ under the claims folder)")
     args = p.parse_args(argv[1:])

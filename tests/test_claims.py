@@ -285,18 +285,18 @@ def _tiny_spec(tmp_path, steps: int, seeds: list[int]) -> str:
         "options": {"model": "tiny", "steps": steps, "prompts_per_step": 1, "group_size": 2,
                     "max_new_tokens_per_turn": 8, "max_completion_tokens": 16, "checkpoint_every": 1,
                     "sft_steps": 1, "sft_examples": 4}},
-        "pilot": {"seeds": seeds}, "claims": [claim]}
+        "pilot": {"seeds": list(seeds)}, "claims": [claim]}
     path = tmp_path / "tiny-claims.yaml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
 
 
-def _run_tiny(tmp_path, monkeypatch, steps: int):
-    """Both arms of one claim, 2 seeds, through ``claims run``: stopped after one arm run, then resumed; the stages
-    run in this process (an interpreter and torch's import per stage would cost most of the time)."""
+def _run_tiny(tmp_path, monkeypatch, steps: int, seeds: list[int]):
+    """Both arms of one claim through ``claims run``: stopped after one arm run, then resumed; the stages run in
+    this process (an interpreter and torch's import per stage would cost most of the time)."""
     from lab.compare import claims_run
 
-    spec_path = _tiny_spec(tmp_path, steps, [0, 1])
+    spec_path = _tiny_spec(tmp_path, steps, seeds)
     root = tmp_path / "claims"
     calls = []
 
@@ -315,12 +315,13 @@ def _run_tiny(tmp_path, monkeypatch, steps: int):
     assert calls == [["_claimwarm"], ["_claimarm", "with"]]
     first = root / claim.id / "with" / "s0" / "result.json"
     stamp = first.stat().st_mtime_ns
-    assert [r["state"] for r in claims_run.status(spec, root)] == ["done", "pending", "pending", "pending"]
+    assert [r["state"] for r in claims_run.status(spec, root)] == ["done"] + ["pending"] * (2 * len(seeds) - 1)
     # resumed: what is done is kept, the rest runs
     calls.clear()
     out = run_main(main, ["claims", "run", "--spec", spec_path, "--dir", str(root)], prog="python -m lab.compare")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert calls == [["_claimarm", "without"], ["_claimwarm"], ["_claimarm", "with"], ["_claimarm", "without"]]
+    assert calls == [["_claimarm", "without"]] + [["_claimwarm"], ["_claimarm", "with"],
+                                                  ["_claimarm", "without"]] * (len(seeds) - 1)
     assert first.stat().st_mtime_ns == stamp
     print(f"tiny claim, {steps} steps: {time.time() - t0:.0f}s", file=sys.stderr)
     return spec, spec_path, root, claim
@@ -330,7 +331,7 @@ def _check_pairing(spec, root, claim, steps):
     from lab.compare.claims_run import arm_difference
 
     folder = root / claim.id
-    for seed in (0, 1):
+    for seed in spec.seeds:
         configs = {arm: json.loads((folder / arm / f"s{seed}" / "config.json").read_text()) for arm in ARMS}
         assert arm_difference(configs["with"], configs["without"]) == {"loss_type": ("dr_grpo", "grpo")}
         records = {arm: json.loads((folder / arm / f"s{seed}" / "result.json").read_text()) for arm in ARMS}
@@ -346,15 +347,15 @@ def _check_pairing(spec, root, claim, steps):
 
 
 def test_a_tiny_claim_runs_both_arms_and_resumes_after_a_stop(tmp_path, monkeypatch):
-    """The same path as the slow test below at one step: warm starts per seed shared by both arms, the arms
+    """The slow test's path at one seed and one step: the seed's warm start shared by both arms, the arms
     differing in the ablation only, a stop after one arm run and a resume that keeps it; then ``claims --json``
-    reads the two pairs (a line, not a finding: the tiny model writes random tokens)."""
-    spec, spec_path, root, claim = _run_tiny(tmp_path, monkeypatch, steps=1)
+    reads the pair (one pair: "could not tell", and a tiny run is never a finding: it writes random tokens)."""
+    spec, spec_path, root, claim = _run_tiny(tmp_path, monkeypatch, steps=1, seeds=[0])
     _check_pairing(spec, root, claim, steps=1)
     out = run_main(main, ["claims", "--json", "--spec", spec_path, "--dir", str(root)], prog="python -m lab.compare")
     line = json.loads(out.stdout.splitlines()[0])
-    assert line["seeds"] == 2 and line["settings"]["model"] == "tiny" and line["settings"]["steps"] == 1
-    assert line["verdict"] in (REPRODUCED, NOT_REPRODUCED, REVERSED, COULD_NOT_TELL)
+    assert line["seeds"] == 1 and line["settings"]["model"] == "tiny" and line["settings"]["steps"] == 1
+    assert line["verdict"] == COULD_NOT_TELL and line["ci_low"] is None and line["diff"] is not None
 
 
 @pytest.mark.slow
@@ -363,7 +364,7 @@ def test_a_tiny_claim_of_two_steps_runs_resumes_and_reports(tmp_path, monkeypatc
     the verdict line, the pilot report and the export."""
     from lab.compare import claims_run
 
-    spec, spec_path, root, claim = _run_tiny(tmp_path, monkeypatch, steps=2)
+    spec, spec_path, root, claim = _run_tiny(tmp_path, monkeypatch, steps=2, seeds=[0, 1])
     _check_pairing(spec, root, claim, steps=2)
     lines = claim_lines(spec, root)
     assert lines[0]["seeds"] == 2 and lines[0]["tests"] == 1 and lines[0]["p_holm"] == lines[0]["p_raw"]

@@ -574,3 +574,11 @@ def figure_rows(rows: list[dict]) -> list[dict]:
 
 def claims_for_implementations(spec: ClaimsSpec, impl_ids: set[str]) -> list[Claim]:
     return [c for c in spec.claims if c.implementation in impl_ids]
+
+
+def claim_reports(spec: ClaimsSpec, root: Path) -> dict[str, dict]:
+    """Per claim id: its ``line`` (``claim_lines``) and its ``figure`` rows (``figure_rows``: every seed's values of
+    both arms and their means; empty when no pair is recorded), what a node page shows."""
+    lines = {line["id"]: line for line in claim_lines(spec, root)}
+    return {c.id: {"line": lines[c.id], "figure": figure_rows(seed_rows(spec, c, root)) if c.runnable else []}
+            for c in spec.claims}

@@ -87,9 +87,9 @@ def validate(spec: ClaimsSpec, claim: Claim, folder: Path, pilot: bool = False) 
 
 def arm_difference(with_config: dict, without_config: dict) -> dict:
     """The options in which two arms' resolved configs differ ({name: (with, without)}; algorithm options by
-    their own name)."""
+    their own name; ``out``, the run's own folder, is no setting)."""
     out = {}
-    for key in set(with_config) | set(without_config):
+    for key in (set(with_config) | set(without_config)) - {"out"}:
         a, b = with_config.get(key), without_config.get(key)
         if key == "algo_config":
             for name in set(a or {}) | set(b or {}):

@@ -388,3 +388,38 @@ def write_shipped_summaries() -> list[Path]:
 if __name__ == "__main__":
     for written_path in write_shipped_summaries():
         print(f"wrote {written_path}")
+
+
+#: where shipped claim records live (``python -m lab.compare claims export --to results/claims``)
+SHIPPED_CLAIMS = RESULTS / "claims"
+
+
+def claims_root() -> Path:
+    """The claims folder the explorer reads: the shipped records (``results/claims``) when there are any, else the
+    data dir's own runs of the default claims file."""
+    from .claims_run import default_root
+    from .claims import ClaimsSpec
+
+    if SHIPPED_CLAIMS.is_dir() and any(SHIPPED_CLAIMS.iterdir()):
+        return SHIPPED_CLAIMS
+    return default_root(ClaimsSpec.load())
+
+
+def _claims_signature(root: Path) -> tuple:
+    records = sorted(root.glob("*/*/s*.json")) + sorted(root.glob("*/*/s*/result.json")) if root.is_dir() else []
+    return tuple((str(p), p.stat().st_mtime_ns) for p in records)
+
+
+@lru_cache(maxsize=4)
+def _claims_report(root: str, signature: tuple) -> tuple:
+    from .claims import ClaimsSpec, claim_reports
+
+    spec = ClaimsSpec.load()
+    return spec, claim_reports(spec, Path(root))
+
+
+def claims_report(root: Path | None = None) -> tuple:
+    """(the default claims file, ``claims.claim_reports`` of the records under ``root``, default ``claims_root()``),
+    computed once per records content."""
+    root = claims_root() if root is None else Path(root)
+    return _claims_report(str(root), _claims_signature(root))

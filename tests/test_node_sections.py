@@ -20,7 +20,7 @@ def parts(blocks, kind):
 
 
 def test_sections_come_in_the_page_order():
-    assert [s.name for s in SECTIONS] == ["implementations", "measured learning", "comparison", "value search",
+    assert [s.name for s in SECTIONS] == ["implementations", "measured learning", "claims", "comparison", "value search",
                                           "not implemented", "proxy", "pass@k", "family"]
 
 

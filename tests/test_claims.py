@@ -269,7 +269,8 @@ def test_claims_json_prints_one_line_per_claim_with_its_keys(tmp_path):
         assert set(CLAIM_FIELDS) <= set(line)
         assert line["verdict"] in (NOT_RUN, NO_SWITCH) and line["seeds"] == 0 and line["diff"] is None
     markdown = run_main(main, ["claims", "--markdown", "--dir", str(tmp_path)], prog="python -m lab.compare").stdout
-    assert markdown.count("\n| calculator-") == len(spec.claims)
+    assert [row.split(" | ")[0] for row in markdown.splitlines()[2:]] == [
+        f"| {c.id} ({c.implementation})" for c in spec.claims]
     bad = run_main(main, ["claims", "run", "--claim", "nosuch", "--dir", str(tmp_path)], prog="python -m lab.compare")
     assert bad.returncode == 2 and "no claim 'nosuch'" in bad.stderr
 

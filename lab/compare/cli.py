@@ -219,7 +219,8 @@ def claims_markdown(lines: list[dict]) -> str:
     def cell(text) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 
-    out = ["| algorithm | claim | paper | metric (summary) | with - without, predicted | ablation | verdict |",
+    out = ["| claim (implementation) | in one sentence | paper | metric (summary) | with - without, predicted | "
+           "ablation | verdict |",
            "|---|---|---|---|---|---|---|"]
     for line in lines:
         ablation = ", ".join(f"{k}: {v}" for k, v in (line["ablation"] or {}).items()) or "-"
@@ -229,7 +230,7 @@ def claims_markdown(lines: list[dict]) -> str:
             found += f" ({line['seeds']} pairs, diff {line['diff']:+.3g})"
         if line["verdict"] == "no ablation switch yet":
             found += f": {line['why']}"
-        out.append(f"| {cell(line['algorithm'])} | {cell(line['claim'])} | {cell(line['paper_ref'])} | {cell(metric)} | "
+        out.append(f"| {cell(line['id'])} ({cell(line['algorithm'])}) | {cell(line['claim'])} | {cell(line['paper_ref'])} | {cell(metric)} | "
                    f"{line['direction']} | {cell(ablation)} | {cell(found)} |")
     return "\n".join(out)
 

@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from atlas_data import data_dir
-from lab.shipped import RESULTS  # shipped results, one folder per grid (results/<grid>)
+from lab.shipped import CLAIMS, RESULTS  # shipped results, one folder per grid (results/<grid>); the claims' records
 from reference_impls.options import ConfigError
 from reference_impls.stats import config_interval
 
@@ -391,7 +391,7 @@ if __name__ == "__main__":
 
 
 #: where shipped claim records live (``python -m lab.compare claims export --to results/claims``)
-SHIPPED_CLAIMS = RESULTS / "claims"
+SHIPPED_CLAIMS = CLAIMS
 
 
 def claims_root() -> Path:

@@ -394,15 +394,24 @@ if __name__ == "__main__":
 SHIPPED_CLAIMS = CLAIMS
 
 
+@lru_cache(maxsize=2)
+def _claims_spec(path: str, mtime_ns: int):
+    from .claims import ClaimsSpec
+
+    return ClaimsSpec.load(path)
+
+
+def claims_spec():
+    """The default claims file, parsed once per version of the file (a node page asks for it on every render)."""
+    return _claims_spec(*_claims_file_key())
+
+
 def claims_root() -> Path:
     """The claims folder the explorer reads: the shipped records (``results/claims``) when there are any, else the
     data dir's own runs of the default claims file."""
-    from .claims_run import default_root
-    from .claims import ClaimsSpec
-
     if SHIPPED_CLAIMS.is_dir() and any(SHIPPED_CLAIMS.iterdir()):
         return SHIPPED_CLAIMS
-    return default_root(ClaimsSpec.load())
+    return data_dir() / "claims" / claims_spec().name
 
 
 def _claims_signature(root: Path) -> tuple:
@@ -410,11 +419,17 @@ def _claims_signature(root: Path) -> tuple:
     return tuple((str(p), p.stat().st_mtime_ns) for p in records)
 
 
-@lru_cache(maxsize=4)
-def _claims_report(root: str, signature: tuple) -> tuple:
-    from .claims import ClaimsSpec, claim_reports
+def _claims_file_key() -> tuple[str, int]:
+    from .claims import CLAIMS_FILE
 
-    spec = ClaimsSpec.load()
+    return str(CLAIMS_FILE), CLAIMS_FILE.stat().st_mtime_ns
+
+
+@lru_cache(maxsize=4)
+def _claims_report(root: str, signature: tuple, spec_key: tuple[str, int]) -> tuple:
+    from .claims import claim_reports
+
+    spec = _claims_spec(*spec_key)
     return spec, claim_reports(spec, Path(root))
 
 
@@ -422,4 +437,4 @@ def claims_report(root: Path | None = None) -> tuple:
     """(the default claims file, ``claims.claim_reports`` of the records under ``root``, default ``claims_root()``),
     computed once per records content."""
     root = claims_root() if root is None else Path(root)
-    return _claims_report(str(root), _claims_signature(root))
+    return _claims_report(str(root), _claims_signature(root), _claims_file_key())

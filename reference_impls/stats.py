@@ -311,6 +311,50 @@ def compare(a_rows, b_rows, level: float = LEVEL) -> Comparison:
     return Comparison(mean, low, high, p_value, PAIRED_T if one_run else CROSSED, seeds, problems, se, df, one_run)
 
 
+SEED_PAIRED_T = "paired t-test over seeds (one summary per seed and arm)"
+
+
+def compare_seed_summaries(a_values, b_values, level: float = LEVEL) -> Comparison:
+    """Two arms of a paired experiment, one summary number per seed a side (seed s of a pairs with seed s of b:
+    the same warm start, problems and sampling seeds), e.g. a claim's metric averaged over the last quarter of
+    its steps. The differences d_s = a_s - b_s get a paired t-test over the S seeds: mean(d), se = sd(d) /
+    sqrt(S), S - 1 degrees of freedom, and its t-interval. Needs at least 2 seeds; the Comparison's
+    ``problems`` is 1 (a summary is one number per run) and ``one_run`` is False."""
+    from scipy.stats import t
+
+    a, b = np.asarray(list(a_values), dtype=float), np.asarray(list(b_values), dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"compare_seed_summaries needs one number per seed a side, paired: {a.shape} vs {b.shape}")
+    if a.size < 2:
+        raise ValueError(f"compare_seed_summaries needs at least 2 paired seeds, got {a.size}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("compare_seed_summaries needs finite numbers")
+    d = a - b
+    n = d.size
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    se, df = sd / n ** 0.5, float(n - 1)
+    if se == 0:  # every seed differs by the same amount: no spread to test against
+        p_value = 1.0 if mean == 0 else 0.0
+        return Comparison(mean, mean, mean, p_value, SEED_PAIRED_T, n, 1, 0.0, df, False)
+    half = float(t.ppf(1 - (1 - level) / 2, df)) * se
+    p_value = float(2 * t.sf(abs(mean) / se, df))
+    return Comparison(mean, mean - half, mean + half, p_value, SEED_PAIRED_T, n, 1, se, df, False)
+
+
+def seeds_for_seed_summaries(differences, effect: float, tests: int = 1, max_seeds: int = 50,
+                             alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """The fewest seed pairs (2..max_seeds) at which ``compare_seed_summaries`` would detect ``effect`` (in the
+    summary's units) with ``power`` at alpha / tests, taking the spread of the pilot's paired ``differences``
+    (at least 2) as the population's; None when ``max_seeds`` do not reach it."""
+    d = np.asarray(list(differences), dtype=float)
+    if d.size < 2 or effect <= 0:
+        raise ValueError(f"seeds_for_seed_summaries needs at least 2 pilot differences and effect > 0; got "
+                         f"{d.size}, {effect}")
+    sd = float(d.std(ddof=1))
+    return next((n for n in range(2, max_seeds + 1)
+                 if detectable_effect(sd / n ** 0.5, n - 1, alpha / max(tests, 1), power) <= effect), None)
+
+
 def holm(p_values) -> list[float]:
     """Holm's step-down adjusted p-values (same order as given): the i-th smallest of m is multiplied by
     m - i + 1, made non-decreasing along that order, and capped at 1. Rejecting where the adjusted p is below

@@ -8,6 +8,8 @@ module (and from ``common``); this package re-exports nothing, so a name has one
     overview       the survey's formalisms and Table 1, counts, the capability x task heat map, works per year
     taxonomy       trees, graph and list per dimension, the node picker, what every node page shows
     node_sections  what only some node pages show, as an ordered list of sections
+    claims         does it do what the paper says: each claim's figure, verdict and settings (node pages), the
+                   Algorithms page's verdict column
     work           a work's page and the work picker
     search         the search as URL parameters, why a hit matched, hits as a table
     algorithms     the survey's Table 2 with links, its filters, variants side by side

@@ -1,6 +1,6 @@
 """The Algorithms page's data, computed without Streamlit: the survey's Table 2 with the catalog's links
-(works using each variant, its taxonomy node, whether it runs in the Lab), its filters and the side-by-side
-comparison of chosen variants.
+(works using each variant, its taxonomy node, whether it runs in the Lab, the verdict of each claim about it:
+issue 61), its filters and the side-by-side comparison of chosen variants.
 
     frame = algorithm_frame(cat)
     shown = AlgorithmFilter(families=("DPO family",)).apply(frame)
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from app import routes
+from app.presentation.claims import verdict_column
 from app.presentation.common import TABLE2, algorithm_nodes, work_label
 from app.presentation.lab import lab_link
 from papers.catalog import Catalog
@@ -38,8 +39,9 @@ def algorithm_frame(catalog: Catalog) -> pd.DataFrame:
     t["open"] = t["work_key"].map(lambda k: routes.work(k).url if k else None)
     t["lab"] = t["node"].map(lambda n: lab_link(n).url if n and lab_link(n) else None)
     t["runnable"] = t["lab"].notna()
+    t["claims"] = verdict_column(t["node"].tolist())  # issue 61: each claim's verdict ("" without a claim)
     cols = ["family", "method", "year", "objective_type", "clip", "kl_penalty", "key_mechanism", "signal",
-            "works_using", "work", "open", "runnable", "lab", "node", "work_key", "survey_ref", "source"]
+            "works_using", "work", "open", "runnable", "lab", "claims", "node", "work_key", "survey_ref", "source"]
     return t[cols].reset_index(drop=True)
 
 

@@ -4,7 +4,9 @@ in order: each ``NodeSection`` says whether it applies to a node and builds what
 whatever the section. A new node-specific feature is a new entry in ``SECTIONS``, not a branch in the page.
 
     SECTIONS, in order: implementations (each with "Run this"), measured learning (the learning preset's
-    measured curve on each of their environments, from the shipped records), comparison (its rows in the comparison grids),
+    measured curve on each of their environments, from the shipped records), claims ("Does it do what the paper
+    says?": each claim about its implementations, its paired ablation's figure and verdict, issue 61),
+    comparison (its rows in the comparison grids),
     value search (learned-value planning), not implemented (why not yet), proxy (the closest runnable stand-in),
     pass@k (the mechanistic-debate node), family (a family header: its base's "Run this"), tour (the survey's
     prose and root nodes: a guided tour of their children's implementations, ``TOURS``).
@@ -196,6 +198,24 @@ def _family(ctx: NodeContext) -> list[Block]:
     return [Block((Part("markdown", f"**A family of algorithms.** Its base implementation is {md_escape(family.title)}; "
                                     "each variant below with a reference implementation has its own *Run this*."),
                    Part("link", run_link(family), "Run the family's base", ":material/play_arrow:")), boxed=True)]
+
+
+# -- does it do what the paper says (issue 61) -----------------------------------------------------------
+def _claims(ctx: NodeContext) -> list[Block]:
+    """Each claim about the node's implementations (``app.presentation.claims``): the claim and its paper, the
+    figure of its quantity over steps when recorded, the verdict and settings, or how to measure it."""
+    from app.presentation.claims import SECTION_TITLE, claim_parts, node_claims
+
+    found = node_claims({i.id for i in ctx.impls})
+    if not found:
+        return []
+    blocks = [Block((Part("markdown", f"#### {SECTION_TITLE}"),
+                     Part("caption", "Each claim is tested where its mechanism acts: the implementation against the "
+                                     "same with only that mechanism removed, on the same seeds, warm starts and "
+                                     "problems (docs/claims.md).")))]
+    for claim, line, figure in found:
+        blocks.append(Block(tuple(Part(kind, body) for kind, body in claim_parts(claim, line, figure)), boxed=True))
+    return blocks
 
 
 # -- comparison grids -----------------------------------------------------------------------------------
@@ -457,6 +477,7 @@ def _tour(ctx: NodeContext) -> list[Block]:
 SECTIONS: tuple[NodeSection, ...] = (
     NodeSection("implementations", lambda c: bool(c.impls), _implementations),
     NodeSection("measured learning", lambda c: bool(c.impls), _measured_learning),
+    NodeSection("claims", lambda c: bool(c.impls), _claims),
     NodeSection("comparison", lambda c: bool(c.impls), _comparison),
     NodeSection("value search", lambda c: bool(c.value_searches), _value_search),
     NodeSection("not implemented", lambda c: bool(_why_not(c.node)), _not_implemented),

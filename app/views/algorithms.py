@@ -57,12 +57,15 @@ SHOWN_COLUMNS = {
     "objective_type": st.column_config.TextColumn("Objective", width=140),
     "clip": st.column_config.TextColumn("Clip", width=40),
     "kl_penalty": st.column_config.TextColumn("KL", width=65),
-    "key_mechanism": st.column_config.TextColumn("Key mechanism", width=200),
+    "key_mechanism": st.column_config.TextColumn("Key mechanism", width=140),
     "signal": st.column_config.TextColumn("Signal", width=100),
     "works_using": st.column_config.NumberColumn("Used by", help="Works in the catalog that use it", width=60),
     "open": st.column_config.LinkColumn("Paper", display_text="open", width=50, help="The paper's page"),
     "lab": st.column_config.LinkColumn("Lab", display_text="run", width=40,
                                        help="Open its reference implementation in the Lab (empty: none yet)"),
+    "claims": st.column_config.TextColumn("Paper's claim", width=60,
+                                          help="Does it do what its paper says? Each claim's verdict from its paired "
+                                               "ablation (docs/claims.md; 'not run': not measured yet)"),
 }
 st.dataframe(
     shown, key=table_key, hide_index=True, width="stretch", on_select=_add_selected, selection_mode="multi-row",

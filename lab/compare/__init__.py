@@ -13,8 +13,11 @@
     provenance  what a record stores to be reproduced: commit, package versions, threads, load, steal
     board     statistics over records: leaderboard, progression, pass@k comparison, verdicts (pure functions)
     report    the text and Markdown reports, the pass@k sentence, and ``export`` (the small files, to ship)
-    results   what the explorer reads (``GridResults``, ``available_results``): the app's only import
-    cli       ``python -m lab.compare run | status | report | passk | export`` (``main``)
+    results   what the explorer reads (``GridResults``, ``available_results``, ``claims_report``): the app's only import
+    claims    issue 61: the claims file, each claim's two arms as grids, per-seed summaries, verdicts (pure functions)
+    claims_run  the claims' paired experiments: a warm start per seed shared by both arms, each arm in its own
+              process, resumable; status and export
+    cli       ``python -m lab.compare run | status | report | passk | export | claims`` (``main``)
 
 Import from the module that owns a name; this package imports none of them. It sits in ``lab`` rather than
 ``reference_impls`` because it reads the Lab's recipes; imports run app -> lab -> reference_impls.

@@ -6,6 +6,10 @@
     python -m lab.compare report GRID [--dir DIR] [--json | --comparisons | --markdown]   # --json: cells, then tests
     python -m lab.compare passk  GRID --env ENV [--dir DIR]     # what the grid's passk names (run does it too)
     python -m lab.compare export GRID [--dir DIR] --to FOLDER [--env ENV]   # the small result files, to ship
+    python -m lab.compare claims [--json | --markdown] [--spec FILE] [--dir DIR]   # each claim's verdict (issue 61)
+    python -m lab.compare claims run [--claim ID ...] [--pilot] [--max-cells N]   # the paired experiments, resumable
+    python -m lab.compare claims pilot [--json]      # does each mechanism's quantity move; seeds from a power plan
+    python -m lab.compare claims status | export --to FOLDER
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
 (see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval`` (each
@@ -116,7 +120,125 @@ def _report(grid: Grid, gdir: GridDir, args) -> int:
     return 0
 
 
+CLAIM_FIELDS = ("algorithm", "claim", "metric", "paper_ref", "seeds", "diff", "ci_low", "ci_high", "detectable",
+                "verdict")
+
+
+def _claims_main(argv: list[str]) -> int:
+    """``claims``: the verdict of each claim (lab.compare.claims), running its paired experiments
+    (lab.compare.claims_run), the pilot's report, status and export; ``_claimwarm`` and ``_claimarm`` are the
+    stages ``claims run`` starts, each in its own process."""
+    from .claims import ClaimsSpec, claim_lines, pilot_lines
+    from . import claims_run
+
+    p = argparse.ArgumentParser(prog="python -m lab.compare " + argv[0])
+    if argv[0] == "claims":
+        p.add_argument("action", nargs="?", default="report", choices=("report", "run", "pilot", "status", "export"))
+        p.add_argument("--json", action="store_true", help="one JSON line per claim (report, pilot)")
+        p.add_argument("--markdown", action="store_true", help="the table of docs/claims.md (report)")
+        p.add_argument("--claim", action="append", default=None, help="only this claim (run; repeatable)")
+        p.add_argument("--max-cells", type=int, default=None, help="run: stop after this many arm runs")
+        p.add_argument("--to", default=None, help="export: a new or empty folder (e.g. results/claims)")
+    else:
+        p.add_argument("--claim", required=True)
+        if argv[0] == "_claimwarm":
+            p.add_argument("--warm-seed", type=int, required=True)
+        else:
+            p.add_argument("--arm", required=True, choices=("with", "without"))
+            p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--spec", default=None, help="claims file: a name in lab/recipes/claims/ or a path (default core)")
+    p.add_argument("--dir", default=None, help="claims folder (default: the data dir's claims/<name>)")
+    p.add_argument("--pilot", action="store_true", help="the pilot's seeds and folder (pilot/ under the claims folder)")
+    args = p.parse_args(argv[1:])
+    try:
+        spec = ClaimsSpec.load(args.spec)
+        root = Path(args.dir) if args.dir else claims_run.default_root(spec)
+        if argv[0] == "_claimwarm":
+            claim = spec.claim(args.claim)
+            claims_run.warm_stage(spec, claim, _claim_dir(root, claim, args.pilot), args.warm_seed, args.pilot)
+            return 0
+        if argv[0] == "_claimarm":
+            claim = spec.claim(args.claim)
+            claims_run.arm_stage(spec, claim, _claim_dir(root, claim, args.pilot), args.arm, args.seed, args.pilot)
+            return 0
+        if args.action == "run":
+            return 1 if claims_run.run(spec, root, args.claim, pilot=args.pilot, max_cells=args.max_cells) else 0
+        if args.action == "status":
+            for row in claims_run.status(spec, root, args.pilot):
+                where = "" if row["seed"] is None else f" seed {row['seed']} {row['arm']}"
+                print(f"{row['claim']}{where}: {row['state']}")
+            return 0
+        if args.action == "export":
+            if not args.to:
+                raise ConfigError("claims export: --to FOLDER is required")
+            print(f"{claims_run.export(spec, root, Path(args.to))} arm records exported to {args.to}")
+            return 0
+        if args.action == "pilot":
+            for line in pilot_lines(spec, root):
+                if args.json:
+                    print(json.dumps(line))
+                else:
+                    moved = {True: "moves", False: "does NOT move", None: "not measured"}[line["moves"]]
+                    print(f"{line['id']}: {line['check']}: {moved} {line['values']}; {line['plan']}")
+            return 0
+        lines = claim_lines(spec, root, pilot=args.pilot)
+        if args.json:
+            for line in lines:
+                print(json.dumps({**{k: line[k] for k in CLAIM_FIELDS}, **line}))
+        elif args.markdown:
+            print(claims_markdown(lines))
+        else:
+            for line in lines:
+                print(claim_text(line))
+        return 0
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _claim_dir(root: Path, claim, pilot: bool) -> Path:
+    from .claims import claim_folder
+
+    return claim_folder(root, claim, pilot)
+
+
+def claim_text(line: dict) -> str:
+    """One claim's line of ``claims``'s text report."""
+    head = f"{line['id']} ({line['algorithm']}): {line['verdict']}"
+    if line["diff"] is None:
+        return f"{head}. {line['why']}"
+    interval = ("" if line["ci_low"] is None else
+                f", 95% interval [{line['ci_low']:+.4g}, {line['ci_high']:+.4g}], detectable {line['detectable']:.4g}, "
+                f"Holm-adjusted p {line['p_holm']:.3g} over {line['tests']}")
+    return (f"{head}: {line['metric']} with - without {line['diff']:+.4g} ({line['seeds']} seed pairs{interval})"
+            f"{'. ' + line['why'] if line['why'] else ''}")
+
+
+def claims_markdown(lines: list[dict]) -> str:
+    """The table of docs/claims.md: claim, paper ref, metric, direction, ablation, verdict."""
+    def cell(text) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    out = ["| claim (implementation) | in one sentence | paper | metric (summary) | with - without, predicted | "
+           "ablation | verdict |",
+           "|---|---|---|---|---|---|---|"]
+    for line in lines:
+        ablation = ", ".join(f"{k}: {v}" for k, v in (line["ablation"] or {}).items()) or "-"
+        metric = f"{line['metric']} ({line['summary'].replace('_', ' ')})" if line["summary"] else (line["metric"] or "-")
+        found = line["verdict"]
+        if line["diff"] is not None:
+            found += f" ({line['seeds']} pairs, diff {line['diff']:+.3g})"
+        if line["verdict"] == "no ablation switch yet":
+            found += f": {line['why']}"
+        out.append(f"| {cell(line['id'])} ({cell(line['algorithm'])}) | {cell(line['claim'])} | {cell(line['paper_ref'])} | {cell(metric)} | "
+                   f"{line['direction']} | {cell(ablation)} | {cell(found)} |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("claims", "_claimwarm", "_claimarm"):  # the claims have their own options (no GRID)
+        return _claims_main(argv)
     p = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name in ("run", "status", "report", "passk", "export", "_warm", "_warmeval", "_warmrestore", "_baseeval",

@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from atlas_data import data_dir
-from lab.shipped import RESULTS  # shipped results, one folder per grid (results/<grid>)
+from lab.shipped import CLAIMS, RESULTS  # shipped results, one folder per grid (results/<grid>); the claims' records
 from reference_impls.options import ConfigError
 from reference_impls.stats import config_interval
 
@@ -388,3 +388,53 @@ def write_shipped_summaries() -> list[Path]:
 if __name__ == "__main__":
     for written_path in write_shipped_summaries():
         print(f"wrote {written_path}")
+
+
+#: where shipped claim records live (``python -m lab.compare claims export --to results/claims``)
+SHIPPED_CLAIMS = CLAIMS
+
+
+@lru_cache(maxsize=2)
+def _claims_spec(path: str, mtime_ns: int):
+    from .claims import ClaimsSpec
+
+    return ClaimsSpec.load(path)
+
+
+def claims_spec():
+    """The default claims file, parsed once per version of the file (a node page asks for it on every render)."""
+    return _claims_spec(*_claims_file_key())
+
+
+def claims_root() -> Path:
+    """The claims folder the explorer reads: the shipped records (``results/claims``) when there are any, else the
+    data dir's own runs of the default claims file."""
+    if SHIPPED_CLAIMS.is_dir() and any(SHIPPED_CLAIMS.iterdir()):
+        return SHIPPED_CLAIMS
+    return data_dir() / "claims" / claims_spec().name
+
+
+def _claims_signature(root: Path) -> tuple:
+    records = sorted(root.glob("*/*/s*.json")) + sorted(root.glob("*/*/s*/result.json")) if root.is_dir() else []
+    return tuple((str(p), p.stat().st_mtime_ns) for p in records)
+
+
+def _claims_file_key() -> tuple[str, int]:
+    from .claims import CLAIMS_FILE
+
+    return str(CLAIMS_FILE), CLAIMS_FILE.stat().st_mtime_ns
+
+
+@lru_cache(maxsize=4)
+def _claims_report(root: str, signature: tuple, spec_key: tuple[str, int]) -> tuple:
+    from .claims import claim_reports
+
+    spec = _claims_spec(*spec_key)
+    return spec, claim_reports(spec, Path(root))
+
+
+def claims_report(root: Path | None = None) -> tuple:
+    """(the default claims file, ``claims.claim_reports`` of the records under ``root``, default ``claims_root()``),
+    computed once per records content."""
+    root = claims_root() if root is None else Path(root)
+    return _claims_report(str(root), _claims_signature(root), _claims_file_key())

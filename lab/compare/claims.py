@@ -1,0 +1,584 @@
+"""Does each algorithm do what its paper says (issue 61)? The claims file, the per-seed summaries of a claim's
+metric, the verdicts, and reading a claims folder's records back. Pure functions of the spec and the records;
+the stages and the runner that produce the records are ``claims_run``.
+
+A claims file (``lab/recipes/claims/NAME.yaml``, default ``core``, read with the grid files' bounded YAML reader) has ``name``,
+``settings`` (what every claim's paired experiment runs: a recipe, grid options, seeds, the fewest seed pairs a
+verdict needs), ``pilot`` (the pilot's seeds) and ``claims``: per claim an ``id``, the ``implementation`` (a
+``train --list`` id), the ``claim`` in one sentence, ``paper_ref`` (the paper and its section or figure), the
+``metric`` (a per-step key of the trainer's ``metrics.jsonl``: ``CLAIM_METRICS``), its ``summary`` over a run's
+steps (``SUMMARIES``), the ``direction`` the paper predicts for "with the mechanism minus without", the
+``smallest_effect`` that counts (in the metric's units), the ``ablation`` (the implementation's algorithm
+options that remove only that mechanism; everything else identical) and a ``pilot_check`` (the quantity that
+must move in the named arm for the experiment to test anything: clip fraction at least 1%, entropy halving).
+A claim whose implementation exposes no switch for its mechanism has ``no_switch: <why>`` instead of a metric
+and an ablation, and is listed as such.
+
+The verdict of a claim (``verdict``): the two arms' summaries are paired by seed and tested with
+``stats.compare_seed_summaries`` (a paired t over seeds), Holm over every claim tested; then
+
+    reproduced       the Holm-adjusted p is below 0.05 and the difference has the predicted sign
+    reversed         the Holm-adjusted p is below 0.05 and the difference has the other sign
+    not reproduced   no difference detected, and the interval rules out the smallest effect in the predicted
+                     direction (its bound on that side is nearer than ``smallest_effect``)
+    could not tell   no difference detected and the interval still holds the smallest effect, or fewer seed
+                     pairs than ``settings.min_seeds``
+
+with the interval, the smallest effect the test could detect (``stats.detectable_effect`` at alpha / tests) and
+the settings beside it. ``not run`` (no pair yet) and ``no ablation switch yet`` are the two other lines.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reference_impls.options import ConfigError
+
+from .folder import DIAGNOSTIC_KEYS
+
+#: where claims files live (not in lab/recipes/ itself, whose every file is a Lab preset), and the default one
+CLAIMS_DIR = Path(__file__).resolve().parents[1] / "recipes" / "claims"
+CLAIMS_FILE = CLAIMS_DIR / "core.yaml"
+
+#: the per-step metrics.jsonl keys a claim may be about: the grid's diagnostics and PPO's critic figures
+CLAIM_METRICS = tuple(DIAGNOSTIC_KEYS) + ("explained_variance", "value_loss", "vf_clip_frac", "approx_kl",
+                                          "advantages_abs_mean", "mc_value_mean")
+
+#: how a run's per-step values become one number per seed
+SUMMARIES = ("last_quarter_mean", "mean", "final", "max")
+DIRECTIONS = ("higher", "lower")
+ARMS = ("with", "without")  # the implementation as it is; the same with only the mechanism removed
+
+REPRODUCED, NOT_REPRODUCED, REVERSED, COULD_NOT_TELL = "reproduced", "not reproduced", "reversed", "could not tell"
+NOT_RUN, NO_SWITCH = "not run", "no ablation switch yet"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, REVERSED, COULD_NOT_TELL, NOT_RUN, NO_SWITCH)
+
+#: the fields of a claim, and of the file's settings
+_CLAIM_FIELDS = {"id", "implementation", "claim", "paper_ref", "metric", "summary", "direction", "smallest_effect",
+                 "ablation", "pilot_check", "no_switch", "options", "mu", "note"}
+_SETTINGS_FIELDS = {"recipe", "seeds", "min_seeds", "options", "budget"}
+_CHECK_FIELDS = {"arm", "metric", "summary", "at_least", "at_most", "falls_to", "rises_to"}
+#: the run options a claim's ``options`` may not set: they would make the two arms' warm starts or budgets differ
+#: from the file's settings in ways the record would not show as the claim's own
+_RESERVED_OPTIONS = {"seed", "model", "out", "sft_steps", "sft_examples", "sft_lr", "sft_env"}
+
+
+@dataclass(frozen=True)
+class PilotCheck:
+    """What must move in ``arm`` for the experiment to test the mechanism: the ``summary`` of ``metric`` at least
+    ``at_least`` / at most ``at_most``, or its last-quarter mean at most ``falls_to`` (at least ``rises_to``) times
+    its first step's."""
+
+    arm: str
+    metric: str
+    summary: str = "mean"
+    at_least: float | None = None
+    at_most: float | None = None
+    falls_to: float | None = None
+    rises_to: float | None = None
+
+    def text(self) -> str:
+        if self.falls_to is not None:
+            return f"{self.metric} in the '{self.arm}' arm falls to at most {self.falls_to:g} x its first step's"
+        if self.rises_to is not None:
+            return f"{self.metric} in the '{self.arm}' arm rises to at least {self.rises_to:g} x its first step's"
+        bound = f"at least {self.at_least:g}" if self.at_least is not None else f"at most {self.at_most:g}"
+        return f"{self.metric} ({self.summary.replace('_', ' ')}) in the '{self.arm}' arm {bound}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    implementation: str
+    claim: str
+    paper_ref: str
+    metric: str | None = None
+    summary: str = "last_quarter_mean"
+    direction: str = "higher"
+    smallest_effect: float = 0.0
+    ablation: dict = field(default_factory=dict)
+    pilot_check: PilotCheck | None = None
+    no_switch: str = ""  # why the implementation has no switch that removes only this mechanism
+    options: dict = field(default_factory=dict)  # run options of both arms on top of the file's settings
+    mu: int | None = None  # policy updates per rollout batch (the grid's mu for this implementation)
+    note: str = ""
+
+    @property
+    def runnable(self) -> bool:
+        return not self.no_switch
+
+
+@dataclass(frozen=True)
+class ClaimsSpec:
+    name: str
+    recipe: str
+    seeds: tuple[int, ...]
+    min_seeds: int
+    options: dict
+    budget: str
+    pilot_seeds: tuple[int, ...]
+    claims: tuple[Claim, ...]
+    label: str = ""
+    path: str = ""
+
+    @classmethod
+    def load(cls, name_or_path: str | Path | None = None) -> "ClaimsSpec":
+        from .grid import read_grid_file
+
+        path = Path(name_or_path) if name_or_path else CLAIMS_FILE
+        if not path.suffix:
+            path = CLAIMS_DIR / f"{path}.yaml"
+        try:
+            data = read_grid_file(path)
+        except FileNotFoundError:
+            raise ConfigError(f"claims file {str(name_or_path)!r}: no such file") from None
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "claims") -> "ClaimsSpec":
+        unknown = set(data) - {"name", "label", "settings", "pilot", "claims"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        for key in ("name", "settings", "claims"):
+            if key not in data:
+                raise ConfigError(f"{where}: missing field '{key}'")
+        settings = data["settings"]
+        if not isinstance(settings, dict):
+            raise ConfigError(f"{where}: field 'settings' is a mapping ({', '.join(sorted(_SETTINGS_FIELDS))})")
+        bad = set(settings) - _SETTINGS_FIELDS
+        if bad:
+            raise ConfigError(f"{where}: field 'settings': unknown {', '.join(sorted(bad))}")
+        seeds = _seeds(settings.get("seeds"), f"{where}: field 'settings', seeds")
+        pilot = data.get("pilot") or {}
+        if not isinstance(pilot, dict) or set(pilot) - {"seeds"}:
+            raise ConfigError(f"{where}: field 'pilot' is a mapping with seeds")
+        pilot_seeds = _seeds(pilot.get("seeds", list(seeds[:2])), f"{where}: field 'pilot', seeds")
+        min_seeds = settings.get("min_seeds", 5)
+        if not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 2:
+            raise ConfigError(f"{where}: field 'settings', min_seeds: {min_seeds!r} is not an integer >= 2 (a paired "
+                              f"t-test needs two seed pairs)")
+        options = settings.get("options") or {}
+        if not isinstance(options, dict):
+            raise ConfigError(f"{where}: field 'settings', options is a mapping of run options")
+        claims_data = data["claims"]
+        if not isinstance(claims_data, list) or not claims_data:
+            raise ConfigError(f"{where}: field 'claims' is a non-empty list")
+        claims = tuple(_claim(c, i, where) for i, c in enumerate(claims_data))
+        ids = [c.id for c in claims]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ConfigError(f"{where}: claim id(s) {', '.join(repeated)} named more than once")
+        spec = cls(name=_text(data["name"], f"{where}: field 'name'"), recipe=str(settings.get("recipe", "compare")),
+                   seeds=seeds, min_seeds=min_seeds, options=dict(options),
+                   budget=str(settings.get("budget", "sampled-episodes")), pilot_seeds=pilot_seeds, claims=claims,
+                   label=str(data.get("label", "")), path=where)
+        for claim in spec.claims:  # each claim's arms are grids: checked as the grid files are
+            if claim.runnable:
+                arm_grid(spec, claim, "with")
+                arm_grid(spec, claim, "without")
+        return spec
+
+    def claim(self, claim_id: str) -> Claim:
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise ConfigError(f"{self.path}: no claim {claim_id!r} (claims: {', '.join(c.id for c in self.claims)})")
+
+    def seeds_of(self, pilot: bool) -> tuple[int, ...]:
+        return self.pilot_seeds if pilot else self.seeds
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{what}: a non-empty string")
+    return value.strip()
+
+
+def _seeds(value, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
+        raise ConfigError(f"{what}: a non-empty list of integers >= 0")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"{what}: {value} repeats a seed")
+    return tuple(value)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _claim(data, index: int, where: str) -> Claim:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: claims[{index}] is not a mapping")
+    cid = data.get("id")
+    if not isinstance(cid, str) or not cid or not all(ch.isalnum() or ch in "-_." for ch in cid) or cid in (
+            "pilot",) or cid.startswith("."):
+        raise ConfigError(f"{where}: claims[{index}]: field 'id' {cid!r} is not a name of letters, digits, '-', '_' "
+                          f"and '.' (it names the claim's folder; 'pilot' is taken)")
+    what = f"{where}: claim {cid}"
+    unknown = set(data) - _CLAIM_FIELDS
+    if unknown:
+        raise ConfigError(f"{what}: unknown field(s) {', '.join(sorted(unknown))}")
+    for key in ("implementation", "claim", "paper_ref"):
+        if key not in data:
+            raise ConfigError(f"{what}: missing field '{key}'")
+    from lab.catalog import available
+
+    impl = data["implementation"]
+    if impl not in {i.id for i in available()}:
+        raise ConfigError(f"{what}: field 'implementation': unknown {impl!r} (see python -m reference_impls.train "
+                          f"--list)")
+    common = {"id": cid, "implementation": impl, "claim": _text(data["claim"], f"{what}: field 'claim'"),
+              "paper_ref": _text(data["paper_ref"], f"{what}: field 'paper_ref'"),
+              "note": str(data.get("note", "") or "")}
+    if "no_switch" in data:
+        extra = sorted(set(data) & {"ablation", "pilot_check", "options", "mu"})
+        if extra:
+            raise ConfigError(f"{what}: field 'no_switch' and {', '.join(extra)}: a claim without a switch has no "
+                              f"experiment to run")
+        metric = data.get("metric")
+        if metric is not None and metric not in CLAIM_METRICS:
+            raise ConfigError(f"{what}: field 'metric': {metric!r} is not a per-step metric ({', '.join(CLAIM_METRICS)})")
+        return Claim(**common, metric=metric, no_switch=_text(data["no_switch"], f"{what}: field 'no_switch'"),
+                     direction=data.get("direction", "higher"))
+    for key in ("metric", "direction", "smallest_effect", "ablation", "pilot_check"):
+        if key not in data:
+            raise ConfigError(f"{what}: missing field '{key}' (or 'no_switch' with why the implementation has no "
+                              f"switch for this mechanism)")
+    metric = data["metric"]
+    if metric not in CLAIM_METRICS:
+        raise ConfigError(f"{what}: field 'metric': {metric!r} is not a per-step metric ({', '.join(CLAIM_METRICS)})")
+    summary = data.get("summary", "last_quarter_mean")
+    if summary not in SUMMARIES:
+        raise ConfigError(f"{what}: field 'summary': {summary!r} is not one of {', '.join(SUMMARIES)}")
+    direction = data["direction"]
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"{what}: field 'direction': {direction!r} is not one of {', '.join(DIRECTIONS)} (with the "
+                          f"mechanism minus without)")
+    effect = data["smallest_effect"]
+    if not _number(effect) or effect <= 0:
+        raise ConfigError(f"{what}: field 'smallest_effect': {effect!r} is not a number > 0 (in {metric}'s units)")
+    ablation = _ablation(data["ablation"], impl, what)
+    options = data.get("options") or {}
+    if not isinstance(options, dict):
+        raise ConfigError(f"{what}: field 'options' is a mapping of run options")
+    reserved = sorted(set(options) & _RESERVED_OPTIONS)
+    if reserved:
+        raise ConfigError(f"{what}: field 'options': {', '.join(reserved)} belong to the file's settings (both arms "
+                          f"and their warm starts)")
+    mu = data.get("mu")
+    if mu is not None and (not isinstance(mu, int) or isinstance(mu, bool) or not 1 <= mu <= 64):
+        raise ConfigError(f"{what}: field 'mu': {mu!r} is not an integer in [1, 64]")
+    return Claim(**common, metric=metric, summary=summary, direction=direction, smallest_effect=float(effect),
+                 ablation=ablation, pilot_check=_pilot_check(data["pilot_check"], f"{what}: field 'pilot_check'"),
+                 options=dict(options), mu=mu)
+
+
+def _ablation(value, impl_id: str, what: str) -> dict:
+    """The ablation checked: a non-empty mapping of the implementation's algorithm options, each set to a value
+    other than the implementation's own (an ablation that changes nothing removes nothing)."""
+    from lab.catalog import get
+    from reference_impls import registry
+    from reference_impls.options import ConfigError as OptionError, coerce, spec_map
+
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"{what}: field 'ablation' is a non-empty mapping of the implementation's algorithm "
+                          f"options (the switch that removes the mechanism)")
+    impl = get(impl_id)
+    fields = spec_map(registry.algorithms()[impl.algo].Config)
+    unknown = sorted(k for k in value if k not in fields)
+    if unknown:
+        raise ConfigError(f"{what}: field 'ablation': {', '.join(unknown)} not an option of algorithm {impl.algo} "
+                          f"({', '.join(sorted(fields))})")
+    for key, new in value.items():
+        try:
+            coerced = coerce(fields[key], new, key)
+        except OptionError as err:
+            raise ConfigError(f"{what}: field 'ablation', {key}: {err.message}") from None
+        current = impl.algo_options.get(key, fields[key].default)
+        if coerced == current:
+            raise ConfigError(f"{what}: field 'ablation', {key}: {new!r} is already {impl_id}'s value; the ablation "
+                              f"must remove the mechanism")
+    return dict(value)
+
+
+def _pilot_check(value, what: str) -> PilotCheck:
+    if not isinstance(value, dict) or set(value) - _CHECK_FIELDS or not {"arm", "metric"} <= set(value):
+        raise ConfigError(f"{what}: a mapping with arm, metric and one of at_least, at_most, falls_to, rises_to "
+                          f"(summary optional)")
+    if value["arm"] not in ARMS:
+        raise ConfigError(f"{what}, arm: {value['arm']!r} is not one of {', '.join(ARMS)}")
+    if value["metric"] not in CLAIM_METRICS:
+        raise ConfigError(f"{what}, metric: {value['metric']!r} is not a per-step metric")
+    summary = value.get("summary", "mean")
+    if summary not in SUMMARIES:
+        raise ConfigError(f"{what}, summary: {summary!r} is not one of {', '.join(SUMMARIES)}")
+    bounds = [k for k in ("at_least", "at_most", "falls_to", "rises_to") if k in value]
+    if len(bounds) != 1 or not _number(value[bounds[0]]):
+        raise ConfigError(f"{what}: exactly one of at_least, at_most, falls_to, rises_to, a number")
+    return PilotCheck(arm=value["arm"], metric=value["metric"], summary=summary,
+                      **{bounds[0]: float(value[bounds[0]])})
+
+
+# -- a claim's arms are grids of one implementation ----------------------------------------------------------
+def arm_grid(spec: ClaimsSpec, claim: Claim, arm: str, pilot: bool = False):
+    """The grid one arm of ``claim`` runs (``lab.compare.grid.Grid``): the claim's implementation, the file's
+    recipe and budget, its options with the claim's on top and, in the ``without`` arm, the ablation (algorithm
+    options, flat, as a grid's options take them); a warm start per seed (the same in both arms: the warm start
+    reads only the recipe's and options' SFT settings and the model, which an ablation never touches)."""
+    from .grid import Grid, variant
+
+    if arm not in ARMS:
+        raise ConfigError(f"arm {arm!r} is not one of {', '.join(ARMS)}")
+    options = {**spec.options, **claim.options, **(claim.ablation if arm == "without" else {})}
+    data = {"name": f"claim-{claim.id}{'-pilot' if pilot else ''}", "recipe": spec.recipe,
+            "implementations": [claim.implementation], "seeds": list(spec.seeds_of(pilot)), "options": options,
+            "budget": spec.budget}
+    if claim.mu is not None:
+        data["mu"] = {variant(claim.implementation): claim.mu}
+    return Grid.from_dict(data, f"{spec.path}: claim {claim.id}, arm {arm}")
+
+
+# -- one run's metric, summarised ------------------------------------------------------------------------------
+def metric_values(rows: list[dict], metric: str) -> list[tuple[int, float]]:
+    """(step, value) of ``metric`` over a run's policy steps (PPO's critic-only warm-up steps left out), skipping
+    steps where it is missing or not a finite number (``kl`` of a run without a reference)."""
+    out = []
+    for row in rows:
+        if row.get("phase") == "critic-warmup" or row.get("critic_warmup"):
+            continue
+        value = row.get(metric)
+        if _number(value):
+            out.append((int(row["step"]), float(value)))
+    return out
+
+
+def summarise(values: list[float], how: str) -> float | None:
+    """One number from a run's per-step values (``SUMMARIES``); None when there are none. ``last_quarter_mean``:
+    the mean over the last ceil(n / 4) steps."""
+    if not values:
+        return None
+    if how == "mean":
+        return sum(values) / len(values)
+    if how == "final":
+        return values[-1]
+    if how == "max":
+        return max(values)
+    if how == "last_quarter_mean":
+        tail = values[-math.ceil(len(values) / 4):]
+        return sum(tail) / len(tail)
+    raise ValueError(f"unknown summary {how!r} (one of {', '.join(SUMMARIES)})")
+
+
+def check_value(check: PilotCheck, rows: list[dict]) -> float | None:
+    """The pilot check's quantity for one run: the summary of its metric, or for ``falls_to`` the ratio of the
+    last-quarter mean to the first step's value (None when the first is 0 or there are no values)."""
+    values = [v for _, v in metric_values(rows, check.metric)]
+    if check.falls_to is not None or check.rises_to is not None:
+        if not values or values[0] == 0:
+            return None
+        return summarise(values, "last_quarter_mean") / values[0]
+    return summarise(values, check.summary)
+
+
+def check_passes(check: PilotCheck, value: float | None) -> bool | None:
+    if value is None:
+        return None
+    if check.at_least is not None:
+        return value >= check.at_least
+    if check.at_most is not None:
+        return value <= check.at_most
+    if check.rises_to is not None:
+        return value >= check.rises_to
+    return value <= check.falls_to
+
+
+# -- the verdict ---------------------------------------------------------------------------------------------
+def verdict(direction: str, comparison, p_holm: float | None, smallest_effect: float, pairs: int,
+            min_seeds: int, alpha: float = 0.05) -> str:
+    """The verdict of one claim (module docstring) from its seed-paired comparison (``with - without``), the
+    Holm-adjusted p, the smallest effect that counts and the number of seed pairs."""
+    if pairs == 0 or comparison is None:
+        return NOT_RUN
+    if pairs < min_seeds or p_holm is None:
+        return COULD_NOT_TELL
+    sign = 1.0 if direction == "higher" else -1.0
+    if p_holm < alpha and comparison.difference != 0:
+        return REPRODUCED if sign * comparison.difference > 0 else REVERSED
+    nearest_predicted = comparison.high if sign > 0 else -comparison.low  # how far the interval reaches that way
+    return NOT_REPRODUCED if nearest_predicted < smallest_effect else COULD_NOT_TELL
+
+
+# -- the records of a claims folder ------------------------------------------------------------------------------
+def claim_folder(root: Path, claim: Claim, pilot: bool = False) -> Path:
+    return Path(root) / ("pilot" if pilot else "") / claim.id
+
+
+def arm_result_path(folder: Path, arm: str, seed: int) -> Path:
+    return Path(folder) / arm / f"s{seed}" / "result.json"
+
+
+def read_arm(folder: Path, arm: str, seed: int) -> dict | None:
+    """One arm's record of one seed (``<arm>/s<seed>/result.json`` of a run folder, or ``<arm>/s<seed>.json`` of
+    an exported one); None when there is none or it cannot be used."""
+    from .folder import BadRecord, read_record
+
+    for path in (arm_result_path(folder, arm, seed), Path(folder) / arm / f"s{seed}.json"):
+        try:
+            record = read_record(path, ("metric_rows",), cell=True)
+        except BadRecord:
+            record = None
+        if record is not None:
+            return record
+    return None
+
+
+def seed_rows(spec: ClaimsSpec, claim: Claim, root: Path, pilot: bool = False) -> list[dict]:
+    """Per seed of the claim's experiment with both arms recorded and complete: the seed, each arm's summary of
+    the claim's metric and its per-step values (for the figure)."""
+    from .folder import budget_status
+
+    folder = claim_folder(root, claim, pilot)
+    rows = []
+    for seed in spec.seeds_of(pilot):
+        records = {arm: read_arm(folder, arm, seed) for arm in ARMS}
+        if any(r is None or not budget_status(r)["in_verdicts"] for r in records.values()):
+            continue
+        series = {arm: metric_values(r["metric_rows"], claim.metric) for arm, r in records.items()}
+        summaries = {arm: summarise([v for _, v in s], claim.summary) for arm, s in series.items()}
+        if any(v is None for v in summaries.values()):
+            continue
+        rows.append({"seed": seed, "summaries": summaries, "series": series, "records": records})
+    return rows
+
+
+def settings_of(record: dict) -> dict:
+    """The settings a claim's record ran under, for the line beside its verdict."""
+    config = record.get("config") or {}
+    budget = record.get("budget") or {}
+    return {"model": record.get("base_model") or config.get("model"), "steps": config.get("steps"),
+            "prompts_per_step": config.get("prompts_per_step"), "group_size": config.get("group_size"),
+            "lr": config.get("lr"), "mu": budget.get("mu"), "env": record.get("env")}
+
+
+def claim_lines(spec: ClaimsSpec, root: Path, pilot: bool = False, alpha: float = 0.05) -> list[dict]:
+    """One line per claim of ``spec`` from the records under ``root``: the claim, its paper reference, metric and
+    direction, the seed pairs, the paired difference (with - without) and its interval, the smallest effect the
+    test could detect, the Holm-adjusted p over every claim tested, the verdict and the settings. Claims not run
+    say so (verdict ``not run``, seeds 0); a claim without a switch says ``no ablation switch yet``."""
+    from reference_impls.stats import compare_seed_summaries, detectable_effect, holm
+
+    lines, tested = [], []
+    for claim in spec.claims:
+        line = {"id": claim.id, "algorithm": claim.implementation, "claim": claim.claim, "metric": claim.metric,
+                "summary": claim.summary if claim.runnable else None, "direction": claim.direction,
+                "paper_ref": claim.paper_ref, "ablation": claim.ablation or None, "seeds": 0, "diff": None,
+                "ci_low": None, "ci_high": None, "detectable": None, "p_raw": None, "p_holm": None, "tests": None,
+                "with_mean": None, "without_mean": None, "smallest_effect": claim.smallest_effect or None,
+                "min_seeds": spec.min_seeds, "test": None, "settings": None, "verdict": NOT_RUN,
+                "why": claim.no_switch or ""}
+        if not claim.runnable:
+            line["verdict"] = NO_SWITCH
+            lines.append(line)
+            continue
+        rows = seed_rows(spec, claim, root, pilot)
+        line["seeds"] = len(rows)
+        if rows:
+            line["settings"] = settings_of(rows[0]["records"]["with"])
+            a = [r["summaries"]["with"] for r in rows]
+            b = [r["summaries"]["without"] for r in rows]
+            line["with_mean"], line["without_mean"] = sum(a) / len(a), sum(b) / len(b)
+            line["diff"] = line["with_mean"] - line["without_mean"]
+        if len(rows) >= 2:
+            comparison = compare_seed_summaries(a, b)
+            line.update(ci_low=comparison.low, ci_high=comparison.high, p_raw=comparison.p_value,
+                        test=comparison.test, _comparison=comparison)
+            tested.append(line)
+        lines.append(line)
+    adjusted = holm([line["p_raw"] for line in tested])
+    for line, p in zip(tested, adjusted):
+        c = line.pop("_comparison")
+        line.update(p_holm=p, tests=len(tested),
+                    detectable=detectable_effect(c.se, c.df, alpha / len(tested)) if c.se > 0 else 0.0)
+        claim = spec.claim(line["id"])
+        line["verdict"] = verdict(claim.direction, c, p, claim.smallest_effect, line["seeds"], spec.min_seeds, alpha)
+        line["_comparison"] = c
+    for line in lines:
+        claim = spec.claim(line["id"])
+        if claim.runnable and line["seeds"] and line["verdict"] == NOT_RUN:  # one pair: no spread to test against
+            line["verdict"] = COULD_NOT_TELL
+        line["why"] = line["why"] or _why(line, spec)
+        line.pop("_comparison", None)
+    return lines
+
+
+def _why(line: dict, spec: ClaimsSpec) -> str:
+    verdict_ = line["verdict"]
+    if verdict_ == NOT_RUN:
+        return "no seed pair recorded yet"
+    if verdict_ == COULD_NOT_TELL:
+        if line["seeds"] < spec.min_seeds:
+            return f"{line['seeds']} seed pair(s), fewer than the {spec.min_seeds} a verdict needs"
+        return "no difference detected, and the interval still holds the smallest effect that counts"
+    if verdict_ == NOT_REPRODUCED:
+        return "no difference detected, and the interval rules out the smallest effect that counts"
+    return ""
+
+
+def pilot_lines(spec: ClaimsSpec, root: Path, effect_tests: int | None = None) -> list[dict]:
+    """Per runnable claim, from its pilot's records: whether the mechanism's quantity moved in the arm its check
+    names (each seed's value and pass), and the seed pairs a power plan asks for to detect the smallest effect
+    (80% power at alpha / the number of runnable claims, from the pilot's spread; needs two pilot pairs)."""
+    from reference_impls.stats import seeds_for_seed_summaries
+
+    runnable = [c for c in spec.claims if c.runnable]
+    tests = effect_tests or len(runnable)
+    lines = []
+    for claim in runnable:
+        folder = claim_folder(root, claim, pilot=True)
+        check = claim.pilot_check
+        values = []
+        for seed in spec.pilot_seeds:
+            record = read_arm(folder, check.arm, seed)
+            if record is not None:
+                values.append((seed, check_value(check, record["metric_rows"])))
+        passes = [check_passes(check, v) for _, v in values]
+        rows = seed_rows(spec, claim, root, pilot=True)
+        diffs = [r["summaries"]["with"] - r["summaries"]["without"] for r in rows]
+        plan = seeds_for_seed_summaries(diffs, claim.smallest_effect, tests) if len(diffs) >= 2 else None
+        lines.append({"id": claim.id, "algorithm": claim.implementation, "check": check.text(),
+                      "values": {str(s): v for s, v in values},
+                      "moves": (all(p is True for p in passes) if passes else None),
+                      "pilot_pairs": len(rows), "pilot_diffs": diffs,
+                      "seeds_needed": plan,
+                      "plan": ("a power plan needs two pilot seed pairs" if len(diffs) < 2 else
+                               "more than 50 seed pairs" if plan is None else
+                               f"{plan} seed pairs detect {claim.smallest_effect:g} with 80% power")})
+    return lines
+
+
+def figure_rows(rows: list[dict]) -> list[dict]:
+    """The node page's figure data: every seed's per-step value of each arm (``kind`` seed) and, per arm and step,
+    the mean over the seeds that have that step (``kind`` mean)."""
+    out, by_step = [], {}
+    for r in rows:
+        for arm, series in r["series"].items():
+            for step, value in series:
+                out.append({"arm": arm, "seed": r["seed"], "step": step, "value": value, "kind": "seed"})
+                by_step.setdefault((arm, step), []).append(value)
+    for (arm, step), values in sorted(by_step.items()):
+        out.append({"arm": arm, "seed": None, "step": step, "value": sum(values) / len(values), "kind": "mean"})
+    return out
+
+
+def claims_for_implementations(spec: ClaimsSpec, impl_ids: set[str]) -> list[Claim]:
+    return [c for c in spec.claims if c.implementation in impl_ids]
+
+
+def claim_reports(spec: ClaimsSpec, root: Path) -> dict[str, dict]:
+    """Per claim id: its ``line`` (``claim_lines``) and its ``figure`` rows (``figure_rows``: every seed's values of
+    both arms and their means; empty when no pair is recorded), what a node page shows."""
+    lines = {line["id"]: line for line in claim_lines(spec, root)}
+    return {c.id: {"line": lines[c.id], "figure": figure_rows(seed_rows(spec, c, root)) if c.runnable else []}
+            for c in spec.claims}

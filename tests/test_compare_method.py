@@ -23,7 +23,7 @@ from reference_impls.measure.evaluate import problem_content, validation_problem
 from reference_impls.options import ConfigError
 from reference_impls.stats import config_interval
 
-from inprocess import run_main
+from inprocess import compare_stages_in_process, run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIPPED = {"grpo", "dr-grpo", "dapo", "gspo", "gmpo", "ppo"}
@@ -300,20 +300,11 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path, monkeypatch):
     test problems, each seed tested against its own warm start with the crossed seeds x problems test, Holm over
     its tests. The stages run in this process (``stage_process`` replaced: the interpreter and torch's import per
     stage cost most of this test's time; a stage's own process is tested in tests/test_compare.py's resume)."""
-    from lab.compare.cli import main
     from lab.compare.trial import rates_to_try
 
     grid = Grid.load("tiny")
     gdir = GridDir(tmp_path / "tiny")
-    calls = []
-
-    def in_process(args, log):
-        calls.append(args[0])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch)
     t0 = time.time()
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg="tiny") == 0
     print(f"tiny grid: {time.time() - t0:.0f}s", file=sys.stderr)
@@ -582,15 +573,8 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     path.write_text(yaml.safe_dump(data))
     grid = Grid.load(str(path))
     gdir = GridDir(tmp_path / "g")
-    calls = []
-
-    def in_process(args, log):  # the stage's process, run here (each would cost an interpreter and torch's import)
-        calls.append([a for a in args if a not in (str(path), "--dir", str(gdir.path))])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch, lambda args: [a for a in args
+                                                                 if a not in (str(path), "--dir", str(gdir.path))])
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     assert calls == [["_warm", "--env", "calculator", "--warm-seed", "0"],
                      ["_warmeval", "--env", "calculator", "--warm-seed", "0"],
@@ -638,7 +622,6 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
 
     import yaml
 
-    from lab.compare.cli import main
 
     data = _grid_data(implementations=["calculator-grpo"], eval={"n": 4, "seed": 7})
     for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
@@ -650,15 +633,7 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     path.write_text(yaml.safe_dump(data))
     grid = Grid.load(str(path))
     gdir = GridDir(tmp_path / "g")
-    calls = []
-
-    def in_process(args, log):
-        calls.append(args[0])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch)
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     warm = gdir.warm("calculator")
     record = json.loads((warm / "done.json").read_text())
@@ -869,12 +844,7 @@ def test_a_tiny_grid_samples_the_same_episodes_in_every_cell(tmp_path, monkeypat
     assert grid.budget == "sampled-episodes"
     gdir = GridDir(tmp_path / "g")
 
-    def in_process(args, log):
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    compare_stages_in_process(monkeypatch)
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     budgets = {impl: gdir.result(impl, 0)["budget"] for impl in grid.implementations}
     assert {impl: b["sampled_episodes"] for impl, b in budgets.items()} == dict.fromkeys(grid.implementations, 12)
@@ -903,7 +873,6 @@ def test_a_grid_without_lr_trials_keeps_the_old_choice(tmp_path, monkeypatch):
     rather than trained again, PPO-free budget policy-batches; its Design line says each of these."""
     import yaml
 
-    from lab.compare.cli import main
 
     data = _grid_data(implementations=["calculator-grpo"], seeds=[0], warm_seed=0, eval={"n": 2, "seed": 7},
                       validation={"n": 2, "seed": 5151})
@@ -917,15 +886,7 @@ def test_a_grid_without_lr_trials_keeps_the_old_choice(tmp_path, monkeypatch):
     assert (grid.trial_is_cell, grid.trial_seeds(), grid.warm_seeds, grid.budget) == (True, (0,), (0,),
                                                                                        "policy-batches")
     gdir = GridDir(tmp_path / "g")
-    calls = []
-
-    def in_process(args, log):
-        calls.append(args[0])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch)
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     assert calls == ["_warm", "_warmeval", "_trial", "_trial", "_cell"]
     choice = gdir.choice("calculator-grpo")

@@ -393,7 +393,7 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path, monkeypatch):
     rows = passk_comparison(passk)
     rl = [row for row in rows if row["against"] == "warm start"]
     assert [(row["model"], row["k"], row["seeds"]) for row in rl] == [("RL (calculator-grpo, 2 seeds)", 1, 2),
-                                                                       ("RL (calculator-grpo, 2 seeds)", 4, 2)]
+                                                                       ("RL (calculator-grpo, 2 seeds)", 2, 2)]
     # the Holm family: every tested row, the two warm starts against the untrained model (a seed each) included
     tested = [row for row in rows if row["p_raw"] is not None]
     assert [row["model"] for row in tested] == ["warm start"] * 2 + [rl[0]["model"]] * 2

@@ -643,7 +643,6 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
 
     import yaml
 
-
     data = _grid_data(implementations=["calculator-grpo"], eval={"n": 4, "seed": 7})
     for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
         data.pop(key, None)
@@ -893,7 +892,6 @@ def test_a_grid_without_lr_trials_keeps_the_old_choice(tmp_path, monkeypatch):
     rate, of seed warm_seed, from the one warm start, the chosen trial moved into that seed's cell (``trained_as``)
     rather than trained again, PPO-free budget policy-batches; its Design line says each of these."""
     import yaml
-
 
     data = _grid_data(implementations=["calculator-grpo"], seeds=[0], warm_seed=0, eval={"n": 2, "seed": 7},
                       validation={"n": 2, "seed": 5151})

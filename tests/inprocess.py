@@ -193,3 +193,24 @@ def papers_cli(*args, data_dir: str | Path | None = None, stdin: str | None = No
     if data_dir is not None:
         env["ATLAS_DATA_DIR"] = str(data_dir)
     return run_main(main, args, env=env, stdin=stdin, cwd=cwd, prog="python -m papers")
+
+
+def compare_stages_in_process(monkeypatch, record: Callable[[list[str]], object] = lambda args: args[0]) -> list:
+    """Run every stage the comparison's driver starts (``python -m lab.compare _STAGE ...``, its
+    ``stage_process``) in this process instead: each stage's own interpreter and torch import would cost
+    seconds. The stage's output goes to its log as the real one's does (the file holds this stage's output
+    only); the exit code is returned as the driver reads it. Returns the list to which ``record(args)`` is
+    appended for each stage started (by default the stage's name). A stage's own process is tested where
+    the process matters (tests/test_compare.py, the runner's resume after a kill)."""
+    from lab.compare.cli import main
+
+    calls: list = []
+
+    def in_process(args: list[str], log: Path) -> int:
+        calls.append(record(args))
+        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
+        log.write_text(out.stdout + out.stderr)
+        return out.returncode
+
+    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    return calls

@@ -1,6 +1,7 @@
 """The comparison grid: statistics against hand values, grid validation, the leaderboard, and the runner on
 the tiny model (two algorithms x one environment x two seeds), including a resume after a kill."""
 import dataclasses
+import io
 import json
 import math
 import os
@@ -25,7 +26,7 @@ from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir
 from reference_impls.stats import bootstrap_interval, holm, pass_at_k, pass_at_k_curve
 
-from inprocess import run_main
+from inprocess import compare_stages_in_process, run_main
 
 
 # -- statistics ----------------------------------------------------------------------------------------
@@ -154,7 +155,7 @@ def test_bootstrap_interval_by_hand():
 
 def _grid(tmp_path, **changes):
     """tiny.yaml with ``changes``, without its learning-rate sweep and pass@k unless given: these tests check the
-    runner's cells (tests/test_compare_method.py runs tiny.yaml whole, sweep and pass@k included)."""
+    runner's cells (tests/test_compare_method.py runs tiny.yaml's method whole, sweep and pass@k included)."""
     data = yaml.safe_load((GRIDS / "tiny.yaml").read_text())
     data.pop("lr_sweep", None)
     data.pop("lr_trials", None)  # they try the sweep's rates
@@ -341,11 +342,17 @@ def test_the_grid_and_the_trainer_share_one_warm_start(tmp_path):
 
 
 def test_runner_resumes_after_a_kill(tiny_grid, tmp_path):
+    """The first cell's stages run in this process (the untrained model's and the warm start's held-out, the warm
+    start, one cell); the run that is killed and the run that resumes it are real processes (``python -m
+    lab.compare run``), each stage in its own process: a kill of the process group, and stages that end there."""
     grid = Grid.load(str(tiny_grid))
     gdir = GridDir(tmp_path / "run")
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     cmd = [sys.executable, "-m", "lab.compare", "run", str(tiny_grid), "--dir", str(gdir.path)]
-    assert subprocess.run(cmd + ["--max-cells", "1"], env=env, capture_output=True).returncode == 0
+    with pytest.MonkeyPatch.context() as in_process:
+        stages = compare_stages_in_process(in_process)
+        assert run_grid(grid, gdir, max_cells=1, out=sys.stderr, grid_arg=str(tiny_grid)) == 0
+    assert stages == ["_baseeval", "_warm", "_warmeval", "_cell"]
     first = gdir.cell("calculator-grpo", 0) / "result.json"
     assert first.exists()
     stamp = first.stat().st_mtime_ns
@@ -441,10 +448,12 @@ def test_passk_samples_the_named_implementation_and_resumes_where_it_stopped(tmp
     named = Grid.from_dict({**yaml.safe_load(path.read_text()),
                             "passk": {"implementation": "grpo", "problems": 50, "samples": 4}})
     grid = dataclasses.replace(named, passk={**named.passk, "problems": 3})
-    cmd = [sys.executable, "-m", "lab.compare", "run", str(path), "--dir", str(gdir.path), "--max-cells", "1"]
-    first = subprocess.run(cmd, env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True, text=True)
-    assert first.returncode == 0
-    assert "[1/2] calculator-grpo-s0" in first.stdout  # the progress counts finished cells, not the --max-cells cut
+    progress = io.StringIO()  # the runner (`run GRID --max-cells 1`) and its stages in this process
+    with monkeypatch.context() as in_process:
+        stages = compare_stages_in_process(in_process)
+        assert run_grid(unnamed, gdir, max_cells=1, out=progress, grid_arg=str(path)) == 0
+    assert stages == ["_warm", "_warmeval", "_cell"]
+    assert "[1/2] calculator-grpo-s0" in progress.getvalue()  # progress counts finished cells, not the --max-cells cut
     with pytest.raises(ConfigError, match="calculator-grpo-s1 has not finished"):
         passk_models(dataclasses.replace(grid, seeds=(0, 1)), gdir, "calculator")
     snapshots = []  # the partial file as the stage saves it after each problem

@@ -23,7 +23,7 @@ from reference_impls.measure.evaluate import problem_content, validation_problem
 from reference_impls.options import ConfigError
 from reference_impls.stats import config_interval
 
-from inprocess import run_main
+from inprocess import compare_stages_in_process, run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIPPED = {"grpo", "dr-grpo", "dapo", "gspo", "gmpo", "ppo"}
@@ -290,32 +290,42 @@ def test_dirty_means_changed_code_not_the_grids_own_records(tmp_path):
 
 # -- the tiny grid, end to end (CI) ------------------------------------------------------------------------
 
+#: what the end-to-end test shrinks in tiny.yaml: the lengths of a rollout, the held-out draw and pass@k's samples
+#: per problem. Every field of the method (implementations, seeds, warm starts, mu, validation, the learning-rate
+#: trials, the budget, pass@k's implementation and its 50 problems) stays tiny.yaml's. The random tiny model rarely
+#: stops early, so a rollout's time follows its token limits; with tiny.yaml's sizes pass@k's 5 models x 50 problems
+#: x 4 samples were 1000 of the test's 1352 sampled episodes, and the test took 222-370 s on the 2-core CI machine.
+SMALLER_THAN_TINY = {"options": {"max_new_tokens_per_turn": 8, "max_completion_tokens": 16},
+                     "eval": {"n": 4}, "passk": {"samples": 2}}
+
+
 def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path, monkeypatch):
-    """tiny.yaml, the design every next grid follows (issue 60): each seed its own warm start; the learning rate of
-    each algorithm chosen on validation problems (never on the test problems) over two trial seeds that are no
-    cell's, trial j from warm start j, the range extended by one rate where the best sat at its end; then each
-    cell, every one trained after the choice, trains its budget with it and is scored on the test problems once;
-    every record carries its budget (every sampled episode counted), completeness, diagnostics (also
-    diagnostics.jsonl) and provenance. Then pass@k of every seed of the implementation the grid names (GRPO) on 50
-    test problems, each seed tested against its own warm start with the crossed seeds x problems test, Holm over
-    its tests. The stages run in this process (``stage_process`` replaced: the interpreter and torch's import per
-    stage cost most of this test's time; a stage's own process is tested in tests/test_compare.py's resume)."""
-    from lab.compare.cli import main
+    """tiny.yaml, the design every next grid follows (issue 60), with shorter rollouts, 4 test problems and 2
+    pass@k samples per problem (``SMALLER_THAN_TINY``; its method fields are tiny.yaml's): each seed its own warm
+    start; the learning rate of each algorithm chosen on validation problems (never on the test problems) over two
+    trial seeds that are no cell's, trial j from warm start j, the range extended by one rate where the best sat at
+    its end; then each cell, every one trained after the choice, trains its budget with it and is scored on the
+    test problems once; every record carries its budget (every sampled episode counted), completeness, diagnostics
+    (also diagnostics.jsonl) and provenance. Then pass@k of every seed of the implementation the grid names (GRPO)
+    on 50 test problems, each seed tested against its own warm start with the crossed seeds x problems test, Holm
+    over its tests. The stages run in this process (``stage_process`` replaced: the interpreter and torch's import
+    per stage cost most of this test's time; a stage's own process is tested in tests/test_compare.py's resume)."""
+    import yaml
+
     from lab.compare.trial import rates_to_try
 
-    grid = Grid.load("tiny")
+    tiny = _grid_data()
+    data = {**tiny, **{key: {**tiny[key], **changes} for key, changes in SMALLER_THAN_TINY.items()}}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grid = Grid.load(str(path))
+    shipped = Grid.load("tiny")
+    assert grid.design() == shipped.design() and grid.envs() == shipped.envs()
+    assert {key for key in data if data[key] != tiny[key]} == set(SMALLER_THAN_TINY)
     gdir = GridDir(tmp_path / "tiny")
-    calls = []
-
-    def in_process(args, log):
-        calls.append(args[0])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch)
     t0 = time.time()
-    assert run_grid(grid, gdir, out=sys.stderr, grid_arg="tiny") == 0
+    assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     print(f"tiny grid: {time.time() - t0:.0f}s", file=sys.stderr)
     # a warm start per seed, each SFT'd from its own seed
     assert grid.warm_seeds == grid.seeds == (0, 1)
@@ -344,6 +354,8 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path, monkeypatch):
             r = gdir.result(impl, seed)
             assert "trained_as" not in r and r["config"]["seed"] == seed and r["config"]["lr"] == choice["lr"]
             assert (gdir.cell(impl, seed) / "config.json").stat().st_mtime_ns >= chosen_at
+    # the extension ran, not only allowed for: two rates, so the best of the first two sits at an end
+    assert all(len(gdir.choice(impl)["added"]) == grid.lr_extend == 1 for impl in grid.implementations)
     for impl, seed in grid.cells():
         r = gdir.result(impl, seed)
         assert r["validation"] == gdir.choice(impl) and r["config"]["out"] == str(gdir.cell(impl, seed) / "run")
@@ -374,14 +386,14 @@ def test_tiny_grid_runs_end_to_end_under_the_method(tmp_path, monkeypatch):
     warm_curves = [f"warm start (warm seed {s})" for s in grid.seeds]
     assert list(passk["curves"]) == ["base", *warm_curves, *named] and passk["method"] == PASSK_DECLARED
     assert [passk["cells"][label]["warm_curve"] for label in named] == warm_curves
-    assert passk["problems"] == grid.passk["problems"] >= 50 and passk["k"] == [1, 4]
+    assert passk["problems"] == grid.passk["problems"] >= 50 and passk["k"] == [1, grid.passk["samples"]] == [1, 2]
     assert all(len(c["correct_counts"]) == 50 for c in passk["curves"].values())
     # each named cell was counted right after it trained (its own stage), the rest at the end
     assert calls.count("_passk") == len(grid.seeds) + 1
     rows = passk_comparison(passk)
     rl = [row for row in rows if row["against"] == "warm start"]
     assert [(row["model"], row["k"], row["seeds"]) for row in rl] == [("RL (calculator-grpo, 2 seeds)", 1, 2),
-                                                                       ("RL (calculator-grpo, 2 seeds)", 4, 2)]
+                                                                       ("RL (calculator-grpo, 2 seeds)", 2, 2)]
     # the Holm family: every tested row, the two warm starts against the untrained model (a seed each) included
     tested = [row for row in rows if row["p_raw"] is not None]
     assert [row["model"] for row in tested] == ["warm start"] * 2 + [rl[0]["model"]] * 2
@@ -582,15 +594,8 @@ def test_a_grid_of_two_warm_starts_runs_and_resumes_each(tmp_path, monkeypatch):
     path.write_text(yaml.safe_dump(data))
     grid = Grid.load(str(path))
     gdir = GridDir(tmp_path / "g")
-    calls = []
-
-    def in_process(args, log):  # the stage's process, run here (each would cost an interpreter and torch's import)
-        calls.append([a for a in args if a not in (str(path), "--dir", str(gdir.path))])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch, lambda args: [a for a in args
+                                                                 if a not in (str(path), "--dir", str(gdir.path))])
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     assert calls == [["_warm", "--env", "calculator", "--warm-seed", "0"],
                      ["_warmeval", "--env", "calculator", "--warm-seed", "0"],
@@ -638,8 +643,6 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
 
     import yaml
 
-    from lab.compare.cli import main
-
     data = _grid_data(implementations=["calculator-grpo"], eval={"n": 4, "seed": 7})
     for key in ("lr_sweep", "lr_trials", "passk", "validation", "mu"):
         data.pop(key, None)
@@ -650,15 +653,7 @@ def test_a_grid_folder_carried_without_its_weights_resumes(tmp_path, monkeypatch
     path.write_text(yaml.safe_dump(data))
     grid = Grid.load(str(path))
     gdir = GridDir(tmp_path / "g")
-    calls = []
-
-    def in_process(args, log):
-        calls.append(args[0])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch)
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     warm = gdir.warm("calculator")
     record = json.loads((warm / "done.json").read_text())
@@ -869,12 +864,7 @@ def test_a_tiny_grid_samples_the_same_episodes_in_every_cell(tmp_path, monkeypat
     assert grid.budget == "sampled-episodes"
     gdir = GridDir(tmp_path / "g")
 
-    def in_process(args, log):
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    compare_stages_in_process(monkeypatch)
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     budgets = {impl: gdir.result(impl, 0)["budget"] for impl in grid.implementations}
     assert {impl: b["sampled_episodes"] for impl, b in budgets.items()} == dict.fromkeys(grid.implementations, 12)
@@ -903,8 +893,6 @@ def test_a_grid_without_lr_trials_keeps_the_old_choice(tmp_path, monkeypatch):
     rather than trained again, PPO-free budget policy-batches; its Design line says each of these."""
     import yaml
 
-    from lab.compare.cli import main
-
     data = _grid_data(implementations=["calculator-grpo"], seeds=[0], warm_seed=0, eval={"n": 2, "seed": 7},
                       validation={"n": 2, "seed": 5151})
     for key in ("lr_trials", "budget", "passk", "mu"):
@@ -917,15 +905,7 @@ def test_a_grid_without_lr_trials_keeps_the_old_choice(tmp_path, monkeypatch):
     assert (grid.trial_is_cell, grid.trial_seeds(), grid.warm_seeds, grid.budget) == (True, (0,), (0,),
                                                                                        "policy-batches")
     gdir = GridDir(tmp_path / "g")
-    calls = []
-
-    def in_process(args, log):
-        calls.append(args[0])
-        out = run_main(main, args, env=dict(os.environ, HF_HUB_OFFLINE="1"), prog="python -m lab.compare")
-        log.write_text(out.stdout + out.stderr)
-        return out.returncode
-
-    monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
+    calls = compare_stages_in_process(monkeypatch)
     assert run_grid(grid, gdir, out=sys.stderr, grid_arg=str(path)) == 0
     assert calls == ["_warm", "_warmeval", "_trial", "_trial", "_cell"]
     choice = gdir.choice("calculator-grpo")

@@ -64,6 +64,17 @@ _CHECK_FIELDS = {"arm", "metric", "summary", "at_least", "at_most", "falls_to", 
 _RESERVED_OPTIONS = {"seed", "model", "out", "sft_steps", "sft_examples", "sft_lr", "sft_env"}
 
 
+def _check_fields(data: dict, allowed, required, where: str) -> None:
+    """A ConfigError naming ``where`` and the field when ``data`` has a field not in ``allowed`` or lacks one of
+    ``required``."""
+    unknown = set(data) - set(allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    for key in required:
+        if key not in data:
+            raise ConfigError(f"{where}: missing field '{key}'")
+
+
 @dataclass(frozen=True)
 class PilotCheck:
     """What must move in ``arm`` for the experiment to test the mechanism: the ``summary`` of ``metric`` at least
@@ -137,12 +148,7 @@ class ClaimsSpec:
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "claims") -> "ClaimsSpec":
-        unknown = set(data) - {"name", "label", "settings", "pilot", "claims"}
-        if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-        for key in ("name", "settings", "claims"):
-            if key not in data:
-                raise ConfigError(f"{where}: missing field '{key}'")
+        _check_fields(data, {"name", "label", "settings", "pilot", "claims"}, ("name", "settings", "claims"), where)
         settings = data["settings"]
         if not isinstance(settings, dict):
             raise ConfigError(f"{where}: field 'settings' is a mapping ({', '.join(sorted(_SETTINGS_FIELDS))})")
@@ -217,12 +223,7 @@ def _claim(data, index: int, where: str) -> Claim:
         raise ConfigError(f"{where}: claims[{index}]: field 'id' {cid!r} is not a name of letters, digits, '-', '_' "
                           f"and '.' (it names the claim's folder; 'pilot' is taken)")
     what = f"{where}: claim {cid}"
-    unknown = set(data) - _CLAIM_FIELDS
-    if unknown:
-        raise ConfigError(f"{what}: unknown field(s) {', '.join(sorted(unknown))}")
-    for key in ("implementation", "claim", "paper_ref"):
-        if key not in data:
-            raise ConfigError(f"{what}: missing field '{key}'")
+    _check_fields(data, _CLAIM_FIELDS, ("implementation", "claim", "paper_ref"), what)
     from lab.catalog import available
 
     impl = data["implementation"]

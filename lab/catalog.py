@@ -125,7 +125,7 @@ def default_preset(impl: Implementation) -> str:
 def preset_config(impl: Implementation, preset: str) -> dict:
     """``default_config`` with the preset's options and its environment and algorithm adjustments."""
     config = default_config(impl)
-    for layer in recipes.layers(preset, impl.env, impl.algo):
+    for layer in recipes.layers(preset, impl.env, impl.algo, impl.id):
         layer = dict(layer)
         env_options = layer.pop("env_options", None)
         config.update(layer)

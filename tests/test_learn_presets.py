@@ -363,3 +363,17 @@ def test_a_small_validation_set_still_avoids_every_shipped_test_problem():
         test = get_env(env).problems("heldout", n=lp.EVAL_N, seed=lp.EVAL_SEED,
                                      config=heldout_config({"env": env, "env_options": options}))
         assert not {problem_identity(p) for p in val} & {problem_identity(p) for p in test}
+
+
+def test_impl_settings_reach_only_the_measured_implementation():
+    """FrozenLake's preset measured frozenlake-grpo with 4 minibatch updates per batch; PPO (its own minibatches)
+    and DPO (offline) on the same environment take the preset's other settings without it."""
+    from lab import catalog
+
+    preset = recipes.env_presets("learn")["frozenlake"]
+    assert preset["impl_settings"] == {"mini_batches": 4}
+    measured = catalog.preset_config(catalog.get(preset["impl"]), "learn")
+    assert measured["mini_batches"] == 4 and measured["sft_steps"] == 12
+    for other in ("frozenlake-ppo", "frozenlake-dpo"):
+        config = catalog.preset_config(catalog.get(other), "learn")
+        assert config.get("mini_batches", 1) == 1 and config["sft_steps"] == 12

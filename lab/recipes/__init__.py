@@ -48,8 +48,9 @@ def env_presets(name: str) -> dict[str, dict]:
     found: dict[str, dict] = {}
     for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else ():
         data = _read(path)
-        if not isinstance(data.get("settings", {}), dict):
-            raise ValueError(f"{path}: 'settings' must be a mapping")
+        for key in ("settings", "impl_settings"):
+            if not isinstance(data.get(key, {}), dict):
+                raise ValueError(f"{path}: '{key}' must be a mapping")
         measured = data.setdefault("measured", {"status": NOT_MEASURED}) or {"status": NOT_MEASURED}
         data["measured"] = measured
         if measured.get("status") not in STATUSES:
@@ -73,6 +74,9 @@ def load(name: str) -> dict:
             raise ValueError(f"{path}: with a folder {name}/ of per-environment presets, 'env' and 'default_for' "
                              f"come from those files; remove them here")
         data["env"] = {env: dict(preset.get("settings") or {}) for env, preset in per_env.items()}
+        # settings only the measured implementation takes (minibatch updates: PPO has its own, DPO none)
+        data["impl"] = {preset["impl"]: dict(preset["impl_settings"])
+                        for preset in per_env.values() if preset.get("impl_settings")}
         data["default_for"] = [env for env, preset in per_env.items() if preset["measured"]["status"] in OPENS]
     return data
 
@@ -83,10 +87,14 @@ def names() -> list[str]:
     return sorted(found, key=lambda n: (n != "quick", n))
 
 
-def layers(name: str, env: str, algo: str) -> list[dict]:
-    """The option mappings of a recipe for one environment and algorithm, in the order they apply."""
+def layers(name: str, env: str, algo: str, impl: str | None = None) -> list[dict]:
+    """The option mappings of a recipe for one environment, algorithm and implementation, in the order they
+    apply: the recipe's options, the environment's, the algorithm's, and those of the implementation a
+    per-environment preset measured (its ``impl_settings``: options that not every algorithm on the environment
+    takes)."""
     data = load(name)
-    return [data.get("options", {}), data.get("env", {}).get(env, {}), data.get("algo", {}).get(algo, {})]
+    return [data.get("options", {}), data.get("env", {}).get(env, {}), data.get("algo", {}).get(algo, {}),
+            data.get("impl", {}).get(impl, {})]
 
 
 def default_for(env: str) -> str:

@@ -231,7 +231,9 @@ def _embeddings_cached() -> bool:
         return False
 
 
-WARM_DELAY_S = 1.0  # the first page finishes drawing before the warm-up takes a core (importing torch)
+# the first page's script is done; its drawing is the browser's. With 1.0 s a node page visited 2 s after a start
+# waited on the import (complete 1.7-2.2 s after its title; with 0.2 s 1.1-1.7 s: app_bench, 2026-12-06)
+WARM_DELAY_S = 0.2
 
 
 def _warm() -> None:

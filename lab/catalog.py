@@ -30,14 +30,24 @@ HIDDEN_KEYS = ("sft_env",)
 def available() -> list[Implementation]:
     """Implementations whose algorithm and environment are registered in the trainer."""
     from reference_impls import registry
+
+    return [i for i in registry.implementations() if _runnable(i)]
+
+
+def _runnable(impl: Implementation) -> bool:
+    from reference_impls import registry
     from reference_impls.envs import ENVS
 
-    return [i for i in registry.implementations() if i.algo in registry.algorithms() and i.env in ENVS]
+    return impl.algo in registry.algorithms() and impl.env in ENVS
 
 
 def get(impl_id: str) -> Implementation:
-    for impl in available():
-        if impl.id == impl_id:
+    from reference_impls import registry
+
+    # checks only the row asked for: a node page resolves ~1700 grid variants, and testing every row's
+    # environment each time was most of its first render
+    for impl in registry.implementations():
+        if impl.id == impl_id and _runnable(impl):
             return impl
     raise KeyError(f"unknown or unavailable implementation '{impl_id}'")
 

@@ -335,7 +335,9 @@ def test_report_refuses_records_of_different_settings(tmp_path):
 
 def test_settings_text_and_memory_rows():
     text = learning.settings_text("memory")
-    assert text.startswith("memory-grpo, smollm2-135m-instruct: 3 warm-start steps on memory-format, then 24 RL")
+    settings = recipes.env_presets("learn")["memory"]["settings"]
+    assert text.startswith(f"memory-grpo, smollm2-135m-instruct: {settings['sft_steps']} warm-start steps on "
+                           f"memory-format, then {settings['steps']} RL")
     assert "levels [1]" in learning.settings_text("calculator")
     assert learning.settings_text("nope") == ""
     block = {"memory_r1": {"rl": {"mean": 0.5, "low": 0.4, "high": 0.6},

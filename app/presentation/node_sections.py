@@ -344,7 +344,8 @@ def passk_note(grids) -> ProxyNote:
     (grids with a passk file, shipped or the user's own), with a link to the first grid's first such environment on
     the Compare page, or how to measure them when none is."""
     measured = [(g.spec.get("name", ""), sorted(g.passk), g.key) for g in grids if g.passk]
-    how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1..64, "
+    how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1 up to "
+           "the grid's samples: 64 in core, 256 in debate, the grid of this node's row calculator-grpo-passk; "
            "unbiased estimator, temperature 1, on held-out problems); the curves then appear on the Compare page.")
     if not measured:
         return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",

@@ -481,4 +481,22 @@ IMPLEMENTATIONS = (
         equation=r"J(	heta)=\mathbb{E}_{	au\sim\pi_	heta}\Big[	extstyle\sum_{t=0}^{T-1}\gamma^t\,"
                  r"r(s_t,a_t)\Big],\quad o_t=O(s_t),\ a_t\sim\pi_	heta(\cdot\mid o_{\le t},a_{<t}),\ "
                  r"s_{t+1}\sim P(\cdot\mid s_t,a_t)"),
+    Implementation(
+        "calculator-grpo-passk", "Does RL sharpen or expand? GRPO measured by pass@k up to k = 256 (calculator)",
+        "grpo", "calculator",
+        "The RL arm of the sharpen-or-expand test: GRPO on the calculator, whose checkpoints the debate grid "
+        "samples 256 times per test problem beside the untrained model and the warm start, to read pass@k from "
+        "k = 1 to k = 256.",
+        nodes=("mechanistic-debate",),
+        changes="Training is calculator-grpo's; what the row adds is the measurement the debate asks for. If RL "
+                "only sharpens, its pass@1 rises while its pass@k at large k stays at or below the warm start's "
+                "(the base model could already sample the answer); if it expands, pass@256 rises too. The grid "
+                "lab/recipes/grids/debate.yaml names this row's pass@k before any result (50 test problems, 256 "
+                "samples each at temperature 1, unbiased estimator pass_at_k in reference_impls/stats.py, tested "
+                "at k = 1 and k = 256 with the crossed seeds x problems test). Run it with python -m lab.compare "
+                "run debate --env calculator, then python -m lab.compare passk debate --env calculator (256 "
+                "samples x 50 problems x 5 models is hours on a CPU; a GPU machine or a smaller samples value in "
+                "a copy of the grid for a first look). The curves appear on the Compare page and on this node.",
+        paper="Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the Base Model? "
+              "(Yue et al., arXiv 2504.13837), whose test this is: pass@k of base and RL models up to k = 256"),
 )

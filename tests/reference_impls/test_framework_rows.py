@@ -18,6 +18,7 @@ from reference_impls.envs import get_env
 from reference_impls.envs.arith import format_number
 from reference_impls.implementations import CONCEPT_CODE, PRELIMINARY_NODES
 from reference_impls.options import ConfigError
+from reference_impls.stats import pass_at_k, pass_at_k_curve
 
 #: row id -> the nodes it must serve (issue 65); a row or a node that disappears fails here
 ISSUE_65_ROWS = {
@@ -25,6 +26,7 @@ ISSUE_65_ROWS = {
     "calculator-grpo-verl-tool": {"fw-agentic-rl"},
     "calculator-one-step-grpo": set(PRELIMINARY_NODES),
     "calculator-multi-turn-grpo": set(PRELIMINARY_NODES),
+    "calculator-grpo-passk": {"mechanistic-debate"},
 }
 
 
@@ -173,3 +175,33 @@ def test_the_preliminary_rows_train_a_step(tmp_path, impl_id):
     assert config["env_options"]["mode"] == ("direct" if "one-step" in impl_id else "tool")
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert metrics and metrics[-1]["step"] == 1
+
+
+# -- mechanistic-debate: pass@k up to k = 256 -----------------------------------------------------------------
+
+def test_the_debate_grid_measures_pass_at_k_up_to_256_of_its_row():
+    from lab.compare.grid import Grid
+
+    grid = Grid.load("debate")
+    assert grid.passk["samples"] == 256 and max(grid.passk["k"]) == 256 and 1 in grid.passk["k"]
+    assert grid.passk_implementation("calculator") == "calculator-grpo-passk"
+    assert {impl for impl, _ in grid.cells()} == {"calculator-grpo-passk"}
+
+
+def test_pass_at_k_is_exact_at_256_samples():
+    # one correct of 256: pass@k = k / 256 (the one correct sample is among the k drawn without replacement)
+    for k in (1, 4, 64, 128, 256):
+        assert pass_at_k(256, 1, k) == pytest.approx(k / 256, abs=1e-12)
+    # two correct: 1 - C(254, k) / C(256, k) = 1 - (256 - k)(255 - k) / (256 * 255)
+    for k in (1, 16, 255):
+        assert pass_at_k(256, 2, k) == pytest.approx(1 - (256 - k) * (255 - k) / (256 * 255), abs=1e-12)
+    assert pass_at_k(256, 0, 256) == 0.0 and pass_at_k(256, 256, 1) == 1.0
+    curve = pass_at_k_curve([0, 1, 2, 256], 256)
+    assert list(curve) == list(range(1, 257)) and curve[256] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="k <= n"):
+        pass_at_k(256, 1, 257)
+
+
+def test_the_debate_row_trains_a_step(tmp_path):
+    _train("calculator-grpo-passk", tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["algo"] == "grpo"

@@ -461,7 +461,7 @@ IMPLEMENTATIONS = (
                 "answers to the same prompt. Run it beside calculator-multi-turn-grpo with the same seed to "
                 "compare the two forms of one task.",
         paper=_SURVEY,
-        equation=r"T=1:\quad J(	heta)=\mathbb{E}_{x\sim\mathcal{D},\,y\sim\pi_	heta(\cdot\mid x)}ig[r(x,y)ig]"),
+        equation=r"T=1:\quad y\sim\pi_\theta(\cdot\mid x),\quad G=r(x,y)\in\{0,1\}"),
     Implementation(
         "calculator-multi-turn-grpo", "Multi-turn POMDP: the word problem solved with calculator calls (GRPO)",
         "grpo", "calculator",
@@ -478,9 +478,8 @@ IMPLEMENTATIONS = (
                 "GRPO's clipped loss over the model's tokens only (grpo_loss in "
                 "reference_impls/algorithms/grpo/grpo.py).",
         paper=_SURVEY,
-        equation=r"J(	heta)=\mathbb{E}_{	au\sim\pi_	heta}\Big[	extstyle\sum_{t=0}^{T-1}\gamma^t\,"
-                 r"r(s_t,a_t)\Big],\quad o_t=O(s_t),\ a_t\sim\pi_	heta(\cdot\mid o_{\le t},a_{<t}),\ "
-                 r"s_{t+1}\sim P(\cdot\mid s_t,a_t)"),
+        equation=r"o_t=O(s_t),\ a_t\sim\pi_\theta(\cdot\mid o_{\le t},a_{<t}),\ s_{t+1}=P(s_t,a_t),\quad "
+                 r"G(\tau)=\textstyle\sum_{t=0}^{T-1}r(s_t,a_t)=r(s_{T-1},a_{T-1})"),
     Implementation(
         "calculator-grpo-passk", "Does RL sharpen or expand? GRPO measured by pass@k up to k = 256 (calculator)",
         "grpo", "calculator",

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from .implementations import Implementation
 from .options import ConfigError
 from .rundir import RunDir, RunDirError
 
@@ -337,6 +338,38 @@ def main(argv=None) -> int:
         return 2
     print(json.dumps({"out": args.out, "model": spec["model"], "notes": spec["notes"]}))
     return 0
+
+
+# -- the row of node fw-rlhf-llm: a recipe trained here, then carried to TRL and verl by this module --
+IMPLEMENTATIONS = (
+    Implementation(
+        "calculator-grpo-trl", "GRPO recipe exported to TRL and verl (calculator)", "grpo", "calculator",
+        "The calculator GRPO recipe as RLHF/LLM fine-tuning frameworks run it: train it here for a few steps, then "
+        "python -m reference_impls.export --run RUN --target trl --out DIR writes the same recipe as a TRL "
+        "GRPOTrainer script and as a verl trainer config.",
+        nodes=("fw-rlhf-llm",),
+        changes="Same loss and options as calculator-grpo; what this row adds is the way out to the frameworks "
+                "the node is about. The export (reference_impls/export.py, export_trl; the Runs page's \"Export "
+                "for a cluster\" downloads the same folder as a zip) writes into DIR: train_trl.py (TRL's "
+                "GRPOTrainer with our multi-turn rollout, reference_impls/trl_bridge.py, so the problems, tool "
+                "tags, loss masks and reward are this environment's), export.json (GRPOConfig under TRL's names), "
+                "accelerate_multi_gpu.yaml, verl_grpo.yaml (the same hyperparameters as a verl trainer config, "
+                "checked offline field by field against the schema of verl's documented config pinned to one "
+                "verl commit, reference_impls/verl_config_schema.yaml: an unknown field, wrong type or value "
+                "stops the export naming it) and a README with the name map and what has no equivalent. On a GPU "
+                "cluster, with this project installed (pip install -e . --no-deps after its requirements) and TRL "
+                "1.16: python DIR/train_trl.py on one GPU, accelerate launch --config_file "
+                "DIR/accelerate_multi_gpu.yaml DIR/train_trl.py on N GPUs of a node (num_processes = N; "
+                "accelerate's --use_deepspeed --zero_stage 2 for bigger models); for verl, each field of "
+                "verl_grpo.yaml overrides verl's default trainer config (python -m verl.trainer.main_ppo "
+                "algorithm.adv_estimator=grpo ... with data.train_files and actor_rollout_ref.model.path added), "
+                "the environment reached as a verl tool (reference_impls/verl_tool.py, row "
+                "calculator-grpo-verl-tool). Checked here: the TRL script trains 2 steps on CPU "
+                "(tests/reference_impls/test_trl_bridge.py); neither framework's GPU path (vLLM, DeepSpeed, Ray) "
+                "was run on these machines.",
+        paper="TRL (Hugging Face's transformer reinforcement learning library) and verl (HybridFlow, arXiv "
+              "2409.19256), the exported recipe's algorithm being GRPO (arXiv 2402.03300)"),
+)
 
 
 if __name__ == "__main__":

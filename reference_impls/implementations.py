@@ -67,6 +67,58 @@ CALCULATOR_NODES = ("tool-use", "tool-use-react-style", "tool-use-tool-integrate
 SEARCH_NODES = ("search-research", "search-open-source", "search-external-web", "search-internal-knowledge")
 PLANNING_NODES = ("planning", "planning-internal-driver", "env-simulated-game", "capability-others")
 MEMORY_NODES = ("memory", "memory-rag-style", "memory-token-level", "memory-structured")
+#: the survey's preliminaries (Sec. 2): served by the calculator task as a one-step MDP and as a multi-turn POMDP
+PRELIMINARY_NODES = ("prelim-mdp", "prelim-environment-state", "prelim-action-space", "prelim-transition-dynamics",
+                     "prelim-reward-function", "prelim-learning-objective")
+
+#: a concept node -> (file under the project root, function or class in it, what that code is of the concept);
+#: the node page shows it ("In the code"); a test checks that each file holds the name
+CONCEPT_CODE: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "prelim-mdp": (
+        ("reference_impls/envs/__init__.py", "Env",
+         "the protocol every environment follows: reset gives the first observation, step(action) gives the next "
+         "observation, done and reward; the tuple (S, A, P, R) of the decision process lives behind it"),
+        ("reference_impls/rollout.py", "run_episodes",
+         "the agent-environment loop: the policy writes a turn, the environment steps, until every episode is "
+         "done; with the calculator's mode option the same loop runs a one-step MDP (direct) or a multi-turn "
+         "POMDP (tool)"),
+    ),
+    "prelim-environment-state": (
+        ("reference_impls/envs/calculator.py", "CalculatorEnv",
+         "the hidden state: the problem (its true answer), the tool calls used and the values reached; the agent "
+         "never reads it"),
+        ("reference_impls/envs/calculator.py", "CalculatorEnv.reset",
+         "the first observation, the text the agent conditions on; later observations are the <result> texts "
+         "step returns, so the policy's context (prompt plus every turn) is its belief of the state"),
+    ),
+    "prelim-action-space": (
+        ("reference_impls/envs/__init__.py", "ToolSpec.first_action",
+         "what an action is at the turn level: the first complete <calc> call or <answer> in the model's text "
+         "(a turn with neither ends the episode); the token-level actions are the vocabulary the model samples"),
+        ("reference_impls/envs/calculator.py", "CalculatorEnv.step",
+         "in direct mode the action space is one answer; in tool mode a call or an answer each turn"),
+    ),
+    "prelim-transition-dynamics": (
+        ("reference_impls/envs/calculator.py", "CalculatorEnv.step",
+         "the transition: a call is evaluated (arith.evaluate, a parser, never eval) and its result returned as "
+         "the next observation, deterministically; an answer or a call past max_tool_calls is terminal"),
+        ("reference_impls/rollout.py", "run_episodes",
+         "how a transition enters the trajectory: the observation's tokens are appended with loss mask 0, so "
+         "the policy conditions on them but is not trained to write them"),
+    ),
+    "prelim-reward-function": (
+        ("reference_impls/envs/calculator.py", "CalculatorEnv.score",
+         "the reward: 1 when the number in <answer> equals the true value (as a fraction), plus an optional "
+         "format bonus; paid on the episode's last step, so a multi-turn trajectory gets one sparse reward"),
+    ),
+    "prelim-learning-objective": (
+        ("reference_impls/algorithms/grpo/grpo.py", "grpo_loss",
+         "the objective as optimised: group-relative advantages of the episode rewards times clipped token "
+         "ratios, averaged over the model's own tokens (environment tokens masked out)"),
+        ("reference_impls/algorithms/grpo/grpo.py", "GRPO.objective",
+         "the same objective written out in LaTeX from the row's options (shown beside each row)"),
+    ),
+}
 
 
 #: algorithm nodes with no implementation yet, and why (the node page says so instead of a "Run this")

@@ -6,7 +6,9 @@ Nothing here lists them by hand:
   :class:`~reference_impls.algorithm.Algorithm` with a ``name``, the value ``--algo`` takes) and may end
   with ``IMPLEMENTATIONS``, the rows (presets) it ships;
 - an environment module under ``envs/`` declares ``ENV_SPECS`` (collected by ``envs.ENVS``) and may end with
-  its own ``IMPLEMENTATIONS`` (that environment under an existing algorithm).
+  its own ``IMPLEMENTATIONS`` (that environment under an existing algorithm);
+- a framework adapter (``ADAPTER_MODULES``: the TRL/verl export, the verl tool) may end with ``IMPLEMENTATIONS``,
+  the recipe whose run it carries to that framework (its ``source`` is then the adapter, which the Lab shows).
 
 So adding an algorithm or an environment is one new file (and its test); a user's own plugs in from outside
 the package with ``--algo-module`` (:func:`load_algo_module`) or ``--env-module``. A row's ``source`` is the file of
@@ -55,6 +57,16 @@ def env_modules() -> tuple[ModuleType, ...]:
     return tuple(_walk(envs_package, lambda name: name))
 
 
+#: modules outside algorithms/ and envs/ that declare rows: the adapters to other frameworks (they import no
+#: registry, so collecting them makes no import loop)
+ADAPTER_MODULES = ("reference_impls.export", "reference_impls.verl_tool")
+
+
+@cache
+def adapter_modules() -> tuple[ModuleType, ...]:
+    return tuple(importlib.import_module(name) for name in ADAPTER_MODULES)
+
+
 @cache
 def algorithms() -> dict[str, type[Algorithm]]:
     """name -> class, for every class that an algorithm module defines with a ``name`` of its own."""
@@ -77,8 +89,10 @@ def _declared_rows(module: ModuleType) -> list[Implementation]:
 
 @cache
 def implementations() -> tuple[Implementation, ...]:
-    """Every runnable implementation: the algorithm modules' rows, then the environment modules' rows."""
-    rows = [row for module in algorithm_modules() + env_modules() for row in _declared_rows(module)]
+    """Every runnable implementation: the algorithm modules' rows, the environment modules' rows, then the
+    framework adapters' rows."""
+    rows = [row for module in algorithm_modules() + env_modules() + adapter_modules()
+            for row in _declared_rows(module)]
     seen: dict[str, Implementation] = {}
     for row in rows:
         if row.id in seen:

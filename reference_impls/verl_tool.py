@@ -17,16 +17,24 @@ written down, pinned to one commit, in ``reference_impls/verl_tool_interface.yam
 - ``calc_reward``: the environment's episode reward so far (0 until the episode ends).
 
 ``tool_config("calculator")`` is the config file verl reads (``multi_turn.tool_config_path``).
+``python -m reference_impls.verl_tool --env calculator --run RUN --out DIR`` writes it as ``DIR/tool_config.yaml``
+and, for a run of this project, ``DIR/verl_agentic.yaml``: the run's GRPO recipe as a verl trainer config whose
+multi-turn rollout names that tool file, both checked against the pinned copies of verl's formats (not run here).
 """
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 import uuid
 from pathlib import Path
 
 import yaml
 
 from .envs.gym_text import TextEnv
-from .options import ConfigError, close_matches
+from .implementations import Implementation
+from .options import ConfigError, close_matches, key_values
+from .rundir import RunDir, RunDirError
 
 INTERFACE = Path(__file__).resolve().parent / "verl_tool_interface.yaml"
 ARGUMENTS = ("argument", "answer")
@@ -163,3 +171,87 @@ class AtlasVerlTool:
 
     async def release(self, instance_id: str, **kwargs) -> None:
         self._instances.pop(instance_id, None)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the command line: the files an agentic RL framework on verl reads
+
+def agentic_config(run: Path, tool_config_path: str) -> dict:
+    """The GRPO recipe of ``run`` (a run folder of this project) as a verl trainer config whose multi-turn
+    rollout calls the environment as the tool of ``tool_config_path``, checked against verl's pinned schema."""
+    from .export import check_verl_config, trl_config, verl_config
+
+    cfg = RunDir(run).read_config()
+    if not cfg:
+        raise RunDirError(f"--run {run}: no config.json (not a run folder)")
+    kwargs, _ = trl_config(cfg)
+    config = verl_config(cfg, kwargs)
+    config["actor_rollout_ref"]["rollout"]["multi_turn"]["tool_config_path"] = tool_config_path
+    config["data"]["return_raw_chat"] = True  # verl's multi-turn rollout renders the chat itself
+    check_verl_config(config)
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reference_impls.verl_tool",
+                                     description="Write the verl tool config of an environment (and, with --run, "
+                                                 "the run's recipe as a verl multi-turn trainer config).")
+    parser.add_argument("--env", default="calculator", help="an environment with a tool (train --list names them)")
+    parser.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option of the environment (repeatable)")
+    parser.add_argument("--run", help="a run folder of this project (GRPO family): also write verl_agentic.yaml")
+    parser.add_argument("--out", required=True, help="folder to write (a new or empty one)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    try:
+        options = key_values(args.env_option)
+        files = {"tool_config.yaml": yaml.safe_dump(tool_config(args.env, options), sort_keys=False)}
+        if args.run:
+            config = agentic_config(Path(args.run), "tool_config.yaml")
+            files["verl_agentic.yaml"] = ("# verl trainer config (NOT RUN HERE): the run's recipe with the "
+                                          "environment as a tool; fields checked against "
+                                          "reference_impls/verl_config_schema.yaml. Run verl from this folder "
+                                          "(tool_config_path is relative).\n"
+                                          + yaml.safe_dump(config, sort_keys=False))
+        if out.exists() and not out.is_dir():
+            raise RunDirError(f"--out {out}: this is a file, not a folder")
+        taken = [name for name in files if (out / name).exists()]
+        if taken:
+            raise RunDirError(f"--out {out}: already holds {', '.join(taken)}; give a new or empty folder")
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text)
+    except (ConfigError, RunDirError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps({"out": str(out), "files": sorted(files)}))
+    return 0
+
+
+# -- the row of node fw-agentic-rl: what runs here, and the adapter that carries it to verl --
+IMPLEMENTATIONS = (
+    Implementation(
+        "calculator-grpo-verl-tool", "Calculator agent as a verl multi-turn tool (GRPO)", "grpo", "calculator",
+        "The multi-turn calculator agent that agentic RL frameworks built on verl train: it runs here with this "
+        "project's trainer; python -m reference_impls.verl_tool --env calculator --run RUN --out DIR writes the "
+        "verl tool config and trainer config for the same recipe, checked offline.",
+        nodes=("fw-agentic-rl",),
+        changes="The training run is calculator-grpo's (same loss, same options): on CPU the model writes "
+                "<calc>..</calc> tool calls, the environment's results are appended as loss-masked tokens, and "
+                "the episode reward comes at the answer. An agentic framework on verl drives the same episode "
+                "through a tool object: AtlasVerlTool (reference_impls/verl_tool.py) has verl's BaseTool methods "
+                "(create per trajectory, execute per tool call with JSON arguments {argument} or {answer}, "
+                "calc_reward, release), each call handed to the environment as the tags above, so rewards and "
+                "error observations are the environment's own. Its command line writes tool_config.yaml "
+                "(checked against the pinned copy of verl's tool interface and config format, "
+                "reference_impls/verl_tool_interface.yaml) and verl_agentic.yaml (the run's recipe with "
+                "multi_turn.enable and tool_config_path set, checked against "
+                "reference_impls/verl_config_schema.yaml). verl itself (Ray, a GPU inference engine) is not "
+                "installed here; the tests play episodes through the tool's coroutines, not through verl.",
+        paper="verl (HybridFlow: A Flexible and Efficient RLHF Framework, arXiv 2409.19256); the recipe's "
+              "algorithm is GRPO (arXiv 2402.03300)"),
+)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -20,7 +20,7 @@ def parts(blocks, kind):
 
 
 def test_sections_come_in_the_page_order():
-    assert [s.name for s in SECTIONS] == ["implementations", "measured learning", "claims", "comparison",
+    assert [s.name for s in SECTIONS] == ["implementations", "in the code", "measured learning", "claims", "comparison",
                                           "value search", "not implemented", "proxy", "pass@k", "family", "tour"]
 
 
@@ -214,3 +214,19 @@ def test_the_tour_is_on_the_node_page():
     assert "[General-purpose RL frameworks](taxonomy?node=fw-general-rl)" in text
     assert "(lab?impl=gymnasium-frozenlake-grpo&preset=" in text
     assert not any(e.proto.label == "Run the family's base" for e in at.get("page_link"))
+
+
+def test_a_preliminary_node_shows_its_rows_and_where_its_concept_is_in_the_code(catalog):
+    """Issue 65: each of the survey's six preliminaries nodes runs the one-step and the multi-turn row and names
+    the file and function that are its concept."""
+    from reference_impls.implementations import CONCEPT_CODE, PRELIMINARY_NODES
+
+    for node in PRELIMINARY_NODES:
+        sections = shown(catalog, node)
+        assert list(sections)[:2] == ["implementations", "in the code"], node
+        runs = [p.body for p in parts(sections["implementations"], "link")]
+        assert {r.query["impl"] for r in runs} >= {"calculator-one-step-grpo", "calculator-multi-turn-grpo"}, node
+        [text] = [p.body for p in parts(sections["in the code"], "markdown")]
+        for path, name, _ in CONCEPT_CODE[node]:
+            assert f"`{name}`" in text and path in text, (node, name)
+    assert "in the code" not in shown(catalog, "alg-grpo")

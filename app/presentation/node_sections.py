@@ -3,7 +3,8 @@ in order: each ``NodeSection`` says whether it applies to a node and builds what
 ``Part``s (Markdown, captions, an equation, a table, an info note, a page link), which the page renders
 whatever the section. A new node-specific feature is a new entry in ``SECTIONS``, not a branch in the page.
 
-    SECTIONS, in order: implementations (each with "Run this"), measured learning (the learning preset's
+    SECTIONS, in order: implementations (each with "Run this"), in the code (where a concept node's idea is
+    code: ``reference_impls.implementations.CONCEPT_CODE``, the survey's preliminaries), measured learning (the learning preset's
     measured curve on each of their environments, from the shipped records), claims ("Does it do what the paper
     says?": each claim about its implementations, its paired ablation's figure and verdict, issue 61),
     comparison (its rows in the comparison grids),
@@ -343,7 +344,8 @@ def passk_note(grids) -> ProxyNote:
     (grids with a passk file, shipped or the user's own), with a link to the first grid's first such environment on
     the Compare page, or how to measure them when none is."""
     measured = [(g.spec.get("name", ""), sorted(g.passk), g.key) for g in grids if g.passk]
-    how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1..64, "
+    how = ("Measure it on a comparison grid with `python -m lab.compare passk GRID --env ENV` (pass@k for k = 1 up to "
+           "the grid's samples: 64 in core, 256 in debate, the grid of this node's row calculator-grpo-passk; "
            "unbiased estimator, temperature 1, on held-out problems); the curves then appear on the Compare page.")
     if not measured:
         return ProxyNote("Measured here: pass@k before and after RL (no curves yet).",
@@ -474,8 +476,23 @@ def _tour(ctx: NodeContext) -> list[Block]:
 
 
 # -- the sections, in the order a node page shows them ---------------------------------------------------
+def _concept_code(ctx: NodeContext) -> list[Block]:
+    from reference_impls.implementations import CONCEPT_CODE
+
+    lines = [f"- `{name}` in {path}: {md_escape(what)}" for path, name, what in CONCEPT_CODE[ctx.node]]
+    return [Block((Part("markdown", "**In the code.** Where this concept is, in the environment and the trainer "
+                                    "the rows above run:\n\n" + "\n".join(lines)),))]
+
+
+def _has_concept_code(node_id: str) -> bool:
+    from reference_impls.implementations import CONCEPT_CODE
+
+    return node_id in CONCEPT_CODE
+
+
 SECTIONS: tuple[NodeSection, ...] = (
     NodeSection("implementations", lambda c: bool(c.impls), _implementations),
+    NodeSection("in the code", lambda c: _has_concept_code(c.node), _concept_code),
     NodeSection("measured learning", lambda c: bool(c.impls), _measured_learning),
     NodeSection("claims", lambda c: bool(c.impls), _claims),
     NodeSection("comparison", lambda c: bool(c.impls), _comparison),

@@ -25,6 +25,12 @@ Reward
     (``CalculatorConfig.format_reward``, default ``0.0`` = off) adds that amount whenever the episode
     ends with a parseable ``<answer>`` number, right or wrong (a shaping term that helps a model that
     never closes the tag; keep it off to measure accuracy).
+Two forms of one task (``CalculatorConfig.mode``, the survey's Sec. 2 distinction)
+    ``tool`` (the default): a multi-turn POMDP. The agent sees text observations (the question, then each
+    ``<result>``), not the hidden state (the problem's true answer, the calls used); its actions are tool calls
+    or the answer; the calculator's results are the transitions; the reward is paid on the trajectory's last
+    step. ``direct``: a one-step MDP, ordinary LLM RL: one prompt, one answer, one reward, no tool; whatever the
+    first turn writes ends the episode.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 
+from ..implementations import PRELIMINARY_NODES, Implementation
 from ..options import Options, option
 from . import EnvSpec, StepResult, ToolSpec
 from .arith import CalcError, evaluate, format_number, parse_number
@@ -44,6 +51,11 @@ TOOL = ToolSpec(
     call_close="</calc>",
     result_open="<result>",
     result_close="</result>",
+)
+
+DIRECT_PROMPT = (
+    "Solve the problem. Write only the final number as <answer>number</answer>.\n"
+    "Example: <answer>36</answer>"
 )
 
 SYSTEM_PROMPT = (
@@ -238,6 +250,10 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
     return [make_problem(chosen[i % len(chosen)], split, seed, i // len(chosen)) for i in range(n)]
 
 
+#: the two forms of the task: a multi-turn POMDP with the tool, a one-step MDP without it
+MODES = ("tool", "direct")
+
+
 @dataclass
 class CalculatorConfig(Options):
     """The calculator's options (``--env-option KEY=VALUE``, the Lab's form)."""
@@ -250,6 +266,9 @@ class CalculatorConfig(Options):
                                  high=64, aliases=("max_turns",))
     format_reward: float = option(0.0, "Bonus for ending with a parseable <answer> number, right or wrong "
                                   "(0 = off; keep it off to measure accuracy).", low=0.0, high=10.0)
+    mode: str = option("tool", "tool: a multi-turn POMDP (calculator calls, their results, then the answer); "
+                       "direct: a one-step MDP (one prompt, one answer, one reward; no tool).",
+                       choices=MODES)
 
 
 class CalculatorEnv:
@@ -261,6 +280,8 @@ class CalculatorEnv:
     def __init__(self, problem: Problem, config: CalculatorConfig | None = None):
         self.problem = problem
         self.config = config or CalculatorConfig()
+        if self.config.mode == "direct":
+            self.stop_strings = (TOOL.answer_close,)  # the one action is the answer
         self.tool_calls = 0
         self.tool_steps: list[dict] = []
         self.values_reached: set = set()
@@ -272,7 +293,8 @@ class CalculatorEnv:
         self.tool_calls = 0
         self.tool_steps = []
         self.values_reached = set()
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.problem.question}]
+        prompt = DIRECT_PROMPT if self.config.mode == "direct" else SYSTEM_PROMPT
+        return [{"role": "system", "content": prompt}, {"role": "user", "content": self.problem.question}]
 
     def score(self, answer_text: str | None) -> tuple[float, bool]:
         value = parse_number(answer_text) if answer_text is not None else None
@@ -281,6 +303,15 @@ class CalculatorEnv:
         return reward, correct
 
     def step(self, model_text: str) -> StepResult:
+        """The transition: a tool call gets its result and the episode goes on (reward 0); an answer, a turn
+        with no tag, or a call past ``max_tool_calls`` ends it with the reward of :meth:`score`. In ``direct``
+        mode the first turn always ends the episode: its ``<answer>`` is scored, anything else earns 0."""
+        if self.config.mode == "direct":
+            answer = TOOL.find_answer(model_text)
+            text = answer.group(1) if answer is not None else None
+            reward, correct = self.score(text)
+            return StepResult(None, True, reward, {"correct": correct, "answer": text and text.strip(),
+                                                   "tool_calls": 0, **self.step_info()})
         action = TOOL.first_action(model_text)
         if action is not None and action[0] == "answer":
             answer = action[1]
@@ -316,10 +347,12 @@ class CalculatorEnv:
                 "reference_steps_matched": len(reference & self.values_reached), "reference_steps": len(reference)}
 
 
-def demonstration(problem: Problem) -> list[tuple[str, str]]:
+def demonstration(problem: Problem, config: CalculatorConfig | None = None) -> list[tuple[str, str]]:
     """Segments of a correct transcript: ``[("model", "<calc>..</calc>"), ("env", "<result>..</result>"),
-    ..., ("model", "<answer>..</answer>")]``."""
+    ..., ("model", "<answer>..</answer>")]``; in ``direct`` mode the answer alone."""
     segments: list[tuple[str, str]] = []
+    if config is not None and config.mode == "direct":
+        return [("model", f"{TOOL.answer_open}{format_number(problem.answer)}{TOOL.answer_close}")]
     for expr in problem.steps:
         segments.append(("model", f"{TOOL.call_open}{expr}{TOOL.call_close}"))
         segments.append(("env", f"{TOOL.result_open}{format_number(evaluate(expr))}{TOOL.result_close}"))
@@ -407,6 +440,62 @@ SPEC = EnvSpec(
     "calculator", CalculatorConfig, _problems, CalculatorEnv, demonstration, title="calculator tool use",
     # the warm start demonstrates the narrow SFT families (every level): RL trains on every family, so
     # the others are where it has something to learn
-    demonstration_options={"families": SFT_FAMILIES}, steps=STEPS)
+    demonstration_options={"families": SFT_FAMILIES}, steps=STEPS, demonstration_takes_config=True)
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- the survey's preliminaries (Sec. 2): one task as a one-step MDP and as a multi-turn POMDP --
+_SURVEY = "The Landscape of Agentic Reinforcement Learning for LLMs: A Survey (Zhang et al., arXiv 2509.02547), Sec. 2"
+IMPLEMENTATIONS = (
+    Implementation(
+        "calculator-one-step-grpo", "One-step MDP: the word problem answered directly (GRPO)", "grpo", "calculator",
+        "Ordinary LLM RL, the degenerate MDP the survey contrasts with agentic RL: one prompt, one answer, one "
+        "reward, no tool. Same problems, same reward and same trainer as the multi-turn row beside it.",
+        env_options={"mode": "direct"}, nodes=PRELIMINARY_NODES,
+        changes="State: the prompt alone (system text and question; CalculatorEnv.reset in "
+                "reference_impls/envs/calculator.py). Action: the whole answer, one turn of tokens. Transition: "
+                "none; CalculatorEnv.step ends the episode on the first turn whatever it says. Reward: "
+                "CalculatorEnv.score, 1 when the number in <answer> equals the true value. Horizon T = 1, so "
+                "the objective is the expected reward of one sampled answer and GRPO's group advantage compares "
+                "answers to the same prompt. Run it beside calculator-multi-turn-grpo with the same seed to "
+                "compare the two forms of one task.",
+        paper=_SURVEY,
+        equation=r"T=1:\quad y\sim\pi_\theta(\cdot\mid x),\quad G=r(x,y)\in\{0,1\}"),
+    Implementation(
+        "calculator-multi-turn-grpo", "Multi-turn POMDP: the word problem solved with calculator calls (GRPO)",
+        "grpo", "calculator",
+        "Agentic RL on the same task: the policy acts over several turns (calculator calls, then the answer), "
+        "sees only text observations, and gets one reward for the whole trajectory.",
+        env_options={"mode": "tool"}, nodes=PRELIMINARY_NODES,
+        changes="Hidden state: the problem's true answer and the calls used so far (CalculatorEnv in "
+                "reference_impls/envs/calculator.py); the agent observes only text (the question at reset, then "
+                "each <result>). Actions: a <calc> call or the <answer>, parsed by ToolSpec.first_action "
+                "(reference_impls/envs/__init__.py). Transitions: CalculatorEnv.step evaluates the call "
+                "(arith.evaluate, never eval) and returns the result; the rollout appends it as loss-masked "
+                "tokens (run_episodes in reference_impls/rollout.py). Reward: CalculatorEnv.score on the last "
+                "step only (a sparse trajectory reward). Objective: the expected trajectory return, optimised by "
+                "GRPO's clipped loss over the model's tokens only (grpo_loss in "
+                "reference_impls/algorithms/grpo/grpo.py).",
+        paper=_SURVEY,
+        equation=r"o_t=O(s_t),\ a_t\sim\pi_\theta(\cdot\mid o_{\le t},a_{<t}),\ s_{t+1}=P(s_t,a_t),\quad "
+                 r"G(\tau)=\textstyle\sum_{t=0}^{T-1}r(s_t,a_t)=r(s_{T-1},a_{T-1})"),
+    Implementation(
+        "calculator-grpo-passk", "Does RL sharpen or expand? GRPO measured by pass@k up to k = 256 (calculator)",
+        "grpo", "calculator",
+        "The RL arm of the sharpen-or-expand test: GRPO on the calculator, whose checkpoints the debate grid "
+        "samples 256 times per test problem beside the untrained model and the warm start, to read pass@k from "
+        "k = 1 to k = 256.",
+        nodes=("mechanistic-debate",),
+        changes="Training is calculator-grpo's; what the row adds is the measurement the debate asks for. If RL "
+                "only sharpens, its pass@1 rises while its pass@k at large k stays at or below the warm start's "
+                "(the base model could already sample the answer); if it expands, pass@256 rises too. The grid "
+                "lab/recipes/grids/debate.yaml names this row's pass@k before any result (50 test problems, 256 "
+                "samples each at temperature 1, unbiased estimator pass_at_k in reference_impls/stats.py, tested "
+                "at k = 1 and k = 256 with the crossed seeds x problems test). Run it with python -m lab.compare "
+                "run debate --env calculator, then python -m lab.compare passk debate --env calculator (256 "
+                "samples x 50 problems x 5 models is hours on a CPU; a GPU machine or a smaller samples value in "
+                "a copy of the grid for a first look). The curves appear on the Compare page and on this node.",
+        paper="Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the Base Model? "
+              "(Yue et al., arXiv 2504.13837), whose test this is: pass@k of base and RL models up to k = 256"),
+)

@@ -88,7 +88,7 @@ class LoopholeEnv(CalculatorEnv):
 
 SPEC = EnvSpec("loophole", LoopholeConfig, _problems, LoopholeEnv, demonstration,
                title="calculator with a hackable checker (reward hacking)",
-               demonstration_options={"families": SFT_FAMILIES})
+               demonstration_options={"families": SFT_FAMILIES}, demonstration_takes_config=True)
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
 

@@ -149,9 +149,10 @@ def test_the_shipped_memory_measurement_is_on_the_memory_node(catalog):
 
 # -- the guided tours of the survey's prose and root nodes ----------------------------------------------------
 
-#: the survey's prose sections and the roots of its map (issue 65): each links to a tour of its children's implementations
+#: the survey's prose sections, the roots of its map and two grouping nodes (task-others, env-domain-specific) (issue
+#: 65): each links to a tour of its children's implementations
 PROSE_AND_ROOTS = ("introduction", "preliminaries", "challenges", "conclusion", "capabilities", "tasks", "task-others",
-                   "environments", "frameworks")
+                   "environments", "frameworks", "env-domain-specific")
 
 
 def test_the_prose_and_root_nodes_and_only_they_show_a_tour(catalog):
@@ -183,6 +184,14 @@ def test_a_tour_stops_at_each_child_with_what_runs_under_it(catalog):
             assert (stop.start is None) == (not ids) and (stop.start is None or stop.start.id in ids)
     general = {s.node: s for s in tour_stops(catalog, "frameworks")}["fw-general-rl"]
     assert general.start.id == "gymnasium-frozenlake-grpo"
+
+
+def test_the_domain_specific_tour_stops_at_each_field_and_starts_with_its_environment(catalog):
+    stops = {s.node: s for s in tour_stops(catalog, "env-domain-specific")}
+    assert list(stops) == catalog.taxonomy.children["env-domain-specific"]
+    assert stops["env-science-research"].start.id == "science-grpo"
+    assert stops["env-biomedical"].start.id == "biomed-grpo"
+    assert all(s.start is None for n, s in stops.items() if n not in ("env-science-research", "env-biomedical"))
 
 
 def test_the_introduction_and_the_conclusion_tour_the_roots_of_the_map(catalog):

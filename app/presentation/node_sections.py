@@ -415,6 +415,11 @@ TOURS: dict[str, str] = {
                    "for it, or names the closest runnable stand-in and why.",
     "environments": "Where agents are trained and tested, by kind of environment. Each stop maps a kind onto the "
                     "environments of this project that play that role.",
+    "env-domain-specific": "Environments built around one field's work: running experiments, engineering "
+                           "machine-learning systems, answering from biomedical knowledge, security tasks. Each stop "
+                           "is one field; its runnable stand-in here is small and keeps the task's shape (what the "
+                           "agent may do, what earns the reward), never the field's real data or tools, and its "
+                           "page says what it simplifies.",
     "frameworks": "The software that runs RL for language models. This project trains with its own small trainer; "
                   "a stop with an implementation shows where that trainer and its environments meet that kind of "
                   "framework, in the framework's own interface or format.",

@@ -411,7 +411,7 @@ from ..implementations import Implementation  # noqa: E402
 IMPLEMENTATIONS = (
     Implementation("webshop-grpo", "WebShop-style shopping agent (GRPO)", "grpo", "webshop", "A multi-turn agent that searches a simulated shop, opens products, picks color and size and "
                    "buys; rewarded by how many of the instruction's attributes the purchase matches.",
-                   nodes=("gui-rl-interactive", "env-gui"),
+                   nodes=("gui-rl-interactive", "env-gui", "env-web"),
                    changes="Keeps the interactive web-agent loop of WebShop-style GUI RL: an instruction with "
                            "attributes and a budget, a site with search, result lists, product pages with options "
                            "and a buy button, numbered elements to act on, distractor products that miss one "
@@ -421,7 +421,7 @@ IMPLEMENTATIONS = (
                            "product that fits."),
     Implementation("web-step-grpo", "One GUI action on a shop page (GRPO)", "grpo", "web-step", "Static GUI action prediction: given the instruction, the actions so far and the current page, "
                    "predict the expert's next action; reward 1 when it matches.",
-                   nodes=("gui-rl-static",),
+                   nodes=("gui-rl-static", "env-web"),
                    changes="Keeps the static setting of GUI-R1 / UI-R1-style RL: one screen, an instruction and the "
                            "history, one action scored by a rule against the ground-truth action (here the element "
                            "number, or for a search any query whose results contain the target). Simplifies: the "

@@ -9,17 +9,9 @@ from reference_impls.envs import get_env
 from reference_impls.envs.biomed import (FAMILIES, MAX_NAME_CHARS, SPLITS, BiomedConfig, BiomedEnv, knowledge_base)
 from reference_impls.options import ConfigError
 
+from episode_replay import play
+
 SPEC = get_env("biomed")
-
-
-def play(env, texts):
-    env.reset()
-    result = None
-    for text in texts:
-        result = env.step(text)
-        if result.done:
-            break
-    return result
 
 
 def names(kb):

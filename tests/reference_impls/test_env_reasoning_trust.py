@@ -17,6 +17,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from reference_impls.envs import get_env  # noqa: E402
 from reference_impls.envs import abstain, loophole, thinking  # noqa: E402
 
+from episode_replay import play  # noqa: E402
+
 NAMES = ("thinking", "thinking-calc", "abstain", "loophole")
 
 
@@ -25,14 +27,7 @@ def _key(p):
 
 
 def _replay(spec, problem, texts, **options):
-    env = spec.make(problem, **options)
-    env.reset()
-    result = None
-    for text in texts:
-        result = env.step(text)
-        if result.done:
-            break
-    return result
+    return play(spec.make(problem, **options), texts)
 
 
 # -- generators, splits, demonstrations ---------------------------------------------------------------------

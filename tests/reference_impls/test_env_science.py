@@ -13,17 +13,9 @@ from reference_impls.envs.science import (MAX_LAW_CHARS, SPLITS, LawError, Probl
                                           evaluate, parse_law, parse_measure)
 from reference_impls.options import ConfigError
 
+from episode_replay import play
+
 SPEC = get_env("science")
-
-
-def play(env, texts):
-    env.reset()
-    result = None
-    for text in texts:
-        result = env.step(text)
-        if result.done:
-            break
-    return result
 
 
 # -- problems and splits --

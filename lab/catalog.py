@@ -202,14 +202,14 @@ def implementation_for(config: dict) -> str | None:
     if algorithm is None:
         return None
     # an option the config leaves out has its default (a CLI run may give only --loss-type)
-    algo_config = {s.name: s.default for s in specs(algorithm.Config)}
-    algo_config.update({k: v for k, v in config.items() if k in algo_config})
+    algo_defaults = {s.name: s.default for s in specs(algorithm.Config)}
+    algo_config = {**algo_defaults, **{k: v for k, v in config.items() if k in algo_defaults}}
     algo_config.update(config.get("algo_config") or {})
     try:
-        env_options = {s.name: s.default for s in get_env(env).option_specs()}
+        env_defaults = {s.name: s.default for s in get_env(env).option_specs()}
     except (KeyError, ValueError):
-        env_options = {}
-    env_options.update(config.get("env_options") or {})
+        env_defaults = {}
+    env_options = {**env_defaults, **(config.get("env_options") or {})}
 
     def same(a, b) -> bool:
         return list(a) == list(b) if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) else a == b
@@ -220,7 +220,10 @@ def implementation_for(config: dict) -> str | None:
             continue
         switches = [(algo_config, impl.algo_options), (env_options, impl.env_options)]
         if all(k in have and same(have[k], v) for have, wanted in switches for k, v in wanted.items()):
-            size = len(impl.algo_options) + len(impl.env_options)
+            # a switch that names the default distinguishes nothing (calculator-multi-turn-grpo's mode "tool"
+            # is every calculator run's): only the others count, and a tie keeps the row listed first
+            size = sum(not same(v, defaults.get(k)) for defaults, wanted in
+                       ((algo_defaults, impl.algo_options), (env_defaults, impl.env_options)) for k, v in wanted.items())
             if size > best_size:
                 best, best_size = impl.id, size
     return best

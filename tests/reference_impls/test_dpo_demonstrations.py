@@ -37,7 +37,7 @@ def test_the_chosen_episode_is_the_replayed_verified_demonstration(tiny, problem
 
 def test_a_demonstration_the_env_does_not_verify_is_refused(tiny, problem):
     _, tok = tiny
-    wrong = replace(calculator.SPEC, demonstration=lambda p: [("model", "<answer>-1</answer>")])
+    wrong = replace(calculator.SPEC, demonstration=lambda p, config=None: [("model", "<answer>-1</answer>")])
     assert dpo.demonstration_episode(tok, wrong, problem, {}, [1, 2, 3]) is None
 
 

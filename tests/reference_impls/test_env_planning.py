@@ -14,6 +14,8 @@ from reference_impls.envs import get_env  # noqa: E402
 from reference_impls.envs import frozenlake, household, sokoban  # noqa: E402
 from reference_impls.envs.gridgames import parse_moves  # noqa: E402
 
+from episode_replay import play  # noqa: E402
+
 NAMES = ("frozenlake", "sokoban", "household")
 ALL_LEVELS = {"frozenlake": (1, 2, 3, 4), "sokoban": (1, 2, 3), "household": (1, 2, 3)}
 
@@ -46,14 +48,7 @@ def test_heldout_is_disjoint_from_train(name):
 
 
 def _play(spec, problem, texts):
-    env = spec.make(problem)
-    env.reset()
-    result = None
-    for t in texts:
-        result = env.step(t)
-        if result.done:
-            break
-    return result
+    return play(spec.make(problem), texts)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -6,7 +6,8 @@ One stage is one (environment, seed, arm):
   trained by the trainer's command line, ``python -m reference_impls.train --config ...``, in a subprocess;
 * ``control``: the same config, the same seed (so the same warm start, problems and sampling seeds), with the
   learning rate at ``CONTROL_LR`` = 0: AdamW then leaves every weight as it is (its step and its weight decay
-  are both scaled by the rate), so the control's final model is the warm start.
+  are both scaled by the rate), so the control's final model is the warm start. It also runs with ``update: false``
+  (``--no-update``): every step's episodes are the same as with the update at lr 0, and no loss is computed.
 
 After training, the stage scores the run's final model greedily on held-out problems that no run trains on
 (``lab.compare.heldout.evaluate_heldout``: the environment's ``heldout`` split, ``EVAL_N`` problems of seed
@@ -46,6 +47,7 @@ import yaml
 from lab import catalog, recipes
 from lab.compare.folder import atomic_json
 from lab.compare.provenance import Host, provenance
+from reference_impls.run_config import ALGORITHMS, supports_no_update
 from reference_impls.stats import LEVEL, compare, config_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,6 +123,9 @@ def stage_config(env: str, seed: int, arm: str, model: str | None = None, overri
     config["checkpoint_every"] = config["steps"]  # the final model is what held-out scores
     if arm == "control":
         config["lr"] = CONTROL_LR
+        # the same episodes without computing a loss that lr 0 would discard (reference_impls/run_config.py)
+        if supports_no_update(ALGORITHMS[config["algo"]]):
+            config["update"] = False
     errors = catalog.validate(impl, config)
     if errors:
         raise SystemExit(f"{env} {arm} seed {seed}: invalid config: {errors}")
@@ -374,8 +379,9 @@ def memory_table(records: dict[str, dict[int, dict]], add_only: dict | None, see
 
 
 def _settings_key(record: dict) -> str:
-    """A record's settings apart from what differs by design between stages (seed, learning rate, folder)."""
-    config = {k: v for k, v in (record.get("config") or {}).items() if k not in ("seed", "lr", "out")}
+    """A record's settings apart from what differs by design between stages (seed, learning rate and the
+    control's skipped update, folder)."""
+    config = {k: v for k, v in (record.get("config") or {}).items() if k not in ("seed", "lr", "out", "update")}
     split = (record.get("heldout") or {}).get("split", "heldout")
     return json.dumps({"model": record.get("model"), "split": split, **config}, sort_keys=True)
 

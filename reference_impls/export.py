@@ -44,6 +44,7 @@ NO_TRL_EQUIVALENT = {
                         "but is not dropped and not re-sampled); not exported",
     "micro_batch_size": "memory only: use per_device_train_batch_size / gradient_accumulation_steps in TRL",
     "max_wall_s": "no wall-clock stop in TRL; not exported",
+    "update": "--no-update is a benchmark's no-update control (lr 0, no loss computed); not exported",
     "share_prompts": "our prompt-sharing forward; TRL scores each row separately (same result, more compute)",
     "sft_steps": "the warm start is not part of TRL's run: export a run after its warm start (its checkpoint is "
                  "the model), or run python -m reference_impls.sft first",

@@ -42,6 +42,11 @@ class TrainConfig:
     # 0 is allowed: the no-update control of a learning claim (same seeds, problems and samples, weights unchanged)
     lr: float = option(1e-5, "AdamW learning rate (0: a no-update control run). 1e-6..2e-5 for SmolLM2; the tiny "
                        "model tolerates far more.", low=0.0, high=1.0, aliases=("learning_rate",))
+    # the control arm of benchmarks/learn_presets.py: its rewards are the lr-0 run's (every step reseeds from
+    # (seed, step, rank) and the policy does not change), without the update's time (about 2/3 of a step)
+    update: bool = option(True, "Update the policy each step. --no-update (with --lr 0) is the no-update control: "
+                          "each step samples and scores its episodes as the trained run does, and no loss is "
+                          "computed.")
     weight_decay: float = option(0.0, "AdamW weight decay.", low=0.0, high=1.0)
     max_grad_norm: float = option(1.0, "Gradient norm clip.", low=1e-6, high=1e6)
     prompts_per_step: int = option(4, "P: distinct problems per step (per rank); a step rolls out P x G episodes.",
@@ -104,6 +109,12 @@ class Resolved:
     task: EnvSpec
     env_cfg: object
 
+
+
+def supports_no_update(algo_cls: type[Algorithm]) -> bool:
+    """Whether ``--no-update`` gives the ``--lr 0`` run's episodes: the algorithm samples online and draws its
+    problems the default way (GRESO's or SRPO's draws depend on what their updates recorded)."""
+    return algo_cls.online and algo_cls.draw is Algorithm.draw
 
 
 def validate_model(name: str) -> None:
@@ -171,6 +182,16 @@ def resolve(cfg: TrainConfig, check_model: bool = True, task: EnvSpec | None = N
     if cfg.mini_batches > cfg.prompts_per_step * cfg.group_size:
         raise ConfigError(f"--mini-batches: {cfg.mini_batches} is more than the {cfg.prompts_per_step * cfg.group_size} "
                           "episodes of a step (--prompts-per-step x --group-size)", field="mini_batches")
+    if not cfg.update:
+        if cfg.lr != 0:
+            raise ConfigError(f"--no-update: the no-update control changes no weight; set --lr 0 with it (not "
+                              f"{cfg.lr:g}) so that its config says so", field="update")
+        if not supports_no_update(algo_cls):
+            raise ConfigError(f"--no-update: --algo {cfg.algo} "
+                              + ("trains on stored data and samples nothing" if not algo_cls.online else
+                                 "draws its problems from what its updates recorded, so a run without updates "
+                                 "would sample other problems than its --lr 0 run")
+                              + "; use --lr 0 for its control", field="update")
     algo_cls.check(algo_cfg, cfg, task)
     if cfg.rollout_engine == "vllm":
         from .vllm_engine import check_available

@@ -196,7 +196,10 @@ class Trainer:
             generated, rollout_s = float(rstats["generated_tokens"]), rstats["rollout_s"]
             env_s = float(rstats.get("env_s", 0.0))  # inside rollout_s: the environments' own step time
         t_update = time.time()
-        result = self.algo.update(self.ctx, batch)
+        if self.cfg.update:
+            result = self.algo.update(self.ctx, batch)
+        else:  # the no-update control (--no-update, --lr 0): these episodes are the lr-0 run's; nothing to learn
+            result = {"policy_updates": 0.0}
         update_s = time.time() - t_update
         if not isinstance(result, Metrics):
             result = Metrics().update(result)

@@ -135,3 +135,41 @@ def test_a_learning_rate_of_zero_is_a_no_update_control(fresh_tiny, tmp_path):
     metrics, _ = trainer.train_step()
     assert metrics["grad_norm"] > 0  # there was a gradient; the rate kept it from moving anything
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def _rewards_by_step(fresh_tiny, tmp_path, name: str, **options) -> tuple[list[float], dict]:
+    model, tok = fresh_tiny()
+    cfg = TrainConfig(algo="grpo", env="half_vocab", model="tiny", out=str(tmp_path / name), steps=3,
+                      prompts_per_step=2, group_size=4, max_new_tokens_per_turn=6, max_completion_tokens=6,
+                      micro_batch_size=8, train_pool=8, **options)
+    trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
+    trainer.t_start = 0.0
+    rewards = [trainer.train_step()[0]["reward_mean"] for _ in range(cfg.steps)]
+    return rewards, model.state_dict()
+
+
+def test_no_update_samples_what_the_lr_0_run_samples(fresh_tiny, tmp_path):
+    """--no-update (the learning benchmark's control arm) skips the loss: its rewards are the lr-0 run's, step by
+    step, and its weights stay the starting model's; a run that learns samples other rewards (the check bites)."""
+    import torch
+
+    start = fresh_tiny()[0].state_dict()
+    with_update, _ = _rewards_by_step(fresh_tiny, tmp_path, "lr0", lr=0.0)
+    without, weights = _rewards_by_step(fresh_tiny, tmp_path, "no-update", lr=0.0, update=False)
+    learning, _ = _rewards_by_step(fresh_tiny, tmp_path, "learns", lr=0.5)
+    assert without == with_update
+    assert learning[0] == with_update[0] and learning[1:] != with_update[1:]
+    assert all(torch.equal(start[k], v) for k, v in weights.items())
+
+
+def test_no_update_needs_lr_0_and_a_default_draw():
+    from reference_impls.options import ConfigError
+    from reference_impls.run_config import resolve
+
+    with pytest.raises(ConfigError, match="set --lr 0") as err:
+        resolve(TrainConfig(algo="grpo", model="tiny", lr=1e-5, update=False))
+    assert err.value.field == "update"
+    with pytest.raises(ConfigError, match="draws its problems") as err:
+        resolve(TrainConfig(algo="greso", model="tiny", lr=0.0, update=False))
+    assert err.value.field == "update"
+    assert resolve(TrainConfig(algo="grpo", model="tiny", lr=0.0, update=False)).cfg.update is False

@@ -109,14 +109,15 @@ class ProgressBar:
 
     def __call__(self, trainer) -> None:
         m = trainer.last_metrics
+        loss = f"{m['loss']:.4f}" if "loss" in m else "none (no update)"  # --no-update computes no loss
         if self.bar is not None:
-            self.bar.set_postfix(reward=f"{m['reward_mean']:.3f}", acc=f"{m['accuracy']:.2f}", loss=f"{m['loss']:.4f}")
+            self.bar.set_postfix(reward=f"{m['reward_mean']:.3f}", acc=f"{m['accuracy']:.2f}", loss=loss)
             self.bar.update(1)
             return
         done = trainer.step - self.initial
         eta = (time.time() - self.t0) / max(done, 1) * (self.total - trainer.step)
         print(f"step {trainer.step}/{self.total} reward {m['reward_mean']:.3f} acc {m['accuracy']:.2f} "
-              f"loss {m['loss']:.4f} {m['wall_s']:.0f}s ETA {eta:.0f}s", file=sys.stderr, flush=True)
+              f"loss {loss} {m['wall_s']:.0f}s ETA {eta:.0f}s", file=sys.stderr, flush=True)
 
     def close(self, trainer=None) -> None:
         if self.bar is not None:

@@ -173,3 +173,16 @@ def test_no_update_needs_lr_0_and_a_default_draw():
         resolve(TrainConfig(algo="greso", model="tiny", lr=0.0, update=False))
     assert err.value.field == "update"
     assert resolve(TrainConfig(algo="grpo", model="tiny", lr=0.0, update=False)).cfg.update is False
+
+
+def test_a_no_update_run_goes_through_the_cli(tmp_path, capsys):
+    """The CLI's callbacks (progress line, health, metrics.jsonl) take a step without a loss."""
+    from reference_impls.train import main
+
+    out = tmp_path / "run"
+    assert main(["--algo", "grpo", "--env", "calculator", "--model", "tiny", "--steps", "2", "--group-size", "2",
+                 "--prompts-per-step", "2", "--max-completion-tokens", "8", "--max-new-tokens-per-turn", "8",
+                 "--lr", "0", "--no-update", "--out", str(out)]) == 0
+    rows = RunDir(out).metrics()
+    assert [r["step"] for r in rows] == [1, 2] and all(r["policy_updates"] == 0 and "loss" not in r for r in rows)
+    assert "loss none (no update)" in capsys.readouterr().err

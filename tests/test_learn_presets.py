@@ -55,10 +55,12 @@ def test_every_environment_the_trainer_lists_has_a_learning_preset():
         assert config["impl"] == preset["impl"] and config["model"] == "smollm2-135m-instruct"
 
 
-def test_control_differs_from_rl_only_in_learning_rate():
+def test_control_differs_from_rl_only_in_learning_rate_and_skipped_update():
     rl, control = lp.stage_config("memory", 1, "rl"), lp.stage_config("memory", 1, "control")
     assert control["lr"] == lp.CONTROL_LR != rl["lr"]
-    assert {k: v for k, v in control.items() if k != "lr"} == {k: v for k, v in rl.items() if k != "lr"}
+    assert control["update"] is False and rl.get("update", True) is True  # --no-update: lr 0's episodes, no loss
+    by_design = ("lr", "update")
+    assert {k: v for k, v in control.items() if k not in by_design} == {k: v for k, v in rl.items() if k not in by_design}
     assert rl["seed"] == 1 and rl["checkpoint_every"] == rl["steps"]
     assert rl["sft_env"] == "memory-format"  # the memory preset's own settings apply
 

@@ -29,6 +29,7 @@ steps of the RL arm exceeds the control's, with the seed-paired 95% t interval o
 
     python -m benchmarks.learn_presets run --env memory --seeds 0 1 2
     python -m benchmarks.learn_presets report --json
+    python -m benchmarks.learn_presets report --markdown    # the table of docs/learn_presets.md
     python -m benchmarks.learn_presets ship --env memory     # the measured block into lab/recipes/learn/memory.yaml
 """
 from __future__ import annotations
@@ -434,6 +435,33 @@ def report(out: Path, envs: list[str] | None = None) -> list[dict]:
     return [env_report(out, env) for env in (envs or env_names())]
 
 
+def markdown_table(lines: list[dict]) -> str:
+    """The report as the table docs/learn_presets.md shows: one row per environment, "not measured" where fewer
+    than ``MIN_SEEDS`` seed pairs are recorded."""
+    def num(x, fmt="{:.3f}"):
+        return "-" if x is None else fmt.format(x)
+
+    def held(d):
+        return "-" if not d else f"{d['mean']:.2f}"
+
+    rows = ["| env | seeds | last quarter RL / control | diff [95% CI] | learns | held-out greedy before -> after "
+            "| median run | step: sampling + update | max load |", "|---|---|---|---|---|---|---|---|---|"]
+    for line in lines:
+        if line["seeds"] < MIN_SEEDS:
+            rows.append(f"| {line['env']} | {line['seeds']} | not measured | | | | | | |")
+            continue
+        st = line.get("step_time") or {}
+        step = (f"{st['step_s']:.1f} s: {st['rollout_s']:.1f} + {st['update_s']:.1f}"
+                if st.get("step_s") is not None else "-")
+        rows.append(f"| {line['env']} | {line['seeds']} | {num(line['reward_last'])} / {num(line['control_last'])} "
+                    f"| {num(line['diff'], '{:+.3f}')} [{num(line['ci_low'], '{:+.3f}')}, "
+                    f"{num(line['ci_high'], '{:+.3f}')}] | {'yes' if line['learns'] else 'no'} "
+                    f"| {held(line.get('heldout_before'))} -> {held(line.get('heldout_after'))} "
+                    f"| {num(line.get('wall_s_median'), '{:.0f} s')} | {step} "
+                    f"| {num(line.get('load_1min_max'), '{:.1f}')} |")
+    return "\n".join(rows)
+
+
 # -- ship: the measured block into the environment's learning preset --
 
 def measured_block(line: dict) -> dict:
@@ -474,6 +502,7 @@ def main(argv=None) -> int:
     parser.add_argument("command", nargs="?", default="run", choices=("run", "report", "ship", "_stage"))
     parser.add_argument("--report", action="store_true", help="same as the report command")
     parser.add_argument("--json", action="store_true", help="report: one JSON line per environment")
+    parser.add_argument("--markdown", action="store_true", help="report: the table of docs/learn_presets.md")
     parser.add_argument("--env", nargs="+", help="environments (default: every learning preset)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--model", choices=("tiny", "smollm2-135m-instruct"),
@@ -504,6 +533,8 @@ def main(argv=None) -> int:
         n = run(args.dir, envs, args.seeds, args.model, parse_overrides(args.set), args.eval_n, args.memory_sessions,
                 args.keep_runs, split=args.split, arms=tuple(args.arms))
         print(f"{n} stages run; records in {args.dir}")
+    elif command == "report" and args.markdown:
+        print(markdown_table(report(args.dir, envs)))
     elif command == "report":
         for line in report(args.dir, envs):
             if args.json:

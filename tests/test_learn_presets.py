@@ -381,3 +381,17 @@ def test_impl_settings_reach_only_the_measured_implementation():
     for other in ("frozenlake-ppo", "frozenlake-dpo"):
         config = catalog.preset_config(catalog.get(other), "learn")
         assert config.get("mini_batches", 1) == 1 and config["sft_steps"] == 12
+
+
+def test_the_markdown_table_has_a_row_per_environment_with_its_figures():
+    measured = {"env": "calculator", "seeds": 3, "reward_last": 0.9, "control_last": 0.3, "diff": 0.6,
+                "ci_low": 0.4, "ci_high": 0.8, "learns": True, "heldout_before": {"mean": 0.5},
+                "heldout_after": {"mean": 0.75}, "wall_s_median": 176.4, "load_1min_max": 2.14,
+                "step_time": {"step_s": 18.1, "rollout_s": 7.2, "update_s": 10.7}}
+    short = {"env": "sql", "seeds": 1, "learns": False}
+    rows = lp.markdown_table([measured, short]).splitlines()
+    assert len(rows) == 4 and rows[0].count("|") == rows[2].count("|") == rows[3].count("|")
+    cells = [c.strip() for c in rows[2].strip("|").split("|")]
+    assert cells == ["calculator", "3", "0.900 / 0.300", "+0.600 [+0.400, +0.800]", "yes", "0.50 -> 0.75", "176 s",
+                     "18.1 s: 7.2 + 10.7", "2.1"]
+    assert rows[3].startswith("| sql | 1 | not measured")

@@ -212,9 +212,11 @@ def passage(entity: Entity) -> str:
     f = {rel: answers[0] for rel, answers in entity.facts.items()}
     n = entity.name
     if entity.kind == "country":
-        return f"{n} is a country in {f['continent']}. Its capital is {f['capital']} and its currency is the {f['currency']}."
+        return (f"{n} is a country in {f['continent']}. Its capital is {f['capital']} and its currency is the "
+                f"{f['currency']}.")
     if entity.kind == "element":
-        return f"{n.capitalize()} is a chemical element with the symbol {f['symbol']} and atomic number {f['atomic_number']}."
+        return (f"{n.capitalize()} is a chemical element with the symbol {f['symbol']} and atomic number "
+                f"{f['atomic_number']}.")
     if entity.kind == "book":
         when = f", first published in {f['year']}" if "year" in f else ""
         return f"{n} is a literary work by {f['author']}{when}."
@@ -303,7 +305,8 @@ def _index() -> BM25:
 
 def search(query: str, k: int = 3) -> list[tuple[str, str]]:
     """(entity name, ``name: passage``) of the ``k`` best passages for ``query``."""
-    return [(ENCYCLOPEDIA[i].name, f"{ENCYCLOPEDIA[i].name}: {passage(ENCYCLOPEDIA[i])}") for i in _index().top(query, k)]
+    found = [ENCYCLOPEDIA[i] for i in _index().top(query, k)]
+    return [(e.name, f"{e.name}: {passage(e)}") for e in found]
 
 
 def information_block(results: list[tuple[str, str]]) -> str:
@@ -421,7 +424,8 @@ def demonstration(problem: Problem, config: GeneralQAConfig | None = None) -> li
     call = (f"{THINK_OPEN}I need the {relation} of {problem.entity}.{THINK_CLOSE}"
             f"{TOOL.call_open}{problem.entity}{TOOL.call_close}")
     observation = env.step(call).observation
-    return [("model", call), ("env", observation), ("model", f"{TOOL.answer_open}{problem.answers[0]}{TOOL.answer_close}")]
+    answer = f"{TOOL.answer_open}{problem.answers[0]}{TOOL.answer_close}"
+    return [("model", call), ("env", observation), ("model", answer)]
 
 
 def _problems(split: str, n: int, seed: int, config: GeneralQAConfig) -> list[Problem]:

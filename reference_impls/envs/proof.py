@@ -306,7 +306,8 @@ def parse_step(text: str) -> tuple[Step | None, str]:
         return None, f"unknown rule {m.group('rule')[:20]!r}; the rules are {', '.join(RULES)}"
     refs_text = m.group("refs").replace("and", ",")
     if not re.fullmatch(r"\s*(\d{1,3}\s*(,\s*)?)*", refs_text):
-        return None, f"the lines a step cites are numbers separated by commas, e.g. '1, 2'; got {m.group('refs')[:30]!r}"
+        return None, (f"the lines a step cites are numbers separated by commas, e.g. '1, 2'; got "
+                      f"{m.group('refs')[:30]!r}")
     try:
         formula = parse_formula(m.group("formula"))
     except FormulaError as err:

@@ -124,7 +124,7 @@ _BOOKS = (  # title, author(s), year of first publication (None: left out)
     ("War and Peace", ("Leo Tolstoy", "Tolstoy"), None),
     ("The Odyssey", ("Homer",), None),
 )
-_PAINTINGS = (  # title, painter(s), city of the museum that holds it (None: left out)
+_PAINTINGS = (  # title, painter(s), the city where it is kept (None: left out)
     ("Mona Lisa", ("Leonardo da Vinci", "Leonardo"), "Paris"),
     ("The Starry Night", ("Vincent van Gogh", "van Gogh"), "New York"),
     ("Guernica", ("Pablo Picasso", "Picasso"), "Madrid"),
@@ -221,7 +221,7 @@ def passage(entity: Entity) -> str:
         when = f", first published in {f['year']}" if "year" in f else ""
         return f"{n} is a literary work by {f['author']}{when}."
     if entity.kind == "painting":
-        where = f" It hangs in a museum in {f['city']}." if "city" in f else ""
+        where = f" It is kept in {f['city']}." if "city" in f else ""
         return f"{n} is a painting by {f['painter']}.{where}"
     if entity.kind == "river":
         return f"The {n} is a river of {f['continent']}; it flows into the {f['mouth']}."
@@ -244,7 +244,7 @@ PHRASINGS: dict[tuple[str, str], tuple[str, ...]] = {
     ("book", "author"): ("Who wrote {x}?", "Who is the author of {x}?"),
     ("book", "year"): ("In which year was {x} first published?", "When was {x} first published?"),
     ("painting", "painter"): ("Who painted {x}?", "Which artist painted {x}?"),
-    ("painting", "city"): ("In which city is {x} held?", "Which city's museum holds {x}?"),
+    ("painting", "city"): ("In which city is {x} kept?", "In which city can {x} be seen?"),
     ("river", "mouth"): ("Into which sea or ocean does the {x} flow?", "Where does the river {x} end?"),
     ("river", "continent"): ("On which continent is the {x} river?", "The river {x} is on which continent?"),
     ("mountain", "country"): ("In which country is {x}?", "{x} stands in which country?"),

@@ -139,9 +139,6 @@ NODE_PROXIES: dict[str, tuple[str | None, str]] = {
                      "The closest runnable env is the cooperative solver-verifier dialogue: two roles with their "
                      "own rewards talking in turn. It has no negotiation, persuasion or private information, which "
                      "social tasks are about."),
-    "other-general-qa": ("search-grpo",
-                         "General QA is closest to the search agent: natural-language questions answered by exact "
-                         "match after retrieval (over this catalog, not open-domain corpora)."),
     "vision": ("zoom-grpo",
                "No pixels here: the zoom env is a text proxy of visual tasks (a character-grid image, a coarse "
                "thumbnail, crops and grounding to a cell)."),

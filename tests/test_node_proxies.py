@@ -29,7 +29,8 @@ def test_every_issue_22_node_runs_or_says_what_stands_in():
         assert lab.for_node(node_id) or node_id in NODE_PROXIES, node_id
     runs = {n for n in ISSUE_22_NODES if lab.for_node(n)}
     assert runs == {"multi-agent", "mas-rl-based", "perception", "perception-tool-driven",
-                    "perception-grounding-driven", "perception-passive-to-active"}
+                    "perception-grounding-driven", "perception-passive-to-active",
+                    "other-general-qa"}  # issue 65: the general-qa environment
     unrunnable = {n for n, (impl, _) in NODE_PROXIES.items() if impl is None}
     assert unrunnable == {"vision-video", "vision-3d", "perception-generation-driven", "perception-audio"}
 

@@ -11,9 +11,10 @@ import time
 import pytest
 import yaml
 
+from lab.compare.claim_results import (check_passes, check_value, claim_lines, figure_rows, metric_values,
+                                       pilot_lines, summarise, verdict)
 from lab.compare.claims import (ARMS, CLAIMS_FILE, COULD_NOT_TELL, NO_SWITCH, NOT_REPRODUCED, NOT_RUN, REPRODUCED,
-                                REVERSED, ClaimsSpec, arm_grid, check_passes, check_value, claim_lines, figure_rows,
-                                metric_values, pilot_lines, summarise, verdict)
+                                REVERSED, ClaimsSpec, arm_grid)
 from lab.compare.cli import CLAIM_FIELDS, main
 from reference_impls.options import ConfigError
 from reference_impls.stats import compare_seed_summaries, seeds_for_seed_summaries
@@ -57,7 +58,7 @@ def test_the_claims_file_covers_the_issue_list_with_one_switch_each():
 def test_the_arms_differ_in_the_ablation_only(tmp_path):
     """Both arms of every seed: the same warm start, seed, problems and budget; their resolved configs differ in the
     ablation's options and nothing else (``claims_run.validate`` on every claim of the shipped file)."""
-    from lab.compare.claims import claim_folder
+    from lab.compare.claim_results import claim_folder
     from lab.compare.claims_run import validate
 
     spec = ClaimsSpec.load()

@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 from app.presentation.common import md_escape
 from app.presentation.claims import SECTION_TITLE, claim_parts, figure_spec, node_claims, verdict_column
 from app.presentation.node_sections import NodeContext, node_sections
-from lab.compare.claims import ClaimsSpec, claim_reports
+from lab.compare.claim_results import claim_reports
+from lab.compare.claims import ClaimsSpec
 from lab.compare.results import claims_report
 
 

@@ -29,7 +29,8 @@ import yaml
 from atlas_data import data_dir
 from reference_impls.options import ConfigError
 
-from .claims import ARMS, Claim, ClaimsSpec, arm_grid, arm_result_path, claim_folder, read_arm
+from .claim_results import arm_result_path, claim_folder, read_arm
+from .claims import ARMS, Claim, ClaimsSpec, arm_grid
 from .folder import GridDir, atomic_json
 from .grid import env_of
 

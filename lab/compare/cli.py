@@ -128,7 +128,8 @@ def _claims_main(argv: list[str]) -> int:
     """``claims``: the verdict of each claim (lab.compare.claims), running its paired experiments
     (lab.compare.claims_run), the pilot's report, status and export; ``_claimwarm`` and ``_claimarm`` are the
     stages ``claims run`` starts, each in its own process."""
-    from .claims import ClaimsSpec, claim_lines, pilot_lines
+    from .claim_results import claim_lines, pilot_lines
+    from .claims import ClaimsSpec
     from . import claims_run
 
     p = argparse.ArgumentParser(prog="python -m lab.compare " + argv[0])
@@ -197,7 +198,7 @@ def _claims_main(argv: list[str]) -> int:
 
 
 def _claim_dir(root: Path, claim, pilot: bool) -> Path:
-    from .claims import claim_folder
+    from .claim_results import claim_folder
 
     return claim_folder(root, claim, pilot)
 

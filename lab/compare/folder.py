@@ -152,7 +152,8 @@ class BadRecord(ValueError):
 MAX_RECORD_BYTES = 32 * 2**20
 
 
-def _number(v) -> bool:
+def is_number(v) -> bool:
+    """A finite int or float (not a bool)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -167,9 +168,9 @@ RECORD_SCHEMA = {
     "seed": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "warm_seed": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "steps_done": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    "heldout": ("a number in [0, 1]", lambda v: _number(v) and 0 <= v <= 1),
+    "heldout": ("a number in [0, 1]", lambda v: is_number(v) and 0 <= v <= 1),
     "heldout_interval": ("a list of two numbers", lambda v: isinstance(v, list) and len(v) == 2
-                         and all(_number(x) for x in v)),
+                         and all(is_number(x) for x in v)),
     "heldout_by_problem": ("a non-empty list of 0/1 answers", lambda v: isinstance(v, list) and v != [] and all(
         x in (0, 1) and not isinstance(x, bool) for x in v)),
     "curve": ("a list of objects", lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)),
@@ -178,10 +179,10 @@ RECORD_SCHEMA = {
     "budget": ("an object", lambda v: isinstance(v, dict)),
     "provenance": ("an object", lambda v: isinstance(v, dict)),
     "validation": ("an object or null", lambda v: v is None or isinstance(v, dict)),
-    "train_s": ("a number or null", lambda v: v is None or _number(v)),
-    "eval_s": ("a number or null", lambda v: v is None or _number(v)),
-    "peak_rss_mb": ("a number or null", lambda v: v is None or _number(v)),
-    "tokens": ("a number or null", lambda v: v is None or _number(v)),
+    "train_s": ("a number or null", lambda v: v is None or is_number(v)),
+    "eval_s": ("a number or null", lambda v: v is None or is_number(v)),
+    "peak_rss_mb": ("a number or null", lambda v: v is None or is_number(v)),
+    "tokens": ("a number or null", lambda v: v is None or is_number(v)),
 }
 
 

@@ -427,14 +427,14 @@ def _claims_file_key() -> tuple[str, int]:
 
 @lru_cache(maxsize=4)
 def _claims_report(root: str, signature: tuple, spec_key: tuple[str, int]) -> tuple:
-    from .claims import claim_reports
+    from .claim_results import claim_reports
 
     spec = _claims_spec(*spec_key)
     return spec, claim_reports(spec, Path(root))
 
 
 def claims_report(root: Path | None = None) -> tuple:
-    """(the default claims file, ``claims.claim_reports`` of the records under ``root``, default ``claims_root()``),
+    """(the default claims file, ``claim_results.claim_reports`` of the records under ``root``, default ``claims_root()``),
     computed once per records content."""
     root = claims_root() if root is None else Path(root)
     return _claims_report(str(root), _claims_signature(root), _claims_file_key())

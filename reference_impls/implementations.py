@@ -9,8 +9,8 @@ environment module under ``envs/`` ends with ``IMPLEMENTATIONS = (Implementation
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
-
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,34 @@ class Implementation:
     # the file under reference_impls/ the Lab shows beside the curves: the module that declares the row
     # (set by the registry; never written by hand)
     source: str = ""
+    # a row that trains nothing (an RL-free reference point, e.g. a prompted model scored on the held-out problems
+    # its RL counterpart is scored on): the ``python -m`` arguments of the measurement command that runs it. Such
+    # a row has no algorithm (``algo`` is ""); the trainer refuses it with this command, and the node page's
+    # "Run this" shows the command instead of opening the Lab (which only trains)
+    evaluation: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.evaluation and self.algo:
+            raise ValueError(f"implementation {self.id!r}: a row with an evaluation command trains nothing; "
+                             f"its algo must be '' (got {self.algo!r})")
+        if not self.evaluation and not self.algo:
+            raise ValueError(f"implementation {self.id!r}: give an algo (a row that trains) or an evaluation "
+                             "command (a row that does not)")
+
+    @property
+    def trains(self) -> bool:
+        """Whether the row is a training run (the trainer and the Lab run it) or a measurement without training."""
+        return not self.evaluation
+
+    @property
+    def command(self) -> str:
+        """The shell command that runs a row that does not train ("" for a training row)."""
+        return "python -m " + " ".join(shlex.quote(a) for a in self.evaluation) if self.evaluation else ""
 
     def config(self) -> dict:
         """Its options as TrainConfig data (the trainer's defaults fill the rest)."""
+        if not self.trains:
+            raise ValueError(f"implementation {self.id!r} does not train; run it with: {self.command}")
         return {"algo": self.algo, "env": self.env, "algo_config": dict(self.algo_options),
                 "env_options": dict(self.env_options)}
 

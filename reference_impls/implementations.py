@@ -154,16 +154,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
 #: capability/task nodes with no implementation of their own: the closest runnable proxy (an implementation
 #: id) and why it is the closest, or None and why there is no runnable proxy yet. The node page shows it.
 NODE_PROXIES: dict[str, tuple[str | None, str]] = {
-    "mas-rl-free": ("solver-verifier-role-grpo",
-                    "The RL-free baseline is the same solver-verifier pipeline with no training: a prompted model "
-                    "plays both roles under the fixed protocol on the held-out problems "
-                    "(python -m reference_impls.measure.mas_pipeline --model smollm2-135m-instruct --n 100), reporting the "
-                    "final accuracy beside the solver's first answer alone and the verdict accuracy. Run this "
-                    "trains the RL-based version to compare with it (--run RUN on the same command)."),
-    "other-social": ("solver-verifier-role-grpo",
-                     "The closest runnable env is the cooperative solver-verifier dialogue: two roles with their "
-                     "own rewards talking in turn. It has no negotiation, persuasion or private information, which "
-                     "social tasks are about."),
     "other-general-qa": ("search-grpo",
                          "General QA is closest to the search agent: natural-language questions answered by exact "
                          "match after retrieval (over this catalog, not open-domain corpora)."),

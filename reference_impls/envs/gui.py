@@ -567,6 +567,6 @@ IMPLEMENTATIONS = (
                            "same tasks, so the two are paired.",
                    equation=GUI_REWARD,
                    evaluation=("reference_impls.measure.evaluate", "--model", "smollm2-135m-instruct", "--env", "gui",
-                               "--n", "100", "--max-new-tokens-per-turn", "24", "--max-completion-tokens", "640",
+                               "--n", "100", "--max-new-tokens-per-turn", "24", "--max-completion-tokens", "1152",
                                "--json")),
 )

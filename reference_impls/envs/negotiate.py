@@ -2,12 +2,11 @@
 
 Tag format (one action per turn, inside the assistant turn; the environment's text is loss-masked)::
 
-    user:  Items: 2 book, 1 hat, 3 ball. Your values per item: book 2, hat 6, ball 0 (all of it is worth 10 to you).
-    model: <action>propose(book=2, hat=1, ball=0)</action>     the items the agent keeps; the partner gets the rest
+    user:  Items: 1 book, 4 hat, 1 pen. Your values per item: book 2, hat 1, pen 4 (all of it is worth 10 to you).
+    model: <action>propose(book=1, hat=4, pen=1)</action>     the items the agent keeps; the partner gets the rest
     env:   <reply>Partner: No, that leaves me too little. I care most about the book. I propose: you get book=0,
-           hat=1, ball=0.</reply>
-    model: <action>propose(book=1, hat=1, ball=0)</action>
-    env:   (the partner accepts: the episode ends with the deal)
+           hat=4, pen=1.</reply>
+    model: <action>accept()</action>                          the deal (worth 8 to the agent): the episode ends
 
 Actions: ``propose(kind=N, ...)`` (every kind of the pool named once, N from 0 to its count: what the agent
 keeps) and ``accept()`` (takes the partner's last counter-proposal). An action is read by :func:`parse_action`

@@ -123,3 +123,21 @@ def test_the_gui_command_runs_on_the_tiny_model(capsys):
     assert evaluate.main(argv) in (0, None)
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n"] == 2 and 0.0 <= result["accuracy"] <= 1.0
+
+
+def test_the_rl_free_node_page_renders_the_command():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from app import routes
+
+    root = Path(__file__).resolve().parents[2]
+    at = AppTest.from_file(str(root / "app" / "streamlit_app.py"), default_timeout=180)
+    at.query_params["node"] = "gui-rl-free"
+    at.switch_page(routes.PAGES["taxonomy"].script)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = "\n".join(str(e.value) for e in at.markdown)
+    assert "Run this (no training)" in text and "reference_impls.measure.evaluate" in text and "--env gui" in text
+    assert not [e for e in at.get("page_link") if e.proto.label == "Run this"]

@@ -152,7 +152,9 @@ def parse(argv: list[str]) -> tuple[TrainConfig, argparse.Namespace, bool]:
 
 
 def list_implementations() -> list[dict]:
-    """Every runnable implementation: what ``--list --json`` prints and what the Lab and node pages read."""
+    """Every runnable implementation: what ``--list --json`` prints and what the Lab and node pages read. A row
+    that trains nothing (``Implementation.evaluation``) is listed with ``"trains": false``, no algorithm and the
+    command that runs it."""
     out = []
     for impl in implementations():
         if impl.env in ENVS and not impl.trains:  # a row that does not train: its measurement command

@@ -386,8 +386,10 @@ IMPLEMENTATIONS = (
                            "place, an off-the-shelf model that is only prompted to search, read and answer, scored "
                            "by exact match on the same held-out questions as the RL rows (--run RUN on the same "
                            "command scores a trained run on the very same questions).",
+                   # the episode lengths of the search learning preset (lab/recipes/learn/search.yaml)
                    evaluation=("reference_impls.measure.evaluate", "--model", "smollm2-135m-instruct", "--env",
-                               "search", "--n", "100", "--json")),
+                               "search", "--n", "100", "--max-new-tokens-per-turn", "40",
+                               "--max-completion-tokens", "256", "--json")),
     Implementation("search-ppo", "Search-R1-style agent (PPO)", "ppo", "search", "The search agent trained with PPO and a critic."),
     # the core comparison grid's algorithms here (lab/recipes/grids/core.yaml): each with the switches of its
     # calculator row (algorithms/), which tests/test_compare.py checks they keep

@@ -141,3 +141,17 @@ def test_the_rl_free_node_page_renders_the_command():
     text = "\n".join(str(e.value) for e in at.markdown)
     assert "Run this (no training)" in text and "reference_impls.measure.evaluate" in text and "--env gui" in text
     assert not [e for e in at.get("page_link") if e.proto.label == "Run this"]
+
+
+def test_the_document_gives_each_rows_command_as_the_row_declares_it():
+    import re
+    from pathlib import Path
+
+    from reference_impls.registry import implementations
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "env_gui_social.md").read_text()
+    joined = re.sub(r"\s*\\\n\s*", " ", text)  # shell line continuations
+    lines = [re.sub(r"\s+#.*$", "", line).strip() for line in joined.splitlines()]
+    for row in implementations():
+        if not row.trains:
+            assert row.command in lines, row.id

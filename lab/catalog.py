@@ -75,6 +75,8 @@ def equation(impl: Implementation) -> str:
     from reference_impls.implementations import join_equations
     from reference_impls.options import build
 
+    if not impl.trains:  # no algorithm, no loss: only what the row measures
+        return impl.equation
     cls = registry.algorithms()[impl.algo]
     cfg = build(cls.Config, impl.algo_options, f"option of --algo {impl.algo}")
     return join_equations(impl.equation, cls.objective(cfg))

@@ -9,8 +9,8 @@ environment module under ``envs/`` ends with ``IMPLEMENTATIONS = (Implementation
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
-
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,34 @@ class Implementation:
     # the file under reference_impls/ the Lab shows beside the curves: the module that declares the row
     # (set by the registry; never written by hand)
     source: str = ""
+    # a row that trains nothing (an RL-free reference point, e.g. a prompted model scored on the held-out problems
+    # its RL counterpart is scored on): the ``python -m`` arguments of the measurement command that runs it. Such
+    # a row has no algorithm (``algo`` is ""); the trainer refuses it with this command, and the node page's
+    # "Run this" shows the command instead of opening the Lab (which only trains)
+    evaluation: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.evaluation and self.algo:
+            raise ValueError(f"implementation {self.id!r}: a row with an evaluation command trains nothing; "
+                             f"its algo must be '' (got {self.algo!r})")
+        if not self.evaluation and not self.algo:
+            raise ValueError(f"implementation {self.id!r}: give an algo (a row that trains) or an evaluation "
+                             "command (a row that does not)")
+
+    @property
+    def trains(self) -> bool:
+        """Whether the row is a training run (the trainer and the Lab run it) or a measurement without training."""
+        return not self.evaluation
+
+    @property
+    def command(self) -> str:
+        """The shell command that runs a row that does not train ("" for a training row)."""
+        return "python -m " + " ".join(shlex.quote(a) for a in self.evaluation) if self.evaluation else ""
 
     def config(self) -> dict:
         """Its options as TrainConfig data (the trainer's defaults fill the rest)."""
+        if not self.trains:
+            raise ValueError(f"implementation {self.id!r} does not train; run it with: {self.command}")
         return {"algo": self.algo, "env": self.env, "algo_config": dict(self.algo_options),
                 "env_options": dict(self.env_options)}
 
@@ -129,16 +154,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
 #: capability/task nodes with no implementation of their own: the closest runnable proxy (an implementation
 #: id) and why it is the closest, or None and why there is no runnable proxy yet. The node page shows it.
 NODE_PROXIES: dict[str, tuple[str | None, str]] = {
-    "mas-rl-free": ("solver-verifier-role-grpo",
-                    "The RL-free baseline is the same solver-verifier pipeline with no training: a prompted model "
-                    "plays both roles under the fixed protocol on the held-out problems "
-                    "(python -m reference_impls.measure.mas_pipeline --model smollm2-135m-instruct --n 100), reporting the "
-                    "final accuracy beside the solver's first answer alone and the verdict accuracy. Run this "
-                    "trains the RL-based version to compare with it (--run RUN on the same command)."),
-    "other-social": ("solver-verifier-role-grpo",
-                     "The closest runnable env is the cooperative solver-verifier dialogue: two roles with their "
-                     "own rewards talking in turn. It has no negotiation, persuasion or private information, which "
-                     "social tasks are about."),
     "vision": ("zoom-grpo",
                "No pixels here: the zoom env is a text proxy of visual tasks (a character-grid image, a coarse "
                "thumbnail, crops and grounding to a cell)."),

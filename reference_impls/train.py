@@ -117,7 +117,11 @@ def parse_resolved(argv: list[str]) -> tuple[Resolved | None, argparse.Namespace
         load_algo_module(module)
     base: dict = {}
     if peek.impl:
-        base = get_implementation(peek.impl).config()
+        impl = get_implementation(peek.impl)
+        if not impl.trains:
+            raise ConfigError(f"--impl {impl.id}: this row trains nothing (an RL-free reference point); run it "
+                              f"with: {impl.command}")
+        base = impl.config()
     stored_dir = peek.resume or peek.prepared
     if peek.resume and peek.prepared:
         raise ConfigError("--prepared: a prepared run starts fresh; give --resume DIR or --prepared DIR, not both")
@@ -148,9 +152,17 @@ def parse(argv: list[str]) -> tuple[TrainConfig, argparse.Namespace, bool]:
 
 
 def list_implementations() -> list[dict]:
-    """Every runnable implementation: what ``--list --json`` prints and what the Lab and node pages read."""
+    """Every runnable implementation: what ``--list --json`` prints and what the Lab and node pages read. A row
+    that trains nothing (``Implementation.evaluation``) is listed with ``"trains": false``, no algorithm and the
+    command that runs it."""
     out = []
     for impl in implementations():
+        if impl.env in ENVS and not impl.trains:  # a row that does not train: its measurement command
+            out.append({"id": impl.id, "title": impl.title, "algorithm": None, "environment": impl.env,
+                        "nodes": list(impl.nodes), "source": impl.source, "summary": impl.summary,
+                        "paper": impl.paper, "trains": False, "command": impl.command,
+                        "env_options": as_dict(ENVS[impl.env].options(impl.env_options))})
+            continue
         if impl.algo not in ALGORITHMS or impl.env not in ENVS:
             continue
         cfg = config_from_dict(impl.config())
@@ -158,7 +170,7 @@ def list_implementations() -> list[dict]:
         options = {k: v for k, v in as_dict(cfg).items() if k not in ("algo_config", "env_options", "out")}
         out.append({"id": impl.id, "title": impl.title, "algorithm": impl.algo, "environment": impl.env,
                     "nodes": list(impl.nodes), "source": impl.source, "summary": impl.summary,
-                    "paper": impl.paper,
+                    "paper": impl.paper, "trains": True,
                     "options": options, "algo_options": as_dict(resolved.algo_cfg),
                     "env_options": as_dict(resolved.env_cfg)})
     return out
@@ -242,7 +254,8 @@ def _main(argv, held: list) -> int:
                 print(json.dumps(rows, indent=1))
             else:
                 for r in rows:
-                    print(f"{r['id']:<28} {r['algorithm']:<14} {r['environment']:<12} {', '.join(r['nodes'])}")
+                    algorithm = r["algorithm"] or "(no training)"
+                    print(f"{r['id']:<28} {algorithm:<14} {r['environment']:<12} {', '.join(r['nodes'])}")
             return 0
         cfg = resolved.cfg
         if not resume:

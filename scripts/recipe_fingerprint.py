@@ -122,7 +122,7 @@ def _implementation_ids() -> list[str]:
         train.main(["--list", "--json"])
     data = json.loads(buf.getvalue())
     rows = data if isinstance(data, list) else data.get("implementations", data)
-    return [r["id"] for r in rows]
+    return [r["id"] for r in rows if r.get("trains", True)]  # a row that trains nothing has no recipe to run
 
 
 def _error_text(entry: dict) -> str | None:

@@ -28,9 +28,9 @@ def test_every_issue_22_node_runs_or_says_what_stands_in():
     for node_id in ISSUE_22_NODES:
         assert lab.for_node(node_id) or node_id in NODE_PROXIES, node_id
     runs = {n for n in ISSUE_22_NODES if lab.for_node(n)}
-    assert runs == {"multi-agent", "mas-rl-based", "perception", "perception-tool-driven",
+    assert runs == {"multi-agent", "mas-rl-based", "mas-rl-free", "other-social", "perception", "perception-tool-driven",
                     "perception-grounding-driven", "perception-passive-to-active",
-                    "other-general-qa"}  # issue 65: the general-qa environment
+                    "other-general-qa"}  # issue 65: general-qa, negotiate and the prompted solver-verifier run them
     unrunnable = {n for n, (impl, _) in NODE_PROXIES.items() if impl is None}
     assert unrunnable == {"vision-video", "vision-3d", "perception-generation-driven", "perception-audio"}
 
@@ -41,8 +41,7 @@ def test_node_page_note_links_the_proxy_or_says_none():
     assert note.link == routes.lab(impl="zoom-grpo", preset="quick") and "text proxy" in note.text
     none = node_proxy_note("perception-audio")
     assert none.heading == "No runnable proxy yet." and none.link is None and "audio" in none.text
-    rl_free = node_proxy_note("mas-rl-free")
-    assert "mas_pipeline" in rl_free.text and rl_free.link is not None
+    assert node_proxy_note("mas-rl-free") is None  # it runs: the prompted pipeline (issue 65) is its own row
     assert node_proxy_note("alg-grpo") is None
     assert node_proxy_note("perception") is None  # it runs: its own implementation is shown
 

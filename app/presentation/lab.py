@@ -24,10 +24,10 @@ def run_link(impl) -> routes.Link:
 
 
 def lab_link(node_id: str) -> routes.Link | None:
-    """The Lab page of the node's first reference implementation (its default preset), or None."""
+    """The Lab page of the node's first reference implementation that trains (its default preset), or None."""
     from lab.catalog import for_node
 
-    impls = for_node(node_id)
+    impls = [impl for impl in for_node(node_id) if impl.trains]  # the Lab only trains
     return run_link(impls[0]) if impls else None
 
 

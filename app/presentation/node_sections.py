@@ -134,7 +134,12 @@ def _implementations(ctx: NodeContext) -> list[Block]:
             parts.append(Part("latex", equation(impl)))
         if impl.paper:
             parts.append(Part("caption", f"Implemented from: {md_escape(impl.paper)}"))
-        parts.append(Part("link", run_link(impl), "Run this", ":material/play_arrow:"))
+        if impl.trains:
+            parts.append(Part("link", run_link(impl), "Run this", ":material/play_arrow:"))
+        else:  # the Lab only trains: a row that does not train is run by its measurement command
+            parts.append(Part("markdown", "**Run this (no training)** from a shell in the project folder; it loads "
+                                          "the model and scores it, nothing is trained:\n\n"
+                                          f"```\n{impl.command}\n```"))
         blocks.append(Block(tuple(parts), boxed=True))
     return blocks
 
@@ -188,7 +193,7 @@ def family_base(catalog: Catalog, node_id: str):
     from lab.catalog import for_node
 
     for child in catalog.taxonomy.children.get(node_id, []):
-        impls = for_node(child)
+        impls = [impl for impl in for_node(child) if impl.trains]
         if impls:
             return impls[0]
     return None

@@ -375,6 +375,21 @@ from ..implementations import Implementation, SEARCH_NODES  # noqa: E402
 IMPLEMENTATIONS = (
     Implementation("search-grpo", "Search-R1-style agent (GRPO)", "grpo", "search", "An agent whose tool searches this catalog; rewarded by exact match of its final answer.",
                    nodes=SEARCH_NODES),
+    Implementation("search-prompted", "Deep-research agent without RL: the model prompted to search", "", "search",
+                   "The prompting-only reference point of the search task: the untrained instruction model, given "
+                   "the environment's fixed instruction prompt and its search tool, answers the held-out "
+                   "questions that search-grpo is scored on; nothing is trained.",
+                   nodes=("search-closed-source",),
+                   changes="Stands where the survey's closed-source deep-research products stand in its comparison: "
+                           "a reference point whose training the user cannot run or see. It is not one of those "
+                           "products (they cannot be run here); it is what this project can run honestly in their "
+                           "place, an off-the-shelf model that is only prompted to search, read and answer, scored "
+                           "by exact match on the same held-out questions as the RL rows (--run RUN on the same "
+                           "command scores a trained run on the very same questions).",
+                   # the episode lengths of the search learning preset (lab/recipes/learn/search.yaml)
+                   evaluation=("reference_impls.measure.evaluate", "--model", "smollm2-135m-instruct", "--env",
+                               "search", "--n", "100", "--max-new-tokens-per-turn", "40",
+                               "--max-completion-tokens", "256", "--json")),
     Implementation("search-ppo", "Search-R1-style agent (PPO)", "ppo", "search", "The search agent trained with PPO and a critic."),
     # the core comparison grid's algorithms here (lab/recipes/grids/core.yaml): each with the switches of its
     # calculator row (algorithms/), which tests/test_compare.py checks they keep

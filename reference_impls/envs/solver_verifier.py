@@ -300,3 +300,25 @@ SPEC = EnvSpec("solver-verifier", SolverVerifierConfig, _problems, SolverVerifie
                title="Solver and verifier on arithmetic (two roles, one shared policy)")
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- implementation rows: runnable presets of this module, collected by reference_impls.registry (the trained
+# rows of this env are declared by algorithms/agentic/role_grpo.py) --
+from ..implementations import Implementation  # noqa: E402
+
+IMPLEMENTATIONS = (
+    Implementation("solver-verifier-prompted", "Solver and verifier without RL: the prompted pipeline", "",
+                   "solver-verifier",
+                   "The RL-free multi-agent reference point: the untrained instruction model plays the solver and "
+                   "the verifier under the environment's fixed protocol (propose, accept or reject with a reason, "
+                   "revise), greedy, on the held-out problems that the role-trained rows are scored on; nothing "
+                   "is trained.",
+                   nodes=("mas-rl-free",),
+                   changes="Fixed-role multi-agent frameworks with no weight updates, reduced to two prompted "
+                           "roles of one model and one fixed protocol (no workflow search, no self-modification). "
+                           "The command reports the final accuracy beside the solver's first answer alone (does "
+                           "the verification loop help this model?), the verdict accuracy and each role's reward; "
+                           "the same command with --run RUN scores a role-trained run on the very same problems.",
+                   evaluation=("reference_impls.measure.mas_pipeline", "--model", "smollm2-135m-instruct", "--n",
+                               "100", "--max-completion-tokens", "272", "--json")),
+)

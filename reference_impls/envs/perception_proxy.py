@@ -462,8 +462,8 @@ _PROXY = "A TEXT PROXY, not vision: "
 IMPLEMENTATIONS = (
     Implementation("perception-proxy-grpo", "Vision tasks as text: images, videos and 3D scenes (GRPO)", "grpo",
                    "perception-proxy",
-                   "Questions about pictures, videos and 3D scenes that are rendered as text (character grids, "
-                   "frames in sequence, slices of a voxel grid); rewarded for the exact answer.",
+                   "A text proxy of vision: questions about pictures, videos and 3D scenes rendered as text "
+                   "(character grids, frames in sequence, slices of a voxel grid); rewarded for the exact answer.",
                    env_options={"families": VISUAL_FAMILIES}, nodes=("vision",),
                    changes=_PROXY + "no vision-language model runs offline on a CPU here, so the three visual "
                            "task kinds the survey groups under vision agents are posed over text renderings: an "
@@ -473,8 +473,8 @@ IMPLEMENTATIONS = (
                            "is lost is every property of pixels (texture, colour, perspective, occlusion)."),
     Implementation("perception-proxy-image-grpo", "Image tasks as text: count and locate shapes (GRPO)", "grpo",
                    "perception-proxy",
-                   "A picture drawn with characters: count the '#' rectangles among 'o' ones, or give the top-left "
-                   "cell of the largest; exact-match reward.",
+                   "A text proxy of image tasks: a picture drawn with characters; count the '#' rectangles among "
+                   "'o' ones, or give the top-left cell of the largest; exact-match reward.",
                    env_options={"families": ("image",)}, nodes=("vision-image",),
                    changes=_PROXY + "the image is a character grid (8x12 or 12x18 cells) of solid rectangles of "
                            "two marks on a background, seen whole (zoom-grpo is the variant that must crop a grid "
@@ -482,8 +482,8 @@ IMPLEMENTATIONS = (
                            "simplifies objects to axis-aligned rectangles that never touch."),
     Implementation("perception-proxy-video-grpo", "Video tasks as text: what moved, and which way (GRPO)", "grpo",
                    "perception-proxy",
-                   "Three or four frames of a small character grid in order; one letter moves one cell per "
-                   "frame; name it and its direction.",
+                   "A text proxy of video tasks: three or four frames of a small character grid in order; one "
+                   "letter moves one cell per frame; name it and its direction.",
                    env_options={"families": ("video",)}, nodes=("vision-video",),
                    changes=_PROXY + "a video is a sequence of character-grid frames, shown together in order. "
                            "Keeps the temporal part of video understanding (the answer is in the change between "
@@ -491,8 +491,8 @@ IMPLEMENTATIONS = (
                            "static distractors and no camera motion."),
     Implementation("perception-proxy-3d-grpo", "3D tasks as text: what is above what in a voxel scene (GRPO)",
                    "grpo", "perception-proxy",
-                   "A 3x3x3 or 4x4x4 voxel grid of lettered objects shown slice by slice from the bottom; name "
-                   "the object directly above or below another.",
+                   "A text proxy of 3D tasks: a 3x3x3 or 4x4x4 voxel grid of lettered objects shown slice by "
+                   "slice from the bottom; name the object directly above or below another.",
                    env_options={"families": ("voxel",)}, nodes=("vision-3d",),
                    changes=_PROXY + "a 3D scene is a voxel grid printed as its horizontal slices. Keeps spatial "
                            "reasoning across depth (the answer needs the same row and column found in other "
@@ -500,7 +500,8 @@ IMPLEMENTATIONS = (
                            "projection or point cloud."),
     Implementation("perception-proxy-sketch-grpo", "Generation-driven perception as text: sketch, then answer "
                    "(GRPO)", "grpo", "perception-proxy",
-                   "Two rectangles described in words; the agent first draws the scene as a grid in <sketch>, "
+                   "A text proxy of generation-driven perception: two rectangles described in words; the agent "
+                   "first draws the scene as a character grid in <sketch>, "
                    "which the environment checks cell by cell, then answers how many cells the rectangles share "
                    "or cover alone.",
                    env_options={"families": ("sketch",)}, nodes=("perception-generation-driven",),
@@ -513,8 +514,8 @@ IMPLEMENTATIONS = (
                    equation=r"r = w_s\,\mathbb{1}[\text{sketch} = \text{scene}] + w_a\,\mathbb{1}[\hat a = a]"),
     Implementation("perception-proxy-audio-grpo", "Audio as text: pitch and rhythm from raw samples (GRPO)", "grpo",
                    "perception-proxy",
-                   "A short clip as a line of integer samples: the period of a tone (its pitch) or the interval "
-                   "between beats (its rhythm), in samples.",
+                   "A text proxy of audio: a short clip as a line of integer samples; the period of a tone (its "
+                   "pitch) or the interval between beats (its rhythm), in samples.",
                    env_options={"families": ("audio",)}, nodes=("perception-audio",),
                    changes="A TEXT PROXY, not audio: no audio encoder runs here, so a clip is its waveform written "
                            "as 32 or 48 integer samples. It is an honest proxy only for low-level listening: "

@@ -365,6 +365,9 @@ IMPLEMENTATIONS = (
                            "sandbox. Simplifies: the 'system' is a directory of 6 to 20 generated text files, the "
                            "commands are Python programs (no shell, no network, no services to exploit), and the "
                            "protections are base64, hex, reversal, a Caesar shift and a one-byte XOR; no binary "
-                           "exploitation, web targets or privilege escalation.",
+                           "exploitation, web targets or privilege escalation. The survey's example here "
+                           "(SecRepoBench) grades secure code rather than attacks; this row covers the offensive "
+                           "side of security environments, and the code rows (code-grpo) are the nearest thing "
+                           "to its functional-correctness half, with no vulnerability checks.",
                    equation=r"r = \mathbb{1}[\hat{\text{flag}} = \text{flag}]"),
 )

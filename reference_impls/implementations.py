@@ -154,24 +154,4 @@ NOT_IMPLEMENTED: dict[str, str] = {
 #: capability/task nodes with no implementation of their own: the closest runnable proxy (an implementation
 #: id) and why it is the closest, or None and why there is no runnable proxy yet. The node page shows it.
 NODE_PROXIES: dict[str, tuple[str | None, str]] = {
-    "vision": ("zoom-grpo",
-               "No pixels here: the zoom env is a text proxy of visual tasks (a character-grid image, a coarse "
-               "thumbnail, crops and grounding to a cell)."),
-    "vision-image": ("zoom-grpo",
-                     "A text proxy, not vision: image tasks are stood in for by a character-grid 'image' read "
-                     "through a thumbnail and crops, with answer and grounding rewards; no vision model or real "
-                     "images."),
-    "vision-video": (None,
-                     "No runnable proxy yet: video needs time (frames) and motion; a text proxy would be a sequence "
-                     "of grids with questions about change, which no environment here builds."),
-    "vision-3d": (None,
-                  "No runnable proxy yet: 3D tasks need depth, viewpoints or point clouds; the text grid has none "
-                  "and no environment here simulates a 3D scene."),
-    "perception-generation-driven": (None,
-                                     "No runnable proxy yet: generation-driven perception has the model produce "
-                                     "images (sketches, edited views) to reason with; the project's models only "
-                                     "write text and no environment renders what they draw."),
-    "perception-audio": (None,
-                         "No runnable proxy yet: audio needs an audio encoder or waveforms; the project's models "
-                         "and environments are text only."),
 }

@@ -49,7 +49,7 @@ def test_every_environment_the_trainer_lists_has_a_learning_preset():
     from reference_impls import registry
 
     listed = {impl.env for impl in registry.implementations()}
-    assert set(lp.env_names()) == listed and len(listed) == 29  # 28 environments and the gymnasium adapter
+    assert set(lp.env_names()) == listed and len(listed) == 32  # 31 environments and the gymnasium adapter
     for env, preset in recipes.env_presets("learn").items():
         config = lp.stage_config(env, 0, "rl")
         assert config["impl"] == preset["impl"] and config["model"] == "smollm2-135m-instruct"

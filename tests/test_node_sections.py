@@ -61,14 +61,18 @@ def test_a_value_search_record_is_a_box_with_its_table_and_verdicts(catalog):
     assert len(block.parts[1].body) == 3
 
 
-def test_a_node_without_an_implementation_shows_its_proxy_or_why_not(catalog):
-    sections = shown(catalog, "vision-image")
+def test_a_node_without_an_implementation_shows_its_proxy_or_why_not(catalog, monkeypatch):
+    from reference_impls.implementations import NODE_PROXIES
+
+    proxied = next(n for n, (impl, _) in NODE_PROXIES.items() if impl is not None)
+    sections = shown(catalog, proxied)
     assert "implementations" not in sections
-    note = node_proxy_note("vision-image")
+    note = node_proxy_note(proxied)
     [block] = sections["proxy"]
     assert [(p.kind, p.icon) for p in block.parts] == [("note", ":material/pending:"), ("link", ":material/play_arrow:")]
     assert block.parts[1].body == note.link and block.parts[1].label == "Run the proxy"
-    [block] = shown(catalog, "perception-audio")["proxy"]
+    monkeypatch.setitem(NODE_PROXIES, proxied, (None, "No runnable proxy yet, for the test."))
+    [block] = shown(catalog, proxied)["proxy"]
     assert [p.kind for p in block.parts] == ["note"]  # no runnable proxy: nothing to link
     assert "proxy" not in shown(catalog, "perception")  # it runs itself
 
@@ -200,7 +204,9 @@ def test_the_domain_specific_tour_stops_at_each_field_and_starts_with_its_enviro
     assert list(stops) == catalog.taxonomy.children["env-domain-specific"]
     assert stops["env-science-research"].start.id == "science-grpo"
     assert stops["env-biomedical"].start.id == "biomed-grpo"
-    assert all(s.start is None for n, s in stops.items() if n not in ("env-science-research", "env-biomedical"))
+    assert stops["env-mle"].start.id == "mle-grpo"
+    assert stops["env-cybersecurity"].start.id == "ctf-grpo"
+    assert all(s.start is not None for s in stops.values())
 
 
 def test_the_introduction_and_the_conclusion_tour_the_roots_of_the_map(catalog):

@@ -344,7 +344,7 @@ IMPLEMENTATIONS = (
     Implementation("biomed-grpo", "Biomedical lookup agent on a synthetic knowledge base (GRPO)", "grpo", "biomed",
                    "An agent that answers questions about drugs, genes, diseases and pathways by looking up entries "
                    "of a generated knowledge base (1 to 3 lookups per question), rewarded by exact match.",
-                   nodes=("env-biomedical",),
+                   nodes=("env-biomedical", "env-domain-specific"),
                    changes="A small stand-in for biomedical agent environments, on SYNTHETIC data: every drug, "
                            "gene, disease and pathway name and every link between them is generated, so nothing it "
                            "learns or answers is medical fact. Keeps the structure of knowledge-base question "

@@ -477,7 +477,7 @@ IMPLEMENTATIONS = (
     Implementation("science-grpo", "Scientific discovery by experiment: find a hidden law (GRPO)", "grpo", "science",
                    "An agent that runs experiments with a measure(x) tool against a hidden law y = f(x) and then "
                    "states the law; rewarded by how well the stated law predicts hidden points.",
-                   nodes=("env-science-research",),
+                   nodes=("env-science-research", "env-domain-specific"),
                    changes="A small stand-in for science and research environments: keeps the loop they share "
                            "(choose an experiment, read its outcome, form a hypothesis, and be scored on whether "
                            "the hypothesis predicts what was not measured) with a budget of experiments and "

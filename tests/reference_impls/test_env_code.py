@@ -10,6 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from reference_impls.envs import code, get_env
 
+from hostile_programs import HOSTILE_PROGRAMS
+
 SPEC, REFINE = get_env("code"), get_env("code-refine")
 
 
@@ -57,13 +59,7 @@ def test_printing_fake_results_cannot_pass():
     assert r.reward == 0.0
 
 
-@pytest.mark.parametrize("hostile", [
-    "while True:\n    pass",
-    "import os\nos.kill(os.getppid(), 9)",
-    "import os\nwhile True:\n    os.fork()",
-    "x = ' ' * 10**10",
-    "print('x' * 10**7)",
-])
+@pytest.mark.parametrize("hostile", HOSTILE_PROGRAMS)
 def test_hostile_submissions_score_zero_and_leave_us_alive(hostile):
     p = SPEC.problems("train", 1)[0]
     r = SPEC.make(p, wall_seconds=3.0, cpu_seconds=1).step(f"<code>{hostile}</code>")

@@ -29,8 +29,8 @@ def test_node_page_offers_run_this():
     assert link and "impl=calculator-dapo" in link[0].proto.query_string
 
 
-def test_node_without_implementation_has_no_run_this():
-    at = open_page("taxonomy", node="gui")
+def test_node_without_implementation_has_no_run_this(node_without_implementation):
+    at = open_page("taxonomy", node=node_without_implementation)
     assert not [e for e in at.get("page_link") if e.proto.label == "Run this"]
 
 

@@ -38,22 +38,23 @@ def test_every_issue_22_node_runs_or_says_what_stands_in():
 
 
 #: issue 65 gave the last proxied nodes environments of their own, so NODE_PROXIES is empty; the note's two forms
-#: are checked on a stand-in entry (a node and the proxy it had before), and on a node with no runnable proxy
-PROXIED = "vision-video"
+#: are checked on a stand-in entry for a node without an implementation (the ``node_without_implementation``
+#: fixture): a proxy, then no runnable proxy
 PROXY = ("zoom-grpo", "A stand-in entry of this test: the zoom environment's character grids, as the vision nodes "
                       "had before issue 65.")
 NO_PROXY = (None, "No runnable proxy yet: nothing here takes this node's input, and no environment stands in.")
 
 
-def test_node_page_note_links_the_proxy_or_says_none(monkeypatch):
-    assert node_proxy_note(PROXIED) is None  # not listed: no note
-    monkeypatch.setitem(NODE_PROXIES, PROXIED, PROXY)
+def test_node_page_note_links_the_proxy_or_says_none(monkeypatch, node_without_implementation):
+    proxied = node_without_implementation
+    assert node_proxy_note(proxied) is None  # not listed: no note
+    monkeypatch.setitem(NODE_PROXIES, proxied, PROXY)
     impl_id, reason = PROXY
-    note = node_proxy_note(PROXIED)
+    note = node_proxy_note(proxied)
     assert note.heading == f"Closest runnable proxy: {by_id()[impl_id].title}."
     assert note.link == routes.lab(impl=impl_id, preset="quick") and note.text == reason
-    monkeypatch.setitem(NODE_PROXIES, PROXIED, NO_PROXY)
-    none = node_proxy_note(PROXIED)
+    monkeypatch.setitem(NODE_PROXIES, proxied, NO_PROXY)
+    none = node_proxy_note(proxied)
     assert none.heading == "No runnable proxy yet." and none.link is None and none.text == NO_PROXY[1]
     monkeypatch.undo()
     assert node_proxy_note("mas-rl-free") is None  # it runs: the prompted pipeline (issue 65) is its own row
@@ -79,16 +80,17 @@ def _node_page(node_id: str):
     return at
 
 
-def test_node_pages_show_the_proxy_note_and_its_link(monkeypatch):
-    monkeypatch.setitem(NODE_PROXIES, PROXIED, PROXY)
+def test_node_pages_show_the_proxy_note_and_its_link(monkeypatch, node_without_implementation):
+    proxied = node_without_implementation
+    monkeypatch.setitem(NODE_PROXIES, proxied, PROXY)
     impl_id, reason = PROXY
-    at = _node_page(PROXIED)
+    at = _node_page(proxied)
     info = "\n".join(str(e.value) for e in at.info)
     assert "Closest runnable proxy" in info and md_escape(reason) in info
     assert any(e.proto.label == "Run the proxy" and f"impl={impl_id}" in e.proto.query_string
                for e in at.get("page_link"))
-    monkeypatch.setitem(NODE_PROXIES, PROXIED, NO_PROXY)
-    at = _node_page(PROXIED)
+    monkeypatch.setitem(NODE_PROXIES, proxied, NO_PROXY)
+    at = _node_page(proxied)
     info = "\n".join(str(e.value) for e in at.info)
     assert "No runnable proxy yet." in info and not any(e.proto.label == "Run the proxy" for e in at.get("page_link"))
 

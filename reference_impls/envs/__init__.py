@@ -126,6 +126,29 @@ def replay_calls(env: Env, tool: ToolSpec, arguments) -> list[tuple[str, str]]:
     return segments
 
 
+def answer_step(action, base: dict, answers, calls_used: int, max_calls: int, calls: str) -> StepResult | None:
+    """How a question-answering agent's turn ends (biomed, general-qa): an ``<answer>`` is scored by exact match
+    (an empty one is named in ``error``), a turn without a tag ends the episode unanswered, and a tool call past
+    ``max_calls`` ends it with an error naming the budget (``calls``: what the tool's calls are called). None: the
+    turn is a tool call within the budget, for the environment to run. ``action`` is ``ToolSpec.first_action``'s."""
+    from ..scoring import exact_match
+
+    if action is not None and action[0] == "answer":
+        text = action[1].group(1).strip()
+        correct = exact_match(text, answers)
+        info = {**base, "correct": correct, "answer": text[:200]}
+        if not text:
+            info["error"] = "the answer is empty"
+        return StepResult(None, True, float(correct), info)
+    if action is None:
+        return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None})
+    if calls_used >= max_calls:
+        return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None, "truncated": True,
+                                            "error": f"all {max_calls} {calls} were used; answer with "
+                                                     f"<answer>...</answer>"})
+    return None
+
+
 def step_all(envs, texts) -> list[StepResult]:
     """``env.step(text)`` for each episode, in order. An env class whose step is dominated by a model
     call (the memory env's Answer Agent) may define a classmethod ``step_many(envs, texts)``; the

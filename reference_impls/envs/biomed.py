@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..options import ConfigError, Options, option
-from ..scoring import exact_match
-from . import EnvSpec, StepResult, ToolSpec
+from . import EnvSpec, StepResult, ToolSpec, answer_step
 
 TOOL = ToolSpec(
     name="lookup",
@@ -295,20 +294,10 @@ class BiomedEnv:
 
     def step(self, model_text: str) -> StepResult:
         action = TOOL.first_action(model_text)
-        base = {"tool_calls": self.lookups}
-        if action is not None and action[0] == "answer":
-            text = action[1].group(1).strip()
-            correct = exact_match(text, self.problem.answers)
-            info = {**base, "correct": correct, "answer": text[:200]}
-            if not text:
-                info["error"] = "the answer is empty"
-            return StepResult(None, True, float(correct), info)
-        if action is None:
-            return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None})
-        if self.lookups >= self.config.max_lookups:
-            return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None, "truncated": True,
-                                                "error": f"all {self.config.max_lookups} lookups were used; "
-                                                         f"answer with <answer>...</answer>"})
+        ended = answer_step(action, {"tool_calls": self.lookups}, self.problem.answers, self.lookups,
+                            self.config.max_lookups, "lookups")
+        if ended is not None:
+            return ended
         self.lookups += 1
         return StepResult(TOOL.result(self.tool_result(action[1].group(1))), False, 0.0,
                           {"tool_calls": self.lookups})

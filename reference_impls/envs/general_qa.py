@@ -44,8 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..options import Options, option
-from ..scoring import exact_match
-from . import EnvSpec, StepResult, ToolSpec
+from . import EnvSpec, StepResult, ToolSpec, answer_step
 
 TOOL = ToolSpec(
     name="search",
@@ -390,19 +389,9 @@ class GeneralQAEnv:
     def step(self, model_text: str) -> StepResult:
         action = TOOL.first_action(model_text)
         base = {"searches": self.searches, "gold_retrieved": self.problem.entity in self.retrieved}
-        if action is not None and action[0] == "answer":
-            text = action[1].group(1).strip()
-            correct = exact_match(text, self.problem.answers)
-            info = {**base, "correct": correct, "answer": text[:200]}
-            if not text:
-                info["error"] = "the answer is empty"
-            return StepResult(None, True, float(correct), info)
-        if action is None:
-            return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None})
-        if self.searches >= self.config.max_tool_calls:
-            return StepResult(None, True, 0.0, {**base, "correct": False, "answer": None, "truncated": True,
-                                                "error": f"all {self.config.max_tool_calls} searches were used; "
-                                                         f"answer with <answer>...</answer>"})
+        ended = answer_step(action, base, self.problem.answers, self.searches, self.config.max_tool_calls, "searches")
+        if ended is not None:
+            return ended
         self.searches += 1
         query = " ".join(action[1].group(1).split())[:MAX_QUERY_CHARS]
         if not terms(query):

@@ -28,7 +28,8 @@ import json
 import sys
 from pathlib import Path
 
-from lab.compare.grid import Grid, cell_config
+from lab.compare.cell_options import cell_config
+from lab.compare.grid import Grid
 from lab.compare.results import load_results
 from reference_impls.envs import get_env
 from reference_impls.measure.evaluate import validation_problems

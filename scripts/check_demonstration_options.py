@@ -6,7 +6,8 @@ the env's defaults) with the new one (the run's options, where the env declares 
 """
 import sys
 from lab import catalog
-from lab.compare.grid import GRIDS, Grid, cell_config, chosen_env_options, warm_settings
+from lab.compare.cell_options import cell_config, chosen_env_options, warm_settings
+from lab.compare.grid import GRIDS, Grid
 from lab.recipes import PRESETS
 from reference_impls.models import load_tokenizer
 from reference_impls.sft import demonstrations

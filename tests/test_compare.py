@@ -19,7 +19,8 @@ from lab.compare.warm import warm_stage, weights_digest
 from lab.compare.board import ONE_SEED, PASSK_LEGACY, leaderboard, passk_comparison, progression
 from lab.compare.cli import main
 from lab.compare.folder import GridDir, atomic_json, cell_results
-from lab.compare.grid import GRIDS, Grid, cell_config, cell_id, chosen_env_options, warm_settings
+from lab.compare.cell_options import cell_config, chosen_env_options, warm_settings
+from lab.compare.grid import GRIDS, Grid, cell_id
 from lab.compare.report import export, passk_reading
 from lab.compare.results import _records, load_results
 from reference_impls.options import ConfigError

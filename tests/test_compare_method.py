@@ -16,7 +16,8 @@ from lab.compare.board import PASSK_LEGACY, passk_comparison
 from lab.compare.report import passk_reading
 from lab.compare.folder import (DIAGNOSTIC_KEYS, LEGACY_BASIS, GridDir, budget_status, cell_diagnostics,
                                 cell_results, read_diagnostics_file)
-from lab.compare.grid import Grid, cell_config, policy_steps, updates_per_batch
+from lab.compare.cell_options import cell_config, policy_steps, updates_per_batch
+from lab.compare.grid import Grid
 from lab.compare.provenance import cpu_info, cpu_times, steal_fraction
 from reference_impls.envs import get_env
 from reference_impls.measure.evaluate import problem_content, validation_problems

@@ -32,7 +32,7 @@ from reference_impls.options import ConfigError
 from .claim_results import arm_result_path, claim_folder, read_arm
 from .claims import ARMS, Claim, ClaimsSpec, arm_grid
 from .folder import GridDir, atomic_json
-from .grid import env_of
+from .cell_options import env_of
 
 
 def default_root(spec: ClaimsSpec) -> Path:
@@ -68,7 +68,7 @@ def validate(spec: ClaimsSpec, claim: Claim, folder: Path, pilot: bool = False) 
     """Both arms' configs of every seed pass the trainer's checks, and differ in the ablation's options only."""
     from reference_impls.train import config_from_dict, resolve
 
-    from .grid import cell_config
+    from .cell_options import cell_config
 
     for seed in spec.seeds_of(pilot):
         configs = {}
@@ -116,7 +116,7 @@ def arm_stage(spec: ClaimsSpec, claim: Claim, folder: Path, arm: str, seed: int,
     weights) is removed once recorded: a claim is about the training, not the final model."""
     from reference_impls.rundir import RunDir, read_jsonl
 
-    from .grid import warm_settings
+    from .cell_options import warm_settings
     from .training import train_run
 
     grid = arm_grid(spec, claim, arm, pilot)

@@ -20,7 +20,8 @@ from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir
 
 from .folder import GridDir, read_record
-from .grid import Grid, cell_config, cell_id, env_of
+from .cell_options import cell_config, env_of
+from .grid import Grid, cell_id
 from .report import duration
 from .trial import choose_lr, missing_trials
 from .warm import has_weights

@@ -10,7 +10,8 @@ import time
 from reference_impls.stats import config_interval
 
 from .folder import GridDir, atomic_json, warm_name
-from .grid import Grid, env_config, reference_config, warm_settings
+from .cell_options import env_config, reference_config, warm_settings
+from .grid import Grid
 
 
 #: the interval a record stores for its own held-out success, named in the record (``heldout_interval_method``):
@@ -33,7 +34,7 @@ def heldout_record(heldout: list[int]) -> dict:
 
 
 def heldout_config(config: dict):
-    """The typed env config of a run's held-out episodes: its options (``grid.env_config``), then the env's
+    """The typed env config of a run's held-out episodes: its options (``cell_options.env_config``), then the env's
     ``heldout_options`` (``EnvSpec.heldout_env_options``: selfplay-arith's held-out is the solver's)."""
     from reference_impls.envs import get_env
 

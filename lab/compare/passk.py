@@ -12,7 +12,8 @@ from reference_impls.options import ConfigError
 from reference_impls.rundir import RunDir
 
 from .folder import GridDir, atomic_json, budget_status
-from .grid import Grid, cell_id, warm_settings
+from .cell_options import warm_settings
+from .grid import Grid, cell_id
 from .heldout import heldout_config
 from .report import duration
 from .warm import has_weights, weights_digest

@@ -323,7 +323,8 @@ def _export_into(grid: Grid, gdir: GridDir, dest: Path, env: str | None) -> int:
     from reference_impls.options import ConfigError
 
     from .folder import CELL_KEYS
-    from .grid import cell_id, env_of
+    from .cell_options import env_of
+    from .grid import cell_id
 
     spec_path = gdir.path / "grid.yaml"
     if not spec_path.is_file():

@@ -14,7 +14,8 @@ from pathlib import Path
 from reference_impls.rundir import RunDir, read_jsonl
 
 from .folder import DIAGNOSTIC_KEYS, GridDir, warm_name
-from .grid import Grid, cell_config, cell_id, policy_steps, updates_per_batch
+from .cell_options import cell_config, policy_steps, updates_per_batch
+from .grid import Grid, cell_id
 from .provenance import Host, provenance
 from .warm import has_weights, weights_digest
 

@@ -2,7 +2,7 @@
 ``warm/<env>@w<seed>`` for the others) and the restore of one recorded without its weights
 (``warm_restore_stage``: trained again and kept only if its digest is the recorded one, or, when asked, if it
 answers every held-out test problem as the recorded one did). The training itself is the trainer's own warm start
-(``reference_impls.sft.warm_start``), with the settings the grid's recipe gives (``grid.warm_settings``).
+(``reference_impls.sft.warm_start``), with the settings the grid's recipe gives (``cell_options.warm_settings``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 from reference_impls.options import ConfigError
 
 from .folder import BadRecord, GridDir, atomic_json, read_record, warm_name
-from .grid import Grid, chosen_env_options, env_config, reference_config, warm_settings
+from .cell_options import chosen_env_options, env_config, reference_config, warm_settings
+from .grid import Grid
 from .heldout import reference_heldout
 from .provenance import Host, provenance
 

@@ -52,7 +52,7 @@ import re
 from dataclasses import dataclass
 
 from ..options import ConfigError, Options, option
-from . import EnvSpec, StepResult, ToolSpec
+from . import EnvSpec, StepResult, ToolSpec, replay_calls
 
 TOOL = ToolSpec(
     name="gui",
@@ -515,15 +515,7 @@ def demonstration(problem: Problem, config: GuiConfig | None = None) -> list[tup
     config = config or GuiConfig()
     env = GuiEnv(problem, config)
     env.reset()
-    segments: list[tuple[str, str]] = []
-    for action in expert_actions(problem, config.view_rows):
-        call = f"{TOOL.call_open}{action}{TOOL.call_close}"
-        segments.append(("model", call))
-        result = env.step(call)
-        if result.done:
-            break
-        segments.append(("env", result.observation))
-    return segments
+    return replay_calls(env, TOOL, expert_actions(problem, config.view_rows))
 
 
 def _problems(split: str, n: int, seed: int, config: GuiConfig) -> list[Problem]:

@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 
 from ..options import ConfigError, Options, option
-from . import EnvSpec, StepResult, ToolSpec
+from . import EnvSpec, StepResult, ToolSpec, replay_calls
 
 TOOL = ToolSpec(
     name="step",
@@ -522,16 +522,7 @@ class ProofEnv:
 
 def demonstration(problem: Problem) -> list[tuple[str, str]]:
     """The generator's proof, one step per turn, with the checker's real answers between."""
-    env = ProofEnv(problem, ProofConfig())
-    segments: list[tuple[str, str]] = []
-    for text in problem.proof:
-        call = f"{TOOL.call_open}{text}{TOOL.call_close}"
-        segments.append(("model", call))
-        result = env.step(call)
-        if result.done:
-            break
-        segments.append(("env", result.observation))
-    return segments
+    return replay_calls(ProofEnv(problem, ProofConfig()), TOOL, problem.proof)
 
 
 def _problems(split: str, n: int, seed: int, config: ProofConfig) -> list[Problem]:

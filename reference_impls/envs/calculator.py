@@ -40,7 +40,7 @@ from fractions import Fraction
 from typing import Callable
 
 from ..implementations import PRELIMINARY_NODES, Implementation
-from ..options import Options, option
+from ..options import ConfigError, Options, option
 from . import EnvSpec, StepResult, ToolSpec
 from .arith import CalcError, evaluate, format_number, parse_number
 
@@ -250,6 +250,8 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
     return [make_problem(chosen[i % len(chosen)], split, seed, i // len(chosen)) for i in range(n)]
 
 
+_FAMILY_LEVEL = {f.name: f.level for f in FAMILIES}
+
 #: the two forms of the task: a multi-turn POMDP with the tool, a one-step MDP without it
 MODES = ("tool", "direct")
 
@@ -269,6 +271,19 @@ class CalculatorConfig(Options):
     mode: str = option("tool", "tool: a multi-turn POMDP (calculator calls, their results, then the answer); "
                        "direct: a one-step MDP (one prompt, one answer, one reward; no tool).",
                        choices=MODES)
+    # the diversity of the training tasks alone (issue 65, scaling-environment): the held-out and validation problems
+    # keep ``families``, so a sweep of this option scores every point on the same test problems
+    train_families: tuple[str, ...] = option((), "Families the training problems are drawn from (empty = those of "
+                                             "families); held-out and validation problems keep families. Each must "
+                                             "be one of the chosen levels' families.",
+                                             choices=tuple(f.name for f in FAMILIES))
+
+    def __post_init__(self):
+        super().__post_init__()
+        outside = [name for name in self.train_families if _FAMILY_LEVEL[name] not in self.levels]
+        if outside:
+            raise ConfigError(f"CalculatorConfig.train_families: {', '.join(outside)} not of the chosen levels "
+                              f"{list(self.levels)}; no training problem would come from them", field="train_families")
 
 
 class CalculatorEnv:
@@ -433,7 +448,10 @@ STEPS = CalculatorSteps()
 
 
 def _problems(split: str, n: int, seed: int, config: CalculatorConfig) -> list[Problem]:
-    return problems(split, n, seed, levels=config.levels, families=config.families or None)
+    """The split's problems under ``config``: the training split from ``train_families`` where it names some (a
+    narrower or wider task mix than the test's), every other split from ``families``."""
+    families = config.train_families if split == "train" and config.train_families else config.families
+    return problems(split, n, seed, levels=config.levels, families=families or None)
 
 
 SPEC = EnvSpec(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -163,15 +164,30 @@ def load_sweep(folder: Path, shipped: bool) -> SweepResults | None:
     return SweepResults(grid.name, grid.label or grid.name, grid.sweep["option"], folder, shipped, points)
 
 
-def sweep_grids() -> list[Grid]:
-    """The shipped grid files that declare a sweep, by name."""
+@lru_cache(maxsize=64)
+def _sweep_file(path: str, mtime_ns: int) -> tuple[frozenset, Grid | None]:
+    """A grid file's implementations and, when it declares a sweep, the sweep grid (read once per version of the
+    file: a node page asks on every view). A file that does not load is no sweep."""
+    try:
+        data = read_grid_file(Path(path))
+    except ConfigError:
+        return frozenset(), None
+    impls = data.get("implementations")
+    if not data.get("sweep") or not isinstance(impls, list):
+        return frozenset(), None
+    try:
+        return frozenset(map(str, impls)), Grid.from_dict(data, path)
+    except ConfigError:
+        return frozenset(), None
+
+
+def sweep_grids(implementations: set[str] | None = None) -> list[Grid]:
+    """The shipped grid files that declare a sweep, by name; with ``implementations``, only those naming one of
+    them."""
     found = []
     for path in sorted(GRIDS.glob("*.yaml")):
-        try:
-            grid = Grid.load(str(path))
-        except ConfigError:
-            continue
-        if grid.sweep:
+        impls, grid = _sweep_file(str(path), path.stat().st_mtime_ns)
+        if grid is not None and (implementations is None or impls & implementations):
             found.append(grid)
     return found
 
@@ -192,4 +208,4 @@ def sweep_for_node(node_id: str) -> list[tuple[Grid, SweepResults | None]]:
     from lab.catalog import for_node
 
     served = {impl.id for impl in for_node(node_id)}
-    return [(grid, results_of(grid)) for grid in sweep_grids() if served & set(grid.implementations)]
+    return [(grid, results_of(grid)) for grid in sweep_grids(served)] if served else []

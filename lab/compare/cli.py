@@ -252,7 +252,7 @@ def _sweep_main(grid: Grid, args) -> int:
             rows = sweep.sweep_status(grid, root)
             for r in rows:
                 shown = "" if r["heldout"] is None else "{:.3f}".format(r["heldout"])
-                print(f"{r['point']:<16} {r['cell']:<40} {r['state']:<8} {shown}")
+                print(f"{r['point']:<24} {r['cell']:<40} {r['state']:<8} {shown}")
             counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "bad", "partial", "failed",
                                                                         "pending")}
             print(" ".join(f"{k} {v}" for k, v in counts.items()))

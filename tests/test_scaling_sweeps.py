@@ -162,8 +162,9 @@ def test_one_cell_of_a_scaling_sweep_runs_end_to_end_and_the_sweep_resumes(tmp_p
     assert found.points[0]["heldout"] == pytest.approx(sum(record["heldout_by_problem"]) / 4)
     [block] = sweep_blocks([(grid, found)])
     kinds = [p.kind for p in block.parts]
-    assert kinds == ["markdown", "chart", "table", "caption"] and "Not measured yet: 32" in block.parts[-1].body
+    assert kinds == ["markdown", "chart", "chart", "table", "caption"] and "Not measured yet: 32" in block.parts[-1].body
     assert [r["point"] for r in block.parts[1].body["data"]["values"]] == ["8"]
+    assert block.parts[2].body["data"]["values"] == [{"point": "8", "train_s": record["train_s"]}]
     shown = run_main(main, ["status", str(path), "--dir", str(root)], prog="python -m lab.compare").stdout
     assert "done 1" in shown and "pending 1" in shown
     shipped = tmp_path / "shipped"

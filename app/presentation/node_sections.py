@@ -452,10 +452,23 @@ def sweep_curve_spec(results) -> dict:
                                                 {"field": "seeds"}]}}]}
 
 
+def sweep_time_spec(results) -> dict | None:
+    """A Vega-Lite spec of what each measured point cost: the mean training time of its complete cells (seconds;
+    the efficiency sweep's quantity), or None when no record kept one."""
+    rows = [{"point": p["point"], "train_s": p["train_s"]} for p in results.measured if p["train_s"] is not None]
+    if not rows:
+        return None
+    x = {"field": "point", "type": "ordinal", "sort": [p["point"] for p in results.points], "title": results.option}
+    return {"data": {"values": rows}, "height": 160, "mark": {"type": "bar"},
+            "encoding": {"x": x, "y": {"field": "train_s", "type": "quantitative",
+                                       "title": "training time per cell (s)"},
+                         "tooltip": [{"field": "point"}, {"field": "train_s", "format": ".0f"}]}}
+
+
 def sweep_blocks(sweeps) -> list[Block]:
     """Per sweep that measures the node (``(grid, results or None)``, ``lab.compare.sweep.sweep_for_node``): what
-    it varies, then its curve and table from the shipped or the user's results, or, when it has not been run, a
-    plain note saying so with the command that runs it."""
+    it varies, then its curve (held-out success; below it, each point's training time) and table from the shipped
+    or the user's results, or, when it has not been run, a plain note saying so with the command that runs it."""
     blocks = []
     for grid, results in sweeps:
         values = ", ".join(name for name, _ in grid.sweep_points())
@@ -477,8 +490,10 @@ def sweep_blocks(sweeps) -> list[Block]:
                    f"over seeds x problems.")
         if missing:
             caption += (f" Not measured yet: {md_escape(', '.join(missing))}; {run} resumes the sweep.")
-        blocks.append(Block((head, Part("chart", sweep_curve_spec(results)), Part("table", sweep_frame(results)),
-                             Part("caption", caption)), boxed=True))
+        time_spec = sweep_time_spec(results)
+        charts = [Part("chart", sweep_curve_spec(results))] + ([] if time_spec is None else [Part("chart", time_spec)])
+        blocks.append(Block((head, *charts, Part("table", sweep_frame(results)), Part("caption", caption)),
+                            boxed=True))
     return blocks
 
 

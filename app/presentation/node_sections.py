@@ -9,7 +9,8 @@ whatever the section. A new node-specific feature is a new entry in ``SECTIONS``
     says?": each claim about its implementations, its paired ablation's figure and verdict, issue 61),
     comparison (its rows in the comparison grids),
     value search (learned-value planning), not implemented (why not yet), proxy (the closest runnable stand-in),
-    pass@k (the mechanistic-debate node), family (a family header: its base's "Run this"), tour (the survey's
+    pass@k (the mechanistic-debate node), scaling sweep (the curve of each sweep grid that measures the node, or
+    that it has not been run and how to run it), family (a family header: its base's "Run this"), tour (the survey's
     prose and root nodes: a guided tour of their children's implementations, ``TOURS``).
 
     for name, blocks in node_sections(NodeContext(cat, "alg-grpo", load_grids=available_results)):
@@ -66,16 +67,24 @@ def _value_searches(node_id: str) -> list[dict]:
     return for_node(node_id)
 
 
+def _sweeps(node_id: str) -> list:
+    """The sweep grids that measure a node (issue 65, the scaling nodes), each with its results or None."""
+    from lab.compare.sweep import sweep_for_node
+
+    return sweep_for_node(node_id)
+
+
 @dataclass
 class NodeContext:
     """What the sections of one node page read: the node, its reference implementations and, each loaded once
-    on first use, the comparison grids (``load_grids``: the app passes its cached loader) and the node's
-    value-search records."""
+    on first use, the comparison grids (``load_grids``: the app passes its cached loader), the node's
+    value-search records and the sweeps that measure it (``load_sweeps``)."""
 
     catalog: Catalog
     node: str
     load_grids: Callable[[], Sequence]
     load_value_searches: Callable[[str], list[dict]] = _value_searches
+    load_sweeps: Callable[[str], list] = _sweeps
 
     @cached_property
     def impls(self) -> list:
@@ -90,6 +99,10 @@ class NodeContext:
     @cached_property
     def value_searches(self) -> list[dict]:
         return self.load_value_searches(self.node)
+
+    @cached_property
+    def sweeps(self) -> list:
+        return self.load_sweeps(self.node) if self.impls else []
 
 
 @dataclass(frozen=True)
@@ -401,6 +414,93 @@ def _passk(ctx: NodeContext) -> list[Block]:
     return _note(note, f"**{note.heading}** {note.text}", ":material/query_stats:", ":material/leaderboard:")
 
 
+# -- the scaling sweeps (issue 65) ------------------------------------------------------------------------
+def sweep_command(name: str) -> str:
+    """The command that runs (or resumes) a sweep grid."""
+    return f"python -m lab.compare run {name}"
+
+
+def sweep_frame(results) -> pd.DataFrame:
+    """A sweep's points as a table (``lab.compare.sweep.SweepResults``): its value, the seeds measured, held-out
+    success in % with its 95% interval and the mean training time of a cell; a point not measured yet has its
+    figures empty."""
+    def pct(x):
+        return None if x is None else round(100 * x, 1)
+
+    return pd.DataFrame([{results.option: p["point"], "seeds": p["seeds"], "held-out %": pct(p["heldout"]),
+                          "95% low": pct(p["low"]), "95% high": pct(p["high"]),
+                          "training s per cell": None if p["train_s"] is None else round(p["train_s"])}
+                         for p in results.points])
+
+
+def sweep_curve_spec(results) -> dict:
+    """A Vega-Lite spec of a sweep's curve: held-out success (%) at each measured point, in the file's order, with
+    its 95% interval as an error bar."""
+    order = [p["point"] for p in results.points]
+    rows = [{"point": p["point"], "heldout": 100 * p["heldout"], "low": 100 * p["low"], "high": 100 * p["high"],
+             "seeds": p["seeds"]} for p in results.measured]
+    x = {"field": "point", "type": "ordinal", "sort": order, "title": results.option}
+    return {"data": {"values": rows}, "height": 220,
+            "layer": [{"mark": {"type": "rule"},
+                       "encoding": {"x": x, "y": {"field": "low", "type": "quantitative",
+                                                  "title": "held-out success (%)", "scale": {"domain": [0, 100]}},
+                                    "y2": {"field": "high"}}},
+                      {"mark": {"type": "line", "point": True},
+                       "encoding": {"x": x, "y": {"field": "heldout", "type": "quantitative"},
+                                    "tooltip": [{"field": "point"}, {"field": "heldout", "format": ".1f"},
+                                                {"field": "low", "format": ".1f"}, {"field": "high", "format": ".1f"},
+                                                {"field": "seeds"}]}}]}
+
+
+def sweep_time_spec(results) -> dict | None:
+    """A Vega-Lite spec of what each measured point cost: the mean training time of its complete cells (seconds;
+    the efficiency sweep's quantity), or None when no record kept one."""
+    rows = [{"point": p["point"], "train_s": p["train_s"]} for p in results.measured if p["train_s"] is not None]
+    if not rows:
+        return None
+    x = {"field": "point", "type": "ordinal", "sort": [p["point"] for p in results.points], "title": results.option}
+    return {"data": {"values": rows}, "height": 160, "mark": {"type": "bar"},
+            "encoding": {"x": x, "y": {"field": "train_s", "type": "quantitative",
+                                       "title": "training time per cell (s)"},
+                         "tooltip": [{"field": "point"}, {"field": "train_s", "format": ".0f"}]}}
+
+
+def sweep_blocks(sweeps) -> list[Block]:
+    """Per sweep that measures the node (``(grid, results or None)``, ``lab.compare.sweep.sweep_for_node``): what
+    it varies, then its curve (held-out success; below it, each point's training time) and table from the shipped
+    or the user's results, or, when it has not been run, a plain note saying so with the command that runs it."""
+    blocks = []
+    for grid, results in sweeps:
+        values = ", ".join(name for name, _ in grid.sweep_points())
+        head = Part("markdown", f"**Sweep: {md_escape(grid.label or grid.name)}.** The grid *{md_escape(grid.name)}* "
+                                f"varies {md_escape(grid.sweep['option'])} alone over {md_escape(values)}, "
+                                f"{len(grid.seeds)} seeds per value, each value's cells from their own warm starts "
+                                f"and scored on the same held-out problems (lab/recipes/grids/{grid.name}.yaml).")
+        run = f"`{sweep_command(grid.name)}`"
+        if results is None:
+            blocks.append(Block((head, Part("note", f"**Not run yet.** No results of this sweep are shipped or in "
+                                                    f"your data folder, so there is no curve to draw. Run it with "
+                                                    f"{run} from the project folder (resumable: a finished point or "
+                                                    f"cell is kept); its curve then appears here.",
+                                            icon=":material/pending:")), boxed=True))
+            continue
+        where = "shipped results" if results.shipped else f"your run in {results.folder}"
+        missing = [p["point"] for p in results.points if not p["seeds"]]
+        caption = (f"From {md_escape(where)}: held-out success of each point's complete cells with its 95% interval "
+                   f"over seeds x problems.")
+        if missing:
+            caption += (f" Not measured yet: {md_escape(', '.join(missing))}; {run} resumes the sweep.")
+        time_spec = sweep_time_spec(results)
+        charts = [Part("chart", sweep_curve_spec(results))] + ([] if time_spec is None else [Part("chart", time_spec)])
+        blocks.append(Block((head, *charts, Part("table", sweep_frame(results)), Part("caption", caption)),
+                            boxed=True))
+    return blocks
+
+
+def _scaling_sweep(ctx: NodeContext) -> list[Block]:
+    return sweep_blocks(ctx.sweeps)
+
+
 # -- a guided tour of the children's implementations (the survey's prose and root nodes) --------------------
 #: the nodes that are the survey's prose or a root of its map: what their tour walks through, in the project's
 #: own words. A node without children (the introduction, the conclusion) tours the roots of the map.
@@ -510,6 +610,7 @@ SECTIONS: tuple[NodeSection, ...] = (
     NodeSection("not implemented", lambda c: bool(_why_not(c.node)), _not_implemented),
     NodeSection("proxy", lambda c: not c.impls and node_proxy_note(c.node) is not None, _proxy),
     NodeSection("pass@k", lambda c: c.node == PASSK_NODE, _passk),
+    NodeSection("scaling sweep", lambda c: bool(c.sweeps), _scaling_sweep),
     NodeSection("family", lambda c: not c.impls and c.node not in TOURS and family_base(c.catalog, c.node) is not None,
                 _family),
     NodeSection("tour", lambda c: c.node in TOURS, _tour),

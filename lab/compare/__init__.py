@@ -10,6 +10,8 @@
     cell      a cell: trained, then scored once on the test problems
     passk     pass@k of the models the grid names in advance
     driver    validate, sweep, run (every missing stage, each in its own process), status
+    sweep     issue 65: a sweep grid (one run option over values, each point a grid of its own): run, status,
+              export, and its curve (``load_sweep``, ``sweep_for_node``: what the scaling nodes' pages draw)
     provenance  what a record stores to be reproduced: commit, package versions, threads, load, steal
     board     statistics over records: leaderboard, progression, pass@k comparison, verdicts (pure functions)
     report    the text and Markdown reports, the pass@k sentence, and ``export`` (the small files, to ship)
@@ -17,7 +19,8 @@
     claims    issue 61: the claims file, each claim's two arms as grids, per-seed summaries, verdicts (pure functions)
     claims_run  the claims' paired experiments: a warm start per seed shared by both arms, each arm in its own
               process, resumable; status and export
-    cli       ``python -m lab.compare run | status | report | passk | export | claims`` (``main``)
+    cli       ``python -m lab.compare run | status | report | passk | export | claims`` (``main``; a sweep grid's
+              commands go to ``sweep``)
 
 Import from the module that owns a name; this package imports none of them. It sits in ``lab`` rather than
 ``reference_impls`` because it reads the Lab's recipes; imports run app -> lab -> reference_impls.

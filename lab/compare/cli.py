@@ -12,7 +12,9 @@
     python -m lab.compare claims status | export --to FOLDER
 
 GRID is a grid file's name in ``lab/recipes/grids/`` or a path to one (see ``grid``); DIR is the grid folder
-(see ``folder``; default: the data dir's ``compare/<grid name>``). The ``_warm``, ``_warmeval`` (each
+(see ``folder``; default: the data dir's ``compare/<grid name>``). A sweep grid (``sweep`` in its file: the
+scaling grids) is run, reported, exported and shown point by point, each point a grid in ``DIR/points/<point>``
+(see ``sweep``). The ``_warm``, ``_warmeval`` (each
 ``--warm-seed W``: one of the grid's ``warm_seeds``), ``_warmrestore`` (a warm start recorded without its
 weights: trained again, kept if its digest is the recorded one or, with ``--restore-by-heldout``, if it answers
 every held-out test problem as the recorded one did), ``_baseeval``, ``_trial`` (a learning-rate trial), ``_cell`` and ``_passk`` commands are the stages the driver
@@ -236,6 +238,50 @@ def claims_markdown(lines: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _sweep_main(grid: Grid, args) -> int:
+    """``run``, ``status``, ``report`` and ``export`` of a sweep grid (``lab.compare.sweep``): point after point, each
+    an ordinary grid in ``points/<point>`` of the sweep's folder."""
+    from . import sweep
+
+    root = Path(args.dir) if args.dir else sweep.default_root(grid)
+    try:
+        if args.command == "run":
+            return 1 if sweep.run_sweep(grid, root, args.max_cells, env=args.env,
+                                        restore_by_heldout=args.restore_by_heldout) else 0
+        if args.command == "status":
+            rows = sweep.sweep_status(grid, root)
+            for r in rows:
+                shown = "" if r["heldout"] is None else "{:.3f}".format(r["heldout"])
+                print(f"{r['point']:<24} {r['cell']:<40} {r['state']:<8} {shown}")
+            counts = {s: sum(r["state"] == s for r in rows) for s in ("done", "stale", "bad", "partial", "failed",
+                                                                        "pending")}
+            print(" ".join(f"{k} {v}" for k, v in counts.items()))
+            return 0
+        if args.command == "export":
+            print(f"{sweep.export_sweep(grid, root, Path(args.to))} cells exported to {args.to}")
+            return 0
+        if args.command == "report":
+            found = sweep.load_sweep(root, shipped=False)
+            if found is None:
+                print(f"error: {root}: no {sweep.SWEEP_FILE} (the sweep has not run there)", file=sys.stderr)
+                return 2
+            for point in found.points:
+                if args.json:
+                    print(json.dumps({"record": "point", "option": found.option, **point}))
+                elif point["seeds"]:
+                    print(f"{found.option} = {point['point']}: held-out {point['heldout']:.3f} "
+                          f"[{point['low']:.3f}, {point['high']:.3f}] over {point['seeds']} seed(s)"
+                          + ("" if point["train_s"] is None else f", training {point['train_s']:.0f} s per cell"))
+                else:
+                    print(f"{found.option} = {point['point']}: no complete cell yet")
+            return 0
+        raise ConfigError(f"{args.command}: not a command for a sweep (run, status, report, export); pass@k is run on "
+                          f"one of its points' grid.yaml")
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in ("claims", "_claimwarm", "_claimarm"):  # the claims have their own options (no GRID)
@@ -289,6 +335,8 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if grid.sweep and not args.command.startswith("_"):  # a sweep's points are grids; a stage is given a point's
+        return _sweep_main(grid, args)
     gdir = GridDir(args.dir) if args.dir else GridDir.default(grid)
     if (args.command in ("_warm", "_warmeval", "_warmrestore") and args.warm_seed is not None
             and args.warm_seed not in grid.warm_seeds):

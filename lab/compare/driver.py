@@ -28,8 +28,16 @@ from .warm import has_weights
 
 
 def validate(grid: Grid, gdir: GridDir) -> None:
-    """Every cell's config passes the trainer's own checks before anything runs (ConfigError names the cell)."""
+    """Every cell's config passes the trainer's own checks before anything runs (ConfigError names the cell); a
+    sweep's, every point's cells (``gdir``: the sweep's folder)."""
     from reference_impls.train import config_from_dict, resolve
+
+    if grid.sweep:
+        from .sweep import point_dir
+
+        for name, value in grid.sweep_points():
+            validate(grid.at_point(value), point_dir(gdir.path, name))
+        return
 
     runs = [(impl, seed, None) for impl, seed in grid.cells()]
     runs += [(impl, seed, lr) for impl in grid.implementations for lr in grid.sweep_lrs(impl)  # the trials too
@@ -89,6 +97,9 @@ def run(grid: Grid, gdir: GridDir, max_cells: int | None = None, out=sys.stdout,
     """Run every missing stage in order (only ``env``'s warm start and cells when given: a grid can be
     finished one environment at a time); returns the number of failed stages. ``restore_by_heldout``: see
     ``warm_restore_stage``'s ``by_heldout``."""
+    if grid.sweep:
+        raise ConfigError(f"grid {grid.name} is a sweep: each point is a grid of its own (lab.compare.sweep.run_sweep, "
+                          f"which python -m lab.compare run calls for it)")
     validate(grid, gdir)
     gdir.refuse_links()
     if env is not None and env not in grid.envs():

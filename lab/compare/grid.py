@@ -40,7 +40,6 @@ points and the cell ids. What the recipe and the grid give a cell (``cell_config
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +48,8 @@ import yaml
 from reference_impls.options import ConfigError
 
 from lab import recipes
+
+from .sweep_options import ENV_OPTION_PREFIX, point_name, sweep_field
 
 GRIDS = Path(__file__).resolve().parents[1] / "recipes" / "grids"
 
@@ -173,7 +174,7 @@ class Grid:
         budget = data.get("budget", "policy-batches")
         if budget not in BUDGETS:
             raise ConfigError(f"{where}: field 'budget': {budget!r} is not one of {', '.join(BUDGETS)}")
-        sweep = _sweep_field(data.get("sweep"), f"{where}: field 'sweep'", dict(data.get("options", {}) or {}),
+        sweep = sweep_field(data.get("sweep"), f"{where}: field 'sweep'", dict(data.get("options", {}) or {}),
                              list(data["implementations"]))
         return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
@@ -372,77 +373,6 @@ def _lr_trials_field(data: dict, where: str, lr_sweep: dict) -> tuple[tuple[int,
                           f"is no choice, and a range needs two ends to be extended past")
     extend = _int_field(value.get("extend", 0), f"{what}, extend", low=0, high=MAX_LR_EXTEND)
     return tuple(seeds), extend
-
-
-#: how a sweep names an environment option (``env_options.train_families``)
-ENV_OPTION_PREFIX = "env_options."
-#: TrainConfig fields a sweep may not vary: what makes the run another run (its algorithm, environment, seed, folder)
-#: or a mapping with its own form (the env's and the algorithm's options: an env option is ``env_options.NAME``)
-UNSWEPT = ("algo", "env", "seed", "out", "env_options", "algo_config", "sft_env")
-#: a point's name is a folder name: letters, digits and . _ + - only
-_POINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
-
-
-def point_name(value) -> str:
-    """A sweep value as its point's name (and folder): a number or a word as written, a list joined by ``+``
-    (``[add, mul]`` -> ``add+mul``), the empty list ``all`` (an option whose empty value means every choice)."""
-    if isinstance(value, (list, tuple)):
-        return "+".join(point_name(v) for v in value) or "all"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _sweep_field(value, what: str, options: dict, implementations: list[str]) -> dict:
-    """A grid's ``sweep`` checked: a mapping of ``option`` (a TrainConfig field, or ``env_options.NAME`` of every
-    environment the grid trains on) and ``values`` (at least two, distinct, each a number, a word, a boolean or a
-    list of them, each naming a different point); the grid's ``options`` must not set the option as well, so that
-    the points differ in it alone. {} when the grid names none."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or set(value) != {"option", "values"}:
-        raise ConfigError(f"{what}: a mapping with option (a run option such as steps, or env_options.NAME) and "
-                          f"values (at least two)")
-    option, values = value["option"], value["values"]
-    from lab.catalog import get
-    from reference_impls.envs import get_env
-    from reference_impls.run_config import TrainConfig
-
-    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    if not isinstance(option, str):
-        raise ConfigError(f"{what}, option: {option!r} is not a name")
-    if option.startswith(ENV_OPTION_PREFIX):
-        name = option.removeprefix(ENV_OPTION_PREFIX)
-        for env in dict.fromkeys(get(i).env for i in implementations):
-            known = {f.name for f in dataclasses.fields(get_env(env).config)}
-            if name not in known:
-                raise ConfigError(f"{what}, option: {name!r} is not an option of the environment {env} (its options: "
-                                  f"{', '.join(sorted(known))})")
-        if name in (options.get("env_options") or {}):
-            raise ConfigError(f"{what}, option: {option} is also set in the grid's options; the points would not "
-                              f"differ in it alone")
-    elif option not in train_fields or option in UNSWEPT:
-        raise ConfigError(f"{what}, option: {option!r} is not a run option a sweep may vary (a TrainConfig field "
-                          f"other than {', '.join(UNSWEPT)}, or env_options.NAME)")
-    elif option in options:
-        raise ConfigError(f"{what}, option: {option} is also set in the grid's options ({options[option]!r}); the "
-                          f"points would not differ in it alone")
-
-    def scalar(v) -> bool:
-        return isinstance(v, (int, float, str, bool))
-
-    if not isinstance(values, list) or len(values) < 2 or not all(
-            scalar(v) or (isinstance(v, list) and all(scalar(x) for x in v)) for v in values):
-        raise ConfigError(f"{what}, values: {values!r} is not a list of at least two values (numbers, words, "
-                          f"booleans, or lists of them)")
-    names = [point_name(v) for v in values]
-    bad = [n for n in names if not _POINT_NAME.match(n)]
-    if bad:
-        raise ConfigError(f"{what}, values: {', '.join(map(repr, bad))} cannot name a point's folder (letters, "
-                          f"digits and . _ + - only, at most 80)")
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{what}, values: {values} repeats a point ({', '.join(names)})")
-    return {"option": option, "values": [list(v) if isinstance(v, list) else v for v in values]}
 
 
 def _int_field(value, what: str, low: int, high: int = 10**9) -> int:

@@ -209,6 +209,9 @@ def main(argv=None) -> int:
         args = p.parse_args(argv)
         options = {**given_flags(args, "env"), **key_values(args.env_option)}
         get_env(args.env).options({**get_env(args.env).demonstration_options, **options})  # validate early
+        if args.micro_batch_tokens < 0:
+            raise ConfigError(f"--micro-batch-tokens: {args.micro_batch_tokens} is negative; give a bound in padded "
+                              "tokens, or 0 for none", field="micro_batch_tokens")
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

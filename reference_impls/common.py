@@ -68,6 +68,40 @@ def collate(samples, pad_id: int, device=None) -> dict[str, torch.Tensor]:
     return batch
 
 
+def padded_tokens(samples) -> int:
+    """The tokens ``collate`` lays out for ``samples``: rows x (longest prompt + longest completion, at least 1)."""
+    if not samples:
+        return 0
+    width = max(len(s.prompt_ids) for s in samples) + max(1, max(len(s.completion_ids) for s in samples))
+    return len(samples) * width
+
+
+def micro_batches(samples, rows: list[int], max_samples: int, max_tokens: int = 0) -> list[list[int]]:
+    """``rows`` (indices into ``samples``) cut, in order, into contiguous micro-batches of at most ``max_samples``
+    rows whose ``collate`` layout holds at most ``max_tokens`` padded tokens (0 = no token bound). A row wider
+    than the token bound alone is a micro-batch of its own. Memory only: a loss summed over the parts and divided
+    by the whole batch's normaliser has the same gradient whatever the cut. Greedy: a row joins the current
+    micro-batch unless that breaks a bound, so with no token bound this is ``rows`` in slices of ``max_samples``."""
+    if max_tokens < 0:
+        raise ValueError(f"micro_batch_tokens: {max_tokens} is negative; give a bound in padded tokens, or 0 for none")
+    max_samples = max(1, max_samples)
+    parts: list[list[int]] = []
+    current: list[int] = []
+    prompt_len = completion_len = 0
+    for row in rows:
+        s = samples[row]
+        p, c = max(prompt_len, len(s.prompt_ids)), max(completion_len, len(s.completion_ids), 1)
+        if current and (len(current) >= max_samples or (max_tokens and (len(current) + 1) * (p + c) > max_tokens)):
+            parts.append(current)
+            current = []
+            p, c = len(s.prompt_ids), max(1, len(s.completion_ids))
+        current.append(row)
+        prompt_len, completion_len = p, c
+    if current:
+        parts.append(current)
+    return parts
+
+
 def selective_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``log softmax(logits)[index]`` without materialising the full log-softmax twice."""
     picked = torch.gather(logits, -1, index.unsqueeze(-1)).squeeze(-1)

@@ -43,6 +43,8 @@ NO_TRL_EQUIVALENT = {
     "dynamic_sampling": "TRL keeps every group (a group with equal rewards gets advantage 0 and no gradient, "
                         "but is not dropped and not re-sampled); not exported",
     "micro_batch_size": "memory only: use per_device_train_batch_size / gradient_accumulation_steps in TRL",
+    "micro_batch_tokens": "memory only: TRL has no token bound on a forward/backward; lower "
+                          "per_device_train_batch_size instead",
     "max_wall_s": "no wall-clock stop in TRL; not exported",
     "update": "--no-update is a benchmark's no-update control (lr 0, no loss computed); not exported",
     "share_prompts": "our prompt-sharing forward; TRL scores each row separately (same result, more compute)",

@@ -2,7 +2,8 @@
 
 Given one rollout batch and per-sample advantages, run ``num_iterations`` passes; in each, split the kept
 samples into ``mu`` minibatches (the run's ``--mini-batches``, in group order), and for each minibatch split
-it into micro-batches, score them with the current policy, add up the algorithm's loss (gradient
+it into micro-batches (``common.micro_batches``: at most ``--micro-batch-size`` samples and ``--micro-batch-tokens``
+padded tokens each; memory only), score them with the current policy, add up the algorithm's loss (gradient
 accumulation) and take one clipped AdamW step::
 
     for each pass:                                   num_iterations
@@ -18,19 +19,18 @@ The papers take several minibatch updates per batch (GSPO 4, GMPO 8, DAPO 16: do
 
 Normalisers are those of the minibatch (each optimiser step's loss is its own minibatch's mean, as verl and
 TRL compute it) and global over ranks: DDP averages gradients, so each rank divides by (global count /
-world); every rank runs the same number of minibatches and backward passes (a rank out of samples runs a
-zero-weight pass).
+world); every rank runs the same number of minibatches and backward passes (the most micro-batches any rank
+cut its minibatch into; a rank out of micro-batches runs a zero-weight pass).
 """
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import torch
 
 from . import distributed
 from .algorithm import Context, Metrics, RolloutBatch
-from .common import collate, completion_logprobs
+from .common import collate, completion_logprobs, micro_batches
 from .diagnostics import ratio_diagnostics
 
 # loss_fn(logps, old_logps, advantages, mask, ref_logps, seq_normalizer, token_normalizer) -> (loss, metrics)
@@ -78,11 +78,12 @@ def policy_gradient_update(ctx: Context, batch: RolloutBatch, advantages: torch.
         for part in parts:
             n_tokens_local = float(sum(sum(samples[i].loss_mask) for i in part))
             n_seq, n_tok = distributed.all_reduce([float(len(part)), n_tokens_local])
-            n_micro = int(distributed.all_reduce([math.ceil(len(part) / train.micro_batch_size)], op="max")[0])
+            chunks = micro_batches(samples, part, train.micro_batch_size, getattr(train, "micro_batch_tokens", 0))
+            n_micro = int(distributed.all_reduce([float(len(chunks))], op="max")[0])
             seq_norm, tok_norm = max(n_seq, 1.0) / ctx.world, max(n_tok, 1.0) / ctx.world
             ctx.optimizer.zero_grad(set_to_none=True)
             for m in range(n_micro):
-                idx = part[m * train.micro_batch_size:(m + 1) * train.micro_batch_size]
+                idx = chunks[m] if m < len(chunks) else []
                 weight = 1.0
                 if not idx:  # this rank ran out of samples: a zero-weight pass keeps DDP's all-reduce in step
                     idx, weight = [0], 0.0

@@ -61,6 +61,10 @@ class TrainConfig:
                                aliases=("mu",))
     micro_batch_size: int = option(8, "Sequences per forward/backward; lower it if memory runs short.", low=1,
                                    high=4096)
+    # long transcripts (TextWorld's run to ~1,150 tokens) need a bound on the tokens of a pass, not a count of sequences
+    micro_batch_tokens: int = option(4096, "Padded tokens per forward/backward (rows x padded width; a longer "
+                                     "sequence runs alone); lower it if memory runs short on long episodes. Memory "
+                                     "only: the step is the same. 0 = no bound.", low=0, high=100_000_000)
     max_new_tokens_per_turn: int = option(48, "Model tokens per turn before the turn is cut.", low=1, high=32768)
     max_completion_tokens: int = option(160, "Model + tool tokens per episode; longer episodes are truncated.",
                                         low=1, high=131072, aliases=("max_completion_length",))

@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 import torch
 
-from .common import adamw, collate, completion_logprobs, masked_mean, seed_everything
+from .common import adamw, collate, completion_logprobs, masked_mean, micro_batches, seed_everything
 from .envs import ENVS, get_env, load_env_module
 from .models import load_policy
 from .options import ConfigError, add_flags, given_flags, key_values
@@ -93,10 +93,11 @@ BATCH_SIZE = 8  # transcripts per SFT step
 
 
 def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = BATCH_SIZE, lr: float = 5e-5,
-        seed: int = 0, log=None, micro_batch_size: int | None = None) -> list[float]:
+        seed: int = 0, log=None, micro_batch_size: int | None = None, micro_batch_tokens: int = 0) -> list[float]:
     """``steps`` AdamW steps on shuffled mini-batches of ``samples``; returns the loss per step.
-    ``log(step, loss)`` is called after every step (it may raise to stop early). ``micro_batch_size``
-    (memory only): sequences per forward/backward; a batch split into micro-batches takes the same step, since
+    ``log(step, loss)`` is called after every step (it may raise to stop early). ``micro_batch_size`` and
+    ``micro_batch_tokens`` (memory only): at most that many sequences and padded tokens per forward/backward
+    (``common.micro_batches``; None / 0 = no bound); a batch split into micro-batches takes the same step, since
     each part's token log-likelihoods are summed and divided by the whole batch's model-token count."""
     seed_everything(seed)
     device = next(model.parameters()).device
@@ -110,7 +111,8 @@ def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = B
             order += rng.sample(range(len(samples)), len(samples))
         idx, order = order[:batch_size], order[batch_size:]
         optimizer.zero_grad(set_to_none=True)
-        if micro >= len(idx):  # one pass: the masked mean over the batch
+        parts = micro_batches(samples, idx, micro, micro_batch_tokens)
+        if len(parts) == 1:  # one pass: the masked mean over the batch
             batch = collate([samples[i] for i in idx], tokenizer.pad_token_id, device)
             logps, _ = completion_logprobs(model, batch)
             loss = -masked_mean(logps, batch["loss_mask"])
@@ -118,8 +120,8 @@ def sft(model, tokenizer, samples: list[Sample], steps: int, batch_size: int = B
         else:  # long transcripts (TextWorld's): the same loss, accumulated over parts of the batch
             tokens = max(1.0, float(sum(sum(samples[i].loss_mask) for i in idx)))
             loss = torch.zeros(())
-            for start in range(0, len(idx), micro):
-                batch = collate([samples[i] for i in idx[start:start + micro]], tokenizer.pad_token_id, device)
+            for part_idx in parts:
+                batch = collate([samples[i] for i in part_idx], tokenizer.pad_token_id, device)
                 logps, _ = completion_logprobs(model, batch)
                 part = -(logps * batch["loss_mask"]).sum() / tokens
                 part.backward()
@@ -139,7 +141,7 @@ class WarmStartSettings:
     with ``seed``. ``problem_options``: which problems are demonstrated (over the env's ``demonstration_options``;
     None = those alone). ``episode_config``: the env config the episodes are played in (typed, or a mapping; None =
     ``problem_options``, then the env's defaults), so SFT shows the format the run's rollouts use.
-    ``micro_batch_size``: memory only (``sft``)."""
+    ``micro_batch_size``, ``micro_batch_tokens``: memory only (``sft``)."""
 
     env: str
     examples: int
@@ -147,6 +149,7 @@ class WarmStartSettings:
     lr: float
     seed: int
     micro_batch_size: int | None = None
+    micro_batch_tokens: int = 0
     problem_options: dict | None = None
     episode_config: Any = None
 
@@ -156,7 +159,7 @@ class WarmStartSettings:
         the run's when it demonstrates its own env (another env's options would not fit the transcripts)."""
         same_env = not cfg.sft_env or cfg.sft_env == cfg.env
         return cls(env=cfg.sft_env or cfg.env, examples=cfg.sft_examples, steps=cfg.sft_steps, lr=cfg.sft_lr,
-                   seed=cfg.seed, micro_batch_size=cfg.micro_batch_size,
+                   seed=cfg.seed, micro_batch_size=cfg.micro_batch_size, micro_batch_tokens=cfg.micro_batch_tokens,
                    episode_config=env_config if same_env else None)
 
 
@@ -171,7 +174,7 @@ def warm_start(model, tokenizer, settings: WarmStartSettings,
     samples = demonstrations(tokenizer, settings.env, settings.examples, settings.seed,
                              options=settings.problem_options, episode_options=settings.episode_config)
     return sft(model, tokenizer, samples, settings.steps, lr=settings.lr, seed=settings.seed, log=log,
-               micro_batch_size=settings.micro_batch_size)
+               micro_batch_size=settings.micro_batch_size, micro_batch_tokens=settings.micro_batch_tokens)
 
 
 def main(argv=None) -> int:
@@ -190,20 +193,25 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     p.add_argument("--micro-batch-size", type=int, default=None,
                    help="sequences per forward/backward (memory only; default: the whole batch)")
+    p.add_argument("--micro-batch-tokens", type=int, default=0,
+                   help="padded tokens per forward/backward, a longer transcript alone (memory only; 0: no bound)")
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE")
     try:
         for module in known.env_module:
             load_env_module(module)
-        taken = {"model", "out", "env", "env_module", "n", "steps", "batch_size", "micro_batch_size", "lr", "seed",
-                 "env_option"}
+        taken = {"model", "out", "env", "env_module", "n", "steps", "batch_size", "micro_batch_size", "micro_batch_tokens", "lr",
+                 "seed", "env_option"}
         if known.env in ENVS:
             add_flags(p.add_argument_group(f"options of --env {known.env} (which problems are demonstrated)"),
                       ENVS[known.env].option_specs(), "env", taken)
         args = p.parse_args(argv)
         options = {**given_flags(args, "env"), **key_values(args.env_option)}
         get_env(args.env).options({**get_env(args.env).demonstration_options, **options})  # validate early
+        if args.micro_batch_tokens < 0:
+            raise ConfigError(f"--micro-batch-tokens: {args.micro_batch_tokens} is negative; give a bound in padded "
+                              "tokens, or 0 for none", field="micro_batch_tokens")
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -216,7 +224,7 @@ def main(argv=None) -> int:
         print(f"sft step {step}/{args.steps} loss {loss:.4f} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
 
     losses = sft(model, tokenizer, samples, args.steps, args.batch_size, args.lr, args.seed, log,
-                 micro_batch_size=args.micro_batch_size)
+                 micro_batch_size=args.micro_batch_size, micro_batch_tokens=args.micro_batch_tokens)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)

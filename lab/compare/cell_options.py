@@ -99,6 +99,10 @@ def warm_settings(grid: Grid, env: str, warm_seed: int | None = None) -> dict:
     micro = grid.options.get("micro_batch_size", config.get("micro_batch_size"))
     if micro is not None and micro < SFT_BATCH_SIZE:  # memory only; named only where it splits the SFT batch
         settings["micro_batch_size"] = micro
+    # memory only too, and always named: what the grid or recipe sets, else the trainer's default, so the grid's
+    # warm start splits its batches as a run's own --sft-steps would (the same weights, bit for bit)
+    settings["micro_batch_tokens"] = grid.options.get("micro_batch_tokens",
+                                                      config.get("micro_batch_tokens", trainer.micro_batch_tokens))
     return settings
 
 

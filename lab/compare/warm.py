@@ -44,6 +44,7 @@ def _train_warm(grid: Grid, env: str, warm_seed: int | None, dest: Path) -> dict
     losses = warm_start(model, tokenizer, WarmStartSettings(
         env=settings["sft_env"], examples=settings["sft_examples"], steps=settings["sft_steps"],
         lr=settings["sft_lr"], seed=settings["seed"], micro_batch_size=settings.get("micro_batch_size"),
+        micro_batch_tokens=settings["micro_batch_tokens"],
         problem_options=settings.get("options"), episode_config=episode_config), log=progress)
     model.save_pretrained(dest)
     tokenizer.save_pretrained(dest)

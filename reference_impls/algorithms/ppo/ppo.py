@@ -99,7 +99,7 @@ from torch import nn
 
 from ... import distributed
 from ...algorithm import Algorithm, Context, RolloutBatch
-from ...common import collate, entropy_from_logits, position_ids_from_mask, selective_log_softmax
+from ...common import collate, entropy_from_logits, micro_batches, position_ids_from_mask, selective_log_softmax
 from ...diagnostics import ratio_diagnostics
 from ...implementations import join_equations, latex_number
 from ...options import Options, option
@@ -394,12 +394,12 @@ class PPO(Algorithm):
         mask = full["loss_mask"]
         old_logps = full["old_logprobs"]
         B = mask.shape[0]
-        micro = max(1, tcfg.micro_batch_size)
+        micro, micro_tokens = max(1, tcfg.micro_batch_size), getattr(tcfg, "micro_batch_tokens", 0)
 
         # 1. values of the rollout (pi_old's critic), per-token rewards, GAE
         with torch.no_grad():
             old_values = torch.zeros_like(mask)
-            for idx in _chunks(list(range(B)), micro):
+            for idx in micro_batches(samples, list(range(B)), micro, micro_tokens):
                 mb = collate([samples[i] for i in idx], ctx.tokenizer.pad_token_id, device)
                 _, _, v = forward(policy, critic, mb, cfg, tcfg.temperature)
                 old_values[idx, :v.shape[1]] = v.float()
@@ -445,7 +445,7 @@ class PPO(Algorithm):
                                     distributed.all_reduce([float(n_tok), float(n_pos)]))
                 n_tok, n_pos = n_tok.clamp(min=1.0), n_pos.clamp(min=1.0)
                 ctx.optimizer.zero_grad(set_to_none=True)
-                for idx in _chunks(minibatch, micro):
+                for idx in micro_batches(samples, minibatch, micro, micro_tokens):
                     mb = collate([samples[i] for i in idx], ctx.tokenizer.pad_token_id, device)
                     K = mb["logits_to_keep"]
                     logps, entropy, values = forward(policy, critic, mb, cfg, tcfg.temperature)

@@ -1,4 +1,5 @@
 import contextlib
+import io
 import fcntl
 import os
 import shutil
@@ -225,3 +226,14 @@ def node_without_implementation(taxonomy, monkeypatch):
     monkeypatch.setattr(registry, "implementations", lambda: stripped)
     assert not lab.for_node(node)
     return node
+
+
+@pytest.fixture(scope="session")
+def train_list_json() -> str:
+    """The output of ``train --list --json``, run once per test process; each user parses its own copy."""
+    from reference_impls import train
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert train.main(["--list", "--json"]) == 0
+    return buffer.getvalue()

@@ -2,8 +2,6 @@
 (lab/recipes/grids/scaling-*.yaml: one run option over values, each point a grid of its own, lab.compare.sweep);
 the grids load and validate and their points differ in the swept option alone; a sweep runs and resumes point by
 point on the tiny model; its node page draws the curve, or says it has not been run and how to run it."""
-import contextlib
-import io
 import json
 import sys
 
@@ -16,7 +14,6 @@ from lab.compare.cell_options import cell_config, warm_settings
 from lab.compare.driver import validate
 from lab.compare.folder import GridDir
 from lab.compare.grid import GRIDS, Grid
-from reference_impls import train
 from reference_impls.envs.calculator import CalculatorConfig, _problems
 from reference_impls.options import ConfigError
 
@@ -35,11 +32,8 @@ GRID_NAMES = sorted(set().union(*SCALING.values()))
 
 
 @pytest.fixture(scope="module")
-def listed():
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert train.main(["--list", "--json"]) == 0
-    return json.loads(buffer.getvalue())
+def listed(train_list_json):
+    return json.loads(train_list_json)
 
 
 @pytest.mark.parametrize("node", sorted(SCALING))

@@ -4,8 +4,6 @@ search budget, the demonstration answering its question, the row on other-genera
 list), and two training steps through the CLI."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 
@@ -134,13 +132,8 @@ def test_options_are_checked():
 
 # -- the row and the trainer --
 
-def test_the_row_serves_other_general_qa_which_leaves_the_proxy_list():
-    from reference_impls import train
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert train.main(["--list", "--json"]) == 0
-    rows = {row["id"]: row for row in json.loads(buffer.getvalue())}
+def test_the_row_serves_other_general_qa_which_leaves_the_proxy_list(train_list_json):
+    rows = {row["id"]: row for row in json.loads(train_list_json)}
     row = rows["general-qa-grpo"]
     assert "other-general-qa" in row["nodes"] and row["environment"] == "general-qa"
     assert "other-general-qa" not in NODE_PROXIES

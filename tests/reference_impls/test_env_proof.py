@@ -4,8 +4,6 @@ the demonstration proving its goal, bad steps named in the observation, the row 
 steps through the CLI."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
@@ -232,13 +230,8 @@ def test_options_are_checked():
 
 # -- the row and the trainer --
 
-def test_the_row_serves_math_formal():
-    from reference_impls import train
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert train.main(["--list", "--json"]) == 0
-    rows = {row["id"]: row for row in json.loads(buffer.getvalue())}
+def test_the_row_serves_math_formal(train_list_json):
+    rows = {row["id"]: row for row in json.loads(train_list_json)}
     assert "math-formal" in rows["proof-grpo"]["nodes"] and rows["proof-grpo"]["environment"] == "proof"
 
 

@@ -4,8 +4,6 @@ preliminaries (one task as a one-step MDP and as a multi-turn POMDP) and the sha
 to k = 256). Each row is checked where ``--list --json`` prints it, and each one that trains takes a tiny CLI step."""
 import ast
 import asyncio
-import contextlib
-import io
 import json
 
 import pytest
@@ -31,12 +29,9 @@ ISSUE_65_ROWS = {
 
 
 @pytest.fixture(scope="module")
-def listed():
+def listed(train_list_json):
     """``train --list --json``, by row id."""
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert train.main(["--list", "--json"]) == 0
-    return {row["id"]: row for row in json.loads(buffer.getvalue())}
+    return {row["id"]: row for row in json.loads(train_list_json)}
 
 
 @pytest.mark.parametrize("impl_id", sorted(ISSUE_65_ROWS))

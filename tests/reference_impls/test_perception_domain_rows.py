@@ -1,13 +1,10 @@
 """Issue 65: the vision, generation-driven and audio perception nodes and the domain-specific environment nodes are
 served by rows of ``train --list --json`` (where the Lab and the node pages read them), each by the row built for
 it, and the text proxies say on the row that they are text proxies."""
-import contextlib
-import io
 import json
 
 import pytest
 
-from reference_impls import train
 
 #: node -> the rows that must serve it
 SERVED_BY = {
@@ -24,11 +21,8 @@ SERVED_BY = {
 
 
 @pytest.fixture(scope="module")
-def listed():
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert train.main(["--list", "--json"]) == 0
-    return json.loads(buffer.getvalue())
+def listed(train_list_json):
+    return json.loads(train_list_json)
 
 
 @pytest.mark.parametrize("node", sorted(SERVED_BY))

@@ -44,6 +44,11 @@ the k3 estimate per token clipped to [0, 10], summed over a sequence's tokens an
 
 (``beta`` = 0 skips the reference model.)
 
+Diagnostic: ``explained_variance`` = 1 - Var(R - V_hat) / Var(R) over the batch's model tokens, each token
+carrying the MC value of the state its turn is taken in and its episode's reward R: how much of the returns the
+Monte Carlo values predict, the same estimator PPO applies to its critic's values (``ppo.explained_variance``),
+so the two read alike (the paper's Sec. 7 compares the two kinds of value estimate on how well they predict).
+
 Continuations: the environment of a sampled episode is rebuilt (reset, then stepped with the episode's
 own model turns, so a deterministic env returns to the same state), the prefix tokens become the prompt
 the engine conditions on (the K continuations of one state share one prefill), and each continuation may
@@ -64,7 +69,7 @@ from ...algorithm import Algorithm, Context, RolloutBatch, collect_batch
 from ...envs import step_all
 from ...options import Options, option
 from ...policy_gradient import policy_gradient_update
-from .ppo import masked_whiten
+from .ppo import explained_variance, masked_whiten
 from ...rollout import Sample, run_episodes
 
 
@@ -99,6 +104,14 @@ def token_advantages(sample: Sample, values: list[float], width: int) -> torch.T
     for (start, end), v, v_next in zip(sample.turn_spans, values, nxt):
         adv[start:end] = v_next - v
     return adv * torch.tensor(sample.loss_mask + [0] * (width - len(sample.loss_mask)), dtype=torch.float32)
+
+
+def token_values(sample: Sample, values: list[float], width: int) -> torch.Tensor:
+    """(width,) the value estimate V_hat(s_j) on the tokens of turn j (the state the turn is taken in); 0 elsewhere."""
+    out = torch.zeros(width)
+    for (start, end), v in zip(sample.turn_spans, values):
+        out[start:end] = v
+    return out * torch.tensor(sample.loss_mask + [0] * (width - len(sample.loss_mask)), dtype=torch.float32)
 
 
 #: the most one token's k3 estimate adds to the KL loss (the authors' kl_penalty_loss_clip_max)
@@ -221,6 +234,10 @@ class VinePPO(Algorithm):
             adv = masked_whiten(adv, mask)
         batch.advantages = adv  # the per-token advantages update() trains on
         batch.state_values = [v for row in values for v in row]
+        # how much of the returns the MC values predict, as PPO's explained_variance reads its critic's
+        returns = torch.stack([torch.full((mask.shape[1],), float(s.reward)) for s in batch.samples])
+        batch.values_explained_variance = explained_variance(
+            torch.stack([token_values(s, v, mask.shape[1]) for s, v in zip(batch.samples, values)]), returns, mask)
         stats = dict(stats, generated_tokens=stats["generated_tokens"] + mc["generated_tokens"],
                      mc_rollout_s=time.time() - t0, mc_states=mc["states"])
         return batch, stats
@@ -236,6 +253,7 @@ class VinePPO(Algorithm):
         metrics.add("advantages_mean", float((step * mask).sum()) / n)  # before whitening
         metrics.add("advantages_abs_mean", float((step.abs() * mask).sum()) / n)
         metrics.add("mc_value_mean", sum(batch.state_values) / max(len(batch.state_values), 1))
+        metrics.add("explained_variance", batch.values_explained_variance)
         return metrics
 
 

@@ -124,6 +124,21 @@ def test_vineppo_advantage_is_next_state_value_minus_state_value():
     assert torch.allclose(vineppo.token_advantages(s, [0.25, 0.5, 0.75], 14)[10:12], torch.full((2,), -0.75))
 
 
+def test_vineppo_prompt_states_only_by_hand():
+    # the ablation of the vines: a's and b's s_0 (shared) and c's s_0 are kept; every later state takes its s_0
+    a = _episode([(0, 3), (5, 8)], 1.0, 8)
+    b = _episode([(0, 3), (5, 6)], 0.0, 6)
+    c = _episode([(0, 2)], 0.0, 2)
+    c.group = 1
+    starts, state_of = vineppo.prompt_states_only(*vineppo.distinct_states([a, b, c]))
+    assert starts == [(0, 0), (2, 0)]
+    assert state_of == [[0, 0], [0, 0], [1]]
+    # so a's advantages: 0 on the first turn (V(s_0) - V(s_0)), R - V(s_0) on the last
+    A = vineppo.token_advantages(a, [0.25, 0.25], width=8)
+    assert A[0:3].tolist() == [0.0, 0.0, 0.0] and A[5:8].tolist() == [0.75, 0.75, 0.75]
+    assert vineppo.Config().intermediate_states is True
+
+
 def test_vineppo_values_explained_variance_by_hand():
     # a: turns (0, 2) and (3, 4), R = 1, V_hat(s_0) = 0.5, V_hat(s_1) = 1; b: one turn (0, 2), R = 0, V_hat = 0.5.
     # Model tokens: R = [1, 1, 1, 0, 0] (mean 0.6, Var 0.24); R - V = [0.5, 0.5, 0, -0.5, -0.5] (Var 0.2)
@@ -275,6 +290,11 @@ def test_vineppo_greedy_continuations_replay_the_episode(calc_policy, tiny, budg
         s, cut = samples[i], samples[i].turn_spans[j][0]
         assert c.completion_ids == s.completion_ids[cut:] and c.loss_mask == s.loss_mask[cut:]
         assert (c.reward, c.truncated) == (s.reward, s.truncated)
+    # the ablation estimates the prompts only (one state per group), and every state of a sample takes its s_0's
+    values, mc = vineppo.mc_values(ctx, problems, samples, K=1, intermediate_states=False)
+    assert mc["states"] == len(problems)
+    for s, row in zip(samples, values):
+        assert len(row) == s.turns and len(set(row)) == 1
 
 
 # ---- VAPO (switches of ppo.py) ------------------------------------------------------------------------

@@ -44,6 +44,15 @@ the k3 estimate per token clipped to [0, 10], summed over a sequence's tokens an
 
 (``beta`` = 0 skips the reference model.)
 
+The ablation of the vines (``intermediate_states: false``, issue 61's claim ``vineppo-mc-values``): only the
+prompt's value is estimated (the same K continuations of s_0), and every later state takes it::
+
+    V_hat(s_j) = V_hat(s_0)   for every j,   so   A = 0 on turns j < n - 1,   A = R - V_hat(s_0) on the last
+
+(credit for the whole episode on its last turn, against a Monte Carlo baseline of the prompt). It is not the
+paper's contrast, a learned value network (Sec. 7); that would be PPO's critic inside VinePPO. It removes what
+the extra rollouts at intermediate states add: a value for each step.
+
 Diagnostic: ``explained_variance`` = 1 - Var(R - V_hat) / Var(R) over the batch's model tokens, each token
 carrying the MC value of the state its turn is taken in and its episode's reward R: how much of the returns the
 Monte Carlo values predict, the same estimator PPO applies to its critic's values (``ppo.explained_variance``),
@@ -87,6 +96,8 @@ class Config(Options):
                                      "(the authors whiten per training step: the same with --mini-batches 1).")
     num_iterations: int = option(2, "Optimisation passes over each rollout batch (the paper: 2 PPO epochs).", low=1,
                                  high=16)
+    intermediate_states: bool = option(True, "Estimate the value of every turn boundary (VinePPO); off: only the "
+                                       "prompt's, which every later state then takes (the ablation of the vines).")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -186,9 +197,21 @@ def continuations(ctx: Context, problems: list, samples: list[Sample], starts, K
     return envs, conts, budgets
 
 
-def mc_values(ctx: Context, problems: list, samples: list[Sample], K: int) -> tuple[list[list[float]], dict]:
-    """V_hat(s_j) for every state of every sample (K continuations per distinct state) and rollout stats."""
+def prompt_states_only(starts, state_of):
+    """The ablation's states: only each group's prompt s_0, which every later state of a sample stands for
+    (its value is V_hat(s_0)); (starts, state_of) as ``distinct_states`` gives them."""
+    keep = [k for k, (_, j) in enumerate(starts) if j == 0]
+    index = {k: n for n, k in enumerate(keep)}
+    return [starts[k] for k in keep], [[index[row[0]]] * len(row) for row in state_of]
+
+
+def mc_values(ctx: Context, problems: list, samples: list[Sample], K: int,
+              intermediate_states: bool = True) -> tuple[list[list[float]], dict]:
+    """V_hat(s_j) for every state of every sample (K continuations per distinct state) and rollout stats;
+    without ``intermediate_states``, V_hat(s_0) for every state (``prompt_states_only``)."""
     starts, state_of = distinct_states(samples)
+    if not intermediate_states:
+        starts, state_of = prompt_states_only(starts, state_of)
     envs, conts, budgets = continuations(ctx, problems, samples, starts, K)
     if not conts:
         return [[] for _ in samples], {"generated_tokens": 0, "states": 0}
@@ -220,13 +243,16 @@ class VinePPO(Algorithm):
             rf"\mathrm{{clip}}(w_{{i,t}},1-{n(cfg.epsilon)},1+{n(cfg.epsilon)})\hat A_{{i,t}}\big)",
             rf"\hat A_{{i,t}}=\hat V(s_{{j+1}})-\hat V(s_j)\ \text{{on turn }}j"
             + (r"\text{, whitened over the batch}" if cfg.whiten_advantages else ""),
-            rf"\hat V(s_j)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),\ \tau_k\sim\pi(\cdot\mid s_j),"
-            r"\ \hat V(s_n)=R")
+            (rf"\hat V(s_j)=\hat V(s_0)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),"
+             r"\ \tau_k\sim\pi(\cdot\mid s_0),\ \hat V(s_n)=R" if not cfg.intermediate_states else
+             rf"\hat V(s_j)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),\ \tau_k\sim\pi(\cdot\mid s_j),"
+             r"\ \hat V(s_n)=R"))
 
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)
         t0 = time.time()
-        values, mc = mc_values(ctx, problems, batch.samples, self.cfg.mc_rollouts)
+        values, mc = mc_values(ctx, problems, batch.samples, self.cfg.mc_rollouts,
+                               self.cfg.intermediate_states)
         mask = batch.full["loss_mask"].cpu()
         adv = torch.stack([token_advantages(s, v, mask.shape[1]) for s, v in zip(batch.samples, values)])
         batch.step_advantages = adv

@@ -84,10 +84,12 @@ def test_the_arms_differ_in_the_ablation_only(tmp_path):
     ("gmpo-geometric-mean", {"token_mean": ("geometric", "arithmetic")}, "ratio_max"),
     ("rloo-leave-one-out", {"baseline": ("group", "batch")}, "grad_var"),
     ("vineppo-mc-values", {"intermediate_states": (True, False)}, "explained_variance"),
+    ("starpo-variance-filter", {"keep_fraction": (0.25, 1.0)}, "zero_advantage_groups_frac"),
 ])
 def test_the_claims_given_a_switch_in_issue_61_validate(tmp_path, claim_id, ablation, metric):
-    """The three claims that had no switch: runnable, their two arms validate (pilot and full seeds), and each
-    seed's resolved configs differ in the new option alone, set as the ablation says."""
+    """The three claims that had no switch, and StarPO-S's added beside them: runnable, their two arms validate
+    (pilot and full seeds), and each seed's resolved configs differ in that option alone, set as the ablation
+    says."""
     from lab.compare.cell_options import cell_config
     from lab.compare.claim_results import claim_folder
     from lab.compare.claims_run import arm_difference, validate

@@ -30,6 +30,16 @@ def _one(claim_id: str) -> dict:
     return copy.deepcopy(next(c for c in _spec_data()["claims"] if c["id"] == claim_id))
 
 
+def _spec_with_a_claim_without_switch(claim_id: str = "rloo-leave-one-out") -> ClaimsSpec:
+    """The shipped file with one claim turned into one without a switch (every shipped claim has one now): the
+    path a claim without a switch takes, checked on it."""
+    data = _spec_data()
+    data["claims"] = [{k: c[k] for k in ("id", "implementation", "claim", "paper_ref", "metric", "direction")}
+                      | {"no_switch": "no option removes only this mechanism (test)"} if c["id"] == claim_id else c
+                      for c in data["claims"]]
+    return ClaimsSpec.from_dict(data, "claims (test)")
+
+
 # -- the shipped claims file -----------------------------------------------------------------------------------
 def test_the_claims_file_covers_the_issue_list_with_one_switch_each():
     """Every algorithm issue 61 names is a claim: with its ablation (an option of its own algorithm, set away from
@@ -68,6 +78,31 @@ def test_the_arms_differ_in_the_ablation_only(tmp_path):
     claim = spec.claim("dapo-clip-higher")
     assert arm_grid(spec, claim, "with").options.get("epsilon_high") is None
     assert arm_grid(spec, claim, "without").options["epsilon_high"] == 0.2
+
+
+@pytest.mark.parametrize("claim_id,ablation,metric", [
+    ("gmpo-geometric-mean", {"token_mean": ("geometric", "arithmetic")}, "ratio_max"),
+    ("rloo-leave-one-out", {"baseline": ("group", "batch")}, "grad_var"),
+    ("vineppo-mc-values", {"intermediate_states": (True, False)}, "explained_variance"),
+    ("starpo-variance-filter", {"keep_fraction": (0.25, 1.0)}, "zero_advantage_groups_frac"),
+])
+def test_the_claims_given_a_switch_in_issue_61_validate(tmp_path, claim_id, ablation, metric):
+    """The three claims that had no switch, and StarPO-S's added beside them: runnable, their two arms validate
+    (pilot and full seeds), and each seed's resolved configs differ in that option alone, set as the ablation
+    says."""
+    from lab.compare.cell_options import cell_config
+    from lab.compare.claim_results import claim_folder
+    from lab.compare.claims_run import arm_difference, validate
+
+    spec = ClaimsSpec.load()
+    claim = spec.claim(claim_id)
+    assert claim.runnable and not claim.no_switch and claim.metric == metric
+    for pilot in (True, False):
+        validate(spec, claim, claim_folder(tmp_path, claim, pilot), pilot=pilot)
+    configs = [cell_config(arm_grid(spec, claim, arm), claim.implementation, 0, str(tmp_path / "warm")) for arm in ARMS]
+    assert arm_difference(*configs) == ablation
+    if claim_id == "rloo-leave-one-out":  # both arms record the gradient's variance
+        assert all(c["algo_config"]["grad_variance"] is True for c in configs)
 
 
 # -- parsing: every error names the claim and the field -----------------------------------------------------------
@@ -228,7 +263,7 @@ def test_claim_lines_pair_by_seed_holm_over_the_claims_and_say_not_run(tmp_path)
     ``not run`` or ``no ablation switch yet``."""
     from reference_impls.stats import holm
 
-    spec = ClaimsSpec.load()
+    spec = _spec_with_a_claim_without_switch()
     for seed, (w, wo) in enumerate(zip(HIGH, [0.30, 0.31, 0.28, 0.33, 0.29])):
         _write(tmp_path, "dapo-clip-higher", "with", seed, _record("dapo-clip-higher", "with", seed, [1.0, w], "entropy"))
         _write(tmp_path, "dapo-clip-higher", "without", seed,

@@ -62,6 +62,22 @@ def test_a_claim_not_measured_says_so_with_the_command(recorded):
     assert parts[2][1] == ("**Not measured yet.** Run `python -m lab.compare claims run --claim dapo-dynamic-sampling"
                            "   # then: python -m lab.compare claims --json`.")
     rloo = node_claims({"calculator-rloo"}, recorded)[0]
+    texts = [text for _, text in claim_parts(*rloo)]  # it has a switch now (issue 61)
+    assert any(t.startswith("**Not measured yet.**") for t in texts)
+    assert not any(t.startswith("**No ablation switch yet.**") for t in texts)
+
+
+def test_a_claim_without_a_switch_says_so(tmp_path):
+    import yaml
+
+    from lab.compare.claims import CLAIMS_FILE
+
+    data = yaml.safe_load(CLAIMS_FILE.read_text())
+    data["claims"] = [{k: c[k] for k in ("id", "implementation", "claim", "paper_ref", "metric", "direction")}
+                      | {"no_switch": "no option removes only this mechanism (test)"}
+                      if c["id"] == "rloo-leave-one-out" else c for c in data["claims"]]
+    spec = ClaimsSpec.from_dict(data, "claims (test)")
+    rloo = node_claims({"calculator-rloo"}, (spec, claim_reports(spec, tmp_path)))[0]
     assert claim_parts(*rloo)[-1][1].startswith("**No ablation switch yet.**")
 
 
@@ -78,7 +94,7 @@ def test_the_node_section_and_the_algorithms_column(catalog, recorded, monkeypat
 def test_the_shipped_claims_are_read_without_records(tmp_path):
     spec, reports = claims_report(tmp_path)
     assert set(reports) == {c.id for c in spec.claims}
-    assert {r["line"]["verdict"] for r in reports.values()} == {"not run", "no ablation switch yet"}
+    assert {r["line"]["verdict"] for r in reports.values()} == {"not run"}  # every shipped claim has a switch
 
 
 def test_the_node_pages_show_the_section():

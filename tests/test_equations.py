@@ -115,3 +115,19 @@ def test_node_pages_render_each_implementation_s_own_objective(catalog):
     assert r"\mathrm{std}" not in rendered["alg-dr-grpo"] and r"L_{\max}" in rendered["alg-dr-grpo"]
     assert r"\hat V(s_j)" in rendered["alg-vineppo"] and r"\mathrm{clip}\big(m_{i,t}\mathbb{D}^{k3}_{i,t},0,10\big)" \
         in rendered["alg-vineppo"]
+
+
+@pytest.mark.parametrize("module,option,value,shown", [
+    ("reference_impls.algorithms.grpo.gmpo", "token_mean", "arithmetic", r"\frac{1}{|o_i|}\sum_t m_{i,t}\min"),
+    ("reference_impls.algorithms.reinforce.rloo", "baseline", "batch", r"\frac{1}{B-1}"),
+    ("reference_impls.algorithms.ppo.vineppo", "intermediate_states", False, r"\hat V(s_j)=\hat V(s_0)"),
+])
+def test_the_claims_ablations_change_the_equation(module, option, value, shown):
+    """Issue 61's ablation switches change the loss, so each changes the LaTeX its algorithm shows."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    cls = next(c for c in registry.algorithms().values() if c.Config is mod.Config)
+    base = mod.Config()
+    ablated = cls.objective(dataclasses.replace(base, **{option: value}))
+    assert ablated != cls.objective(base) and shown in ablated and shown not in cls.objective(base)

@@ -40,9 +40,10 @@ from .folder import DIAGNOSTIC_KEYS, is_number
 CLAIMS_DIR = Path(__file__).resolve().parents[1] / "recipes" / "claims"
 CLAIMS_FILE = CLAIMS_DIR / "core.yaml"
 
-#: the per-step metrics.jsonl keys a claim may be about: the grid's diagnostics and PPO's critic figures
+#: the per-step metrics.jsonl keys a claim may be about: the grid's diagnostics, PPO's critic figures (VinePPO's
+#: explained_variance is its MC values') and the gradient's variance (``grad_var``, policy_gradient)
 CLAIM_METRICS = tuple(DIAGNOSTIC_KEYS) + ("explained_variance", "value_loss", "vf_clip_frac", "approx_kl",
-                                          "advantages_abs_mean", "mc_value_mean")
+                                          "advantages_abs_mean", "mc_value_mean", "grad_var")
 
 #: how a run's per-step values become one number per seed
 SUMMARIES = ("last_quarter_mean", "mean", "final", "max")

@@ -68,6 +68,50 @@ def test_gmpo_masked_tokens_get_no_gradient():
     masked_grad_is_zero(lambda *a: gmpo.gmpo_loss(*a, cfg))
 
 
+def test_gmpo_arithmetic_mean_by_hand():
+    # issue 61's ablation: the same clipped token ratios averaged arithmetically. Row 0 (A>0): clipped log ratios
+    # [0.4, ln 0.9] -> w0 = (e^0.4 + 0.9) / 2; row 1 (A<0): w1 = 1.1.  L = (-w0 + w1) / 2
+    w0 = (math.exp(0.4) + 0.9) / 2
+    value, metrics = gmpo_loss(token_mean="arithmetic")
+    assert float(value) == pytest.approx((-w0 + 1.1) / 2, abs=1e-7)
+    assert metrics["clip_frac"] == pytest.approx(1 / 3)  # the clip is the same in both means
+    assert metrics["ratio_mean"] == pytest.approx((w0 + 1.1) / 2, abs=1e-7)
+
+
+def test_gmpo_default_is_the_geometric_mean():
+    assert gmpo.Config().token_mean == "geometric"
+    assert float(gmpo_loss(token_mean="geometric")[0]) == float(gmpo_loss()[0])
+
+
+def test_gmpo_token_gradient_weights_by_hand():
+    # d L / d logp of token (0, 1) (A = +1, ratio 0.9, inside the clip; token (0, 0) is clipped, no gradient):
+    # geometric: -(1/B) * w0 * (1/|o_0|) with w0 = exp((0.4 + ln 0.9) / 2), the sequence's geometric mean;
+    # arithmetic: -(1/B) * (1/|o_0|) * 0.9, the token's own ratio
+    for mean, weight in (("geometric", math.exp((0.4 + math.log(0.9)) / 2)), ("arithmetic", 0.9)):
+        logps = LOGPS.clone().requires_grad_(True)
+        gmpo.gmpo_loss(logps, OLD, ADV, MASK, gmpo.Config(token_mean=mean))[0].backward()
+        assert float(logps.grad[0, 1]) == pytest.approx(-weight / 4, abs=1e-7)
+        assert float(logps.grad[0, 0]) == 0.0 and float(logps.grad[1, 1]) == 0.0
+
+
+def test_gmpo_arithmetic_mean_is_grpo_with_the_log_space_clip():
+    # GRPO's per-sequence token mean with its ratio bounds set to (e^-0.4, e^0.4) is the same objective
+    logps = OLD + torch.log(torch.tensor([[1.5, 0.6], [0.5, 2.0]])).double()
+    mask = torch.ones_like(MASK)
+    ours, _ = gmpo.gmpo_loss(logps, OLD, ADV, mask, gmpo.Config(token_mean="arithmetic"))
+    grpo_cfg = grpo.Config(epsilon_low=1 - math.exp(-0.4), epsilon_high=math.exp(0.4) - 1, scale_rewards=False)
+    expected, _ = grpo.grpo_loss(logps, OLD, ADV, mask, grpo_cfg)
+    assert float(ours) == pytest.approx(float(expected), abs=1e-12)
+    geometric, _ = gmpo.gmpo_loss(logps, OLD, ADV, mask, gmpo.Config())
+    assert abs(float(geometric) - float(ours)) > 1e-2
+
+
+def test_gmpo_token_mean_refuses_other_values():
+    from reference_impls.options import ConfigError, coerce, spec_map
+    with pytest.raises(ConfigError, match="token_mean"):
+        coerce(spec_map(gmpo.Config)["token_mean"], "harmonic", "token_mean")
+
+
 class _Accelerator:
     num_processes = 1
 

@@ -124,6 +124,35 @@ def test_vineppo_advantage_is_next_state_value_minus_state_value():
     assert torch.allclose(vineppo.token_advantages(s, [0.25, 0.5, 0.75], 14)[10:12], torch.full((2,), -0.75))
 
 
+def test_vineppo_prompt_states_only_by_hand():
+    # the ablation of the vines: a's and b's s_0 (shared) and c's s_0 are kept; every later state takes its s_0
+    a = _episode([(0, 3), (5, 8)], 1.0, 8)
+    b = _episode([(0, 3), (5, 6)], 0.0, 6)
+    c = _episode([(0, 2)], 0.0, 2)
+    c.group = 1
+    starts, state_of = vineppo.prompt_states_only(*vineppo.distinct_states([a, b, c]))
+    assert starts == [(0, 0), (2, 0)]
+    assert state_of == [[0, 0], [0, 0], [1]]
+    # so a's advantages: 0 on the first turn (V(s_0) - V(s_0)), R - V(s_0) on the last
+    A = vineppo.token_advantages(a, [0.25, 0.25], width=8)
+    assert A[0:3].tolist() == [0.0, 0.0, 0.0] and A[5:8].tolist() == [0.75, 0.75, 0.75]
+    assert vineppo.Config().intermediate_states is True
+
+
+def test_vineppo_values_explained_variance_by_hand():
+    # a: turns (0, 2) and (3, 4), R = 1, V_hat(s_0) = 0.5, V_hat(s_1) = 1; b: one turn (0, 2), R = 0, V_hat = 0.5.
+    # Model tokens: R = [1, 1, 1, 0, 0] (mean 0.6, Var 0.24); R - V = [0.5, 0.5, 0, -0.5, -0.5] (Var 0.2)
+    # -> 1 - 0.2 / 0.24 = 1/6
+    from reference_impls.algorithms.ppo.ppo import explained_variance
+
+    a, b = _episode([(0, 2), (3, 4)], 1.0, 4), _episode([(0, 2)], 0.0, 2)
+    values = torch.stack([vineppo.token_values(a, [0.5, 1.0], 4), vineppo.token_values(b, [0.5], 4)])
+    assert values.tolist() == [[0.5, 0.5, 0.0, 1.0], [0.5, 0.5, 0.0, 0.0]]
+    mask = torch.tensor([a.loss_mask, b.loss_mask + [0, 0]], dtype=torch.float32)
+    returns = torch.tensor([[1.0] * 4, [0.0] * 4])
+    assert explained_variance(values, returns, mask) == pytest.approx(1 / 6, abs=1e-6)
+
+
 def test_vineppo_states_are_shared_by_identical_prefixes():
     a = _episode([(0, 3), (5, 8)], 1.0, 8)
     b = _episode([(0, 3), (5, 6)], 0.0, 6)  # same first turn and tool result as a
@@ -213,6 +242,12 @@ def test_vineppo_collect_shares_the_prompt_value_and_keeps_the_kl_out_of_the_adv
     mask = batch.full["loss_mask"]
     assert ((batch.full["old_logprobs"] - batch.ref_logps) * mask).abs().sum() > 0  # the KL is not 0 ...
     assert torch.allclose(batch.advantages, masked_whiten(batch.step_advantages, mask), atol=1e-6)  # ... nor in A
+    # the values' explained variance over model tokens (one turn: V_hat = R - A on every model token)
+    returns = batch.rewards.unsqueeze(1).expand_as(mask)
+    n = mask.sum()
+    var = lambda x: float((((x - (x * mask).sum() / n) * mask) ** 2).sum() / n)  # noqa: E731
+    expected = 1 - var(batch.step_advantages[:, :mask.shape[1]]) / var(returns) if var(returns) else 0.0
+    assert batch.values_explained_variance == pytest.approx(expected, abs=1e-5)
 
 
 @pytest.mark.parametrize("reward", [0.0, 1.0])
@@ -255,6 +290,11 @@ def test_vineppo_greedy_continuations_replay_the_episode(calc_policy, tiny, budg
         s, cut = samples[i], samples[i].turn_spans[j][0]
         assert c.completion_ids == s.completion_ids[cut:] and c.loss_mask == s.loss_mask[cut:]
         assert (c.reward, c.truncated) == (s.reward, s.truncated)
+    # the ablation estimates the prompts only (one state per group), and every state of a sample takes its s_0's
+    values, mc = vineppo.mc_values(ctx, problems, samples, K=1, intermediate_states=False)
+    assert mc["states"] == len(problems)
+    for s, row in zip(samples, values):
+        assert len(row) == s.turns and len(set(row)) == 1
 
 
 # ---- VAPO (switches of ppo.py) ------------------------------------------------------------------------

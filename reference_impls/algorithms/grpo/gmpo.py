@@ -23,6 +23,20 @@ outlier ratios. The paper drops the KL term (following Dr.GRPO, its eq. 1 note);
 default 0), added as a per-sequence mean of k3 outside the geometric mean.
 Advantages are GRPO's. TRL 1.16 ships the same loss (``trl.experimental.gmpo``);
 ``tests/reference_impls/test_grpo_family_a.py`` checks ours against it on identical tensors.
+
+The ablation of the geometric mean (``token_mean: arithmetic``, issue 61's claim ``gmpo-geometric-mean``):
+the same sign-aware token terms, the same log-space clip range, averaged arithmetically, which is GRPO's
+aggregation (a per-sequence token mean) with GMPO's clip range::
+
+    geometric (GMPO, default):  w_i = ( prod_t exp(l'_{i,t})^{m_{i,t}} )^{1/|o_i|} = exp( (1/|o_i|) sum_t m_{i,t} l'_{i,t} )
+    arithmetic (ablation):      w_i = (1/|o_i|) sum_t m_{i,t} exp(l'_{i,t})
+
+In both, -w_i A_i is the sequence's policy term: since A_i is constant over the sequence,
+min(rho A, clip(rho) A) = A exp(l') per token, so the arithmetic form is exactly
+(1/|o_i|) sum_t min(rho_{i,t} A_i, clip(rho_{i,t}, e^{-eps_low}, e^{eps_high}) A_i). Only the mean changes: the
+ratio that one outlier token reaches weighs 1/|o_i| of the sequence's term arithmetically, and only
+exp(l'/|o_i|) geometrically (the paper's gradient analysis: under the geometric mean each token's gradient
+is weighted by the sequence's geometric mean, under the arithmetic one by its own ratio).
 """
 from __future__ import annotations
 
@@ -47,11 +61,15 @@ class Config(grpo.Config):
                                 high=10.0, aliases=("epsilon",))
     epsilon_high: float = option(0.4, "Clip range above 0 of the log importance ratio (ratio <= e^eps).", low=0.0,
                                  high=10.0)
+    token_mean: str = option("geometric", "How a sequence's clipped token ratios are averaged: geometric (GMPO) or "
+                                          "arithmetic (the ablation: GRPO's mean with GMPO's log-space clip).",
+                             choices=("geometric", "arithmetic"))
 
 
 def gmpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, max_completion_length=None,
               seq_normalizer=None, token_normalizer=None):
-    """The GMPO objective on (B, T) tensors with (B,) advantages; returns (loss, metrics)."""
+    """The GMPO objective on (B, T) tensors with (B,) advantages; returns (loss, metrics). ``cfg.token_mean``
+    arithmetic: the ablation (module docstring)."""
     A = advantages.unsqueeze(1)
     log_ratio = (logps - old_logps) * mask
     bounded = torch.clamp(log_ratio, -cfg.epsilon_low, cfg.epsilon_high)
@@ -59,7 +77,10 @@ def gmpo_loss(logps, old_logps, advantages, mask, cfg: Config, ref_logps=None, m
     # a negative one not from a ratio below e^-eps_low
     clipped = torch.where(A > 0, torch.minimum(log_ratio, bounded), torch.maximum(log_ratio, bounded))
     n_tokens = mask.sum(-1).clamp(min=1.0)
-    weight = torch.exp((clipped * mask).sum(-1) / n_tokens)  # (B,) geometric mean of the token ratios
+    if cfg.token_mean == "arithmetic":  # the ablation: the arithmetic mean of the same clipped token ratios
+        weight = (torch.exp(clipped) * mask).sum(-1) / n_tokens
+    else:
+        weight = torch.exp((clipped * mask).sum(-1) / n_tokens)  # (B,) geometric mean of the token ratios
     per_seq = -weight * advantages
     kl = None
     if cfg.beta != 0.0:
@@ -85,10 +106,17 @@ class GMPO(grpo.GRPO):
 
     @classmethod
     def objective(cls, cfg: Config) -> str:
-        """gmpo_loss under ``cfg``: the sign-aware clipped geometric mean of token ratios, per-sequence k3 if beta."""
+        """gmpo_loss under ``cfg``: the sign-aware clipped geometric mean of token ratios (arithmetic under the
+        ablation), per-sequence k3 if beta."""
         kl = (rf"+{grpo.latex_number(cfg.beta)}\,\frac{{1}}{{|o_i|}}\sum_t m_{{i,t}}\mathbb{{D}}^{{k3}}_{{i,t}}"
               if cfg.beta else "")
         low, high = grpo.latex_number(cfg.epsilon_low), grpo.latex_number(cfg.epsilon_high)
+        if cfg.token_mean == "arithmetic":
+            return grpo.join_equations(
+                rf"\mathcal{{L}}=\frac{{1}}{{B}}\sum_{{i=1}}^{{B}}\Big[-\frac{{1}}{{|o_i|}}\sum_t m_{{i,t}}\min\big("
+                rf"\rho_{{i,t}}\hat A_i,\,\mathrm{{clip}}(\rho_{{i,t}},e^{{-{low}}},e^{{{high}}})\hat A_i\big)"
+                rf"{kl}\Big]",
+                grpo.advantage_definition(cfg))
         return grpo.join_equations(
             rf"\mathcal{{L}}=\frac{{1}}{{B}}\sum_{{i=1}}^{{B}}\Big[-\mathrm{{sgn}}(\hat A_i)\prod_t\big|\min\big("
             rf"\rho_{{i,t}}\hat A_i,\,\mathrm{{clip}}(\rho_{{i,t}},e^{{-{low}}},e^{{{high}}})\hat A_i\big)\big|^{{1/|o_i|}}"

@@ -44,6 +44,20 @@ the k3 estimate per token clipped to [0, 10], summed over a sequence's tokens an
 
 (``beta`` = 0 skips the reference model.)
 
+The ablation of the vines (``intermediate_states: false``, issue 61's claim ``vineppo-mc-values``): only the
+prompt's value is estimated (the same K continuations of s_0), and every later state takes it::
+
+    V_hat(s_j) = V_hat(s_0)   for every j,   so   A = 0 on turns j < n - 1,   A = R - V_hat(s_0) on the last
+
+(credit for the whole episode on its last turn, against a Monte Carlo baseline of the prompt). It is not the
+paper's contrast, a learned value network (Sec. 7); that would be PPO's critic inside VinePPO. It removes what
+the extra rollouts at intermediate states add: a value for each step.
+
+Diagnostic: ``explained_variance`` = 1 - Var(R - V_hat) / Var(R) over the batch's model tokens, each token
+carrying the MC value of the state its turn is taken in and its episode's reward R: how much of the returns the
+Monte Carlo values predict, the same estimator PPO applies to its critic's values (``ppo.explained_variance``),
+so the two read alike (the paper's Sec. 7 compares the two kinds of value estimate on how well they predict).
+
 Continuations: the environment of a sampled episode is rebuilt (reset, then stepped with the episode's
 own model turns, so a deterministic env returns to the same state), the prefix tokens become the prompt
 the engine conditions on (the K continuations of one state share one prefill), and each continuation may
@@ -64,7 +78,7 @@ from ...algorithm import Algorithm, Context, RolloutBatch, collect_batch
 from ...envs import step_all
 from ...options import Options, option
 from ...policy_gradient import policy_gradient_update
-from .ppo import masked_whiten
+from .ppo import explained_variance, masked_whiten
 from ...rollout import Sample, run_episodes
 
 
@@ -82,6 +96,8 @@ class Config(Options):
                                      "(the authors whiten per training step: the same with --mini-batches 1).")
     num_iterations: int = option(2, "Optimisation passes over each rollout batch (the paper: 2 PPO epochs).", low=1,
                                  high=16)
+    intermediate_states: bool = option(True, "Estimate the value of every turn boundary (VinePPO); off: only the "
+                                       "prompt's, which every later state then takes (the ablation of the vines).")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -99,6 +115,14 @@ def token_advantages(sample: Sample, values: list[float], width: int) -> torch.T
     for (start, end), v, v_next in zip(sample.turn_spans, values, nxt):
         adv[start:end] = v_next - v
     return adv * torch.tensor(sample.loss_mask + [0] * (width - len(sample.loss_mask)), dtype=torch.float32)
+
+
+def token_values(sample: Sample, values: list[float], width: int) -> torch.Tensor:
+    """(width,) the value estimate V_hat(s_j) on the tokens of turn j (the state the turn is taken in); 0 elsewhere."""
+    out = torch.zeros(width)
+    for (start, end), v in zip(sample.turn_spans, values):
+        out[start:end] = v
+    return out * torch.tensor(sample.loss_mask + [0] * (width - len(sample.loss_mask)), dtype=torch.float32)
 
 
 #: the most one token's k3 estimate adds to the KL loss (the authors' kl_penalty_loss_clip_max)
@@ -173,9 +197,21 @@ def continuations(ctx: Context, problems: list, samples: list[Sample], starts, K
     return envs, conts, budgets
 
 
-def mc_values(ctx: Context, problems: list, samples: list[Sample], K: int) -> tuple[list[list[float]], dict]:
-    """V_hat(s_j) for every state of every sample (K continuations per distinct state) and rollout stats."""
+def prompt_states_only(starts, state_of):
+    """The ablation's states: only each group's prompt s_0, which every later state of a sample stands for
+    (its value is V_hat(s_0)); (starts, state_of) as ``distinct_states`` gives them."""
+    keep = [k for k, (_, j) in enumerate(starts) if j == 0]
+    index = {k: n for n, k in enumerate(keep)}
+    return [starts[k] for k in keep], [[index[row[0]]] * len(row) for row in state_of]
+
+
+def mc_values(ctx: Context, problems: list, samples: list[Sample], K: int,
+              intermediate_states: bool = True) -> tuple[list[list[float]], dict]:
+    """V_hat(s_j) for every state of every sample (K continuations per distinct state) and rollout stats;
+    without ``intermediate_states``, V_hat(s_0) for every state (``prompt_states_only``)."""
     starts, state_of = distinct_states(samples)
+    if not intermediate_states:
+        starts, state_of = prompt_states_only(starts, state_of)
     envs, conts, budgets = continuations(ctx, problems, samples, starts, K)
     if not conts:
         return [[] for _ in samples], {"generated_tokens": 0, "states": 0}
@@ -207,13 +243,16 @@ class VinePPO(Algorithm):
             rf"\mathrm{{clip}}(w_{{i,t}},1-{n(cfg.epsilon)},1+{n(cfg.epsilon)})\hat A_{{i,t}}\big)",
             rf"\hat A_{{i,t}}=\hat V(s_{{j+1}})-\hat V(s_j)\ \text{{on turn }}j"
             + (r"\text{, whitened over the batch}" if cfg.whiten_advantages else ""),
-            rf"\hat V(s_j)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),\ \tau_k\sim\pi(\cdot\mid s_j),"
-            r"\ \hat V(s_n)=R")
+            (rf"\hat V(s_j)=\hat V(s_0)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),"
+             r"\ \tau_k\sim\pi(\cdot\mid s_0),\ \hat V(s_n)=R" if not cfg.intermediate_states else
+             rf"\hat V(s_j)=\tfrac1{{{cfg.mc_rollouts}}}\sum_{{k=1}}^{{{cfg.mc_rollouts}}}R(\tau_k),\ \tau_k\sim\pi(\cdot\mid s_j),"
+             r"\ \hat V(s_n)=R"))
 
     def collect(self, ctx: Context, problems: list):
         batch, stats = collect_batch(ctx, problems)
         t0 = time.time()
-        values, mc = mc_values(ctx, problems, batch.samples, self.cfg.mc_rollouts)
+        values, mc = mc_values(ctx, problems, batch.samples, self.cfg.mc_rollouts,
+                               self.cfg.intermediate_states)
         mask = batch.full["loss_mask"].cpu()
         adv = torch.stack([token_advantages(s, v, mask.shape[1]) for s, v in zip(batch.samples, values)])
         batch.step_advantages = adv
@@ -221,6 +260,10 @@ class VinePPO(Algorithm):
             adv = masked_whiten(adv, mask)
         batch.advantages = adv  # the per-token advantages update() trains on
         batch.state_values = [v for row in values for v in row]
+        # how much of the returns the MC values predict, as PPO's explained_variance reads its critic's
+        returns = torch.stack([torch.full((mask.shape[1],), float(s.reward)) for s in batch.samples])
+        batch.values_explained_variance = explained_variance(
+            torch.stack([token_values(s, v, mask.shape[1]) for s, v in zip(batch.samples, values)]), returns, mask)
         stats = dict(stats, generated_tokens=stats["generated_tokens"] + mc["generated_tokens"],
                      mc_rollout_s=time.time() - t0, mc_states=mc["states"])
         return batch, stats
@@ -236,6 +279,7 @@ class VinePPO(Algorithm):
         metrics.add("advantages_mean", float((step * mask).sum()) / n)  # before whitening
         metrics.add("advantages_abs_mean", float((step.abs() * mask).sum()) / n)
         metrics.add("mc_value_mean", sum(batch.state_values) / max(len(batch.state_values), 1))
+        metrics.add("explained_variance", batch.values_explained_variance)
         return metrics
 
 

@@ -20,7 +20,8 @@ def parts(blocks, kind):
 
 
 def test_sections_come_in_the_page_order():
-    assert [s.name for s in SECTIONS] == ["implementations", "in the code", "measured learning", "claims", "comparison",
+    assert [s.name for s in SECTIONS] == ["implementations", "in the code", "two forms", "measured learning", "claims",
+                                          "comparison",
                                           "value search", "not implemented", "proxy", "pass@k", "scaling sweep", "family",
                                           "tour"]
 

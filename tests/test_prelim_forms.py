@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.presentation.common import md_escape
 from app.presentation.node_sections import NodeContext, forms_blocks, node_sections
 from lab.compare import forms
 from lab.compare import sweep as sweeps
@@ -151,7 +152,7 @@ def test_the_section_draws_both_forms_seed_and_mean_lines_and_the_before_after_t
     grid = _write_forms(tmp_path / "prelim", cells, warms)
     found = forms.load_forms(tmp_path / "prelim", shipped=False)
     [block] = forms_blocks("prelim-transition-dynamics", [(grid, found)])
-    assert [p.kind for p in block.parts] == ["markdown", "chart", "table", "caption", "caption", "markdown"]
+    assert [p.kind for p in block.parts] == ["markdown", "chart", "table", "markdown", "caption", "caption", "markdown"]
     rows = block.parts[1].body["data"]["values"]
     seeds = [r for r in rows if r["kind"] == "seed"]
     means = [r for r in rows if r["kind"] == "mean"]
@@ -161,11 +162,14 @@ def test_the_section_draws_both_forms_seed_and_mean_lines_and_the_before_after_t
     frame = block.parts[2].body
     assert list(frame["form"]) == ["one-step MDP", "multi-turn POMDP"] and list(frame["seeds"]) == [2, 1]
     assert frame["held-out after RL %"][1].startswith("50.0 [") and frame["held-out before RL (warm start) %"][0].startswith("8.3 [")
-    assert "No no-update (learning rate 0) control" in block.parts[3].body and "your run in" in block.parts[3].body
-    assert "2 steps of 4 problems x 8 samples (64 episodes per cell)" in block.parts[4].body
-    assert "held-out: 6 problems (seed 7)" in block.parts[4].body
+    verdicts = block.parts[3].body.splitlines()
+    assert [line.split(":")[0] for line in verdicts[1:]] == ["- one-step MDP", "- multi-turn POMDP"]
+    assert verdicts[1].endswith(md_escape(found.forms[0].verdict)) and found.forms[0].verdict
+    assert "No no-update (learning rate 0) control" in block.parts[4].body and "your run in" in block.parts[4].body
+    assert "2 steps of 4 problems x 8 samples (64 episodes per cell)" in block.parts[5].body
+    assert "3 SFT steps" in block.parts[5].body and "held-out: 6 problems (seed 7)" in block.parts[5].body
     for path, name, _ in CONCEPT_CODE["prelim-transition-dynamics"]:
-        assert f"`{name}` in {path}" in block.parts[5].body
+        assert f"`{name}` in {path}" in block.parts[6].body
 
 
 def _not_run(monkeypatch, tmp_path):
@@ -233,8 +237,8 @@ def test_the_tiny_prelim_grid_runs_each_form_from_its_own_warm_starts_and_export
         assert 0 <= form.before["low"] <= form.before["heldout"] <= form.before["high"] <= 1
         assert form.settings["model"] == "tiny" and form.settings["episodes"] == 8
     [block] = forms_blocks("prelim-mdp", [(grid, found)])
-    assert [p.kind for p in block.parts] == ["markdown", "chart", "table", "caption", "caption", "markdown"]
-    assert "shipped results" in block.parts[3].body and "Not measured yet" not in block.parts[3].body
+    assert [p.kind for p in block.parts] == ["markdown", "chart", "table", "markdown", "caption", "caption", "markdown"]
+    assert "shipped results" in block.parts[4].body and "Not measured yet" not in block.parts[4].body
 
 
 def test_the_prelim_node_page_shows_both_forms_curves_from_shipped_results(tiny_forms, tmp_path, monkeypatch):

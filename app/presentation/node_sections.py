@@ -552,8 +552,8 @@ def forms_curve_spec(results) -> dict:
 
 def forms_frame(results) -> pd.DataFrame:
     """One row per form: held-out success (%) of its warm starts (before RL) and after RL with their 95%
-    intervals over seeds x problems, RL minus each seed's own warm start (points, paired on the problems) with its
-    verdict, the last step's mean training reward, and what a cell cost."""
+    intervals over seeds x problems, RL minus each seed's own warm start (points, paired on the problems),
+    the last step's mean training reward and what a cell cost (the verdicts, sentences, are ``forms_verdicts``)."""
     def pct(d):
         return "-" if d is None else f"{100 * d['heldout']:.1f} [{100 * d['low']:.1f}, {100 * d['high']:.1f}]"
 
@@ -564,10 +564,16 @@ def forms_frame(results) -> pd.DataFrame:
                      "held-out before RL (warm start) %": pct(f.before), "held-out after RL %": pct(f.after),
                      "RL - warm start (pts)": "-" if diff is None else
                      f"{100 * diff['mean']:+.1f} [{100 * diff['low']:+.1f}, {100 * diff['high']:+.1f}]",
-                     "verdict": f.verdict or "-",
                      "last step's training reward": None if not f.mean else round(f.mean[-1][1], 3),
                      "training s per cell": None if f.settings.get("train_s") is None else round(f.settings["train_s"])})
     return pd.DataFrame(rows)
+
+
+def forms_verdicts(results) -> str:
+    """Each measured form's verdict on RL against its warm starts (``board.progression``'s sentence), as Markdown
+    lines."""
+    lines = [f"- {form_name(f)}: {md_escape(f.verdict)}" for f in results.measured if f.verdict]
+    return "**RL against the warm start, per form:**\n" + "\n".join(lines) if lines else ""
 
 
 def forms_settings_text(results) -> str:
@@ -575,12 +581,14 @@ def forms_settings_text(results) -> str:
     every setting but the mode, which the table names)."""
     s = results.measured[0].settings
     mu = f", mu {s['mu']} updates per batch" if s.get("mu") else ""
+    lr = f"{s['lr']:g}" if isinstance(s.get("lr"), (int, float)) else "not recorded"
+    sft = s.get("sft_steps")
     return (f"Settings: {md_escape(str(s.get('algo', '')).upper())} on {md_escape(str(s.get('model')))}, "
             f"{s.get('steps')} steps of {s.get('prompts_per_step')} problems x {s.get('group_size')} samples "
-            f"({s.get('episodes')} episodes per cell){mu}, learning rate {s.get('lr'):g}, at most "
+            f"({s.get('episodes')} episodes per cell){mu}, learning rate {lr}, at most "
             f"{s.get('max_new_tokens_per_turn')} tokens per turn and {s.get('max_completion_tokens')} per episode; "
-            f"each seed's warm start {s.get('sft_steps')} SFT steps on its own form's transcripts; held-out: "
-            f"{s.get('eval_n')} problems (seed {s.get('eval_seed')}), greedy, in each form.")
+            f"each seed's warm start {sft} SFT step{'' if sft == 1 else 's'} on its own form's transcripts; "
+            f"held-out: {s.get('eval_n')} problems (seed {s.get('eval_seed')}), greedy, in each form.")
 
 
 def _concept_pointer(node_id: str) -> str:
@@ -603,8 +611,8 @@ NO_CONTROL = ("No no-update (learning rate 0) control is run: the comparison gri
 def forms_blocks(node_id: str, forms) -> list[Block]:
     """Per grid that runs the node's task in two forms (``(grid, results or None)``,
     ``lab.compare.forms.forms_for_node``): what it runs, then both forms' training-reward curves (each seed thin,
-    the mean thick), the held-out before and after table, the settings and where the node's concept is in the
-    code; or, when it has not been run, a plain note saying so with the commands that run and ship it."""
+    the mean thick), the held-out before and after table, each form's verdict, the settings and where the node's
+    concept is in the code; or, when it has not been run, a plain note saying so with the commands that run and ship it."""
     from lab.compare.forms import export_command, run_command
 
     blocks = []
@@ -634,9 +642,10 @@ def forms_blocks(node_id: str, forms) -> list[Block]:
                    f"minus each seed's own warm start paired on the same problems. {NO_CONTROL}")
         if missing:
             caption += f" Not measured yet: {md_escape(', '.join(missing))}; `{run_command(grid.name)}` resumes it."
+        verdicts = forms_verdicts(results)
         blocks.append(Block((head, Part("chart", forms_curve_spec(results)), Part("table", forms_frame(results)),
-                             Part("caption", caption), Part("caption", forms_settings_text(results)), *code),
-                            boxed=True))
+                             *([Part("markdown", verdicts)] if verdicts else []), Part("caption", caption),
+                             Part("caption", forms_settings_text(results)), *code), boxed=True))
     return blocks
 
 

@@ -527,18 +527,23 @@ def form_name(form) -> str:
     return FORM_NAMES.get(form.settings.get("mode"), form.implementation)
 
 
+#: the forms' colours on the chart, in the grid file's order
+FORM_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+
+
 def forms_curve_spec(results) -> dict:
-    """A Vega-Lite spec of the forms' training reward per step, overlaid: each seed a thin line, the mean over
-    seeds a thick one with points, one colour per form."""
+    """A Vega-Lite spec of the forms' training reward per step (the mean reward of the step's episodes),
+    overlaid: each seed a thin line, the mean over seeds a thick one with points, one colour per form."""
     order = [form_name(f) for f in results.forms]
     rows = [{"form": form_name(f), "line": f"seed {s['seed']}", "step": step, "reward": reward, "kind": "seed"}
             for f in results.measured for s in f.seeds for step, reward in s["curve"]]
     rows += [{"form": form_name(f), "line": "mean", "step": step, "reward": reward, "kind": "mean"}
              for f in results.measured for step, reward in f.mean]
-    color = {"field": "form", "type": "nominal", "sort": order, "title": "form"}
+    # two colours far apart (the theme's default nominal colours are two shades of blue)
+    color = {"field": "form", "type": "nominal", "sort": order, "title": "form",
+             "scale": {"domain": order, "range": FORM_COLOURS[:len(order)]}}
     x = {"field": "step", "type": "quantitative", "title": "RL step", "axis": {"tickMinStep": 1}}
-    y = {"field": "reward", "type": "quantitative", "title": "training reward (mean of the step's episodes)",
-         "scale": {"domain": [0, 1]}}
+    y = {"field": "reward", "type": "quantitative", "title": "training reward", "scale": {"domain": [0, 1]}}
     tooltip = [{"field": "form"}, {"field": "line"}, {"field": "step"}, {"field": "reward", "format": ".3f"}]
     return {"data": {"values": rows}, "height": 260,
             "layer": [{"transform": [{"filter": "datum.kind == 'seed'"}],
@@ -637,8 +642,8 @@ def forms_blocks(node_id: str, forms) -> list[Block]:
             continue
         where = "shipped results" if results.shipped else f"your run in {results.folder}"
         missing = [form_name(f) for f in results.forms if not f.measured]
-        caption = (f"From {md_escape(where)}: each form's training reward per RL step, each seed a thin line and the "
-                   f"mean over seeds a thick one. Held-out success with its 95% interval over seeds x problems; RL "
+        caption = (f"From {md_escape(where)}: each form's training reward per RL step (the mean reward of the step's "
+                   f"sampled episodes), each seed a thin line and the mean over seeds a thick one. Held-out success with its 95% interval over seeds x problems; RL "
                    f"minus each seed's own warm start paired on the same problems. {NO_CONTROL}")
         if missing:
             caption += f" Not measured yet: {md_escape(', '.join(missing))}; `{run_command(grid.name)}` resumes it."

@@ -4,7 +4,9 @@ in order: each ``NodeSection`` says whether it applies to a node and builds what
 whatever the section. A new node-specific feature is a new entry in ``SECTIONS``, not a branch in the page.
 
     SECTIONS, in order: implementations (each with "Run this"), in the code (where a concept node's idea is
-    code: ``reference_impls.implementations.CONCEPT_CODE``, the survey's preliminaries), measured learning (the learning preset's
+    code: ``reference_impls.implementations.CONCEPT_CODE``, the survey's preliminaries), two forms (the
+    preliminaries' task as a one-step MDP and as a multi-turn POMDP: both forms' training-reward curves and
+    held-out before and after, ``lab.compare.forms``, or that the grid has not been run), measured learning (the learning preset's
     measured curve on each of their environments, from the shipped records), claims ("Does it do what the paper
     says?": each claim about its implementations, its paired ablation's figure and verdict, issue 61),
     comparison (its rows in the comparison grids),
@@ -74,17 +76,27 @@ def _sweeps(node_id: str) -> list:
     return sweep_for_node(node_id)
 
 
+def _forms(node_id: str) -> list:
+    """The grids that run one task in two forms on a node (issue 65, the preliminaries), each with its results
+    or None."""
+    from lab.compare.forms import forms_for_node
+
+    return forms_for_node(node_id)
+
+
 @dataclass
 class NodeContext:
     """What the sections of one node page read: the node, its reference implementations and, each loaded once
     on first use, the comparison grids (``load_grids``: the app passes its cached loader), the node's
-    value-search records and the sweeps that measure it (``load_sweeps``)."""
+    value-search records, the sweeps that measure it (``load_sweeps``) and the grids that run its task in two forms
+    (``load_forms``)."""
 
     catalog: Catalog
     node: str
     load_grids: Callable[[], Sequence]
     load_value_searches: Callable[[str], list[dict]] = _value_searches
     load_sweeps: Callable[[str], list] = _sweeps
+    load_forms: Callable[[str], list] = _forms
 
     @cached_property
     def impls(self) -> list:
@@ -103,6 +115,10 @@ class NodeContext:
     @cached_property
     def sweeps(self) -> list:
         return self.load_sweeps(self.node) if self.impls else []
+
+    @cached_property
+    def forms(self) -> list:
+        return self.load_forms(self.node) if self.impls else []
 
 
 @dataclass(frozen=True)
@@ -501,6 +517,147 @@ def _scaling_sweep(ctx: NodeContext) -> list[Block]:
     return sweep_blocks(ctx.sweeps)
 
 
+# -- one task in two forms (issue 65, the preliminaries) ----------------------------------------------------
+#: how the page names each form, by the calculator's mode (``CalculatorConfig.mode``)
+FORM_NAMES = {"direct": "one-step MDP", "tool": "multi-turn POMDP"}
+
+
+def form_name(form) -> str:
+    """A form's short name (``lab.compare.forms.FormRun``): by its mode, else its implementation id."""
+    return FORM_NAMES.get(form.settings.get("mode"), form.implementation)
+
+
+#: the forms' colours on the chart, in the grid file's order
+FORM_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+
+
+def forms_curve_spec(results) -> dict:
+    """A Vega-Lite spec of the forms' training reward per step (the mean reward of the step's episodes),
+    overlaid: each seed a thin line, the mean over seeds a thick one with points, one colour per form."""
+    order = [form_name(f) for f in results.forms]
+    rows = [{"form": form_name(f), "line": f"seed {s['seed']}", "step": step, "reward": reward, "kind": "seed"}
+            for f in results.measured for s in f.seeds for step, reward in s["curve"]]
+    rows += [{"form": form_name(f), "line": "mean", "step": step, "reward": reward, "kind": "mean"}
+             for f in results.measured for step, reward in f.mean]
+    # two colours far apart (the theme's default nominal colours are two shades of blue)
+    color = {"field": "form", "type": "nominal", "sort": order, "title": "form",
+             "scale": {"domain": order, "range": FORM_COLOURS[:len(order)]}}
+    x = {"field": "step", "type": "quantitative", "title": "RL step", "axis": {"tickMinStep": 1}}
+    y = {"field": "reward", "type": "quantitative", "title": "training reward", "scale": {"domain": [0, 1]}}
+    tooltip = [{"field": "form"}, {"field": "line"}, {"field": "step"}, {"field": "reward", "format": ".3f"}]
+    return {"data": {"values": rows}, "height": 260,
+            "layer": [{"transform": [{"filter": "datum.kind == 'seed'"}],
+                       "mark": {"type": "line", "strokeWidth": 1, "opacity": 0.45},
+                       "encoding": {"x": x, "y": y, "color": color, "detail": {"field": "line"},
+                                    "tooltip": tooltip}},
+                      {"transform": [{"filter": "datum.kind == 'mean'"}],
+                       "mark": {"type": "line", "strokeWidth": 3.5, "point": True},
+                       "encoding": {"x": x, "y": y, "color": color, "tooltip": tooltip}}]}
+
+
+def forms_frame(results) -> pd.DataFrame:
+    """One row per form: held-out success (%) of its warm starts (before RL) and after RL with their 95%
+    intervals over seeds x problems, RL minus each seed's own warm start (points, paired on the problems),
+    the last step's mean training reward and what a cell cost (the verdicts, sentences, are ``forms_verdicts``)."""
+    def pct(d):
+        return "-" if d is None else f"{100 * d['heldout']:.1f} [{100 * d['low']:.1f}, {100 * d['high']:.1f}]"
+
+    rows = []
+    for f in results.forms:
+        diff = f.difference
+        rows.append({"form": form_name(f), "implementation": f.implementation, "seeds": len(f.seeds),
+                     "held-out before RL (warm start) %": pct(f.before), "held-out after RL %": pct(f.after),
+                     "RL - warm start (pts)": "-" if diff is None else
+                     f"{100 * diff['mean']:+.1f} [{100 * diff['low']:+.1f}, {100 * diff['high']:+.1f}]",
+                     "last step's training reward": None if not f.mean else round(f.mean[-1][1], 3),
+                     "training s per cell": None if f.settings.get("train_s") is None else round(f.settings["train_s"])})
+    return pd.DataFrame(rows)
+
+
+def forms_verdicts(results) -> str:
+    """Each measured form's verdict on RL against its warm starts (``board.progression``'s sentence), as Markdown
+    lines."""
+    lines = [f"- {form_name(f)}: {md_escape(f.verdict)}" for f in results.measured if f.verdict]
+    return "**RL against the warm start, per form:**\n" + "\n".join(lines) if lines else ""
+
+
+def forms_settings_text(results) -> str:
+    """The settings the forms ran with, in one sentence (from the first measured form's records; the forms share
+    every setting but the mode, which the table names)."""
+    s = results.measured[0].settings
+    mu = f", mu {s['mu']} updates per batch" if s.get("mu") else ""
+    lr = f"{s['lr']:g}" if isinstance(s.get("lr"), (int, float)) else "not recorded"
+    sft = s.get("sft_steps")
+    return (f"Settings: {md_escape(str(s.get('algo', '')).upper())} on {md_escape(str(s.get('model')))}, "
+            f"{s.get('steps')} steps of {s.get('prompts_per_step')} problems x {s.get('group_size')} samples "
+            f"({s.get('episodes')} episodes per cell){mu}, learning rate {lr}, at most "
+            f"{s.get('max_new_tokens_per_turn')} tokens per turn and {s.get('max_completion_tokens')} per episode; "
+            f"each seed's warm start {sft} SFT step{'' if sft == 1 else 's'} on its own form's transcripts; "
+            f"held-out: {s.get('eval_n')} problems (seed {s.get('eval_seed')}), greedy, in each form.")
+
+
+def _concept_pointer(node_id: str) -> str:
+    """Where the node's concept is in the code the two forms ran (``CONCEPT_CODE``), as one Markdown line."""
+    from reference_impls.implementations import CONCEPT_CODE
+
+    places = CONCEPT_CODE.get(node_id, ())
+    if not places:
+        return ""
+    return ("**This node in these runs:** " + "; ".join(f"`{name}` in {path}" for path, name, _ in places) +
+            ". The same code runs both forms; the calculator's mode option (direct or tool) is all that differs.")
+
+
+#: what the page says in place of a no-update control: the grid runs no lr-0 cells
+NO_CONTROL = ("No no-update (learning rate 0) control is run: the comparison grid trains every cell it runs, so "
+              "each form's before figure is its warm starts' held-out score, and its training reward is read "
+              "against its own first steps.")
+
+
+def forms_blocks(node_id: str, forms) -> list[Block]:
+    """Per grid that runs the node's task in two forms (``(grid, results or None)``,
+    ``lab.compare.forms.forms_for_node``): what it runs, then both forms' training-reward curves (each seed thin,
+    the mean thick), the held-out before and after table, each form's verdict, the settings and where the node's
+    concept is in the code; or, when it has not been run, a plain note saying so with the commands that run and ship it."""
+    from lab.compare.forms import export_command, run_command
+
+    blocks = []
+    for grid, results in forms:
+        title = grid.label or f"One task, two forms ({grid.name})"
+        head = Part("markdown", f"**{md_escape(title)}.** The grid "
+                                f"*{md_escape(grid.name)}* trains the same word problems as a one-step MDP (one "
+                                f"prompt, one answer, one reward) and as a multi-turn POMDP (observations, tool "
+                                f"calls, transitions, one trajectory reward) with the same trainer and budget, "
+                                f"{len(grid.seeds)} seeds each, each form from its own warm starts "
+                                f"(lab/recipes/grids/{grid.name}.yaml).")
+        pointer = _concept_pointer(node_id)
+        code = [Part("markdown", pointer)] if pointer else []
+        if results is None:
+            blocks.append(Block((head, Part("note", f"**Not run yet.** No results of *{md_escape(grid.name)}* are "
+                                                    f"shipped or in your data folder, so there are no curves to "
+                                                    f"draw. Run it from the project folder with "
+                                                    f"`{run_command(grid.name)}` (resumable: a finished stage is "
+                                                    f"kept), then `{export_command(grid.name)}` to ship its results; "
+                                                    f"the curves then appear here.", icon=":material/pending:"),
+                                 *code), boxed=True))
+            continue
+        where = "shipped results" if results.shipped else f"your run in {results.folder}"
+        missing = [form_name(f) for f in results.forms if not f.measured]
+        caption = (f"From {md_escape(where)}: each form's training reward per RL step (the mean reward of the step's "
+                   f"sampled episodes), each seed a thin line and the mean over seeds a thick one. Held-out success with its 95% interval over seeds x problems; RL "
+                   f"minus each seed's own warm start paired on the same problems. {NO_CONTROL}")
+        if missing:
+            caption += f" Not measured yet: {md_escape(', '.join(missing))}; `{run_command(grid.name)}` resumes it."
+        verdicts = forms_verdicts(results)
+        blocks.append(Block((head, Part("chart", forms_curve_spec(results)), Part("table", forms_frame(results)),
+                             *([Part("markdown", verdicts)] if verdicts else []), Part("caption", caption),
+                             Part("caption", forms_settings_text(results)), *code), boxed=True))
+    return blocks
+
+
+def _two_forms(ctx: NodeContext) -> list[Block]:
+    return forms_blocks(ctx.node, ctx.forms)
+
+
 # -- a guided tour of the children's implementations (the survey's prose and root nodes) --------------------
 #: the nodes that are the survey's prose or a root of its map: what their tour walks through, in the project's
 #: own words. A node without children (the introduction, the conclusion) tours the roots of the map.
@@ -603,6 +760,7 @@ def _has_concept_code(node_id: str) -> bool:
 SECTIONS: tuple[NodeSection, ...] = (
     NodeSection("implementations", lambda c: bool(c.impls), _implementations),
     NodeSection("in the code", lambda c: _has_concept_code(c.node), _concept_code),
+    NodeSection("two forms", lambda c: bool(c.forms), _two_forms),
     NodeSection("measured learning", lambda c: bool(c.impls), _measured_learning),
     NodeSection("claims", lambda c: bool(c.impls), _claims),
     NodeSection("comparison", lambda c: bool(c.impls), _comparison),

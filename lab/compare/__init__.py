@@ -12,6 +12,8 @@
     driver    validate, sweep, run (every missing stage, each in its own process), status
     sweep     issue 65: a sweep grid (one run option over values, each point a grid of its own): run, status,
               export, and its curve (``load_sweep``, ``sweep_for_node``: what the scaling nodes' pages draw)
+    forms     issue 65: one task in two forms (a sweep over implementation, ``prelim.yaml``) read back per form:
+              each seed's training-reward curve, held-out before and after (what the prelim nodes' pages draw)
     provenance  what a record stores to be reproduced: commit, package versions, threads, load, steal
     board     statistics over records: leaderboard, progression, pass@k comparison, verdicts (pure functions)
     report    the text and Markdown reports, the pass@k sentence, and ``export`` (the small files, to ship)

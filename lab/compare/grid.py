@@ -31,7 +31,9 @@ A *sweep* grid (``sweep: {option, values}``, issue 65: the scaling nodes) varies
 else: each value is a point, an ordinary grid (``Grid.at_point``: the grid's options with that value set) run in
 its own folder with its own warm starts, seeds and held-out test (``lab.compare.sweep``). The option is a
 TrainConfig field (``steps``, ``group_size``, ``model``, ``train_pool``, ``rollout_engine``, ...) or an environment
-option (``env_options.NAME``), and the grid's ``options`` must not set it too.
+option (``env_options.NAME``), and the grid's ``options`` must not set it too; or it is ``implementation`` (the
+preliminaries, issue 65): each point is the grid with one of its implementations alone, so that each runs from its
+own warm starts (the one-step and the multi-turn form of one task demonstrate different transcripts).
 
 Owns ``Grid`` (loading and checking a grid file), ``GRIDS`` (the shipped grid files), the variants, a sweep's
 points and the cell ids. What the recipe and the grid give a cell (``cell_config``) and an environment's warm start
@@ -49,7 +51,7 @@ from reference_impls.options import ConfigError
 
 from lab import recipes
 
-from .sweep_options import ENV_OPTION_PREFIX, point_name, sweep_field
+from .sweep_options import ENV_OPTION_PREFIX, IMPLEMENTATION, point_name, sweep_field
 
 GRIDS = Path(__file__).resolve().parents[1] / "recipes" / "grids"
 
@@ -176,6 +178,9 @@ class Grid:
             raise ConfigError(f"{where}: field 'budget': {budget!r} is not one of {', '.join(BUDGETS)}")
         sweep = sweep_field(data.get("sweep"), f"{where}: field 'sweep'", dict(data.get("options", {}) or {}),
                              list(data["implementations"]))
+        if sweep.get("option") == IMPLEMENTATION and passk:
+            raise ConfigError(f"{where}: field 'passk' with a sweep over implementation: each point is one "
+                              f"implementation's grid; name pass@k in a grid of its own")
         return cls(name=str(data["name"]), recipe=data["recipe"], implementations=tuple(data["implementations"]),
                    seeds=tuple(data["seeds"]), options=dict(data.get("options", {}) or {}),
                    eval_n=int(ev.get("n", 100)), eval_seed=int(ev.get("seed", 4242)),
@@ -218,18 +223,22 @@ class Grid:
 
     def at_point(self, value) -> "Grid":
         """The ordinary grid of one point of this sweep: the same grid with ``value`` set for the swept option (in
-        ``options``, or in ``options.env_options`` for ``env_options.NAME``), named ``<name>-<point>``."""
+        ``options``, or in ``options.env_options`` for ``env_options.NAME``; for ``implementation``, the grid with
+        that implementation alone), named ``<name>-<point>``."""
         if not self.sweep:
             raise ConfigError(f"grid {self.name}: not a sweep (no field 'sweep')")
         if value not in self.sweep["values"]:
             raise ConfigError(f"grid {self.name}: {value!r} is not one of its sweep's values {self.sweep['values']}")
         options = {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.options.items()}
         option = self.sweep["option"]
+        name = point_name(value)
+        if option == IMPLEMENTATION:  # the point is the grid with that implementation alone, and its warm starts
+            return dataclasses.replace(self, name=f"{self.name}-{name}", label=f"{self.label or self.name}: {name}",
+                                       implementations=(value,), options=options, sweep={})
         if option.startswith(ENV_OPTION_PREFIX):
             options.setdefault("env_options", {})[option.removeprefix(ENV_OPTION_PREFIX)] = value
         else:
             options[option] = value
-        name = point_name(value)
         label = f"{self.label or self.name}: {option} = {name}"
         return dataclasses.replace(self, name=f"{self.name}-{name}", label=label, options=options, sweep={})
 

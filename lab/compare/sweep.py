@@ -204,8 +204,12 @@ def results_of(grid: Grid) -> SweepResults | None:
 
 def sweep_for_node(node_id: str) -> list[tuple[Grid, SweepResults | None]]:
     """The sweeps that measure ``node_id`` (a sweep grid whose implementation serves it) with their results, or
-    None for a sweep not run yet."""
+    None for a sweep not run yet. A sweep over ``implementation`` (the forms of one task) is left out: its points
+    are not values of one quantity, and ``lab.compare.forms`` draws it on its own."""
     from lab.catalog import for_node
 
+    from .sweep_options import IMPLEMENTATION
+
     served = {impl.id for impl in for_node(node_id)}
-    return [(grid, results_of(grid)) for grid in sweep_grids(served)] if served else []
+    return [(grid, results_of(grid)) for grid in sweep_grids(served)
+            if grid.sweep["option"] != IMPLEMENTATION] if served else []

@@ -1,5 +1,6 @@
 """What a grid file's ``sweep`` field may name (issue 65, the scaling nodes): the option a sweep varies (a
-TrainConfig field, or ``env_options.NAME`` of every environment the grid trains on), its values, and each value's
+TrainConfig field, or ``env_options.NAME`` of every environment the grid trains on, or ``implementation``: each
+point one of the grid's implementations, the preliminaries' two forms of one task), its values, and each value's
 point name (its folder under the sweep's ``points/``). ``grid.Grid`` checks its field with ``sweep_field``;
 running a sweep is ``lab.compare.sweep``.
 """
@@ -13,6 +14,9 @@ from reference_impls.options import ConfigError
 
 #: how a sweep names an environment option (``env_options.train_families``)
 ENV_OPTION_PREFIX = "env_options."
+#: the sweep "option" whose points are the grid's implementations, one per point (issue 65, the preliminaries:
+#: the one-step and the multi-turn form of one task); each point's warm starts demonstrate its own form
+IMPLEMENTATION = "implementation"
 #: TrainConfig fields a sweep may not vary: what makes the run another run (its algorithm, environment, seed, folder)
 #: or a mapping with its own form (the env's and the algorithm's options: an env option is ``env_options.NAME``)
 UNSWEPT = ("algo", "env", "seed", "out", "env_options", "algo_config", "sft_env")
@@ -32,9 +36,11 @@ def point_name(value) -> str:
 
 def sweep_field(value, what: str, options: dict, implementations: list[str]) -> dict:
     """A grid's ``sweep`` checked: a mapping of ``option`` (a TrainConfig field, or ``env_options.NAME`` of every
-    environment the grid trains on) and ``values`` (at least two, distinct, each a number, a word, a boolean or a
-    list of them, each naming a different point); the grid's ``options`` must not set the option as well, so that
-    the points differ in it alone. {} when the grid names none."""
+    environment the grid trains on, or ``implementation``) and ``values`` (at least two, distinct, each a number, a
+    word, a boolean or a list of them, each naming a different point); the grid's ``options`` must not set the
+    option as well, so that the points differ in it alone. A sweep over ``implementation`` has the grid's
+    implementations as its values, each once: a point is the grid with that implementation alone. {} when the grid
+    names none."""
     if value is None:
         return {}
     if not isinstance(value, dict) or set(value) != {"option", "values"}:
@@ -48,6 +54,12 @@ def sweep_field(value, what: str, options: dict, implementations: list[str]) -> 
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
     if not isinstance(option, str):
         raise ConfigError(f"{what}, option: {option!r} is not a name")
+    if option == IMPLEMENTATION:
+        if not isinstance(values, list) or len(values) < 2 or sorted(map(str, values)) != sorted(implementations) \
+                or len(set(map(str, values))) != len(values):
+            raise ConfigError(f"{what}, values: a sweep over implementation has the grid's implementations "
+                              f"({', '.join(implementations)}) as its values, each once (at least two); got {values!r}")
+        return {"option": option, "values": [str(v) for v in values]}
     if option.startswith(ENV_OPTION_PREFIX):
         name = option.removeprefix(ENV_OPTION_PREFIX)
         for env in dict.fromkeys(get(i).env for i in implementations):
@@ -60,7 +72,7 @@ def sweep_field(value, what: str, options: dict, implementations: list[str]) -> 
                               f"differ in it alone")
     elif option not in train_fields or option in UNSWEPT:
         raise ConfigError(f"{what}, option: {option!r} is not a run option a sweep may vary (a TrainConfig field "
-                          f"other than {', '.join(UNSWEPT)}, or env_options.NAME)")
+                          f"other than {', '.join(UNSWEPT)}, env_options.NAME, or {IMPLEMENTATION})")
     elif option in options:
         raise ConfigError(f"{what}, option: {option} is also set in the grid's options ({options[option]!r}); the "
                           f"points would not differ in it alone")

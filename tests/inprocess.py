@@ -214,3 +214,14 @@ def compare_stages_in_process(monkeypatch, record: Callable[[list[str]], object]
 
     monkeypatch.setattr("lab.compare.driver.stage_process", in_process)
     return calls
+
+
+def dotted_paths(config: dict, prefix: str = "") -> dict:
+    """A cell config flattened to dotted paths (``env_options.families``, ...), for comparing two of them."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(dotted_paths(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out

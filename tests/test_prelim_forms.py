@@ -23,19 +23,9 @@ from reference_impls.implementations import CONCEPT_CODE, PRELIMINARY_NODES
 from reference_impls.options import ConfigError
 from reference_impls.stats import config_interval
 
-from inprocess import compare_stages_in_process, run_main
+from inprocess import compare_stages_in_process, dotted_paths, run_main
 
 FORMS = ("calculator-one-step-grpo", "calculator-multi-turn-grpo")
-
-
-def _paths(config: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            out.update(_paths(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
 
 
 def test_the_prelim_grid_runs_both_forms_alike_but_for_the_mode_each_from_its_own_warm_starts(tmp_path):
@@ -45,7 +35,7 @@ def test_the_prelim_grid_runs_both_forms_alike_but_for_the_mode_each_from_its_ow
     validate(grid, GridDir(tmp_path))  # every cell of both forms passes the trainer's checks
     points = {impl: grid.at_point(impl) for _, impl in grid.sweep_points()}
     assert [p.implementations for p in points.values()] == [(impl,) for impl in FORMS]
-    configs = {impl: _paths(cell_config(p, impl, 0, "warm")) for impl, p in points.items()}
+    configs = {impl: dotted_paths(cell_config(p, impl, 0, "warm")) for impl, p in points.items()}
     one, multi = configs[FORMS[0]], configs[FORMS[1]]
     assert {k for k in set(one) | set(multi) if one.get(k) != multi.get(k)} == {"env_options.mode"}
     assert (one["env_options.mode"], multi["env_options.mode"]) == ("direct", "tool")
@@ -173,7 +163,7 @@ def test_the_section_draws_both_forms_seed_and_mean_lines_and_the_before_after_t
 
 
 def _not_run(monkeypatch, tmp_path):
-    monkeypatch.setattr(forms, "RESULTS", tmp_path / "no-results")  # neither shipped results nor the user's
+    monkeypatch.setattr(sweeps, "RESULTS", tmp_path / "no-results")  # neither shipped results nor the user's
     monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path / "data"))
 
 
@@ -247,7 +237,7 @@ def test_the_prelim_node_page_shows_both_forms_curves_from_shipped_results(tiny_
     _, _, shipped, _ = tiny_forms
     results = tmp_path / "results"
     shutil.copytree(shipped, results / "prelim")
-    monkeypatch.setattr(forms, "RESULTS", results)
+    monkeypatch.setattr(sweeps, "RESULTS", results)
     at = _node_page("prelim-reward-function")
     [chart] = [c for c in at.get("vega_lite_chart") if "datum.kind == 'mean'" in c.proto.spec]
     assert "one-step MDP" in str(chart.proto) and "multi-turn POMDP" in str(chart.proto)  # spec or its datasets

@@ -17,7 +17,7 @@ from lab.compare.grid import GRIDS, Grid
 from reference_impls.envs.calculator import CalculatorConfig, _problems
 from reference_impls.options import ConfigError
 
-from inprocess import compare_stages_in_process, run_main
+from inprocess import compare_stages_in_process, dotted_paths, run_main
 
 #: node -> the sweep grids that measure it (the grids' rows serve the node); a node or a grid that disappears fails
 SCALING = {
@@ -50,24 +50,13 @@ def test_train_list_serves_at_least_131_nodes(listed, taxonomy):
     assert len(served) >= 131, len(served)
 
 
-def _paths(config: dict, prefix: str = "") -> dict:
-    """A cell config flattened to dotted paths (env_options.families, ...), for comparing two of them."""
-    out = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            out.update(_paths(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
-
-
 @pytest.mark.parametrize("name", GRID_NAMES)
 def test_a_scaling_grid_loads_validates_and_its_points_differ_in_the_swept_option_alone(tmp_path, name):
     grid = Grid.load(name)
     assert grid.sweep and len(grid.sweep_points()) >= 2 and len(grid.seeds) >= 3
     validate(grid, GridDir(tmp_path))  # every point's every cell passes the trainer's checks
     option = grid.sweep["option"]
-    configs = {point: _paths(cell_config(grid.at_point(value), grid.implementations[0], 0, "warm"))
+    configs = {point: dotted_paths(cell_config(grid.at_point(value), grid.implementations[0], 0, "warm"))
                for point, value in grid.sweep_points()}
     # what a point's warm starts are trained with: the model reaches a cell through its warm start alone (a cell's
     # model is the warm start's folder)

@@ -20,12 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab.shipped import RESULTS
 from reference_impls.options import ConfigError
 
 from .folder import budget_status, is_number
 from .grid import GRIDS, Grid, read_grid_file
-from .sweep import SWEEP_FILE, default_root, point_dir
+from .sweep import SWEEP_FILE, point_dir, shipped_or_own
 from .sweep_options import IMPLEMENTATION
 
 
@@ -168,13 +167,9 @@ def forms_grids(implementations: set[str] | None = None) -> list[Grid]:
 
 
 def results_of(grid: Grid) -> FormsResults | None:
-    """The grid's results where they are: shipped (``results/<name>``) first, then the user's own run (the data
-    dir's ``compare/<name>``); None when neither has a complete cell of any form."""
-    for folder, shipped in ((RESULTS / grid.name, True), (default_root(grid), False)):
-        found = load_forms(folder, shipped)
-        if found is not None and found.measured:
-            return found
-    return None
+    """The grid's results (``sweep.shipped_or_own``: shipped first, then the user's own run); None when neither
+    has a complete cell of any form."""
+    return shipped_or_own(grid, load_forms)
 
 
 def forms_for_node(node_id: str) -> list[tuple[Grid, FormsResults | None]]:

@@ -192,14 +192,19 @@ def sweep_grids(implementations: set[str] | None = None) -> list[Grid]:
     return found
 
 
-def results_of(grid: Grid) -> SweepResults | None:
-    """The sweep's results where they are: shipped (``results/<name>``) first, then the user's own run (the data
-    dir's ``compare/<name>``); None when neither holds any point's complete cell."""
+def shipped_or_own(grid: Grid, load):
+    """``load(folder, shipped)``'s results where they are: shipped (``results/<name>``) first, then the user's own
+    run (the data dir's ``compare/<name>``); None when neither has a measured (complete) cell."""
     for folder, shipped in ((RESULTS / grid.name, True), (default_root(grid), False)):
-        found = load_sweep(folder, shipped)
+        found = load(folder, shipped)
         if found is not None and found.measured:
             return found
     return None
+
+
+def results_of(grid: Grid) -> SweepResults | None:
+    """The sweep's results (``shipped_or_own``); None when no point has a complete cell."""
+    return shipped_or_own(grid, load_sweep)
 
 
 def sweep_for_node(node_id: str) -> list[tuple[Grid, SweepResults | None]]:

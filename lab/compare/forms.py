@@ -23,8 +23,8 @@ from pathlib import Path
 from reference_impls.options import ConfigError
 
 from .folder import budget_status, is_number
-from .grid import GRIDS, Grid, read_grid_file
-from .sweep import SWEEP_FILE, point_dir, shipped_or_own
+from .grid import Grid, read_grid_file
+from .sweep import SWEEP_FILE, point_dir, shipped_or_own, sweep_grids
 from .sweep_options import IMPLEMENTATION
 
 
@@ -151,19 +151,9 @@ def load_forms(folder: Path, shipped: bool) -> FormsResults | None:
 
 def forms_grids(implementations: set[str] | None = None) -> list[Grid]:
     """The shipped grid files that sweep over implementation (the forms of one task), by name; with
-    ``implementations``, only those naming one of them. A file that does not load is left out."""
-    found = []
-    for path in sorted(GRIDS.glob("*.yaml")):
-        try:
-            data = read_grid_file(path)
-            if (data.get("sweep") or {}).get("option") != IMPLEMENTATION:
-                continue
-            grid = Grid.from_dict(data, str(path))
-        except (ConfigError, AttributeError):
-            continue
-        if implementations is None or set(grid.implementations) & implementations:
-            found.append(grid)
-    return found
+    ``implementations``, only those naming one of them (``sweep.sweep_grids``: each file read once per version;
+    a file that does not load is left out)."""
+    return [grid for grid in sweep_grids(implementations) if grid.sweep["option"] == IMPLEMENTATION]
 
 
 def results_of(grid: Grid) -> FormsResults | None:

@@ -224,6 +224,7 @@ def run_stage(work: Path) -> None:
                                    config["max_new_tokens_per_turn"], config["max_completion_tokens"])
     else:
         heldout = _score_validation(str(model), spec["env"], config, spec["eval_n"], spec["eval_seed"])
+    warm = run.warm_start()
     record = {
         "env": spec["env"], "arm": spec["arm"], "seed": spec["seed"], "impl": config["impl"], "preset": RECIPE,
         "model": config["model"], "control_lr": CONTROL_LR, "config": train_config | {"out": None},
@@ -231,7 +232,10 @@ def run_stage(work: Path) -> None:
         "rewards": [m.get("reward_mean") for m in metrics],
         "accuracy": [m.get("accuracy") for m in metrics],
         "step_time": [{k: m[k] for k in ("step", *STEP_TIME_KEYS) if k in m} for m in metrics],
-        "warm_start_losses": [w.get("loss") for w in run.warm_start()],
+        "warm_start_losses": [w.get("loss") for w in warm],
+        # the warm start's own wall time (its last step's, from warm_start.jsonl): part of train_wall_s, which the
+        # per-step step_time leaves out
+        "warm_start_s": round(warm[-1]["wall_s"], 1) if warm and warm[-1].get("wall_s") is not None else 0.0,
         "train_wall_s": round(train_wall_s, 1),
         "heldout": {"metric": HELDOUT_METRIC, "split": split, "n": spec["eval_n"],
                     "seed": spec["eval_seed"] if split == "heldout" else VALIDATION_SEED,
@@ -400,6 +404,8 @@ def env_report(out: Path, env: str) -> dict:
     line = {"env": env, "preset": f"{RECIPE}/{env}", "impl": recipes.env_presets(RECIPE)[env]["impl"],
             "seeds": len(seeds), "seed_list": seeds, "steps": rl[0]["steps"] if rl else None,
             "model": rl[0]["model"] if rl else None, "wall_s_median": _median([r["train_wall_s"] for r in rl]),
+            # None for records from before warm_start_s was recorded (2026-12-06)
+            "warm_start_s_median": _median([r["warm_start_s"] for r in rl if r.get("warm_start_s") is not None]),
             "reward_first": None, "reward_last": None, "control_last": None, "diff": None, "ci_low": None,
             "ci_high": None, "heldout_metric": HELDOUT_METRIC, "heldout_before": None, "heldout_after": None,
             "heldout_diff": None, "learns": False, "control_lr": CONTROL_LR, "step_time": _step_time(rl),

@@ -293,6 +293,7 @@ def test_end_to_end_on_the_tiny_model(tmp_path):
     control = json.loads(lp.record_path(out, "calculator", "control", 0).read_text())
     assert rl["steps"] == 2 and len(rl["rewards"]) == 2 and len(rl["step_time"]) == 2
     assert {"rollout_s", "update_s", "step_s"} <= set(rl["step_time"][0])
+    assert 0 < rl["warm_start_s"] < rl["train_wall_s"]  # TINY has a warm start; its time is part of the run's
     assert control["config"]["lr"] == lp.CONTROL_LR and rl["config"]["lr"] != lp.CONTROL_LR
     assert rl["config"]["seed"] == control["config"]["seed"] == 0
     assert len(rl["heldout"]["by_problem"]) == 4 and "greedy" in rl["heldout"]["metric"]

@@ -11,6 +11,7 @@ Every algorithm trains on the same batch layout (as in TRL)::
 """
 from __future__ import annotations
 
+import contextlib
 import random
 
 import numpy as np
@@ -28,6 +29,17 @@ def adamw(params, lr: float, weight_decay: float = 0.0, betas=(0.9, 0.99)) -> to
         return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=True)
     except (RuntimeError, ValueError):  # a device/dtype without a fused kernel
         return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)
+
+
+def precision_context(precision: str, device: torch.device):
+    """The forwards' arithmetic for a run's ``precision`` option: ``bf16`` is ``torch.autocast`` to bfloat16 on
+    the device (matmuls and attention in bf16; parameters, gradients and optimiser state stay float32), ``fp32``
+    changes nothing. Autocast is per thread: enter it in the thread that runs the forwards."""
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    if precision != "fp32":
+        raise ValueError(f"precision: {precision!r} is not one of fp32, bf16")
+    return contextlib.nullcontext()
 
 
 def seed_everything(seed: int) -> None:
@@ -157,7 +169,9 @@ def completion_logprobs(model, batch: dict, temperature: float = 1.0, with_entro
     the per-token entropy. ``temperature`` must match the sampling temperature. ``share_prompts``: see
     :func:`completion_logits`."""
     K = batch["logits_to_keep"]
-    logits = completion_logits(model, batch["input_ids"], batch["attention_mask"], K, share_prompts) / temperature
+    # float32 whatever the forward's precision (bf16 autocast gives bf16 logits): log-probs and ratios need it
+    logits = completion_logits(model, batch["input_ids"], batch["attention_mask"], K, share_prompts).float()
+    logits = logits / temperature
     logps = selective_log_softmax(logits, batch["input_ids"][:, -K:])
     entropy = None
     if with_entropy:

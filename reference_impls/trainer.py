@@ -28,7 +28,7 @@ import torch
 
 from . import distributed
 from .algorithm import Context, Metrics, RolloutBatch, step_seed
-from .common import adamw, seed_everything
+from .common import adamw, precision_context, seed_everything
 from .diagnostics import episode_diagnostics
 from .envs import EnvSpec
 from .models import load_policy
@@ -70,7 +70,8 @@ class Trainer:
         # from the warm-started model. A resumed run's weights come from its checkpoint instead.
         self.warm_start_losses: list[float] = []
         if cfg.sft_steps > 0 and self.resume_from is None:
-            self.warm_start()
+            with precision_context(cfg.precision, self.device):
+                self.warm_start()
         # the reference exists only when the algorithm asks for it (beta = 0: no memory, no forward)
         ref = None
         if self.algo_cls.uses_reference(self.algo_cfg):
@@ -182,6 +183,10 @@ class Trainer:
         seed_everything(self.step_seed)  # every step's randomness is a function of (seed, step, rank)
         self.ctx.step = self.step
         metrics = Metrics()
+        with precision_context(self.cfg.precision, self.device):  # sampling and the update (autocast: bf16)
+            return self._train_step(t0, metrics)
+
+    def _train_step(self, t0: float, metrics: Metrics) -> tuple[dict, list]:
         generated, rollout_s, env_s, samples = 0.0, 0.0, 0.0, []
         batch = None
         if self.algo_cls.online:

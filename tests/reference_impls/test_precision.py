@@ -1,0 +1,75 @@
+"""``--precision``: fp32 (the default) or bf16, torch.autocast to bfloat16 around the warm start, the rollouts and
+the update (``common.precision_context``). The weights, their gradients and the log-probabilities the losses see
+stay float32."""
+import pytest
+import torch
+
+from reference_impls.common import collate, completion_logprobs, precision_context
+from reference_impls.options import ConfigError
+from reference_impls.run_config import TrainConfig, config_from_dict, resolve
+from reference_impls.trainer import Trainer
+from toy_env import make_task
+
+
+def test_bf16_autocasts_and_fp32_does_not():
+    cpu = torch.device("cpu")
+    with precision_context("bf16", cpu):
+        assert torch.is_autocast_enabled("cpu")
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.bfloat16
+    assert not torch.is_autocast_enabled("cpu")
+    with precision_context("fp32", cpu):
+        assert not torch.is_autocast_enabled("cpu")
+        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.float32
+
+
+def test_an_unknown_precision_is_refused_by_name():
+    with pytest.raises(ValueError, match="precision: 'fp16'"):
+        precision_context("fp16", torch.device("cpu"))
+    with pytest.raises(ConfigError, match="precision") as err:
+        resolve(config_from_dict({"out": "x", "precision": "fp16"}), check_model=False)
+    assert err.value.field == "precision"
+    assert TrainConfig().precision == "fp32"
+    assert resolve(config_from_dict({"out": "x", "precision": "bf16"}), check_model=False).cfg.precision == "bf16"
+
+
+def batch_of(tok, prompts: list[list[int]], completions: list[list[int]]) -> dict:
+    from types import SimpleNamespace
+    rows = [SimpleNamespace(prompt_ids=p, completion_ids=c, loss_mask=[1] * len(c), old_logprobs=[0.0] * len(c))
+            for p, c in zip(prompts, completions)]
+    return collate(rows, tok.pad_token_id or 0)
+
+
+def test_log_probs_are_float32_under_bf16_and_near_the_fp32_ones(fresh_tiny):
+    model, tok = fresh_tiny()
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(3, 200, (n,), generator=g).tolist() for n in (5, 7, 5)]
+    completions = [torch.randint(3, 200, (n,), generator=g).tolist() for n in (4, 2, 4)]
+    batch = batch_of(tok, prompts, completions)
+    with torch.no_grad():
+        exact, _ = completion_logprobs(model, batch)
+        with precision_context("bf16", torch.device("cpu")):
+            low, entropy = completion_logprobs(model, batch, with_entropy=True)
+    assert low.dtype == torch.float32 and entropy.dtype == torch.float32
+    mask = batch["loss_mask"].bool()
+    gap = (low - exact)[mask].abs().max()
+    # bf16 keeps 8 bits of mantissa: the log-probs move, by far less than they differ from token to token
+    assert 0 < gap < 0.1, gap
+    assert float(exact[mask].std()) > 10 * float(gap)
+
+
+def test_a_bf16_step_trains_float32_weights(fresh_tiny, tmp_path):
+    model, tok = fresh_tiny()
+    cfg = TrainConfig(algo="grpo", env="half_vocab", model="tiny", out=str(tmp_path / "bf16"), lr=3e-2,
+                      prompts_per_step=2, group_size=4, max_new_tokens_per_turn=4, max_completion_tokens=4,
+                      train_pool=8, precision="bf16")
+    trainer = Trainer(cfg, task=make_task(model, tok), model=model, tokenizer=tok)
+    trainer.t_start = 0.0
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    metrics, _ = trainer.train_step()
+    assert not torch.is_autocast_enabled("cpu")  # the context ends with the step
+    assert all(v.dtype == torch.float32 for v in model.state_dict().values())
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())  # the update moved weights
+    assert metrics["policy_updates"] >= 1
+    # on-policy: sampling and the update ran in the same precision, so the ratio starts near 1
+    assert abs(metrics["ratio_mean"] - 1.0) < 0.05, metrics["ratio_mean"]

@@ -22,7 +22,8 @@ REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_impls"
 
 #: the run options the Lab's form shows (the others keep their defaults, or the preset's values)
 FORM_OPTIONS = ("steps", "seed", "lr", "prompts_per_step", "group_size", "micro_batch_size", "micro_batch_tokens",
-                "max_new_tokens_per_turn", "max_completion_tokens", "temperature", "checkpoint_every", "sft_steps")
+                "max_new_tokens_per_turn", "max_completion_tokens", "temperature", "checkpoint_every", "sft_steps",
+                "precision")
 #: preset settings the page does not show as fields; they travel with the submitted config unchanged
 HIDDEN_KEYS = ("sft_env",)
 

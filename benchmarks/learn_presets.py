@@ -48,7 +48,7 @@ import yaml
 from lab import catalog, recipes
 from lab.compare.folder import atomic_json
 from lab.compare.provenance import Host, provenance
-from reference_impls.run_config import ALGORITHMS, supports_no_update
+from reference_impls.run_config import ALGORITHMS, TrainConfig, supports_no_update
 from reference_impls.stats import LEVEL, compare, config_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -383,12 +383,22 @@ def memory_table(records: dict[str, dict[int, dict]], add_only: dict | None, see
     return table
 
 
+_CONFIG_DEFAULTS = {k: v for k, v in vars(TrainConfig()).items() if isinstance(v, (str, int, float, bool))}
+
+
+def _precision(record: dict) -> str:
+    return (record.get("config") or {}).get("precision", "fp32")
+
+
 def _settings_key(record: dict) -> str:
     """A record's settings apart from what differs by design between stages (seed, learning rate and the
     control's skipped update, folder)."""
-    config = {k: v for k, v in (record.get("config") or {}).items() if k not in ("seed", "lr", "out", "update")}
+    # a record from before an option existed ran as its default (an option is added with the old behaviour as
+    # its default: e.g. precision fp32), so a missing key reads as the default
+    config = {**_CONFIG_DEFAULTS, **(record.get("config") or {})}
+    config = {k: v for k, v in config.items() if k not in ("seed", "lr", "out", "update")}
     split = (record.get("heldout") or {}).get("split", "heldout")
-    return json.dumps({"model": record.get("model"), "split": split, **config}, sort_keys=True)
+    return json.dumps({**config, "model": record.get("model"), "split": split}, sort_keys=True)
 
 
 def env_report(out: Path, env: str) -> dict:
@@ -403,7 +413,8 @@ def env_report(out: Path, env: str) -> dict:
     control = [records["control"][s] for s in seeds]
     line = {"env": env, "preset": f"{RECIPE}/{env}", "impl": recipes.env_presets(RECIPE)[env]["impl"],
             "seeds": len(seeds), "seed_list": seeds, "steps": rl[0]["steps"] if rl else None,
-            "model": rl[0]["model"] if rl else None, "wall_s_median": _median([r["train_wall_s"] for r in rl]),
+            "model": rl[0]["model"] if rl else None, "precision": _precision(rl[0]) if rl else None,
+            "wall_s_median": _median([r["train_wall_s"] for r in rl]),
             # None for records from before warm_start_s was recorded (2026-12-06)
             "warm_start_s_median": _median([r["warm_start_s"] for r in rl if r.get("warm_start_s") is not None]),
             "reward_first": None, "reward_last": None, "control_last": None, "diff": None, "ci_low": None,
@@ -459,6 +470,8 @@ def markdown_table(lines: list[dict]) -> str:
         st = line.get("step_time") or {}
         step = (f"{st['step_s']:.1f} s: {st['rollout_s']:.1f} + {st['update_s']:.1f}"
                 if st.get("step_s") is not None else "-")
+        if line.get("precision") not in (None, "fp32"):
+            step += f" ({line['precision']})"
         rows.append(f"| {line['env']} | {line['seeds']} | {num(line['reward_last'])} / {num(line['control_last'])} "
                     f"| {num(line['diff'], '{:+.3f}')} [{num(line['ci_low'], '{:+.3f}')}, "
                     f"{num(line['ci_high'], '{:+.3f}')}] | {'yes' if line['learns'] else 'no'} "
@@ -472,7 +485,7 @@ def markdown_table(lines: list[dict]) -> str:
 
 def measured_block(line: dict) -> dict:
     """What a learning preset's ``measured`` block holds, from its report line."""
-    keys = ("seeds", "seed_list", "steps", "model", "wall_s_median", "reward_first", "reward_last", "control_last",
+    keys = ("seeds", "seed_list", "steps", "model", "precision", "wall_s_median", "reward_first", "reward_last", "control_last",
             "diff", "ci_low", "ci_high", "heldout_metric", "heldout_before", "heldout_after", "control_lr",
             "step_time", "rewards", "load_1min_max", "cpu", "commits")
     block = {"status": recipes.LEARNS if line["learns"] else recipes.DOES_NOT_LEARN, "learns": line["learns"],

@@ -336,6 +336,29 @@ def test_report_refuses_records_of_different_settings(tmp_path):
         lp.env_report(out, "calculator")
 
 
+def test_a_record_from_before_an_option_reads_as_its_default(tmp_path):
+    """Records written before ``precision`` existed ran in float32: they pair with fp32 records, not bf16 ones,
+    and a bf16 report says so in its line and its table row."""
+    out = tmp_path / "records"
+    make_env(out, "calculator", [0, 1, 2], lambda s: [0.2, 0.9], lambda s: [0.2, 0.2])
+    newer = fake_record("calculator", "rl", 1, [0.2, 0.9], [1, 1, 1, 1])
+    newer["config"] = {"precision": "fp32"}
+    write(out, newer)
+    assert lp.env_report(out, "calculator")["precision"] == "fp32"
+    newer["config"] = {"precision": "bf16"}
+    write(out, newer)
+    with pytest.raises(SystemExit, match="different settings"):
+        lp.env_report(out, "calculator")
+    for seed in (0, 1, 2):
+        for arm in ("rl", "control"):
+            record = json.loads(lp.record_path(out, "calculator", arm, seed).read_text())
+            record["config"] = {"precision": "bf16"}
+            write(out, record)
+    line = lp.env_report(out, "calculator")
+    assert line["precision"] == "bf16" and lp.measured_block(line)["precision"] == "bf16"
+    assert "3.0 s: 2.0 + 1.0 (bf16)" in lp.markdown_table([line])
+
+
 def test_settings_text_and_memory_rows():
     text = learning.settings_text("memory")
     settings = recipes.env_presets("learn")["memory"]["settings"]

@@ -43,11 +43,13 @@ import sys
 import time
 from pathlib import Path
 
+import torch
 import yaml
 
 from lab import catalog, recipes
 from lab.compare.folder import atomic_json
 from lab.compare.provenance import Host, provenance
+from reference_impls.common import resolve_precision
 from reference_impls.run_config import ALGORITHMS, TrainConfig, supports_no_update
 from reference_impls.stats import LEVEL, compare, config_interval
 
@@ -121,6 +123,8 @@ def stage_config(env: str, seed: int, arm: str, model: str | None = None, overri
         else:
             config[key] = value
     config["seed"] = seed
+    # the record says what ran: auto is resolved on this machine (the stages run here)
+    config["precision"] = resolve_precision(config.get("precision", "fp32"), torch.device("cpu"))
     config["checkpoint_every"] = config["steps"]  # the final model is what held-out scores
     if arm == "control":
         config["lr"] = CONTROL_LR

@@ -31,10 +31,41 @@ def adamw(params, lr: float, weight_decay: float = 0.0, betas=(0.9, 0.99)) -> to
         return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)
 
 
+def native_bf16(device: torch.device, cpuinfo: str | None = None) -> bool:
+    """Whether ``device`` computes in bfloat16 natively: a CUDA GPU that supports it, or a CPU whose flags
+    (``/proc/cpuinfo``, or ``cpuinfo``'s text) include AVX512-BF16 or AMX-BF16. Elsewhere (an AVX2 CPU, macOS)
+    bf16 is emulated and slower than float32."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if device.type != "cpu":
+        return False
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return False
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return bool({"avx512_bf16", "amx_bf16"} & set(value.split()))
+    return False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``auto`` -> ``bf16`` where the device computes in it natively (:func:`native_bf16`), else ``fp32``; the
+    others as they are."""
+    if precision == "auto":
+        return "bf16" if native_bf16(device) else "fp32"
+    return precision
+
+
 def precision_context(precision: str, device: torch.device):
     """The forwards' arithmetic for a run's ``precision`` option: ``bf16`` is ``torch.autocast`` to bfloat16 on
     the device (matmuls and attention in bf16; parameters, gradients and optimiser state stay float32), ``fp32``
-    changes nothing. Autocast is per thread: enter it in the thread that runs the forwards."""
+    changes nothing, ``auto`` is one of them by :func:`resolve_precision`. Autocast is per thread: enter it in
+    the thread that runs the forwards."""
+    precision = resolve_precision(precision, device)
     if precision == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     if precision != "fp32":

@@ -98,11 +98,11 @@ class TrainConfig:
                                  "and the optional gpu extra).", choices=("cached", "generate", "vllm"))
     # measured on an AMD EPYC with AVX512-BF16, 2 threads, SmolLM2: a 32 x 160-token forward + backward 31 s in
     # float32, 19 s under bf16 autocast; sampling 8.6 s against 5.2 s (docs/learn_presets.md, "Precision")
-    precision: str = option("fp32", "Arithmetic of the forwards and backwards: fp32, or bf16 (torch.autocast to "
+    precision: str = option("fp32", "Arithmetic of the forwards and backwards: fp32, bf16 (torch.autocast to "
                             "bfloat16 for rollouts, the warm start and the update; weights, optimiser state and "
-                            "log-probabilities stay float32). bf16 is faster only where the hardware has it (CPUs "
-                            "with AVX512-BF16 or AMX, recent GPUs); on an AVX2 CPU it is slower.",
-                            choices=("fp32", "bf16"))
+                            "log-probabilities stay float32) or auto (bf16 where the hardware computes in it, else "
+                            "fp32). bf16 is faster only there (CPUs with AVX512-BF16 or AMX, recent GPUs); on an AVX2 "
+                            "CPU it is slower.", choices=("fp32", "bf16", "auto"))
     env_options: dict = dataclasses.field(default_factory=dict)
     algo_config: dict = dataclasses.field(default_factory=dict)
 

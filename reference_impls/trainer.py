@@ -28,7 +28,7 @@ import torch
 
 from . import distributed
 from .algorithm import Context, Metrics, RolloutBatch, step_seed
-from .common import adamw, precision_context, seed_everything
+from .common import adamw, precision_context, resolve_precision, seed_everything
 from .diagnostics import episode_diagnostics
 from .envs import EnvSpec
 from .models import load_policy
@@ -69,8 +69,10 @@ class Trainer:
         # before the reference copy and the algorithm's setup: KL, DPO's pairs and PPO's critic all start
         # from the warm-started model. A resumed run's weights come from its checkpoint instead.
         self.warm_start_losses: list[float] = []
+        # what the run computes in (auto: bf16 where the hardware has it); status.json and train's log say which
+        self.precision = resolve_precision(cfg.precision, self.device)
         if cfg.sft_steps > 0 and self.resume_from is None:
-            with precision_context(cfg.precision, self.device):
+            with precision_context(self.precision, self.device):
                 self.warm_start()
         # the reference exists only when the algorithm asks for it (beta = 0: no memory, no forward)
         ref = None
@@ -183,7 +185,7 @@ class Trainer:
         seed_everything(self.step_seed)  # every step's randomness is a function of (seed, step, rank)
         self.ctx.step = self.step
         metrics = Metrics()
-        with precision_context(self.cfg.precision, self.device):  # sampling and the update (autocast: bf16)
+        with precision_context(self.precision, self.device):  # sampling and the update (autocast: bf16)
             return self._train_step(t0, metrics)
 
     def _train_step(self, t0: float, metrics: Metrics) -> tuple[dict, list]:
@@ -313,6 +315,8 @@ class Trainer:
                 extra["note"] = self.resume_note
             if getattr(self, "sandbox_layer", None):
                 extra.setdefault("sandbox_layer", self.sandbox_layer)
+            if getattr(self, "precision", "fp32") != "fp32":
+                extra.setdefault("precision", self.precision)
             self.run_dir.write_status(state, self.step, self.cfg.steps, **extra)
 
     def run(self) -> str:

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from app.presentation import learning
@@ -63,6 +64,14 @@ def test_control_differs_from_rl_only_in_learning_rate_and_skipped_update():
     assert {k: v for k, v in control.items() if k not in by_design} == {k: v for k, v in rl.items() if k not in by_design}
     assert rl["seed"] == 1 and rl["checkpoint_every"] == rl["steps"]
     assert rl["sft_env"] == "memory-format"  # the memory preset's own settings apply
+
+
+def test_a_stage_records_the_precision_it_runs_in():
+    from reference_impls.common import native_bf16
+
+    assert lp.stage_config("calculator", 0, "rl")["precision"] == "fp32"
+    auto = lp.stage_config("calculator", 0, "rl", overrides={"precision": "auto"})["precision"]
+    assert auto == ("bf16" if native_bf16(torch.device("cpu")) else "fp32")  # resolved here, where stages run
 
 
 def test_stage_config_names_an_unknown_environment_and_a_bad_setting():

@@ -4,7 +4,7 @@ stay float32."""
 import pytest
 import torch
 
-from reference_impls.common import collate, completion_logprobs, precision_context
+from reference_impls.common import collate, completion_logprobs, native_bf16, precision_context, resolve_precision
 from reference_impls.options import ConfigError
 from reference_impls.run_config import TrainConfig, config_from_dict, resolve
 from reference_impls.trainer import Trainer
@@ -31,6 +31,19 @@ def test_an_unknown_precision_is_refused_by_name():
     assert err.value.field == "precision"
     assert TrainConfig().precision == "fp32"
     assert resolve(config_from_dict({"out": "x", "precision": "bf16"}), check_model=False).cfg.precision == "bf16"
+
+
+def test_auto_is_bf16_only_where_the_cpu_computes_in_it():
+    cpu = torch.device("cpu")
+    zen4 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_bf16\n"
+    avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n"
+    sapphire = "flags : avx2 avx512f amx_tile amx_bf16\n"
+    assert native_bf16(cpu, zen4) and native_bf16(cpu, sapphire)
+    assert not native_bf16(cpu, avx2) and not native_bf16(cpu, "no flags line\n")
+    assert resolve_precision("auto", cpu) == ("bf16" if native_bf16(cpu) else "fp32")
+    assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
+    with precision_context("auto", cpu):
+        assert torch.is_autocast_enabled("cpu") == native_bf16(cpu)
 
 
 def batch_of(tok, prompts: list[list[int]], completions: list[list[int]]) -> dict:
@@ -71,5 +84,7 @@ def test_a_bf16_step_trains_float32_weights(fresh_tiny, tmp_path):
     assert all(v.dtype == torch.float32 for v in model.state_dict().values())
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())  # the update moved weights
     assert metrics["policy_updates"] >= 1
+    trainer.write_status("running")
+    assert (tmp_path / "bf16" / "status.json").read_text().count('"precision": "bf16"') == 1
     # on-policy: sampling and the update ran in the same precision, so the ratio starts near 1
     assert abs(metrics["ratio_mean"] - 1.0) < 0.05, metrics["ratio_mean"]

@@ -67,7 +67,9 @@ def precision_context(precision: str, device: torch.device):
     the thread that runs the forwards."""
     precision = resolve_precision(precision, device)
     if precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        # no cast cache: autocast otherwise keeps the first bf16 copy of each weight for the whole context, and a
+        # context spanning optimiser steps (the warm start, minibatch updates) would then run on stale weights
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=False)
     if precision != "fp32":
         raise ValueError(f"precision: {precision!r} is not one of fp32, bf16")
     return contextlib.nullcontext()

@@ -46,6 +46,20 @@ def test_auto_is_bf16_only_where_the_cpu_computes_in_it():
         assert torch.is_autocast_enabled("cpu") == native_bf16(cpu)
 
 
+def test_forwards_after_an_optimiser_step_see_the_new_weights():
+    """One context spans many optimiser steps (the warm start, minibatch updates): a cached bf16 copy of the
+    weights (autocast's default) would keep the forwards on the first step's weights."""
+    layer = torch.nn.Linear(4, 4)
+    x = torch.ones(1, 4)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.5)
+    with precision_context("bf16", torch.device("cpu")):
+        first = layer(x)
+        first.sum().backward()
+        opt.step()
+        second = layer(x)
+    assert not torch.equal(first, second)
+
+
 def batch_of(tok, prompts: list[list[int]], completions: list[list[int]]) -> dict:
     from types import SimpleNamespace
     rows = [SimpleNamespace(prompt_ids=p, completion_ids=c, loss_mask=[1] * len(c), old_logprobs=[0.0] * len(c))

@@ -60,16 +60,18 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return precision
 
 
-def precision_context(precision: str, device: torch.device):
+def precision_context(precision: str, device: torch.device, cache: bool = False):
     """The forwards' arithmetic for a run's ``precision`` option: ``bf16`` is ``torch.autocast`` to bfloat16 on
     the device (matmuls and attention in bf16; parameters, gradients and optimiser state stay float32), ``fp32``
     changes nothing, ``auto`` is one of them by :func:`resolve_precision`. Autocast is per thread: enter it in
-    the thread that runs the forwards."""
+    the thread that runs the forwards.
+
+    ``cache``: keep each weight's bf16 copy for the whole context (autocast's cast cache). Only for a context
+    in which no weight changes (sampling: one cast per weight instead of one per generated token); a context
+    spanning optimiser steps (the warm start, minibatch updates) would otherwise run on stale weights."""
     precision = resolve_precision(precision, device)
     if precision == "bf16":
-        # no cast cache: autocast otherwise keeps the first bf16 copy of each weight for the whole context, and a
-        # context spanning optimiser steps (the warm start, minibatch updates) would then run on stale weights
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=False)
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=cache)
     if precision != "fp32":
         raise ValueError(f"precision: {precision!r} is not one of fp32, bf16")
     return contextlib.nullcontext()

@@ -185,14 +185,12 @@ class Trainer:
         seed_everything(self.step_seed)  # every step's randomness is a function of (seed, step, rank)
         self.ctx.step = self.step
         metrics = Metrics()
-        with precision_context(self.precision, self.device):  # sampling and the update (autocast: bf16)
-            return self._train_step(t0, metrics)
-
-    def _train_step(self, t0: float, metrics: Metrics) -> tuple[dict, list]:
         generated, rollout_s, env_s, samples = 0.0, 0.0, 0.0, []
         batch = None
         if self.algo_cls.online:
-            batch, rstats = self.collect()
+            # no weight changes while collecting (optimiser steps live in update): bf16 casts cached for the phase
+            with precision_context(self.precision, self.device, cache=True):
+                batch, rstats = self.collect()
             samples = batch.samples
             n = float(len(samples))
             metrics.add("reward_mean", float(batch.rewards.sum()) / max(n, 1.0), n)
@@ -204,7 +202,8 @@ class Trainer:
             env_s = float(rstats.get("env_s", 0.0))  # inside rollout_s: the environments' own step time
         t_update = time.time()
         if self.cfg.update:
-            result = self.algo.update(self.ctx, batch)
+            with precision_context(self.precision, self.device):
+                result = self.algo.update(self.ctx, batch)
         else:  # the no-update control (--no-update, --lr 0): these episodes are the lr-0 run's; nothing to learn
             result = {"policy_updates": 0.0}
         update_s = time.time() - t_update

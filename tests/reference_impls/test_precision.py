@@ -58,6 +58,8 @@ def test_forwards_after_an_optimiser_step_see_the_new_weights():
         opt.step()
         second = layer(x)
     assert not torch.equal(first, second)
+    with precision_context("bf16", torch.device("cpu"), cache=True):  # sampling's context: weights fixed
+        assert torch.equal(layer(x), layer(x))
 
 
 def batch_of(tok, prompts: list[list[int]], completions: list[list[int]]) -> dict:

@@ -69,9 +69,11 @@ def test_control_differs_from_rl_only_in_learning_rate_and_skipped_update():
 def test_a_stage_records_the_precision_it_runs_in():
     from reference_impls.common import native_bf16
 
-    assert lp.stage_config("calculator", 0, "rl")["precision"] == "fp32"
-    auto = lp.stage_config("calculator", 0, "rl", overrides={"precision": "auto"})["precision"]
-    assert auto == ("bf16" if native_bf16(torch.device("cpu")) else "fp32")  # resolved here, where stages run
+    assert lp.stage_config("memory", 0, "rl")["precision"] == "fp32"  # a preset without it: the default
+    here = "bf16" if native_bf16(torch.device("cpu")) else "fp32"
+    assert lp.stage_config("memory", 0, "rl", overrides={"precision": "auto"})["precision"] == here
+    assert recipes.env_presets("learn")["calculator"]["settings"]["precision"] == "auto"
+    assert lp.stage_config("calculator", 0, "rl")["precision"] == here  # resolved here, where stages run
 
 
 def test_stage_config_names_an_unknown_environment_and_a_bad_setting():

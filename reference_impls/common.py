@@ -60,21 +60,35 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return precision
 
 
-def precision_context(precision: str, device: torch.device, cache: bool = False):
+def precision_context(precision: str, device: torch.device):
     """The forwards' arithmetic for a run's ``precision`` option: ``bf16`` is ``torch.autocast`` to bfloat16 on
     the device (matmuls and attention in bf16; parameters, gradients and optimiser state stay float32), ``fp32``
     changes nothing, ``auto`` is one of them by :func:`resolve_precision`. Autocast is per thread: enter it in
     the thread that runs the forwards.
 
-    ``cache``: keep each weight's bf16 copy for the whole context (autocast's cast cache). Only for a context
-    in which no weight changes (sampling: one cast per weight instead of one per generated token); a context
-    spanning optimiser steps (the warm start, minibatch updates) would otherwise run on stale weights."""
+    Autocast keeps each trainable weight's bf16 copy for as long as its context lasts (its cast cache: one cast
+    per weight, not one per forward or generated token). So that a context may span optimiser steps (the warm
+    start, minibatch updates), every optimiser step inside it clears that cache: the contract is that trainable
+    weights change only through an optimiser's ``step`` while the context is open (loading a checkpoint happens
+    outside it)."""
     precision = resolve_precision(precision, device)
     if precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=cache)
+        return _bf16_autocast(device)
     if precision != "fp32":
-        raise ValueError(f"precision: {precision!r} is not one of fp32, bf16")
+        raise ValueError(f"precision: {precision!r} is not one of fp32, bf16, auto")
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _bf16_autocast(device: torch.device):
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    hook = register_optimizer_step_post_hook(lambda *args, **kwargs: torch.clear_autocast_cache())
+    try:
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+            yield
+    finally:
+        hook.remove()
 
 
 def seed_everything(seed: int) -> None:

@@ -188,8 +188,7 @@ class Trainer:
         generated, rollout_s, env_s, samples = 0.0, 0.0, 0.0, []
         batch = None
         if self.algo_cls.online:
-            # no weight changes while collecting (optimiser steps live in update): bf16 casts cached for the phase
-            with precision_context(self.precision, self.device, cache=True):
+            with precision_context(self.precision, self.device):
                 batch, rstats = self.collect()
             samples = batch.samples
             n = float(len(samples))

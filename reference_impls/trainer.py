@@ -69,7 +69,7 @@ class Trainer:
         # before the reference copy and the algorithm's setup: KL, DPO's pairs and PPO's critic all start
         # from the warm-started model. A resumed run's weights come from its checkpoint instead.
         self.warm_start_losses: list[float] = []
-        # what the run computes in (auto: bf16 where the hardware has it); status.json and train's log say which
+        # what the run computes in (auto: bf16 where the hardware has it); status.json says which
         self.precision = resolve_precision(cfg.precision, self.device)
         if cfg.sft_steps > 0 and self.resume_from is None:
             with precision_context(self.precision, self.device):

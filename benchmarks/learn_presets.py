@@ -124,7 +124,7 @@ def stage_config(env: str, seed: int, arm: str, model: str | None = None, overri
             config[key] = value
     config["seed"] = seed
     # the record says what ran: auto is resolved on this machine (the stages run here)
-    config["precision"] = resolve_precision(config.get("precision", "fp32"), torch.device("cpu"))
+    config["precision"] = resolve_precision(config["precision"], torch.device("cpu"))
     config["checkpoint_every"] = config["steps"]  # the final model is what held-out scores
     if arm == "control":
         config["lr"] = CONTROL_LR
@@ -391,7 +391,7 @@ _CONFIG_DEFAULTS = {k: v for k, v in vars(TrainConfig()).items() if isinstance(v
 
 
 def _precision(record: dict) -> str:
-    return (record.get("config") or {}).get("precision", "fp32")
+    return (record.get("config") or {}).get("precision", _CONFIG_DEFAULTS["precision"])
 
 
 def _settings_key(record: dict) -> str:

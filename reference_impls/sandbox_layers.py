@@ -50,7 +50,9 @@ cd "$work"
 exec "$@"
 """
 
-# Our bootstrap (argument of ``-c``, so model code cannot edit it): optional audit hook, then run main.py.
+# Our bootstrap (argument of ``-c``, so model code cannot edit it): optional audit hook, then run main.py as
+# ``python main.py`` would (runpy: the standard library's runner, no hand-made exec), inside this process so the
+# hook installed first stays in force.
 _BOOTSTRAP = r"""
 import sys
 if {hook!r}:
@@ -86,8 +88,8 @@ if {hook!r}:
     _install()
     del _install
 sys.argv = ["main.py"]
-_src = open("main.py", encoding="utf-8").read()
-exec(compile(_src, "main.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
+import runpy
+runpy.run_path("main.py", run_name="__main__")
 """
 
 
